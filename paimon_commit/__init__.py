@@ -1,0 +1,18 @@
+"""paimon_commit: commit to and maintain Apache Paimon append tables from Python and PySpark."""
+from .errors import (
+    CommitConflictError, CommitFailedError, CorruptMetadataError, OptionError, PaimonCommitError,
+    TableExistsError, TableNotFoundError, UnsafePathError, UnsupportedTableError,
+)
+from .format.commit_message import CommitMessage
+from .format.snapshot import Snapshot
+from .table import LiveFile, Table
+from .table_commit import TableCommit
+from .writer import SchemaMismatchError, TableWriter
+
+__all__ = [
+    "Table", "TableCommit", "TableWriter", "CommitMessage", "Snapshot", "LiveFile",
+    "PaimonCommitError", "OptionError", "CorruptMetadataError", "TableNotFoundError",
+    "TableExistsError", "UnsafePathError", "CommitConflictError", "CommitFailedError",
+    "UnsupportedTableError", "SchemaMismatchError",
+]
+__version__ = "0.1.0"

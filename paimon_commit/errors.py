@@ -1,0 +1,43 @@
+"""Exception types. Every message names the file, option or value that is wrong."""
+from __future__ import annotations
+
+
+class PaimonCommitError(Exception):
+    """Base class of every error this library raises on purpose."""
+
+
+class OptionError(PaimonCommitError, ValueError):
+    """An option or argument value is invalid. Raised before any I/O."""
+
+
+class CorruptMetadataError(PaimonCommitError):
+    """A metadata file (schema, snapshot, manifest, tag, consumer) cannot be parsed."""
+
+    def __init__(self, path: str, problem: str):
+        super().__init__(f"{path}: {problem}")
+        self.path = path
+        self.problem = problem
+
+
+class TableNotFoundError(PaimonCommitError, FileNotFoundError):
+    """The path is not a Paimon table (no schema/schema-N)."""
+
+
+class TableExistsError(PaimonCommitError, FileExistsError):
+    """Table.create found a table already there."""
+
+
+class UnsafePathError(PaimonCommitError):
+    """A path would lead outside the table root or through a symlink."""
+
+
+class CommitConflictError(PaimonCommitError):
+    """A commit cannot be applied to the latest snapshot; retrying would not help."""
+
+
+class CommitFailedError(PaimonCommitError):
+    """A commit gave up after its retry budget (commit.max-retries / commit.timeout)."""
+
+
+class UnsupportedTableError(PaimonCommitError):
+    """The table uses a feature this library does not implement (e.g. deletion vectors)."""

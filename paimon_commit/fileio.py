@@ -1,0 +1,427 @@
+"""Storage for one table root: local file system (fast path on `os`) or any `pyarrow.fs`.
+
+Everything that removes a file or a directory goes through `FileIO.delete_quietly` or
+`FileIO.delete_empty_dir`, which refuse any path that is not physically inside the table root.
+"""
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import posixpath
+import uuid
+from dataclasses import dataclass
+from typing import Dict, Iterator, List, Optional
+
+from .errors import UnsafePathError
+
+log = logging.getLogger(__name__)
+
+__all__ = ["FileStatus", "FileIO", "LocalFileIO", "PyArrowFileIO"]
+
+
+@dataclass(frozen=True)
+class FileStatus:
+    path: str
+    name: str
+    size: int
+    mtime_ms: int
+    is_dir: bool
+
+
+def _temp_name(final_name: str) -> str:
+    # Same convention as Paimon Java and pypaimon: readers skip names starting with '.'.
+    return f".{final_name}.{uuid.uuid4()}.tmp"
+
+
+class FileIO:
+    """Interface. Paths are strings in the file system's own namespace (no scheme)."""
+
+    root: str
+
+    @staticmethod
+    def for_path(table_path: str) -> "FileIO":
+        """A local path or `file://` URI gets LocalFileIO; anything else (hdfs://, s3://, …)
+        goes through pyarrow.fs."""
+        if "://" not in table_path or table_path.startswith("file://"):
+            local = table_path[len("file://"):] if table_path.startswith("file://") else table_path
+            return LocalFileIO(local)
+        return PyArrowFileIO.from_uri(table_path)
+
+    def join(self, *parts: str) -> str:
+        return posixpath.join(*parts)
+
+    # reading
+    def read_bytes(self, path: str) -> bytes:
+        raise NotImplementedError
+
+    def exists(self, path: str) -> bool:
+        raise NotImplementedError
+
+    def file_size(self, path: str) -> int:
+        raise NotImplementedError
+
+    def list_status(self, directory: str) -> List[FileStatus]:
+        """Children of a directory; [] when it does not exist."""
+        raise NotImplementedError
+
+    def list_names(self, directory: str) -> List[str]:
+        return [s.name for s in self.list_status(directory)]
+
+    # writing
+    def mkdirs(self, directory: str) -> None:
+        raise NotImplementedError
+
+    def write_new(self, path: str, data: bytes) -> None:
+        """Write a file whose name is unique (uuid): no temp file needed."""
+        raise NotImplementedError
+
+    def overwrite_atomic(self, path: str, data: bytes) -> None:
+        """Replace a mutable file (hints, tags, consumers) so readers see old or new, never half."""
+        raise NotImplementedError
+
+    def try_create_atomic(self, path: str, data: bytes) -> bool:
+        """Create `path` with `data` only if it does not exist, atomically across processes.
+        Returns False when it already exists. Any exception means the outcome is unknown."""
+        raise NotImplementedError
+
+    def open_output_stream(self, path: str):
+        raise NotImplementedError
+
+    def open_input_file(self, path: str):
+        """A seekable binary file object (parquet readers need random access)."""
+        raise NotImplementedError
+
+    # deleting: the gate
+    def delete_quietly(self, path: str) -> bool:
+        """Delete one file. True if deleted, False if already gone or the delete failed
+        (logged). Raises UnsafePathError for anything outside the root or a directory."""
+        raise NotImplementedError
+
+    def delete_empty_dir(self, path: str) -> bool:
+        """Remove a directory only if it is empty; never the root, never recursively."""
+        raise NotImplementedError
+
+
+class LocalFileIO(FileIO):
+    def __init__(self, root: str):
+        self.root = os.path.abspath(root)
+        self._real_root: Optional[str] = None
+        self._real_dirs: Dict[str, str] = {}
+
+    # --- path safety ---------------------------------------------------------------------
+    def _physical_root(self) -> str:
+        if self._real_root is None:
+            self._real_root = os.path.realpath(self.root)
+        return self._real_root
+
+    def _check_inside(self, path: str, allow_root: bool = False) -> str:
+        if ".." in path.split(os.sep):
+            raise UnsafePathError(f"refusing path with '..': {path}")
+        norm = os.path.normpath(os.path.abspath(path))
+        if norm == self.root:
+            if allow_root:
+                return norm
+            raise UnsafePathError(f"refusing to delete the table root {self.root}")
+        if not norm.startswith(self.root + os.sep):
+            raise UnsafePathError(f"refusing to touch {path}: outside the table root {self.root}")
+        parent = os.path.dirname(norm)
+        real_parent = self._real_dirs.get(parent)
+        if real_parent is None:
+            real_parent = os.path.realpath(parent)
+            if len(self._real_dirs) > 100_000:
+                self._real_dirs.clear()
+            self._real_dirs[parent] = real_parent
+        proot = self._physical_root()
+        if real_parent != proot and not real_parent.startswith(proot + os.sep):
+            raise UnsafePathError(
+                f"refusing to touch {path}: its directory resolves to {real_parent}, outside "
+                f"the table root {proot} (symlink?)")
+        return norm
+
+    def forget_resolved_dirs(self) -> None:
+        """Drop cached directory resolutions (call at the start of each operation)."""
+        self._real_dirs.clear()
+        self._real_root = None
+
+    # --- reading -------------------------------------------------------------------------
+    def read_bytes(self, path: str) -> bytes:
+        with open(path, "rb") as f:
+            return f.read()
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def file_size(self, path: str) -> int:
+        return os.stat(path).st_size
+
+    def list_status(self, directory: str) -> List[FileStatus]:
+        out = []
+        try:
+            it = os.scandir(directory)
+        except (FileNotFoundError, NotADirectoryError):
+            return out
+        with it:
+            for e in it:
+                try:
+                    st = e.stat(follow_symlinks=False)
+                except FileNotFoundError:
+                    continue  # removed while listing
+                out.append(FileStatus(e.path, e.name, st.st_size, st.st_mtime_ns // 1_000_000,
+                                      e.is_dir(follow_symlinks=False)))
+        return out
+
+    def list_names(self, directory: str) -> List[str]:
+        try:
+            return os.listdir(directory)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    # --- writing -------------------------------------------------------------------------
+    def mkdirs(self, directory: str) -> None:
+        os.makedirs(directory, exist_ok=True)
+
+    def write_new(self, path: str, data: bytes) -> None:
+        try:
+            f = open(path, "xb")
+        except FileNotFoundError:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            f = open(path, "xb")
+        with f:
+            f.write(data)
+
+    def _write_temp(self, path: str, data: bytes, sync: bool) -> str:
+        directory, name = os.path.split(path)
+        tmp = os.path.join(directory, _temp_name(name))
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileNotFoundError:
+            os.makedirs(directory, exist_ok=True)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            if sync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        return tmp
+
+    def overwrite_atomic(self, path: str, data: bytes) -> None:
+        tmp = self._write_temp(path, data, sync=False)
+        try:
+            os.replace(tmp, path)
+        except BaseException:
+            _unlink_quiet(tmp)
+            raise
+
+    def try_create_atomic(self, path: str, data: bytes) -> bool:
+        if os.path.exists(path):
+            return False
+        tmp = self._write_temp(path, data, sync=True)
+        try:
+            # link(2) fails with EEXIST if the target exists: a true cross-process
+            # create-if-absent, unlike rename which silently replaces.
+            os.link(tmp, path)
+            return True
+        except FileExistsError:
+            return False
+        except OSError as e:
+            if e.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
+                raise
+            log.warning("hard links unsupported under %s (%s); falling back to check-then-rename,"
+                        " which is not safe against concurrent writers", path, e)
+            if os.path.exists(path):
+                return False
+            os.rename(tmp, path)
+            return True
+        finally:
+            _unlink_quiet(tmp)
+
+    def open_input_file(self, path: str):
+        return open(path, "rb")
+
+    def open_output_stream(self, path: str):
+        try:
+            return open(path, "xb")
+        except FileNotFoundError:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            return open(path, "xb")
+
+    # --- deleting ------------------------------------------------------------------------
+    def delete_quietly(self, path: str) -> bool:
+        norm = self._check_inside(path)
+        try:
+            os.unlink(norm)
+            return True
+        except FileNotFoundError:
+            return False
+        except IsADirectoryError:
+            raise UnsafePathError(f"refusing to delete directory {path} as a file") from None
+        except OSError as e:
+            if os.path.isdir(norm) and not os.path.islink(norm):
+                raise UnsafePathError(f"refusing to delete directory {path} as a file") from None
+            log.warning("could not delete %s: %s", path, e)
+            return False
+
+    def delete_empty_dir(self, path: str) -> bool:
+        norm = self._check_inside(path)
+        if os.path.islink(norm):
+            raise UnsafePathError(f"refusing to remove {path}: it is a symlink")
+        try:
+            os.rmdir(norm)
+            return True
+        except OSError:
+            return False  # not empty, gone, or not a directory: all mean "leave it"
+
+
+def _unlink_quiet(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+class PyArrowFileIO(FileIO):
+    """HDFS, S3, GCS, … through pyarrow.fs. Create-if-absent relies on the store: HDFS rename
+    fails on an existing target; object stores without conditional puts are check-then-write
+    and need a single committer per table."""
+
+    def __init__(self, fs, root: str):
+        self.fs = fs
+        self.root = root.rstrip("/")
+
+    @classmethod
+    def from_uri(cls, uri: str) -> "PyArrowFileIO":
+        from pyarrow import fs as pafs
+        filesystem, path = pafs.FileSystem.from_uri(uri)
+        return cls(filesystem, path)
+
+    def _check_inside(self, path: str) -> str:
+        norm = posixpath.normpath(path)
+        if norm == self.root:
+            raise UnsafePathError(f"refusing to delete the table root {self.root}")
+        if ".." in path.split("/") or not norm.startswith(self.root + "/"):
+            raise UnsafePathError(f"refusing to touch {path}: outside the table root {self.root}")
+        return norm
+
+    def read_bytes(self, path: str) -> bytes:
+        from pyarrow.lib import ArrowIOError  # noqa: F401  (error type for callers)
+        try:
+            with self.fs.open_input_stream(path) as f:
+                return f.read()
+        except FileNotFoundError:
+            raise
+        except OSError as e:
+            if not self.exists(path):
+                raise FileNotFoundError(path) from e
+            raise
+
+    def _info(self, path: str):
+        return self.fs.get_file_info(path)
+
+    def exists(self, path: str) -> bool:
+        from pyarrow import fs as pafs
+        return self._info(path).type != pafs.FileType.NotFound
+
+    def file_size(self, path: str) -> int:
+        info = self._info(path)
+        if info.size is None:
+            raise FileNotFoundError(path)
+        return info.size
+
+    def list_status(self, directory: str) -> List[FileStatus]:
+        from pyarrow import fs as pafs
+        try:
+            infos = self.fs.get_file_info(pafs.FileSelector(directory, allow_not_found=True))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        out = []
+        for i in infos:
+            mtime = int(i.mtime_ns // 1_000_000) if i.mtime_ns is not None else 0
+            out.append(FileStatus(i.path, i.base_name, i.size or 0, mtime,
+                                  i.type == pafs.FileType.Directory))
+        return out
+
+    def mkdirs(self, directory: str) -> None:
+        self.fs.create_dir(directory, recursive=True)
+
+    def write_new(self, path: str, data: bytes) -> None:
+        with self.fs.open_output_stream(path) as f:
+            f.write(data)
+
+    def overwrite_atomic(self, path: str, data: bytes) -> None:
+        directory, name = posixpath.split(path)
+        tmp = posixpath.join(directory, _temp_name(name))
+        self.write_new(tmp, data)
+        try:
+            self.fs.move(tmp, path)
+        except BaseException:
+            self._delete_raw(tmp)
+            raise
+
+    def try_create_atomic(self, path: str, data: bytes) -> bool:
+        if self.exists(path):
+            return False
+        directory, name = posixpath.split(path)
+        tmp = posixpath.join(directory, _temp_name(name))
+        self.write_new(tmp, data)
+        try:
+            self.fs.move(tmp, path)
+            return True
+        except OSError:
+            if self.exists(path):
+                return False
+            raise
+        finally:
+            self._delete_raw(tmp)
+
+    def open_output_stream(self, path: str):
+        return self.fs.open_output_stream(path)
+
+    def open_input_file(self, path: str):
+        return self.fs.open_input_file(path)
+
+    def _delete_raw(self, path: str) -> None:
+        try:
+            self.fs.delete_file(path)
+        except OSError:
+            pass
+
+    def delete_quietly(self, path: str) -> bool:
+        from pyarrow import fs as pafs
+        norm = self._check_inside(path)
+        info = self._info(norm)
+        if info.type == pafs.FileType.NotFound:
+            return False
+        if info.type == pafs.FileType.Directory:
+            raise UnsafePathError(f"refusing to delete directory {path} as a file")
+        try:
+            self.fs.delete_file(norm)
+            return True
+        except FileNotFoundError:
+            return False
+        except OSError as e:
+            log.warning("could not delete %s: %s", path, e)
+            return False
+
+    def delete_empty_dir(self, path: str) -> bool:
+        from pyarrow import fs as pafs
+        norm = self._check_inside(path)
+        try:
+            if self.fs.get_file_info(pafs.FileSelector(norm, allow_not_found=True)):
+                return False
+            self.fs.delete_dir(norm)
+            return True
+        except OSError:
+            return False
+
+
+def walk_files(io: FileIO, directory: str) -> Iterator[FileStatus]:
+    """Depth-first listing of regular files (used by tests and reports)."""
+    for st in io.list_status(directory):
+        if st.is_dir:
+            yield from walk_files(io, st.path)
+        else:
+            yield st

@@ -1,0 +1,337 @@
+"""Manifest records (ManifestEntry / DataFileMeta, ManifestFileMeta) and their Avro codec.
+
+Writer schemas are pypaimon 2.1.0's (the Java 1.3 field set plus pypaimon's extras, with
+null-first unions); readers match fields by name, so Java- and pypaimon-written files both load.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import io
+from dataclasses import dataclass, replace
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+import fastavro
+
+from ..errors import CorruptMetadataError, OptionError
+from .binary_row import EMPTY_ROW
+
+__all__ = [
+    "FileKind", "SimpleStats", "DataFileMeta", "ManifestEntry", "ManifestFileMeta",
+    "encode_manifest", "decode_manifest", "encode_manifest_list", "decode_manifest_list",
+    "EMPTY_STATS", "avro_codec",
+]
+
+MANIFEST_VERSION = 2
+
+
+class FileKind:
+    ADD = 0
+    DELETE = 1
+
+
+@dataclass(frozen=True)
+class SimpleStats:
+    min_values: bytes
+    max_values: bytes
+    null_counts: Optional[Tuple[Optional[int], ...]]
+
+    def to_record(self) -> Dict[str, Any]:
+        return {"_MIN_VALUES": self.min_values, "_MAX_VALUES": self.max_values,
+                "_NULL_COUNTS": None if self.null_counts is None else list(self.null_counts)}
+
+    @classmethod
+    def from_record(cls, r: Dict[str, Any]) -> "SimpleStats":
+        nc = r.get("_NULL_COUNTS")
+        return cls(r["_MIN_VALUES"], r["_MAX_VALUES"], None if nc is None else tuple(nc))
+
+
+EMPTY_STATS = SimpleStats(EMPTY_ROW, EMPTY_ROW, ())
+
+
+def _ms(v: Any) -> Optional[int]:
+    if v is None or isinstance(v, int):
+        return v
+    if isinstance(v, _dt.datetime):  # fastavro decodes timestamp-millis to aware datetimes
+        if v.tzinfo is None:
+            v = v.replace(tzinfo=_dt.timezone.utc)
+        return int(v.timestamp() * 1000 + (0.5 if v.timestamp() >= 0 else -0.5))
+    raise TypeError(f"not a timestamp: {v!r}")
+
+
+@dataclass(frozen=True)
+class DataFileMeta:
+    file_name: str
+    file_size: int
+    row_count: int
+    schema_id: int
+    min_key: bytes = EMPTY_ROW
+    max_key: bytes = EMPTY_ROW
+    key_stats: SimpleStats = EMPTY_STATS
+    value_stats: SimpleStats = EMPTY_STATS
+    min_sequence_number: int = 0
+    max_sequence_number: int = 0
+    level: int = 0
+    extra_files: Tuple[str, ...] = ()
+    creation_time: Optional[int] = None  # epoch ms of the writer's local wall clock "as UTC"
+    delete_row_count: Optional[int] = 0
+    embedded_file_index: Optional[bytes] = None
+    file_source: Optional[int] = 0
+    value_stats_cols: Optional[Tuple[str, ...]] = ()
+    external_path: Optional[str] = None
+    first_row_id: Optional[int] = None
+    write_cols: Optional[Tuple[str, ...]] = None
+    write_cols_sequences: Optional[Tuple[int, ...]] = None
+
+    def to_record(self) -> Dict[str, Any]:
+        return {
+            "_FILE_NAME": self.file_name,
+            "_FILE_SIZE": self.file_size,
+            "_ROW_COUNT": self.row_count,
+            "_MIN_KEY": self.min_key,
+            "_MAX_KEY": self.max_key,
+            "_KEY_STATS": self.key_stats.to_record(),
+            "_VALUE_STATS": self.value_stats.to_record(),
+            "_MIN_SEQUENCE_NUMBER": self.min_sequence_number,
+            "_MAX_SEQUENCE_NUMBER": self.max_sequence_number,
+            "_SCHEMA_ID": self.schema_id,
+            "_LEVEL": self.level,
+            "_EXTRA_FILES": list(self.extra_files),
+            "_CREATION_TIME": self.creation_time,
+            "_DELETE_ROW_COUNT": self.delete_row_count,
+            "_EMBEDDED_FILE_INDEX": self.embedded_file_index,
+            "_FILE_SOURCE": self.file_source,
+            "_VALUE_STATS_COLS": None if self.value_stats_cols is None
+            else list(self.value_stats_cols),
+            "_EXTERNAL_PATH": self.external_path,
+            "_FIRST_ROW_ID": self.first_row_id,
+            "_WRITE_COLS": None if self.write_cols is None else list(self.write_cols),
+            "_WRITE_COLS_SEQUENCES": None if self.write_cols_sequences is None
+            else list(self.write_cols_sequences),
+        }
+
+    @classmethod
+    def from_record(cls, r: Dict[str, Any]) -> "DataFileMeta":
+        g = r.get
+        vsc, wc, wcs = g("_VALUE_STATS_COLS"), g("_WRITE_COLS"), g("_WRITE_COLS_SEQUENCES")
+        return cls(
+            file_name=r["_FILE_NAME"],
+            file_size=r["_FILE_SIZE"],
+            row_count=r["_ROW_COUNT"],
+            schema_id=r["_SCHEMA_ID"],
+            min_key=r["_MIN_KEY"],
+            max_key=r["_MAX_KEY"],
+            key_stats=SimpleStats.from_record(r["_KEY_STATS"]),
+            value_stats=SimpleStats.from_record(r["_VALUE_STATS"]),
+            min_sequence_number=r["_MIN_SEQUENCE_NUMBER"],
+            max_sequence_number=r["_MAX_SEQUENCE_NUMBER"],
+            level=r["_LEVEL"],
+            extra_files=tuple(r["_EXTRA_FILES"] or ()),
+            creation_time=_ms(g("_CREATION_TIME")),
+            delete_row_count=g("_DELETE_ROW_COUNT"),
+            embedded_file_index=g("_EMBEDDED_FILE_INDEX"),
+            file_source=g("_FILE_SOURCE"),
+            value_stats_cols=None if vsc is None else tuple(vsc),
+            external_path=g("_EXTERNAL_PATH"),
+            first_row_id=g("_FIRST_ROW_ID"),
+            write_cols=None if wc is None else tuple(wc),
+            write_cols_sequences=None if wcs is None else tuple(wcs),
+        )
+
+
+@dataclass(frozen=True)
+class ManifestEntry:
+    kind: int
+    partition: bytes  # serialized BinaryRow; copied verbatim, never re-encoded, for DELETEs
+    bucket: int
+    total_buckets: int
+    file: DataFileMeta
+
+    @property
+    def identifier(self) -> Tuple[Any, ...]:
+        """Paimon's file identity: what an ADD and its DELETE share."""
+        f = self.file
+        return (self.partition, self.bucket, f.level, f.file_name, f.extra_files,
+                f.embedded_file_index, f.external_path)
+
+    def as_delete(self) -> "ManifestEntry":
+        return replace(self, kind=FileKind.DELETE)
+
+    def to_record(self) -> Dict[str, Any]:
+        return {"_VERSION": MANIFEST_VERSION, "_KIND": self.kind, "_PARTITION": self.partition,
+                "_BUCKET": self.bucket, "_TOTAL_BUCKETS": self.total_buckets,
+                "_FILE": self.file.to_record()}
+
+    @classmethod
+    def from_record(cls, r: Dict[str, Any]) -> "ManifestEntry":
+        return cls(r["_KIND"], r["_PARTITION"], r["_BUCKET"], r["_TOTAL_BUCKETS"],
+                   DataFileMeta.from_record(r["_FILE"]))
+
+
+@dataclass(frozen=True)
+class ManifestFileMeta:
+    file_name: str
+    file_size: int
+    num_added_files: int
+    num_deleted_files: int
+    partition_stats: SimpleStats
+    schema_id: int
+    min_bucket: Optional[int] = None
+    max_bucket: Optional[int] = None
+    min_level: Optional[int] = None
+    max_level: Optional[int] = None
+    min_row_id: Optional[int] = None
+    max_row_id: Optional[int] = None
+    total_buckets: Optional[int] = None
+    extra_files: Optional[Tuple[str, ...]] = None
+
+    def to_record(self) -> Dict[str, Any]:
+        return {
+            "_VERSION": MANIFEST_VERSION,
+            "_FILE_NAME": self.file_name,
+            "_FILE_SIZE": self.file_size,
+            "_NUM_ADDED_FILES": self.num_added_files,
+            "_NUM_DELETED_FILES": self.num_deleted_files,
+            "_PARTITION_STATS": self.partition_stats.to_record(),
+            "_SCHEMA_ID": self.schema_id,
+            "_MIN_BUCKET": self.min_bucket,
+            "_MAX_BUCKET": self.max_bucket,
+            "_MIN_LEVEL": self.min_level,
+            "_MAX_LEVEL": self.max_level,
+            "_MIN_ROW_ID": self.min_row_id,
+            "_MAX_ROW_ID": self.max_row_id,
+            "_TOTAL_BUCKETS": self.total_buckets,
+            "_EXTRA_FILES": None if self.extra_files is None else list(self.extra_files),
+        }
+
+    @classmethod
+    def from_record(cls, r: Dict[str, Any]) -> "ManifestFileMeta":
+        g = r.get
+        ef = g("_EXTRA_FILES")
+        return cls(r["_FILE_NAME"], r["_FILE_SIZE"], r["_NUM_ADDED_FILES"],
+                   r["_NUM_DELETED_FILES"], SimpleStats.from_record(r["_PARTITION_STATS"]),
+                   r["_SCHEMA_ID"], g("_MIN_BUCKET"), g("_MAX_BUCKET"), g("_MIN_LEVEL"),
+                   g("_MAX_LEVEL"), g("_MIN_ROW_ID"), g("_MAX_ROW_ID"), g("_TOTAL_BUCKETS"),
+                   None if ef is None else tuple(ef))
+
+
+# --- Avro schemas ------------------------------------------------------------------------
+
+def _opt(name: str, t: Any) -> Dict[str, Any]:
+    return {"name": name, "type": ["null", t], "default": None}
+
+
+def _stats(name: str) -> Dict[str, Any]:
+    return {"type": "record", "name": name, "fields": [
+        {"name": "_MIN_VALUES", "type": "bytes"},
+        {"name": "_MAX_VALUES", "type": "bytes"},
+        _opt("_NULL_COUNTS", {"type": "array", "items": ["null", "long"]}),
+    ]}
+
+
+MANIFEST_FILE_META_SCHEMA = {"type": "record", "name": "ManifestFileMeta", "fields": [
+    {"name": "_VERSION", "type": "int"},
+    {"name": "_FILE_NAME", "type": "string"},
+    {"name": "_FILE_SIZE", "type": "long"},
+    {"name": "_NUM_ADDED_FILES", "type": "long"},
+    {"name": "_NUM_DELETED_FILES", "type": "long"},
+    {"name": "_PARTITION_STATS", "type": _stats("record_PARTITION_STATS")},
+    {"name": "_SCHEMA_ID", "type": "long"},
+    _opt("_MIN_BUCKET", "int"),
+    _opt("_MAX_BUCKET", "int"),
+    _opt("_MIN_LEVEL", "int"),
+    _opt("_MAX_LEVEL", "int"),
+    _opt("_MIN_ROW_ID", "long"),
+    _opt("_MAX_ROW_ID", "long"),
+    _opt("_TOTAL_BUCKETS", "int"),
+    _opt("_EXTRA_FILES", {"type": "array", "items": "string"}),
+]}
+
+MANIFEST_ENTRY_SCHEMA = {"type": "record", "name": "ManifestEntry", "fields": [
+    {"name": "_VERSION", "type": "int"},
+    {"name": "_KIND", "type": "int"},
+    {"name": "_PARTITION", "type": "bytes"},
+    {"name": "_BUCKET", "type": "int"},
+    {"name": "_TOTAL_BUCKETS", "type": "int"},
+    {"name": "_FILE", "type": {"type": "record", "name": "DataFileMeta", "fields": [
+        {"name": "_FILE_NAME", "type": "string"},
+        {"name": "_FILE_SIZE", "type": "long"},
+        {"name": "_ROW_COUNT", "type": "long"},
+        {"name": "_MIN_KEY", "type": "bytes"},
+        {"name": "_MAX_KEY", "type": "bytes"},
+        {"name": "_KEY_STATS", "type": _stats("record_KEY_STATS")},
+        {"name": "_VALUE_STATS", "type": _stats("record_VALUE_STATS")},
+        {"name": "_MIN_SEQUENCE_NUMBER", "type": "long"},
+        {"name": "_MAX_SEQUENCE_NUMBER", "type": "long"},
+        {"name": "_SCHEMA_ID", "type": "long"},
+        {"name": "_LEVEL", "type": "int"},
+        {"name": "_EXTRA_FILES", "type": {"type": "array", "items": "string"}},
+        _opt("_CREATION_TIME", {"type": "long", "logicalType": "timestamp-millis"}),
+        _opt("_DELETE_ROW_COUNT", "long"),
+        _opt("_EMBEDDED_FILE_INDEX", "bytes"),
+        _opt("_FILE_SOURCE", "int"),
+        _opt("_VALUE_STATS_COLS", {"type": "array", "items": "string"}),
+        _opt("_EXTERNAL_PATH", "string"),
+        _opt("_FIRST_ROW_ID", "long"),
+        _opt("_WRITE_COLS", {"type": "array", "items": "string"}),
+        _opt("_WRITE_COLS_SEQUENCES", {"type": "array", "items": "long"}),
+    ]}},
+]}
+
+_PARSED_LIST = fastavro.parse_schema(MANIFEST_FILE_META_SCHEMA)
+_PARSED_ENTRY = fastavro.parse_schema(MANIFEST_ENTRY_SCHEMA)
+
+_CODECS = {"zstd": "zstandard", "zstandard": "zstandard", "null": "null", "none": "null",
+           "deflate": "deflate", "snappy": "snappy", "bzip2": "bzip2", "xz": "xz"}
+
+
+def avro_codec(manifest_compression: str) -> str:
+    try:
+        return _CODECS[manifest_compression.lower()]
+    except KeyError:
+        raise OptionError(f"option 'manifest.compression' = {manifest_compression!r} is not "
+                          f"supported (use one of zstd, null, deflate, snappy, bzip2, xz)"
+                          ) from None
+
+
+def _encode(parsed: Any, records: Iterable[Dict[str, Any]], codec: str) -> bytes:
+    buf = io.BytesIO()
+    fastavro.writer(buf, parsed, records, codec=codec)
+    return buf.getvalue()
+
+
+def _decode(data: bytes, path: str) -> List[Dict[str, Any]]:
+    try:
+        records = list(fastavro.reader(io.BytesIO(data)))
+    except Exception as e:  # fastavro raises many types on garbage: normalise them
+        raise CorruptMetadataError(path, f"not a readable Avro file ({type(e).__name__}: {e})"
+                                   ) from None
+    for r in records:
+        v = r.get("_VERSION")
+        if v != MANIFEST_VERSION:
+            raise CorruptMetadataError(
+                path, f"unsupported _VERSION {v!r} (expected {MANIFEST_VERSION}; version 1 "
+                      f"files come from Paimon < 0.9 and must be recreated)")
+    return records
+
+
+def encode_manifest(entries: Sequence[ManifestEntry], codec: str) -> bytes:
+    return _encode(_PARSED_ENTRY, (e.to_record() for e in entries), codec)
+
+
+def decode_manifest(data: bytes, path: str) -> List[ManifestEntry]:
+    try:
+        return [ManifestEntry.from_record(r) for r in _decode(data, path)]
+    except (KeyError, TypeError) as e:
+        raise CorruptMetadataError(path, f"manifest entry lacks a required field ({e})") from None
+
+
+def encode_manifest_list(metas: Sequence[ManifestFileMeta], codec: str) -> bytes:
+    return _encode(_PARSED_LIST, (m.to_record() for m in metas), codec)
+
+
+def decode_manifest_list(data: bytes, path: str) -> List[ManifestFileMeta]:
+    try:
+        return [ManifestFileMeta.from_record(r) for r in _decode(data, path)]
+    except (KeyError, TypeError) as e:
+        raise CorruptMetadataError(path, f"manifest list record lacks a required field ({e})"
+                                   ) from None

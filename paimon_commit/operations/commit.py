@@ -1,0 +1,334 @@
+"""FileStoreCommit: publish snapshots with optimistic, retry-limited concurrency.
+
+One attempt reads the latest snapshot, computes its changes against it, writes manifests and
+manifest lists, and publishes `snapshot-<latest+1>` with an atomic create-if-absent. Losing
+that race deletes what the attempt wrote and retries (tenacity, exponential backoff with
+jitter); a real conflict (a DELETE of a file that is no longer live, an ADD of a live file)
+fails at once. An attempt whose publish outcome is unknown keeps its files, and the next
+attempt first looks for its snapshot (same commit user, identifier and kind).
+"""
+from __future__ import annotations
+
+import logging
+import random
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set
+
+from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt, \
+    stop_after_delay, stop_never
+
+from ..errors import CommitConflictError, CommitFailedError
+from ..format.commit_message import CommitMessage
+from ..format.manifest import FileKind, ManifestEntry
+from ..format.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
+from ..manifests import ManifestWriteSession
+from ..store import FileStore, PartitionSpec
+
+log = logging.getLogger(__name__)
+
+__all__ = ["FileStoreCommit", "CommitConfig", "CommitResult"]
+
+
+@dataclass(frozen=True)
+class CommitConfig:
+    max_retries: int
+    timeout_ms: Optional[int]
+    min_retry_wait_ms: int
+    max_retry_wait_ms: int
+    ignore_empty_commit: bool
+    dynamic_partition_overwrite: bool
+    merge_min_count: int
+    full_compaction_size: int
+
+    @classmethod
+    def from_options(cls, o: Mapping[str, Any]) -> "CommitConfig":
+        return cls(o["commit.max-retries"], o["commit.timeout"], o["commit.min-retry-wait"],
+                   o["commit.max-retry-wait"], o["snapshot.ignore-empty-commit"],
+                   o["dynamic-partition-overwrite"], o["manifest.merge-min-count"],
+                   o["manifest.full-compaction-threshold-size"])
+
+
+@dataclass
+class CommitResult:
+    snapshot_id: Optional[int]   # None: nothing was committed
+    attempts: int
+    kind: str
+    added_files: int = 0
+    deleted_files: int = 0
+    seconds: float = 0.0
+
+
+class _RaceLost(Exception):
+    """Another writer published the snapshot id first, or the publish outcome is unknown."""
+
+    def __init__(self, message: str, uncertain_base: Optional[int] = None):
+        super().__init__(message)
+        self.uncertain_base = uncertain_base
+
+
+_Changes = Callable[[Optional[Snapshot]], List[ManifestEntry]]
+
+
+@dataclass
+class _AttemptState:
+    uncertain_base: Optional[int] = None  # base id of an attempt whose publish is unknown
+    attempts: int = 0
+    entries: List[ManifestEntry] = field(default_factory=list)
+
+
+class FileStoreCommit:
+    def __init__(self, store: FileStore, commit_user: Optional[str] = None,
+                 config: Optional[CommitConfig] = None):
+        self.store = store
+        self.commit_user = commit_user or str(uuid.uuid4())
+        self.config = config or CommitConfig.from_options(store.options)
+
+    # --- public operations ---------------------------------------------------------------
+    def commit(self, messages: Sequence[CommitMessage],
+               commit_identifier: Optional[int] = None,
+               check_append_conflicts: bool = False) -> CommitResult:
+        """APPEND the new files (or OVERWRITE if messages carry deleted files)."""
+        ident = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier
+        entries = _entries_of(messages)
+        has_deletes = any(e.kind == FileKind.DELETE for e in entries)
+        kind = CommitKind.OVERWRITE if has_deletes else CommitKind.APPEND
+        if not entries and self.config.ignore_empty_commit:
+            return CommitResult(None, 0, kind)
+        return self._run(lambda latest: entries, kind, ident,
+                         check_conflicts=has_deletes or check_append_conflicts)
+
+    def overwrite(self, messages: Sequence[CommitMessage],
+                  partition: Optional[Mapping[str, Any]] = None,
+                  commit_identifier: Optional[int] = None) -> CommitResult:
+        """Replace partitions with the new files (Paimon semantics, see README)."""
+        ident = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier
+        adds = _entries_of(messages)
+        store = self.store
+        if partition is not None and store.partition_keys:
+            spec = store.partition_spec(partition)
+            for m in messages:
+                if m.new_files and not spec.matches(m.partition):
+                    raise ValueError(
+                        f"overwrite of partition {partition!r}: new file "
+                        f"{m.new_files[0].file_name} belongs to partition "
+                        f"{store.partition_dict(m.partition)!r}, outside it")
+            target: Callable[[Sequence[Any]], bool] = spec.matches
+        elif store.partition_keys and self.config.dynamic_partition_overwrite:
+            if not adds:
+                return CommitResult(None, 0, CommitKind.OVERWRITE)
+            parts = {tuple(m.partition) for m in messages if m.new_files}
+            target = lambda values: tuple(values) in parts  # noqa: E731
+        else:
+            target = lambda values: True  # noqa: E731
+
+        def changes(latest: Optional[Snapshot]) -> List[ManifestEntry]:
+            # Recomputed from each attempt's latest snapshot: the overwrite replaces whatever
+            # is live in the target partitions when it publishes.
+            return self._deletes_matching(latest, target) + adds
+
+        return self._run(changes, CommitKind.OVERWRITE, ident, check_conflicts=True)
+
+    def drop_partitions(self, partitions: Sequence[Mapping[str, Any]],
+                        commit_identifier: Optional[int] = None) -> CommitResult:
+        """OVERWRITE snapshot with a DELETE for every live file of the matching partitions."""
+        if isinstance(partitions, Mapping) or not isinstance(partitions, (list, tuple)):
+            raise TypeError(f"drop_partitions expects a list of partition specs (dicts), "
+                            f"got {partitions!r}")
+        if not partitions:
+            raise ValueError("drop_partitions needs at least one partition spec")
+        specs: List[PartitionSpec] = [self.store.partition_spec(p) for p in partitions]
+        ident = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier
+
+        def target(values: Sequence[Any]) -> bool:
+            return any(s.matches(values) for s in specs)
+
+        return self._run(lambda latest: self._deletes_matching(latest, target),
+                         CommitKind.OVERWRITE, ident, check_conflicts=True,
+                         empty_means_noop=True)
+
+    def filter_committed(self, identifiers: Iterable[int]) -> List[int]:
+        """Identifiers this commit user has not committed yet (needs increasing ids)."""
+        last = self.store.snapshots.latest_snapshot_of_user(self.commit_user)
+        ids = sorted(set(identifiers))
+        if last is None:
+            return ids
+        return [i for i in ids if i > last.commit_identifier]
+
+    def filter_and_commit(self, by_identifier: Mapping[int, Sequence[CommitMessage]]
+                          ) -> List[CommitResult]:
+        """Re-commit, after a restart, only what is missing; refuse vanished files."""
+        pending = self.filter_committed(by_identifier.keys())
+        for ident in pending:
+            for m in by_identifier[ident]:
+                for f in m.new_files:
+                    entry = ManifestEntry(FileKind.ADD, m.partition_bytes, m.bucket,
+                                          m.total_buckets, f)
+                    path = self.store.data_file_path(entry)
+                    if not self.store.io.exists(path):
+                        raise CommitConflictError(
+                            f"cannot re-commit identifier {ident}: data file {path} no longer "
+                            f"exists (deleted by orphan cleanup or abort?)")
+        return [self.commit(by_identifier[i], i, check_append_conflicts=True) for i in pending]
+
+    # --- the retry loop ------------------------------------------------------------------
+    def _wait(self, retry_state) -> float:
+        n = retry_state.attempt_number - 1
+        base = min(self.config.min_retry_wait_ms * (2 ** min(n, 30)),
+                   self.config.max_retry_wait_ms)
+        jitter = random.uniform(0, max(1.0, 0.2 * base))
+        return (base + jitter) / 1000.0
+
+    def _run(self, changes: _Changes, kind: str, identifier: int, check_conflicts: bool,
+             empty_means_noop: bool = False) -> CommitResult:
+        start = time.monotonic()
+        state = _AttemptState()
+        cfg = self.config
+        stop = stop_after_attempt(cfg.max_retries + 1)
+        if cfg.timeout_ms is not None:
+            stop = stop | stop_after_delay(cfg.timeout_ms / 1000.0)
+        retrying = Retrying(stop=stop, wait=self._wait,
+                            retry=retry_if_exception_type(_RaceLost), reraise=False)
+        try:
+            sid = retrying(self._attempt, changes, kind, identifier, check_conflicts,
+                           empty_means_noop, state)
+        except RetryError as e:
+            cause = e.last_attempt.exception()
+            raise CommitFailedError(
+                f"{kind} commit to {self.store.path} by user {self.commit_user!r} failed after "
+                f"{state.attempts} attempt(s) (commit.max-retries = {cfg.max_retries}, "
+                f"commit.timeout = {cfg.timeout_ms} ms): {cause}") from cause
+        added = sum(1 for e in state.entries if e.kind == FileKind.ADD)
+        return CommitResult(sid, state.attempts, kind, added, len(state.entries) - added,
+                            time.monotonic() - start)
+
+    def _attempt(self, changes: _Changes, kind: str, identifier: int, check_conflicts: bool,
+                 empty_means_noop: bool, state: _AttemptState) -> Optional[int]:
+        state.attempts += 1
+        store = self.store
+        latest = store.snapshots.latest_snapshot()
+
+        if state.uncertain_base is not None and latest is not None:
+            done = self._find_own_snapshot(state.uncertain_base, latest.id, identifier, kind)
+            if done is not None:
+                log.info("commit %s/%d was published as snapshot %d by an earlier attempt",
+                         self.commit_user, identifier, done)
+                return done
+
+        entries = changes(latest)
+        state.entries = entries
+        if not entries and (empty_means_noop or self.config.ignore_empty_commit):
+            return None
+        if check_conflicts and latest is not None:
+            self._check_conflicts(latest, entries)
+
+        session = ManifestWriteSession(store.manifests)
+        try:
+            snapshot = self._write_snapshot_files(session, latest, entries, kind, identifier)
+        except BaseException:
+            session.delete_written()
+            raise
+        try:
+            published = store.snapshots.try_commit(snapshot)
+        except Exception as e:
+            # The snapshot may or may not exist now: keep every file and let the next attempt
+            # look for it.
+            state.uncertain_base = latest.id if latest else 0
+            raise _RaceLost(f"publishing snapshot {snapshot.id} failed: {e!r}",
+                            state.uncertain_base) from e
+        if not published:
+            session.delete_written()
+            raise _RaceLost(f"snapshot {snapshot.id} was published by another writer first")
+        store.snapshots.commit_latest_hint(snapshot.id)
+        return snapshot.id
+
+    def _find_own_snapshot(self, after: int, upto: int, identifier: int, kind: str
+                           ) -> Optional[int]:
+        for sid in range(after + 1, upto + 1):
+            s = self.store.snapshots.try_snapshot(sid)
+            if s is not None and s.commit_user == self.commit_user \
+                    and s.commit_identifier == identifier and s.commit_kind == kind:
+                return sid
+        return None
+
+    def _write_snapshot_files(self, session: ManifestWriteSession, latest: Optional[Snapshot],
+                              entries: List[ManifestEntry], kind: str, identifier: int
+                              ) -> Snapshot:
+        store, cfg = self.store, self.config
+        mio = store.manifests
+        if latest is not None:
+            previous = mio.read_list(latest.base_manifest_list) + \
+                mio.read_list(latest.delta_manifest_list)
+        else:
+            previous = []
+        base = session.merge(previous, cfg.merge_min_count, cfg.full_compaction_size)
+        base_name, base_size = session.write_list(base)
+        delta_name, delta_size = session.write_list(session.write_manifests(entries))
+        delta_rows = sum(e.file.row_count if e.kind == FileKind.ADD else -e.file.row_count
+                         for e in entries)
+        schema_id = store.schema.id if latest is None else max(store.schema.id,
+                                                               latest.schema_id)
+        return Snapshot(
+            id=(latest.id + 1) if latest else 1,
+            schema_id=schema_id,
+            base_manifest_list=base_name,
+            base_manifest_list_size=base_size,
+            delta_manifest_list=delta_name,
+            delta_manifest_list_size=delta_size,
+            commit_user=self.commit_user,
+            commit_identifier=identifier,
+            commit_kind=kind,
+            time_millis=int(time.time() * 1000),
+            total_record_count=(latest.total_record_count if latest else 0) + delta_rows,
+            delta_record_count=delta_rows,
+            # Carried forward so that statistics, index and row tracking of other writers
+            # survive our commits.
+            index_manifest=latest.index_manifest if latest else None,
+            watermark=latest.watermark if latest else None,
+            statistics=latest.statistics if latest else None,
+            next_row_id=latest.next_row_id if latest else None,
+        )
+
+    # --- changes and conflicts -----------------------------------------------------------
+    def _deletes_matching(self, latest: Optional[Snapshot],
+                          target: Callable[[Sequence[Any]], bool]) -> List[ManifestEntry]:
+        if latest is None:
+            return []
+        decode = self.store.manifests.decode_partition
+        return [e.as_delete() for e in self.store.live_entries(latest)
+                if target(decode(e.partition))]
+
+    def _check_conflicts(self, latest: Snapshot, entries: List[ManifestEntry]) -> None:
+        changed = {e.partition for e in entries}
+        live = {e.identifier for e in self.store.live_entries(latest)
+                if e.partition in changed}
+        seen_adds: Set[Any] = set()
+        for e in entries:
+            ident = e.identifier
+            if e.kind == FileKind.DELETE:
+                if ident not in live:
+                    raise CommitConflictError(
+                        f"file deletion conflict: {self.store.data_file_path(e)} is not live "
+                        f"in snapshot {latest.id} (removed by a concurrent commit?); giving up")
+                live.discard(ident)
+            else:
+                if ident in live or ident in seen_adds:
+                    raise CommitConflictError(
+                        f"file {self.store.data_file_path(e)} is already live in snapshot "
+                        f"{latest.id}; refusing to add it twice")
+                seen_adds.add(ident)
+
+
+def _entries_of(messages: Sequence[CommitMessage]) -> List[ManifestEntry]:
+    entries: List[ManifestEntry] = []
+    for m in messages:
+        if not isinstance(m, CommitMessage):
+            raise TypeError(f"expected CommitMessage, got {type(m).__name__}")
+        for f in m.deleted_files:
+            entries.append(ManifestEntry(FileKind.DELETE, m.partition_bytes, m.bucket,
+                                         m.total_buckets, f))
+        for f in m.new_files:
+            entries.append(ManifestEntry(FileKind.ADD, m.partition_bytes, m.bucket,
+                                         m.total_buckets, f))
+    return entries

@@ -1,0 +1,130 @@
+"""SnapshotManager: snapshot files and the LATEST / EARLIEST hints.
+
+Hints are only hints: LATEST = n is trusted when snapshot-n exists and snapshot-(n+1) does not,
+EARLIEST = n when snapshot-n exists and snapshot-(n-1) does not; otherwise the directory is
+listed. (pypaimon assumes 1 and probes 300 ids forward when EARLIEST is missing; we don't.)
+"""
+from __future__ import annotations
+
+import logging
+from typing import Iterator, List, Optional
+
+from .errors import CorruptMetadataError
+from .fileio import FileIO
+from .format import paths as P
+from .format.snapshot import Snapshot
+
+log = logging.getLogger(__name__)
+
+__all__ = ["SnapshotManager"]
+
+LATEST = "LATEST"
+EARLIEST = "EARLIEST"
+
+
+class SnapshotManager:
+    def __init__(self, io: FileIO, root: str):
+        self.io = io
+        self.root = root
+        self.snapshot_dir = io.join(root, "snapshot")
+
+    def snapshot_path(self, snapshot_id: int) -> str:
+        return self.io.join(self.snapshot_dir, P.snapshot_file_name(snapshot_id))
+
+    def snapshot_exists(self, snapshot_id: int) -> bool:
+        return self.io.exists(self.snapshot_path(snapshot_id))
+
+    # --- reading -------------------------------------------------------------------------
+    def snapshot(self, snapshot_id: int) -> Snapshot:
+        """Read one snapshot. FileNotFoundError if absent, CorruptMetadataError if bad."""
+        path = self.snapshot_path(snapshot_id)
+        s = Snapshot.from_json(self.io.read_bytes(path), path)
+        if s.id != snapshot_id:
+            raise CorruptMetadataError(path, f"holds id {s.id}, but its name says {snapshot_id}")
+        return s
+
+    def try_snapshot(self, snapshot_id: int) -> Optional[Snapshot]:
+        try:
+            return self.snapshot(snapshot_id)
+        except FileNotFoundError:
+            return None
+
+    def list_snapshot_ids(self) -> List[int]:
+        ids = []
+        for name in self.io.list_names(self.snapshot_dir):
+            sid = P.parse_snapshot_id(name)
+            if sid is not None:
+                ids.append(sid)
+        ids.sort()
+        return ids
+
+    def _read_hint(self, name: str) -> Optional[int]:
+        try:
+            text = self.io.read_bytes(self.io.join(self.snapshot_dir, name)).decode().strip()
+            return int(text)
+        except (FileNotFoundError, ValueError, UnicodeDecodeError):
+            return None
+
+    def latest_snapshot_id(self) -> Optional[int]:
+        hint = self._read_hint(LATEST)
+        if hint is not None and hint > 0 and self.snapshot_exists(hint) \
+                and not self.snapshot_exists(hint + 1):
+            return hint
+        ids = self.list_snapshot_ids()
+        return ids[-1] if ids else None
+
+    def earliest_snapshot_id(self) -> Optional[int]:
+        hint = self._read_hint(EARLIEST)
+        if hint is not None and hint > 0 and self.snapshot_exists(hint) \
+                and not self.snapshot_exists(hint - 1):
+            return hint
+        ids = self.list_snapshot_ids()
+        return ids[0] if ids else None
+
+    def latest_snapshot(self) -> Optional[Snapshot]:
+        # A concurrent expiration cannot remove the latest snapshot, but a rollback can:
+        # re-resolve a few times instead of failing on a vanished file.
+        for _ in range(5):
+            sid = self.latest_snapshot_id()
+            if sid is None:
+                return None
+            s = self.try_snapshot(sid)
+            if s is not None:
+                return s
+        raise FileNotFoundError(f"latest snapshot under {self.snapshot_dir} keeps vanishing")
+
+    def snapshots(self) -> Iterator[Snapshot]:
+        """Every snapshot on disk, ascending; ones deleted while listing are skipped."""
+        for sid in self.list_snapshot_ids():
+            s = self.try_snapshot(sid)
+            if s is not None:
+                yield s
+
+    def latest_snapshot_of_user(self, commit_user: str) -> Optional[Snapshot]:
+        latest = self.latest_snapshot_id()
+        if latest is None:
+            return None
+        earliest = self.earliest_snapshot_id() or 1
+        for sid in range(latest, earliest - 1, -1):
+            s = self.try_snapshot(sid)
+            if s is not None and s.commit_user == commit_user:
+                return s
+        return None
+
+    # --- writing -------------------------------------------------------------------------
+    def try_commit(self, snapshot: Snapshot) -> bool:
+        """Publish snapshot-<id> if absent. False = lost the race; exception = unknown."""
+        return self.io.try_create_atomic(self.snapshot_path(snapshot.id), snapshot.to_json())
+
+    def commit_latest_hint(self, snapshot_id: int) -> None:
+        self._write_hint(LATEST, snapshot_id)
+
+    def commit_earliest_hint(self, snapshot_id: int) -> None:
+        self._write_hint(EARLIEST, snapshot_id)
+
+    def _write_hint(self, name: str, snapshot_id: int) -> None:
+        try:
+            self.io.overwrite_atomic(self.io.join(self.snapshot_dir, name),
+                                     str(snapshot_id).encode())
+        except OSError as e:  # a hint is best effort: readers verify it anyway
+            log.warning("could not write %s hint = %d: %s", name, snapshot_id, e)

@@ -1,0 +1,149 @@
+"""FileStore: everything the operations need to know about one table (storage, schema,
+options, snapshot and manifest managers, file paths), and the live-file view of a snapshot."""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from .errors import CorruptMetadataError, TableNotFoundError
+from .fileio import FileIO
+from .format import paths as P
+from .format import types as ptypes
+from .format.manifest import ManifestEntry, avro_codec
+from .format.schema import TableSchema
+from .format.snapshot import Snapshot
+from .manifests import ManifestIO, live_entries
+from .options import validate_options
+from .snapshots import SnapshotManager
+
+log = logging.getLogger(__name__)
+
+__all__ = ["FileStore", "SchemaManager", "PartitionSpec"]
+
+
+class SchemaManager:
+    def __init__(self, io: FileIO, root: str):
+        self.io = io
+        self.schema_dir = io.join(root, "schema")
+
+    def list_ids(self) -> List[int]:
+        ids = [P.parse_schema_id(n) for n in self.io.list_names(self.schema_dir)]
+        return sorted(i for i in ids if i is not None)
+
+    def schema(self, schema_id: int) -> TableSchema:
+        path = self.io.join(self.schema_dir, P.schema_file_name(schema_id))
+        s = TableSchema.from_json(self.io.read_bytes(path), path)
+        if s.id != schema_id:
+            raise CorruptMetadataError(path, f"holds id {s.id}, but its name says {schema_id}")
+        return s
+
+    def latest(self) -> Optional[TableSchema]:
+        ids = self.list_ids()
+        return self.schema(ids[-1]) if ids else None
+
+
+class PartitionSpec:
+    """A validated (possibly partial) partition spec: key index -> typed value (None = the
+    default partition)."""
+
+    def __init__(self, schema: TableSchema, spec: Mapping[str, Any], default_name: str):
+        if not isinstance(spec, Mapping):
+            raise TypeError(f"partition spec must be a dict, got {spec!r}")
+        keys = list(schema.partition_keys)
+        if not keys:
+            raise ValueError("the table is not partitioned; partition specs do not apply")
+        if not spec:
+            raise ValueError("empty partition spec: name at least one partition key "
+                             f"(partition keys: {keys})")
+        types = schema.partition_types
+        self.items: List[Tuple[int, Any]] = []
+        for k, v in spec.items():
+            if k not in keys:
+                raise ValueError(f"unknown partition key {k!r} in {dict(spec)!r} "
+                                 f"(partition keys: {keys})")
+            i = keys.index(k)
+            if v is None or v == "" or v == default_name:
+                v = None
+            else:
+                ptypes.check_python_value(v, types[i], f"partition key {k!r}")
+                if isinstance(v, str) and not v.strip():
+                    v = None
+            self.items.append((i, v))
+        self.spec = dict(spec)
+
+    def matches(self, values: Sequence[Any]) -> bool:
+        for i, v in self.items:
+            if values[i] != v:
+                return False
+        return True
+
+    def __repr__(self) -> str:
+        return repr(self.spec)
+
+
+@dataclass
+class FileStore:
+    path: str                 # the table path as the user gave it
+    io: FileIO
+    root: str                 # the table root in `io`'s namespace
+    schema: TableSchema
+    options: Dict[str, Any]   # parsed values of every declared option
+    snapshots: SnapshotManager
+    manifests: ManifestIO
+
+    @classmethod
+    def open(cls, path: str, io: Optional[FileIO] = None) -> "FileStore":
+        io = io or FileIO.for_path(path)
+        root = io.root
+        schemas = SchemaManager(io, root)
+        schema = schemas.latest()
+        if schema is None:
+            raise TableNotFoundError(f"{path} is not a Paimon table: no schema/schema-N file")
+        return cls.from_schema(path, io, schema)
+
+    @classmethod
+    def from_schema(cls, path: str, io: FileIO, schema: TableSchema) -> "FileStore":
+        options = validate_options(schema.options)
+        mio = ManifestIO(io, io.root, schema.partition_types,
+                         avro_codec(options["manifest.compression"]),
+                         options["manifest.target-file-size"])
+        return cls(path, io, io.root, schema, options, SnapshotManager(io, io.root), mio)
+
+    # --- layout --------------------------------------------------------------------------
+    @property
+    def partition_keys(self) -> Tuple[str, ...]:
+        return self.schema.partition_keys
+
+    @property
+    def default_partition_name(self) -> str:
+        return self.options["partition.default-name"]
+
+    def partition_spec(self, spec: Mapping[str, Any]) -> PartitionSpec:
+        return PartitionSpec(self.schema, spec, self.default_partition_name)
+
+    def partition_dict(self, values: Sequence[Any]) -> Dict[str, Any]:
+        return dict(zip(self.partition_keys, values))
+
+    def bucket_dir(self, partition_values: Sequence[Any], bucket: int) -> str:
+        rel = P.data_dir(P.partition_path(self.partition_keys, partition_values,
+                                          self.schema.partition_types,
+                                          self.default_partition_name), bucket)
+        return self.io.join(self.root, rel)
+
+    def data_file_path(self, entry: ManifestEntry) -> str:
+        if entry.file.external_path:
+            return entry.file.external_path
+        P.validate_bare_file_name(entry.file.file_name, "data file name")
+        values = self.manifests.decode_partition(entry.partition)
+        return self.io.join(self.bucket_dir(values, entry.bucket), entry.file.file_name)
+
+    # --- state of a snapshot -------------------------------------------------------------
+    def live_entries(self, snapshot: Snapshot) -> List[ManifestEntry]:
+        metas = self.manifests.read_list(snapshot.base_manifest_list) + \
+            self.manifests.read_list(snapshot.delta_manifest_list)
+        return live_entries(self.manifests.read_entries(metas))
+
+    def delta_entries(self, snapshot: Snapshot) -> List[ManifestEntry]:
+        return self.manifests.read_entries(
+            self.manifests.read_list(snapshot.delta_manifest_list))

@@ -1,0 +1,157 @@
+"""Table: open or create a Paimon append table, look at its snapshots, read it, and get a
+writer and a commit object."""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .errors import TableExistsError, UnsupportedTableError
+from .fileio import FileIO
+from .format import paths as P
+from .format.manifest import DataFileMeta, ManifestEntry
+from .format.schema import TableSchema
+from .format.snapshot import Snapshot
+from .options import validate_options
+from .store import FileStore, SchemaManager
+from .table_commit import TableCommit
+from .writer import TableWriter
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Table", "LiveFile"]
+
+
+@dataclass(frozen=True)
+class LiveFile:
+    """A data file live in a snapshot."""
+    partition: Dict[str, Any]
+    bucket: int
+    path: str
+    file: DataFileMeta
+
+    @property
+    def file_name(self) -> str:
+        return self.file.file_name
+
+    @property
+    def row_count(self) -> int:
+        return self.file.row_count
+
+    @property
+    def file_size(self) -> int:
+        return self.file.file_size
+
+
+class Table:
+    def __init__(self, store: FileStore):
+        self.store = store
+
+    # --- construction --------------------------------------------------------------------
+    @classmethod
+    def open(cls, path: str) -> "Table":
+        return cls(FileStore.open(str(path)))
+
+    @classmethod
+    def create(cls, path: str, schema: pa.Schema, partition_keys: Sequence[str] = (),
+               options: Optional[Mapping[str, Any]] = None) -> "Table":
+        path = str(path)
+        table_schema = TableSchema.from_arrow(schema, list(partition_keys), options,
+                                              time_millis=int(time.time() * 1000))
+        validate_options(table_schema.options)  # before any I/O
+        io = FileIO.for_path(path)
+        schemas = SchemaManager(io, io.root)
+        if schemas.list_ids():
+            raise TableExistsError(f"a Paimon table already exists at {path}")
+        io.mkdirs(schemas.schema_dir)
+        if not io.try_create_atomic(io.join(schemas.schema_dir, P.schema_file_name(0)),
+                                    table_schema.to_json()):
+            raise TableExistsError(f"a Paimon table was created concurrently at {path}")
+        return cls(FileStore.from_schema(path, io, table_schema))
+
+    # --- properties ----------------------------------------------------------------------
+    @property
+    def path(self) -> str:
+        return self.store.path
+
+    @property
+    def schema(self) -> TableSchema:
+        return self.store.schema
+
+    @property
+    def partition_keys(self) -> List[str]:
+        return list(self.store.partition_keys)
+
+    @property
+    def options(self) -> Dict[str, str]:
+        return dict(self.store.schema.options)
+
+    def arrow_schema(self) -> pa.Schema:
+        return self.store.schema.arrow_schema()
+
+    # --- snapshots -----------------------------------------------------------------------
+    def snapshots(self) -> List[Snapshot]:
+        return list(self.store.snapshots.snapshots())
+
+    def latest_snapshot(self) -> Optional[Snapshot]:
+        return self.store.snapshots.latest_snapshot()
+
+    def snapshot(self, snapshot_id: int) -> Snapshot:
+        s = self.store.snapshots.try_snapshot(snapshot_id)
+        if s is None:
+            raise ValueError(f"snapshot {snapshot_id} does not exist in table {self.path}")
+        return s
+
+    def _resolve(self, snapshot_id: Optional[int]) -> Optional[Snapshot]:
+        return self.latest_snapshot() if snapshot_id is None else self.snapshot(snapshot_id)
+
+    # --- reading -------------------------------------------------------------------------
+    def live_entries(self, snapshot_id: Optional[int] = None) -> List[ManifestEntry]:
+        s = self._resolve(snapshot_id)
+        return [] if s is None else self.store.live_entries(s)
+
+    def live_files(self, snapshot_id: Optional[int] = None) -> List[LiveFile]:
+        st = self.store
+        return [LiveFile(st.partition_dict(st.manifests.decode_partition(e.partition)),
+                         e.bucket, st.data_file_path(e), e.file)
+                for e in self.live_entries(snapshot_id)]
+
+    def read_arrow(self, snapshot_id: Optional[int] = None) -> pa.Table:
+        s = self._resolve(snapshot_id)
+        target = self.arrow_schema()
+        if s is None:
+            return target.empty_table()
+        if s.index_manifest:
+            raise UnsupportedTableError(
+                f"snapshot {s.id} of {self.path} has an index manifest ({s.index_manifest}): "
+                f"deletion vectors may hide rows, and this library does not apply them")
+        tables = [self._read_file(f, target) for f in self.live_files(s.id)]
+        return pa.concat_tables(tables) if tables else target.empty_table()
+
+    def _read_file(self, f: LiveFile, target: pa.Schema) -> pa.Table:
+        with self.store.io.open_input_file(f.path) as src:
+            t = pq.read_table(src)
+        cols = []
+        for field in target:
+            if field.name in t.column_names:
+                cols.append(t.column(field.name).cast(field.type))
+            elif field.name in f.partition:
+                cols.append(pa.array([f.partition[field.name]] * t.num_rows, type=field.type))
+            else:  # column added by schema evolution after this file was written
+                cols.append(pa.nulls(t.num_rows, type=field.type))
+        return pa.Table.from_arrays(cols, schema=target)
+
+    # --- writing -------------------------------------------------------------------------
+    def new_writer(self) -> TableWriter:
+        return TableWriter(self.store)
+
+    def new_commit(self, commit_user: Optional[str] = None,
+                   options: Optional[Mapping[str, Any]] = None) -> TableCommit:
+        return TableCommit(self.store, commit_user, options)
+
+    def __repr__(self) -> str:
+        return f"Table({self.path!r})"
