@@ -17,7 +17,7 @@ SCHEMA_VERSION = 3
 # Types we can encode in a BinaryRow and a partition directory name.
 _PARTITION_KEY_ROOTS = {"BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "DATE", "CHAR",
                         "VARCHAR", "DECIMAL", "FLOAT", "DOUBLE", "TIME", "TIMESTAMP",
-                        "TIMESTAMP_LTZ", "BINARY", "VARBINARY"}
+                        "TIMESTAMP_LTZ"}
 
 
 @dataclass(frozen=True)
@@ -125,11 +125,9 @@ class TableSchema:
     def from_arrow(cls, arrow_schema: pa.Schema, partition_keys: Sequence[str] = (),
                    options: Optional[Mapping[str, Any]] = None, comment: Optional[str] = None,
                    time_millis: Optional[int] = None) -> "TableSchema":
-        counter = ptypes.FieldIdCounter(len(arrow_schema))
-        fields_ = []
-        for i, f in enumerate(arrow_schema):
-            fields_.append(DataField(i, f.name, ptypes.arrow_to_paimon(f.type, f.nullable,
-                                                                        counter)))
+        # pypaimon's id allocation, so that nested ROW ids match what it would write.
+        fields_ = [DataField(d["id"], d["name"], d["type"], d.get("description"))
+                   for d in ptypes.arrow_schema_to_paimon_fields(arrow_schema)]
         names = [f.name for f in fields_]
         if len(set(names)) != len(names):
             raise ValueError(f"duplicate column names in schema: {names}")
@@ -147,7 +145,7 @@ class TableSchema:
         return cls(
             id=0,
             fields=tuple(fields_),
-            highest_field_id=counter.highest,
+            highest_field_id=_highest_id(fields_),
             partition_keys=tuple(partition_keys),
             primary_keys=(),
             options={str(k): str(v).lower() if isinstance(v, bool) else str(v)
@@ -161,3 +159,23 @@ def _nullable(t: Any) -> bool:
     if isinstance(t, dict):
         return not str(t.get("type", "")).endswith("NOT NULL")
     return not str(t).endswith("NOT NULL")
+
+
+def _highest_id(fields_: Sequence[DataField]) -> int:
+    """Largest field id anywhere in the schema, nested ROW fields included."""
+    best = -1
+
+    def visit(t: Any) -> None:
+        nonlocal best
+        if isinstance(t, dict):
+            for f in t.get("fields", ()) or ():
+                best = max(best, int(f["id"]))
+                visit(f["type"])
+            for key in ("element", "key", "value"):
+                if key in t:
+                    visit(t[key])
+
+    for f in fields_:
+        best = max(best, f.id)
+        visit(f.type)
+    return best

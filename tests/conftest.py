@@ -1,0 +1,51 @@
+import datetime
+import os
+import sys
+
+import pyarrow as pa
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("dt", pa.date32()),
+                    ("hr", pa.int32())])
+D1 = datetime.date(2024, 1, 1)
+D2 = datetime.date(2024, 1, 2)
+
+
+def make_rows(ids, dt=D1, hr=1, name=None):
+    return pa.Table.from_pylist(
+        [{"id": i, "name": name or f"n{i}", "dt": dt, "hr": hr} for i in ids], schema=SCHEMA)
+
+
+@pytest.fixture
+def table_path(tmp_path):
+    """<wh>/db.db/t: the layout pypaimon's filesystem catalog expects."""
+    p = tmp_path / "wh" / "db.db" / "t"
+    p.parent.mkdir(parents=True)
+    return p
+
+
+@pytest.fixture
+def table(table_path):
+    from paimon_commit import Table
+    return Table.create(str(table_path), SCHEMA, partition_keys=["dt", "hr"])
+
+
+def write(table, data, commit=None, identifier=None):
+    """Write `data` and commit it as one snapshot; returns the snapshot id."""
+    w = table.new_writer()
+    w.write_arrow(data)
+    msgs = w.prepare_commit()
+    if commit is not None:
+        return commit.commit(msgs, identifier)
+    with table.new_commit() as c:
+        return c.commit(msgs, identifier)
+
+
+def files_under(path):
+    out = []
+    for root, _, names in os.walk(path):
+        for n in names:
+            out.append(os.path.relpath(os.path.join(root, n), path))
+    return sorted(out)

@@ -1,0 +1,279 @@
+"""FileStoreCommit / TableCommit on real directories, checked with pypaimon."""
+import datetime
+import os
+
+import pyarrow as pa
+import pytest
+
+from conftest import D1, D2, SCHEMA, files_under, make_rows, write
+from oracle import pp_live_file_names, pp_read, rows
+
+from paimon_commit import (
+    CommitConflictError, CommitFailedError, CommitMessage, Table,
+)
+from paimon_commit.fileio import LocalFileIO
+from paimon_commit.store import FileStore
+
+
+def snapshot_ids(table_path):
+    return sorted(int(n.split("-")[1]) for n in os.listdir(table_path / "snapshot")
+                  if n.startswith("snapshot-"))
+
+
+def test_appends_publish_dense_snapshots_readable_by_pypaimon(table, table_path):
+    assert write(table, make_rows([1, 2])) == 1
+    assert write(table, make_rows([3], dt=D2, hr=5)) == 2
+    assert write(table, make_rows([4], hr=2)) == 3
+    assert snapshot_ids(table_path) == [1, 2, 3]
+    assert (table_path / "snapshot" / "LATEST").read_text() == "3"
+    s3 = table.snapshot(3)
+    assert (s3.commit_kind, s3.total_record_count, s3.delta_record_count) == ("APPEND", 4, 1)
+    assert [r["id"] for r in rows(pp_read(table_path))] == [1, 2, 3, 4]
+    assert [r["id"] for r in rows(pp_read(table_path, snapshot_id=2))] == [1, 2, 3]
+    assert rows(table.read_arrow()) == rows(pp_read(table_path))
+    # Files land in k=v/bucket-0 with DATE as a day number.
+    assert any(p.startswith("dt=19723/hr=1/bucket-0/data-") and p.endswith(".parquet")
+               for p in files_under(table_path))
+
+
+def test_empty_commit_is_skipped_unless_configured(table, table_path):
+    with table.new_commit() as c:
+        assert c.commit([]) is None
+    assert not (table_path / "snapshot").exists() or snapshot_ids(table_path) == []
+    with table.new_commit(options={"snapshot.ignore-empty-commit": "false"}) as c:
+        assert c.commit([]) == 1
+    assert table.snapshot(1).total_record_count == 0
+    assert pp_read(table_path).num_rows == 0
+
+
+def test_dynamic_overwrite_replaces_only_partitions_in_the_data(table, table_path):
+    write(table, make_rows([1, 2], hr=1))
+    write(table, make_rows([3], hr=2))
+    write(table, make_rows([4], dt=D2, hr=1))
+    w = table.new_writer()
+    w.write_arrow(make_rows([10, 11], hr=1))
+    with table.new_commit() as c:
+        sid = c.overwrite(w.prepare_commit(), partition={"dt": D1})  # static spec given
+    # A static spec replaces the whole spec: dt=D1/hr=2 goes too.
+    assert [r["id"] for r in rows(pp_read(table_path))] == [4, 10, 11]
+    assert table.snapshot(sid).commit_kind == "OVERWRITE"
+
+    w = table.new_writer()
+    w.write_arrow(make_rows([20], dt=D2, hr=1))
+    with table.new_commit() as c:
+        c.overwrite(w.prepare_commit())  # dynamic: only dt=D2/hr=1
+    assert [r["id"] for r in rows(pp_read(table_path))] == [10, 11, 20]
+
+
+def test_dynamic_overwrite_with_no_data_commits_nothing(table, table_path):
+    write(table, make_rows([1]))
+    with table.new_commit() as c:
+        assert c.overwrite([]) is None
+    assert snapshot_ids(table_path) == [1]
+
+
+def test_static_overwrite_option_false_replaces_whole_table(table_path):
+    t = Table.create(str(table_path), SCHEMA, ["dt", "hr"],
+                     {"dynamic-partition-overwrite": "false"})
+    write(t, make_rows([1], hr=1))
+    write(t, make_rows([2], dt=D2, hr=3))
+    w = t.new_writer()
+    w.write_arrow(make_rows([9], hr=1))
+    with t.new_commit() as c:
+        c.overwrite(w.prepare_commit())
+    assert [r["id"] for r in rows(pp_read(table_path))] == [9]
+
+
+def test_static_overwrite_rejects_files_outside_the_spec(table, table_path):
+    write(table, make_rows([1]))
+    w = table.new_writer()
+    w.write_arrow(make_rows([9], dt=D2))
+    with table.new_commit() as c, pytest.raises(ValueError, match="outside it"):
+        c.overwrite(w.prepare_commit(), partition={"dt": D1})
+    assert snapshot_ids(table_path) == [1]
+
+
+def test_drop_partitions_marks_files_deleted_and_keeps_them_on_disk(table, table_path):
+    write(table, make_rows([1, 2], hr=1))
+    write(table, make_rows([3], hr=2))
+    write(table, make_rows([4], dt=D2, hr=1))
+    before = files_under(table_path)
+    with table.new_commit() as c:
+        sid = c.drop_partitions([{"dt": D1, "hr": 2}])
+    s = table.snapshot(sid)
+    assert (s.commit_kind, s.delta_record_count, s.total_record_count) == ("OVERWRITE", -1, 3)
+    assert [r["id"] for r in rows(pp_read(table_path))] == [1, 2, 4]
+    data_before = [p for p in before if p.endswith(".parquet")]
+    assert all((table_path / p).exists() for p in data_before)
+    # DELETE entries copy the ADD's partition bytes verbatim.
+    deletes = [e for e in table.store.delta_entries(s) if e.kind == 1]
+    adds = {e.file.file_name: e for e in table.store.delta_entries(table.snapshot(2))}
+    assert [d.partition for d in deletes] == [adds[d.file.file_name].partition for d in deletes]
+    # Partial spec: every hr of dt=D1.
+    with table.new_commit() as c:
+        c.drop_partitions([{"dt": D1}])
+    assert [r["id"] for r in rows(pp_read(table_path))] == [4]
+    assert pp_live_file_names(table_path) == sorted(f.file_name for f in table.live_files())
+
+
+def test_drop_partitions_default_partition(table_path):
+    t = Table.create(str(table_path), SCHEMA, ["name"])
+    data = pa.Table.from_pylist([
+        {"id": 1, "name": None, "dt": D1, "hr": 1},
+        {"id": 2, "name": "", "dt": D1, "hr": 1},
+        {"id": 3, "name": "x", "dt": D1, "hr": 1}], schema=SCHEMA)
+    write(t, data)
+    assert (table_path / "name=__DEFAULT_PARTITION__" / "bucket-0").is_dir()
+    with t.new_commit() as c:
+        c.drop_partitions([{"name": None}])
+    assert [r["id"] for r in rows(pp_read(table_path))] == [3]
+
+
+@pytest.mark.parametrize("specs, error, message", [
+    ([], ValueError, "at least one partition spec"),
+    ([{"nope": 1}], ValueError, "unknown partition key 'nope'"),
+    ([{"hr": "2"}], TypeError, "partition key 'hr'"),
+    ([{}], ValueError, "empty partition spec"),
+    ({"hr": 2}, TypeError, "list of partition specs"),
+])
+def test_drop_partitions_bad_input_is_a_clear_error(table, table_path, specs, error, message):
+    write(table, make_rows([1]))
+    before = files_under(table_path)
+    with table.new_commit() as c, pytest.raises(error, match=message):
+        c.drop_partitions(specs)
+    assert files_under(table_path) == before
+
+
+def test_drop_of_nothing_writes_no_snapshot(table, table_path):
+    write(table, make_rows([1]))
+    with table.new_commit() as c:
+        assert c.drop_partitions([{"hr": 7}]) is None
+    assert snapshot_ids(table_path) == [1]
+
+
+def test_delete_of_a_file_no_longer_live_is_a_conflict(table, table_path):
+    write(table, make_rows([1]))
+    live = table.live_entries()[0]
+    with table.new_commit() as c:
+        c.drop_partitions([{"hr": 1}])
+    before = files_under(table_path)
+    stale = CommitMessage((D1, 1), live.partition, 0, -1, (), (live.file,))
+    with table.new_commit() as c, pytest.raises(CommitConflictError, match=live.file.file_name):
+        c.commit([stale])
+    assert files_under(table_path) == before  # nothing written, nothing deleted
+
+
+class _PublishThenFail(LocalFileIO):
+    """Storage whose snapshot publish succeeds but reports an error (outcome unknown)."""
+    failures = 1
+
+    def try_create_atomic(self, path, data):
+        ok = super().try_create_atomic(path, data)
+        if "/snapshot/snapshot-" in path and self.failures:
+            self.failures -= 1
+            raise OSError("connection reset after rename")
+        return ok
+
+
+def test_unknown_publish_outcome_is_resolved_without_duplicating(table, table_path):
+    write(table, make_rows([1]))
+    store = FileStore.open(str(table_path), io=_PublishThenFail(str(table_path)))
+    t = Table(store)
+    w = t.new_writer()
+    w.write_arrow(make_rows([2]))
+    with t.new_commit(commit_user="u1") as c:
+        sid = c.commit(w.prepare_commit(), 7)
+        assert c.last_result.attempts == 2
+    assert sid == 2
+    assert snapshot_ids(table_path) == [1, 2]
+    assert [r["id"] for r in rows(pp_read(table_path))] == [1, 2]
+
+
+class _AlwaysLoses(LocalFileIO):
+    def try_create_atomic(self, path, data):
+        if "/snapshot/snapshot-" in path:
+            return False
+        return super().try_create_atomic(path, data)
+
+
+def test_retries_are_limited_and_lost_attempts_clean_up(table, table_path):
+    write(table, make_rows([1]))
+    t = Table(FileStore.open(str(table_path), io=_AlwaysLoses(str(table_path))))
+    w = t.new_writer()
+    w.write_arrow(make_rows([2]))
+    msgs = w.prepare_commit()
+    manifests_before = sorted(os.listdir(table_path / "manifest"))
+    with t.new_commit(options={"commit.max-retries": "3", "commit.min-retry-wait": "1 ms",
+                               "commit.max-retry-wait": "2 ms"}) as c:
+        with pytest.raises(CommitFailedError, match="after 4 attempt"):
+            c.commit(msgs)
+    assert sorted(os.listdir(table_path / "manifest")) == manifests_before
+    assert snapshot_ids(table_path) == [1]
+
+
+def test_filter_and_commit_recommits_only_what_is_missing(table, table_path):
+    batches = {i: None for i in (1, 2, 3)}
+    for i in batches:
+        w = table.new_writer()
+        w.write_arrow(make_rows([i]))
+        batches[i] = w.prepare_commit()
+    with table.new_commit(commit_user="job-1") as c:
+        c.commit(batches[1], 1)
+        c.commit(batches[2], 2)
+    # A restarted writer with the same commit user:
+    with table.new_commit(commit_user="job-1") as c:
+        assert c.filter_committed([1, 2, 3]) == [3]
+        assert c.filter_and_commit(batches) == [3]
+        assert c.filter_and_commit(batches) == []
+    assert [r["id"] for r in rows(pp_read(table_path))] == [1, 2, 3]
+
+
+def test_filter_and_commit_refuses_vanished_files(table, table_path):
+    w = table.new_writer()
+    w.write_arrow(make_rows([1]))
+    msgs = w.prepare_commit()
+    gone = [p for p in files_under(table_path) if p.endswith(".parquet")][0]
+    os.unlink(table_path / gone)
+    with table.new_commit(commit_user="job-1") as c, pytest.raises(
+            CommitConflictError, match=os.path.basename(gone)):
+        c.filter_and_commit({5: msgs})
+    assert not (table_path / "snapshot").exists() or snapshot_ids(table_path) == []
+
+
+def test_recommit_of_a_live_file_is_refused(table, table_path):
+    w = table.new_writer()
+    w.write_arrow(make_rows([1]))
+    msgs = w.prepare_commit()
+    with table.new_commit(commit_user="a") as c:
+        c.commit(msgs, 1)
+    with table.new_commit(commit_user="b") as c, pytest.raises(
+            CommitConflictError, match="already live"):
+        c.filter_and_commit({1: msgs})
+
+
+def test_manifest_merging_keeps_base_lists_small(table_path):
+    t = Table.create(str(table_path), SCHEMA, ["dt", "hr"], {"manifest.merge-min-count": "5"})
+    for i in range(40):
+        write(t, make_rows([i], hr=i % 4))
+    latest = t.latest_snapshot()
+    base = t.store.manifests.read_list(latest.base_manifest_list)
+    assert len(base) <= 5
+    assert [r["id"] for r in rows(pp_read(table_path))] == list(range(40))
+    assert pp_live_file_names(table_path, 17) == sorted(f.file_name for f in t.live_files(17))
+    # Every lost-race-free commit wrote exactly 2 lists; nothing else stays behind.
+    lists = [n for n in os.listdir(table_path / "manifest") if n.startswith("manifest-list-")]
+    assert len(lists) == 80
+
+
+def test_full_manifest_compaction_drops_cancelled_entries(table_path):
+    t = Table.create(str(table_path), SCHEMA, ["dt", "hr"], {
+        "manifest.full-compaction-threshold-size": "1 b", "manifest.target-file-size": "1 kb"})
+    for i in range(6):
+        write(t, make_rows([i], hr=i % 2))
+    with t.new_commit() as c:
+        c.drop_partitions([{"hr": 0}])
+    write(t, make_rows([100], hr=3))
+    latest = t.latest_snapshot()
+    base = t.store.manifests.read_list(latest.base_manifest_list)
+    assert sum(m.num_deleted_files for m in base) == 0
+    assert [r["id"] for r in rows(pp_read(table_path))] == [1, 3, 5, 100]
