@@ -291,6 +291,14 @@ class PyArrowFileIO(FileIO):
     def __init__(self, fs, root: str):
         self.fs = fs
         self.root = root.rstrip("/")
+        self._made_dirs: set = set()
+
+    def _ensure_parent(self, path: str) -> None:
+        # Local and HDFS need parent directories; object stores treat this as a no-op.
+        parent = posixpath.dirname(path)
+        if parent not in self._made_dirs:
+            self.fs.create_dir(parent, recursive=True)
+            self._made_dirs.add(parent)
 
     @classmethod
     def from_uri(cls, uri: str) -> "PyArrowFileIO":
@@ -348,6 +356,7 @@ class PyArrowFileIO(FileIO):
         self.fs.create_dir(directory, recursive=True)
 
     def write_new(self, path: str, data: bytes) -> None:
+        self._ensure_parent(path)
         with self.fs.open_output_stream(path) as f:
             f.write(data)
 
@@ -378,6 +387,7 @@ class PyArrowFileIO(FileIO):
             self._delete_raw(tmp)
 
     def open_output_stream(self, path: str):
+        self._ensure_parent(path)
         return self.fs.open_output_stream(path)
 
     def open_input_file(self, path: str):

@@ -53,17 +53,20 @@ class Table:
 
     # --- construction --------------------------------------------------------------------
     @classmethod
-    def open(cls, path: str) -> "Table":
-        return cls(FileStore.open(str(path)))
+    def open(cls, path: str, file_io: Optional[FileIO] = None) -> "Table":
+        """Open the table at `path` (local path, file://, hdfs://, s3://, …)."""
+        return cls(FileStore.open(str(path), file_io))
 
     @classmethod
     def create(cls, path: str, schema: pa.Schema, partition_keys: Sequence[str] = (),
-               options: Optional[Mapping[str, Any]] = None) -> "Table":
+               options: Optional[Mapping[str, Any]] = None,
+               file_io: Optional[FileIO] = None) -> "Table":
+        """Create a table; fails if one is already there. Options are validated first."""
         path = str(path)
         table_schema = TableSchema.from_arrow(schema, list(partition_keys), options,
                                               time_millis=int(time.time() * 1000))
         validate_options(table_schema.options)  # before any I/O
-        io = FileIO.for_path(path)
+        io = file_io or FileIO.for_path(path)
         schemas = SchemaManager(io, io.root)
         if schemas.list_ids():
             raise TableExistsError(f"a Paimon table already exists at {path}")
