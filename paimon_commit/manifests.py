@@ -242,10 +242,12 @@ class ManifestWriteSession:
 
     # --- merging -------------------------------------------------------------------------
     def merge(self, metas: List[ManifestFileMeta], merge_min_count: int,
-              full_compaction_size: int) -> List[ManifestFileMeta]:
-        """Return a logically equal manifest set with few small manifests."""
+              full_compaction_size: int, force_full: bool = False) -> List[ManifestFileMeta]:
+        """Return a logically equal manifest set with few small manifests (with no DELETE
+        entries at all after a full compaction)."""
         target = self.mio.target_file_size
-        full = self._try_full_compaction(metas, target, full_compaction_size)
+        full = self._try_full_compaction(metas, target, 0 if force_full else
+                                         full_compaction_size)
         if full is not None:
             return full
         result: List[ManifestFileMeta] = []

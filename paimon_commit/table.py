@@ -15,8 +15,10 @@ from .fileio import FileIO
 from .format import paths as P
 from .format.manifest import DataFileMeta, ManifestEntry
 from .format.schema import TableSchema
-from .format.snapshot import Snapshot
-from .options import validate_options
+from .format.snapshot import Consumer, Snapshot, Tag
+from .operations.tag_ops import RollbackResult, TagDeleteResult, TagOperations
+from .options import parse_duration_ms, validate_options
+from .tags import ConsumerManager, TagManager
 from .store import FileStore, SchemaManager
 from .table_commit import TableCommit
 from .writer import TableWriter
@@ -109,22 +111,28 @@ class Table:
             raise ValueError(f"snapshot {snapshot_id} does not exist in table {self.path}")
         return s
 
-    def _resolve(self, snapshot_id: Optional[int]) -> Optional[Snapshot]:
+    def _resolve(self, snapshot_id: Optional[int], tag: Optional[str] = None
+                 ) -> Optional[Snapshot]:
+        if tag is not None:
+            return self._resolve_tag(tag)
         return self.latest_snapshot() if snapshot_id is None else self.snapshot(snapshot_id)
 
     # --- reading -------------------------------------------------------------------------
-    def live_entries(self, snapshot_id: Optional[int] = None) -> List[ManifestEntry]:
-        s = self._resolve(snapshot_id)
+    def live_entries(self, snapshot_id: Optional[int] = None, tag: Optional[str] = None
+                     ) -> List[ManifestEntry]:
+        s = self._resolve(snapshot_id, tag)
         return [] if s is None else self.store.live_entries(s)
 
-    def live_files(self, snapshot_id: Optional[int] = None) -> List[LiveFile]:
+    def live_files(self, snapshot_id: Optional[int] = None, tag: Optional[str] = None
+                   ) -> List[LiveFile]:
         st = self.store
         return [LiveFile(st.partition_dict(st.manifests.decode_partition(e.partition)),
                          e.bucket, st.data_file_path(e), e.file)
-                for e in self.live_entries(snapshot_id)]
+                for e in self.live_entries(snapshot_id, tag)]
 
-    def read_arrow(self, snapshot_id: Optional[int] = None) -> pa.Table:
-        s = self._resolve(snapshot_id)
+    def read_arrow(self, snapshot_id: Optional[int] = None, tag: Optional[str] = None
+                   ) -> pa.Table:
+        s = self._resolve(snapshot_id, tag)
         target = self.arrow_schema()
         if s is None:
             return target.empty_table()
@@ -132,7 +140,10 @@ class Table:
             raise UnsupportedTableError(
                 f"snapshot {s.id} of {self.path} has an index manifest ({s.index_manifest}): "
                 f"deletion vectors may hide rows, and this library does not apply them")
-        tables = [self._read_file(f, target) for f in self.live_files(s.id)]
+        st = self.store
+        files = [LiveFile(st.partition_dict(st.manifests.decode_partition(e.partition)),
+                          e.bucket, st.data_file_path(e), e.file) for e in st.live_entries(s)]
+        tables = [self._read_file(f, target) for f in files]
         return pa.concat_tables(tables) if tables else target.empty_table()
 
     def _read_file(self, f: LiveFile, target: pa.Schema) -> pa.Table:
@@ -147,6 +158,33 @@ class Table:
             else:  # column added by schema evolution after this file was written
                 cols.append(pa.nulls(t.num_rows, type=field.type))
         return pa.Table.from_arrays(cols, schema=target)
+
+    # --- tags, rollback, consumers ------------------------------------------------------
+    def tags(self) -> List[Tag]:
+        return TagManager(self.store.io, self.store.root).tags()
+
+    def create_tag(self, name: str, snapshot_id: Optional[int] = None,
+                   time_retained: Optional[Any] = None) -> Tag:
+        """Tag a snapshot (default: the latest). `time_retained` is a duration ('7 d') or ms."""
+        ms = None if time_retained is None else parse_duration_ms(time_retained,
+                                                                  "tag time_retained")
+        return TagOperations(self.store).create_tag(name, snapshot_id, ms)
+
+    def delete_tag(self, name: str) -> TagDeleteResult:
+        return TagOperations(self.store).delete_tag(name)
+
+    def rollback_to(self, snapshot_id: Optional[int] = None, tag: Optional[str] = None
+                    ) -> RollbackResult:
+        return TagOperations(self.store).rollback_to(snapshot_id, tag)
+
+    def consumers(self) -> List[Consumer]:
+        return ConsumerManager(self.store.io, self.store.root).consumers()
+
+    def _resolve_tag(self, tag: str) -> Snapshot:
+        t = TagManager(self.store.io, self.store.root).try_tag(tag)
+        if t is None:
+            raise ValueError(f"tag {tag!r} does not exist in table {self.path}")
+        return t.snapshot
 
     # --- writing -------------------------------------------------------------------------
     def new_writer(self) -> TableWriter:

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, replace
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from ..errors import CorruptMetadataError
 
-__all__ = ["Snapshot", "CommitKind", "Consumer", "BATCH_COMMIT_IDENTIFIER", "parse_json_object"]
+__all__ = ["Snapshot", "Tag", "CommitKind", "Consumer", "BATCH_COMMIT_IDENTIFIER",
+           "parse_json_object"]
 
 BATCH_COMMIT_IDENTIFIER = 9223372036854775807  # Long.MAX_VALUE, Paimon's one-shot batch id
 SNAPSHOT_VERSION = 3
@@ -192,3 +193,56 @@ class Consumer:
     def from_json(cls, consumer_id: str, data: bytes, path: str, mtime_ms: int = 0) -> "Consumer":
         obj = parse_json_object(data, path)
         return cls(consumer_id, _int(obj, "nextSnapshot", path), mtime_ms)
+
+
+def _local_datetime_array(dt) -> list:
+    """Java LocalDateTime as Jackson writes it: [y, M, d, h, m, s, nanos], trailing zeros cut
+    from seconds on (as Java does)."""
+    parts = [dt.year, dt.month, dt.day, dt.hour, dt.minute, dt.second, dt.microsecond * 1000]
+    while len(parts) > 5 and parts[-1] == 0:
+        parts.pop()
+    return parts
+
+
+@dataclass(frozen=True)
+class Tag:
+    """`tag/tag-<name>`: the tagged snapshot's JSON plus optional retention fields."""
+    name: str
+    snapshot: Snapshot
+    create_time: Optional[Any] = None        # datetime.datetime (local wall clock, naive)
+    time_retained_ms: Optional[int] = None
+
+    @property
+    def id(self) -> int:
+        return self.snapshot.id
+
+    def to_json(self) -> bytes:
+        d = self.snapshot.to_dict()
+        if self.create_time is not None:
+            d["tagCreateTime"] = _local_datetime_array(self.create_time)
+        if self.time_retained_ms is not None:
+            d["tagTimeRetained"] = round(self.time_retained_ms / 1000.0, 3)
+        return json.dumps(d, indent=2).encode("utf-8")
+
+    @classmethod
+    def from_json(cls, name: str, data: bytes, path: str) -> "Tag":
+        import datetime as _dt
+        obj = parse_json_object(data, path)
+        snapshot = Snapshot.from_dict(obj, path)
+        create, retained = obj.get("tagCreateTime"), obj.get("tagTimeRetained")
+        create_time = None
+        if create is not None:
+            try:
+                y, mo, d, *rest = [int(x) for x in create]
+                rest += [0] * (4 - len(rest))
+                create_time = _dt.datetime(y, mo, d, rest[0], rest[1], rest[2],
+                                           rest[3] // 1000)
+            except (TypeError, ValueError):
+                raise CorruptMetadataError(path, f"bad tagCreateTime {create!r}") from None
+        retained_ms = None
+        if retained is not None:
+            try:
+                retained_ms = int(round(float(retained) * 1000))
+            except (TypeError, ValueError):
+                raise CorruptMetadataError(path, f"bad tagTimeRetained {retained!r}") from None
+        return cls(name, snapshot, create_time, retained_ms)

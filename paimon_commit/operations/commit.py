@@ -23,7 +23,7 @@ from ..errors import CommitConflictError, CommitFailedError
 from ..format.commit_message import CommitMessage
 from ..format.manifest import FileKind, ManifestEntry
 from ..format.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
-from ..manifests import ManifestWriteSession
+from ..manifests import ManifestWriteSession, live_entries
 from ..store import FileStore, PartitionSpec
 
 log = logging.getLogger(__name__)
@@ -220,12 +220,14 @@ class FileStoreCommit:
         state.entries = entries
         if not entries and (empty_means_noop or self.config.ignore_empty_commit):
             return None
+        full = False
         if check_conflicts and latest is not None:
-            self._check_conflicts(latest, entries)
+            full = self._check_conflicts(latest, entries)
 
         session = ManifestWriteSession(store.manifests)
         try:
-            snapshot = self._write_snapshot_files(session, latest, entries, kind, identifier)
+            snapshot = self._write_snapshot_files(session, latest, entries, kind, identifier,
+                                                  full)
         except BaseException:
             session.delete_written()
             raise
@@ -253,8 +255,8 @@ class FileStoreCommit:
         return None
 
     def _write_snapshot_files(self, session: ManifestWriteSession, latest: Optional[Snapshot],
-                              entries: List[ManifestEntry], kind: str, identifier: int
-                              ) -> Snapshot:
+                              entries: List[ManifestEntry], kind: str, identifier: int,
+                              full_compaction: bool = False) -> Snapshot:
         store, cfg = self.store, self.config
         mio = store.manifests
         if latest is not None:
@@ -262,7 +264,8 @@ class FileStoreCommit:
                 mio.read_list(latest.delta_manifest_list)
         else:
             previous = []
-        base = session.merge(previous, cfg.merge_min_count, cfg.full_compaction_size)
+        base = session.merge(previous, cfg.merge_min_count, cfg.full_compaction_size,
+                             force_full=full_compaction)
         base_name, base_size = session.write_list(base)
         delta_name, delta_size = session.write_list(session.write_manifests(entries))
         delta_rows = sum(e.file.row_count if e.kind == FileKind.ADD else -e.file.row_count
@@ -299,25 +302,42 @@ class FileStoreCommit:
         return [e.as_delete() for e in self.store.live_entries(latest)
                 if target(decode(e.partition))]
 
-    def _check_conflicts(self, latest: Snapshot, entries: List[ManifestEntry]) -> None:
+    def _check_conflicts(self, latest: Snapshot, entries: List[ManifestEntry]) -> bool:
+        """Raise on a conflict. Returns True when the base must be fully compacted: an ADD
+        re-adds a file that an older DELETE entry still names, and pypaimon treats any DELETE
+        as final whatever follows it, so the pair must be compacted away for readers to agree.
+        """
         changed = {e.partition for e in entries}
-        live = {e.identifier for e in self.store.live_entries(latest)
-                if e.partition in changed}
+        mio = self.store.manifests
+        all_entries = mio.read_entries(mio.read_list(latest.base_manifest_list)
+                                       + mio.read_list(latest.delta_manifest_list))
+        live = {e.identifier for e in live_entries(all_entries) if e.partition in changed}
+        old_deletes = {e.identifier for e in all_entries
+                       if e.kind == FileKind.DELETE and e.partition in changed}
         seen_adds: Set[Any] = set()
+        deleted_here: Set[Any] = set()
         for e in entries:
             ident = e.identifier
             if e.kind == FileKind.DELETE:
+                deleted_here.add(ident)
                 if ident not in live:
                     raise CommitConflictError(
                         f"file deletion conflict: {self.store.data_file_path(e)} is not live "
                         f"in snapshot {latest.id} (removed by a concurrent commit?); giving up")
                 live.discard(ident)
             else:
+                if ident in deleted_here:
+                    # Readers disagree on DELETE-then-ADD of one identity in one delta (Java
+                    # re-adds, pypaimon drops), so Paimon's conflict check refuses it.
+                    raise CommitConflictError(
+                        f"file {self.store.data_file_path(e)} is deleted and added again by "
+                        f"the same commit; an upgrade must change its level")
                 if ident in live or ident in seen_adds:
                     raise CommitConflictError(
                         f"file {self.store.data_file_path(e)} is already live in snapshot "
                         f"{latest.id}; refusing to add it twice")
                 seen_adds.add(ident)
+        return bool(seen_adds & old_deletes)
 
 
 def _entries_of(messages: Sequence[CommitMessage]) -> List[ManifestEntry]:

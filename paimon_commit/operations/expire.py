@@ -1,0 +1,493 @@
+"""Snapshot expiration: ExpireConfig and ExpireSnapshots.
+
+Plan, then act. The plan decides the range `[begin, end)` (Paimon 2.x rules: retain min/max,
+time retained measured on the *successor* snapshot, consumers, per-run limit) and lists every
+file to delete. Execution deletes in the crash-safe order: data files, changelog files, empty
+directories, manifests and lists, snapshot files, and EARLIEST last, so a rerun after a crash
+anywhere finishes the job.
+
+Protection model (stricter than the reference):
+- a data file DELETEd in delta k (begin < k <= end) is kept if any later ADD of the same file
+  exists in the deltas up to the latest snapshot (a re-add: rollback-to-as-latest, manual
+  re-commit), or if it is live in a tag taken before `end`;
+- manifests and lists are kept if any retained snapshot (end .. latest) or any tag uses them;
+- anything that cannot be read makes the plan smaller, never larger: an unreadable delta skips
+  the candidates it could have protected, an unreadable tag or retained list skips that whole
+  step. What is skipped is left for orphan cleanup and reported.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from concurrent.futures import Executor, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
+
+from ..errors import CorruptMetadataError, OptionError
+from ..format import paths as P
+from ..format.manifest import FileKind, ManifestEntry
+from ..format.snapshot import Snapshot, Tag
+from ..options import INT_MAX
+from ..store import FileStore
+from ..tags import ConsumerManager, TagManager
+
+log = logging.getLogger(__name__)
+
+__all__ = ["ExpireConfig", "ExpireSnapshots", "ExpirePlan", "ExpireResult", "DeletionSet",
+           "run_deletions"]
+
+KINDS = ("data", "changelog", "manifest", "manifest-list", "index", "statistics", "snapshot",
+         "directory")
+
+
+@dataclass(frozen=True)
+class ExpireConfig:
+    retain_min: int = 10
+    retain_max: int = INT_MAX
+    time_retained_ms: int = 3_600_000
+    max_deletes: int = 10
+    older_than_ms: Optional[int] = None   # explicit cutoff; default now - time_retained
+    clean_empty_directories: bool = False
+    thread_num: Optional[int] = None
+
+    def __post_init__(self) -> None:
+        def bad(name: str, value: Any, rule: str) -> None:
+            raise OptionError(f"option '{name}' = {value!r}: {rule}")
+        for name, value in (("snapshot.num-retained.min", self.retain_min),
+                            ("snapshot.num-retained.max", self.retain_max),
+                            ("snapshot.time-retained", self.time_retained_ms),
+                            ("snapshot.expire.limit", self.max_deletes)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                bad(name, value, "must be an integer")
+        if self.retain_min < 1:
+            bad("snapshot.num-retained.min", self.retain_min, "must be >= 1")
+        if self.retain_max < self.retain_min:
+            raise OptionError(f"option 'snapshot.num-retained.max' = {self.retain_max} must be "
+                              f">= 'snapshot.num-retained.min' = {self.retain_min}")
+        if self.time_retained_ms < 0:
+            bad("snapshot.time-retained", self.time_retained_ms, "must be >= 0")
+        if self.max_deletes < 0:
+            bad("snapshot.expire.limit", self.max_deletes, "must be >= 0")
+        if self.thread_num is not None and self.thread_num < 1:
+            bad("file-operation.thread-num", self.thread_num, "must be >= 1")
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any], **overrides: Any) -> "ExpireConfig":
+        """`options` are parsed table options (FileStore.options); overrides that are None
+        fall back to them."""
+        values = dict(
+            retain_min=options["snapshot.num-retained.min"],
+            retain_max=options["snapshot.num-retained.max"],
+            time_retained_ms=options["snapshot.time-retained"],
+            max_deletes=options["snapshot.expire.limit"],
+            clean_empty_directories=options["snapshot.clean-empty-directories"],
+            thread_num=options["file-operation.thread-num"],
+        )
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+
+@dataclass
+class DeletionSet:
+    """Files of one kind to delete: path -> size (bytes; 0 when unknown)."""
+    kind: str
+    files: Dict[str, int] = field(default_factory=dict)
+
+    def add(self, path: str, size: int = 0) -> None:
+        self.files.setdefault(path, size or 0)
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+
+@dataclass
+class ExpirePlan:
+    earliest: Optional[int]
+    latest: Optional[int]
+    begin: Optional[int] = None
+    end: Optional[int] = None
+    expiring: List[int] = field(default_factory=list)
+    data: DeletionSet = field(default_factory=lambda: DeletionSet("data"))
+    changelog: DeletionSet = field(default_factory=lambda: DeletionSet("changelog"))
+    manifests: DeletionSet = field(default_factory=lambda: DeletionSet("manifest"))
+    lists: DeletionSet = field(default_factory=lambda: DeletionSet("manifest-list"))
+    index: DeletionSet = field(default_factory=lambda: DeletionSet("index"))
+    statistics: DeletionSet = field(default_factory=lambda: DeletionSet("statistics"))
+    snapshots: DeletionSet = field(default_factory=lambda: DeletionSet("snapshot"))
+    bucket_dirs: Set[str] = field(default_factory=set)
+    skipped: List[str] = field(default_factory=list)
+
+    def skip(self, reason: str) -> None:
+        log.warning("expire: %s", reason)
+        self.skipped.append(reason)
+
+
+@dataclass
+class ExpireResult:
+    expired_snapshots: int
+    expired_ids: List[int]
+    deleted_files: int
+    deleted_bytes: int
+    by_kind: Dict[str, Dict[str, int]]
+    earliest: Optional[int]
+    latest: Optional[int]
+    dry_run: bool
+    skipped: List[str]
+    deleted_paths: List[str]
+    seconds: Dict[str, float]
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"expired_snapshots": self.expired_snapshots, "expired_ids": self.expired_ids,
+                "deleted_files": self.deleted_files, "deleted_bytes": self.deleted_bytes,
+                "by_kind": self.by_kind, "earliest": self.earliest, "latest": self.latest,
+                "dry_run": self.dry_run, "skipped": self.skipped, "seconds": self.seconds}
+
+
+def run_deletions(io, paths: Iterable[str], executor: Optional[Executor]) -> List[str]:
+    """Delete quietly, in parallel when an executor is given; returns what was deleted."""
+    paths = list(paths)
+    if not paths:
+        return []
+    if executor is None or len(paths) < 16:
+        return [p for p in paths if io.delete_quietly(p)]
+    return [p for p, ok in zip(paths, executor.map(io.delete_quietly, paths, chunksize=64))
+            if ok]
+
+
+class ExpireSnapshots:
+    def __init__(self, store: FileStore, config: Optional[ExpireConfig] = None,
+                 executor: Optional[Executor] = None, clock=time.time):
+        self.store = store
+        self.config = config or ExpireConfig.from_options(store.options)
+        self.executor = executor
+        self.clock = clock
+        self.tags = TagManager(store.io, store.root)
+        self.consumers = ConsumerManager(store.io, store.root)
+
+    # --- deciding the range --------------------------------------------------------------
+    def plan(self) -> ExpirePlan:
+        cfg, sm = self.config, self.store.snapshots
+        ids = sm.list_snapshot_ids()
+        if not ids:
+            return ExpirePlan(None, None)
+        latest = sm.latest_snapshot_id() or ids[-1]
+        earliest = ids[0]
+        now_ms = int(self.clock() * 1000)
+        older_than = cfg.older_than_ms if cfg.older_than_ms is not None \
+            else now_ms - cfg.time_retained_ms
+        lo = max(latest - cfg.retain_max + 1, earliest)
+        hi = latest - cfg.retain_min + 1
+        consumer_min = self.consumers.min_next_snapshot()
+        if consumer_min is not None:
+            hi = min(hi, consumer_min)
+        hi = min(hi, earliest + cfg.max_deletes)
+        end = hi
+        for sid in range(lo, hi):
+            try:
+                successor = sm.try_snapshot(sid + 1)
+            except CorruptMetadataError as e:
+                log.warning("expire: cannot read %s; keeping snapshot %d", e.path, sid)
+                end = sid
+                break
+            # A snapshot stays readable for time-retained after it stopped being the latest,
+            # i.e. after its successor was committed (Paimon 2.x rule).
+            if successor is not None and successor.time_millis >= older_than:
+                end = sid
+                break
+        plan = ExpirePlan(earliest, latest)
+        if end <= earliest:
+            return plan
+        self._plan_until(plan, ids, end)
+        return plan
+
+    # --- listing what to delete ----------------------------------------------------------
+    def _plan_until(self, plan: ExpirePlan, ids: List[int], end: int) -> None:
+        store, sm = self.store, self.store.snapshots
+        if end not in ids:
+            later = [i for i in ids if i > end]
+            if not later:
+                return
+            # Nothing exists in [end, later[0]): keeping later[0] expires exactly the same set,
+            # and does not get stuck on a missing snapshot (the reference's #4743).
+            end = later[0]
+        expiring_ids = [i for i in ids if i < end]
+        if not expiring_ids:
+            return
+        plan.begin, plan.end = expiring_ids[0], end
+
+        snaps: Dict[int, Snapshot] = {}
+        sizes: Dict[int, int] = {}
+        for sid in [i for i in ids if i >= plan.begin]:
+            path = sm.snapshot_path(sid)
+            try:
+                data = store.io.read_bytes(path)
+                snaps[sid] = Snapshot.from_json(data, path)
+                sizes[sid] = len(data)
+            except FileNotFoundError:
+                continue  # expired concurrently
+            except CorruptMetadataError as e:
+                if sid >= end:
+                    plan.skip(f"retained snapshot {sid} is unreadable ({e.problem}); "
+                              f"nothing is deleted")
+                    plan.begin = plan.end = None
+                    return
+                plan.skip(f"snapshot {sid} is unreadable ({e.problem}); its files are left "
+                          f"for orphan cleanup")
+                sizes[sid] = 0
+        if end not in snaps:
+            plan.skip(f"snapshot {end} vanished while planning; nothing is deleted")
+            plan.begin = plan.end = None
+            return
+        plan.expiring = [i for i in expiring_ids if i in sizes]
+        tags = self.tags.tags()  # an unreadable tag raises here, before any deletion
+
+        self._plan_data(plan, snaps, ids, end, tags)
+        self._plan_metadata(plan, snaps, end, tags)
+        for sid in plan.expiring:
+            plan.snapshots.add(sm.snapshot_path(sid), sizes[sid])
+
+    def _plan_data(self, plan: ExpirePlan, snaps: Dict[int, Snapshot], ids: List[int],
+                   end: int, tags: List[Tag]) -> None:
+        store = self.store
+        last_id = max(snaps)
+        # Positions of every ADD after `begin`, and DELETE candidates in (begin, end].
+        last_add: Dict[str, Tuple[int, int]] = {}
+        candidates: List[Tuple[Tuple[int, int], str, ManifestEntry]] = []
+        blind_before = 0  # candidates deleted before an unreadable delta cannot be judged
+        for sid in range(plan.begin + 1, last_id + 1):
+            s = snaps.get(sid)
+            if s is None:
+                blind_before = sid
+                continue
+            try:
+                entries = store.delta_entries(s)
+            except (FileNotFoundError, CorruptMetadataError) as e:
+                plan.skip(f"delta of snapshot {sid} is unreadable ({e}); data files deleted "
+                          f"at or before it are left for orphan cleanup")
+                blind_before = sid
+                continue
+            for pos, e in enumerate(entries):
+                try:
+                    path = self._data_path(e)
+                except ValueError as err:
+                    plan.skip(f"snapshot {sid}: {err}")
+                    continue
+                if e.kind == FileKind.ADD:
+                    last_add[path] = (sid, pos)
+                elif sid <= end and path is not None:
+                    candidates.append(((sid, pos), path, e))
+        if not candidates:
+            return
+        try:
+            tagged = self._tag_files(t for t in tags if t.id < end)
+        except (FileNotFoundError, CorruptMetadataError) as e:
+            plan.skip(f"cannot read the files of a tag ({e}); no data file is deleted")
+            return
+        for pos, path, e in candidates:
+            if pos[0] <= blind_before or path in tagged or last_add.get(path, (0, -1)) > pos:
+                continue
+            plan.data.add(path, e.file.file_size)
+            for extra in e.file.extra_files:
+                try:
+                    P.validate_bare_file_name(extra, "extra file name")
+                except ValueError as err:
+                    plan.skip(f"data file {path}: {err}")
+                    continue
+                plan.data.add(store.io.join(os.path.dirname(path), extra), 0)
+            plan.bucket_dirs.add(os.path.dirname(path))
+
+    def _data_path(self, e: ManifestEntry) -> Optional[str]:
+        if e.file.external_path:
+            return None  # outside the table root: never ours to delete
+        return self.store.data_file_path(e)
+
+    def _tag_files(self, tags: Iterable[Tag]) -> Set[str]:
+        out: Set[str] = set()
+        for t in tags:
+            for e in self.store.live_entries(t.snapshot):
+                path = self._data_path(e)
+                if path is not None:
+                    out.add(path)
+        return out
+
+    def _metadata_names(self, s: Snapshot) -> Tuple[Set[str], Set[str], Set[str]]:
+        """(lists, manifests, other manifest-dir names) a snapshot uses. Raises if unreadable."""
+        mio = self.store.manifests
+        lists = set(s.manifest_lists())
+        manifests: Set[str] = set()
+        for name in lists:
+            manifests.update(m.file_name for m in mio.read_list(name))
+        other = {s.index_manifest} if s.index_manifest else set()
+        return lists, manifests, other
+
+    def _plan_metadata(self, plan: ExpirePlan, snaps: Dict[int, Snapshot], end: int,
+                       tags: List[Tag]) -> None:
+        io, mio = self.store.io, self.store.manifests
+        keep: Set[str] = set()
+        keep_stats: Set[str] = set()
+        try:
+            for s in [s for sid, s in snaps.items() if sid >= end] + [t.snapshot for t in tags]:
+                lists, manifests, other = self._metadata_names(s)
+                keep |= lists | manifests | other
+                if s.statistics:
+                    keep_stats.add(s.statistics)
+                if s.index_manifest:
+                    keep |= set(self._index_files(s.index_manifest))
+        except (FileNotFoundError, CorruptMetadataError) as e:
+            plan.skip(f"cannot read what retained snapshots and tags use ({e}); no manifest "
+                      f"is deleted")
+            return
+        for sid in plan.expiring:
+            s = snaps.get(sid)
+            if s is None:
+                continue
+            sizes = {s.base_manifest_list: s.base_manifest_list_size,
+                     s.delta_manifest_list: s.delta_manifest_list_size,
+                     s.changelog_manifest_list: s.changelog_manifest_list_size}
+            for name in s.manifest_lists():
+                if name in keep:
+                    continue
+                try:
+                    metas = mio.read_list(name)
+                except FileNotFoundError:
+                    continue  # deleted by an earlier, interrupted run
+                except CorruptMetadataError as e:
+                    plan.skip(f"{e}; its manifests are left for orphan cleanup")
+                    metas = []
+                for m in metas:
+                    if m.file_name not in keep:
+                        plan.manifests.add(mio.path(m.file_name), m.file_size)
+                if name == s.changelog_manifest_list:
+                    self._plan_changelog(plan, metas)
+                plan.lists.add(mio.path(name), sizes.get(name) or 0)
+            if s.index_manifest and s.index_manifest not in keep:
+                try:
+                    files = self._index_files(s.index_manifest)
+                except (FileNotFoundError, CorruptMetadataError) as e:
+                    plan.skip(f"index manifest {s.index_manifest} is unreadable ({e}); kept")
+                else:
+                    for f in files:
+                        if f not in keep:
+                            plan.index.add(io.join(self.store.root, "index", f), 0)
+                    plan.index.add(mio.path(s.index_manifest), 0)
+            if s.statistics and s.statistics not in keep_stats:
+                P.validate_bare_file_name(s.statistics, "statistics file name")
+                plan.statistics.add(io.join(self.store.root, "statistics", s.statistics), 0)
+
+    def _plan_changelog(self, plan: ExpirePlan, metas) -> None:
+        try:
+            for e in self.store.manifests.read_entries(metas):
+                path = self._data_path(e)
+                if e.kind == FileKind.ADD and path is not None:
+                    plan.changelog.add(path, e.file.file_size)
+        except (FileNotFoundError, CorruptMetadataError) as err:
+            plan.skip(f"changelog manifest unreadable ({err}); its files are left")
+
+    def _index_files(self, index_manifest: str) -> List[str]:
+        import io as _io
+
+        import fastavro
+        path = self.store.manifests.path(index_manifest)
+        try:
+            records = list(fastavro.reader(_io.BytesIO(self.store.io.read_bytes(path))))
+            names = [r["_FILE_NAME"] for r in records]
+        except FileNotFoundError:
+            raise
+        except Exception as e:
+            raise CorruptMetadataError(path, f"unreadable index manifest ({e})") from None
+        for n in names:
+            P.validate_bare_file_name(n, "index file name")
+        return names
+
+    # --- acting --------------------------------------------------------------------------
+    def expire(self, dry_run: bool = False) -> ExpireResult:
+        t0 = time.perf_counter()
+        if hasattr(self.store.io, "forget_resolved_dirs"):
+            self.store.io.forget_resolved_dirs()
+        plan = self.plan()
+        t1 = time.perf_counter()
+        deleted: Dict[str, List[str]] = {k: [] for k in KINDS}
+        if not dry_run and plan.end is not None:
+            deleted = self._execute(plan)
+        elif plan.end is not None:
+            for ds in self._sets(plan):
+                deleted[ds.kind] = list(ds.files)
+        t2 = time.perf_counter()
+        return self._result(plan, deleted, dry_run, {"plan": t1 - t0, "delete": t2 - t1})
+
+    @staticmethod
+    def _sets(plan: ExpirePlan) -> List[DeletionSet]:
+        return [plan.data, plan.changelog, plan.manifests, plan.lists, plan.index,
+                plan.statistics, plan.snapshots]
+
+    def _execute(self, plan: ExpirePlan) -> Dict[str, List[str]]:
+        io = self.store.io
+        deleted: Dict[str, List[str]] = {k: [] for k in KINDS}
+        own_pool = None
+        executor = self.executor
+        if executor is None:
+            own_pool = executor = ThreadPoolExecutor(self.config.thread_num or os.cpu_count()
+                                                     or 1)
+        try:
+            # Order is the crash-safety mechanism: each step deletes only what later steps
+            # no longer need to find.
+            deleted["data"] = run_deletions(io, plan.data.files, executor)
+            deleted["changelog"] = run_deletions(io, plan.changelog.files, executor)
+            if self.config.clean_empty_directories:
+                deleted["directory"] = self._clean_dirs(plan.bucket_dirs)
+            for ds in (plan.manifests, plan.lists, plan.index, plan.statistics):
+                deleted[ds.kind] = run_deletions(io, ds.files, executor)
+        finally:
+            if own_pool is not None:
+                own_pool.shutdown(wait=True)
+        for path in plan.snapshots.files:  # ascending: a crash leaves a contiguous suffix
+            if io.delete_quietly(path):
+                deleted["snapshot"].append(path)
+        self.store.snapshots.commit_earliest_hint(plan.end)
+        return deleted
+
+    def _clean_dirs(self, bucket_dirs: Set[str]) -> List[str]:
+        io, root = self.store.io, self.store.root.rstrip("/")
+        removed = []
+        parents: Set[str] = set()
+        for d in sorted(bucket_dirs, key=len, reverse=True):
+            if io.delete_empty_dir(d):
+                removed.append(d)
+                parents.add(os.path.dirname(d))
+        while parents:
+            deepest = sorted(parents, key=lambda p: p.count("/"), reverse=True)
+            parents = set()
+            for d in deepest:
+                if d.rstrip("/") == root or not d.startswith(root + "/"):
+                    continue
+                if io.delete_empty_dir(d):
+                    removed.append(d)
+                    parents.add(os.path.dirname(d))
+        return removed
+
+    def _result(self, plan: ExpirePlan, deleted: Dict[str, List[str]], dry_run: bool,
+                seconds: Dict[str, float]) -> ExpireResult:
+        sizes: Dict[str, int] = {}
+        for ds in self._sets(plan):
+            sizes.update(ds.files)
+        by_kind = {}
+        total_files = total_bytes = 0
+        paths: List[str] = []
+        for kind in KINDS:
+            files = deleted.get(kind, [])
+            b = sum(sizes.get(p, 0) for p in files)
+            if files:
+                by_kind[kind] = {"files": len(files), "bytes": b}
+            if kind != "directory":
+                total_files += len(files)
+                total_bytes += b
+            paths.extend(files)
+        gone = set(deleted["snapshot"])
+        expired = [sid for sid in plan.expiring
+                   if self.store.snapshots.snapshot_path(sid) in gone]
+        if dry_run:
+            expired = list(plan.expiring)
+        earliest = plan.end if expired and not dry_run else plan.earliest
+        return ExpireResult(len(expired), expired, total_files, total_bytes, by_kind,
+                            earliest, plan.latest, dry_run, plan.skipped, paths, seconds)

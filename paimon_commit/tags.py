@@ -1,0 +1,115 @@
+"""TagManager (`tag/tag-<name>`) and ConsumerManager (`consumer/consumer-<id>`)."""
+from __future__ import annotations
+
+import logging
+import re
+from typing import Dict, List, Optional
+
+from .errors import CorruptMetadataError
+from .fileio import FileIO
+from .format import paths as P
+from .format.snapshot import Consumer, Tag
+
+log = logging.getLogger(__name__)
+
+__all__ = ["TagManager", "ConsumerManager", "validate_tag_name"]
+
+_BAD_TAG = re.compile(r"[/\\\x00-\x1f]")
+
+
+def validate_tag_name(name: str) -> str:
+    if not isinstance(name, str) or not name.strip() or name.startswith(".") \
+            or _BAD_TAG.search(name) or name in (".", ".."):
+        raise ValueError(f"invalid tag name {name!r}: it must be non-empty, not start with '.', "
+                         f"and contain no '/', '\\' or control characters")
+    if name.isdigit():
+        # Paimon resolves numeric time-travel arguments as snapshot ids, never as tags.
+        raise ValueError(f"invalid tag name {name!r}: a tag name cannot be all digits")
+    return name
+
+
+class TagManager:
+    def __init__(self, io: FileIO, root: str):
+        self.io = io
+        self.tag_dir = io.join(root, "tag")
+
+    def tag_path(self, name: str) -> str:
+        return self.io.join(self.tag_dir, P.tag_file_name(name))
+
+    def tag_names(self) -> List[str]:
+        names = [P.parse_tag_name(n) for n in self.io.list_names(self.tag_dir)]
+        return sorted(n for n in names if n is not None)
+
+    def tag(self, name: str) -> Tag:
+        path = self.tag_path(name)
+        return Tag.from_json(name, self.io.read_bytes(path), path)
+
+    def try_tag(self, name: str) -> Optional[Tag]:
+        try:
+            return self.tag(name)
+        except FileNotFoundError:
+            return None
+
+    def tags(self) -> List[Tag]:
+        """All tags sorted by snapshot id. A tag file that cannot be parsed raises: callers
+        that delete must not proceed without knowing what every tag protects."""
+        out = []
+        for name in self.tag_names():
+            t = self.try_tag(name)
+            if t is not None:
+                out.append(t)
+        out.sort(key=lambda t: (t.id, t.name))
+        return out
+
+    def exists(self, name: str) -> bool:
+        return self.io.exists(self.tag_path(name))
+
+    def create(self, tag: Tag) -> bool:
+        self.io.mkdirs(self.tag_dir)
+        return self.io.try_create_atomic(self.tag_path(tag.name), tag.to_json())
+
+    def delete_file(self, name: str) -> bool:
+        return self.io.delete_quietly(self.tag_path(name))
+
+
+class ConsumerManager:
+    def __init__(self, io: FileIO, root: str):
+        self.io = io
+        self.consumer_dir = io.join(root, "consumer")
+
+    def consumers(self) -> List[Consumer]:
+        """Readable consumers. An unreadable one is skipped with a warning, as Paimon does:
+        it cannot pin anything, and failing would stop expiration forever."""
+        out = []
+        for st in self.io.list_status(self.consumer_dir):
+            cid = P.parse_consumer_id(st.name)
+            if cid is None or st.is_dir:
+                continue
+            try:
+                out.append(Consumer.from_json(cid, self.io.read_bytes(st.path), st.path,
+                                              st.mtime_ms))
+            except FileNotFoundError:
+                continue
+            except CorruptMetadataError as e:
+                log.warning("ignoring unreadable consumer file: %s", e)
+        return out
+
+    def min_next_snapshot(self) -> Optional[int]:
+        ids = [c.next_snapshot for c in self.consumers()]
+        return min(ids) if ids else None
+
+    def expire(self, older_than_ms: int, dry_run: bool = False) -> List[str]:
+        """Remove consumers whose file was last modified before `older_than_ms`."""
+        gone = []
+        for c in self.consumers():
+            if c.mtime_ms < older_than_ms:
+                path = self.io.join(self.consumer_dir, P.consumer_file_name(c.consumer_id))
+                if dry_run or self.io.delete_quietly(path):
+                    gone.append(c.consumer_id)
+        return gone
+
+    def write(self, consumer_id: str, next_snapshot: int) -> None:
+        self.io.mkdirs(self.consumer_dir)
+        self.io.overwrite_atomic(self.io.join(self.consumer_dir,
+                                              P.consumer_file_name(consumer_id)),
+                                 Consumer(consumer_id, next_snapshot).to_json())

@@ -1,0 +1,264 @@
+"""Snapshot expiration, step by step, on real tables read back by pypaimon."""
+import dataclasses
+import os
+import threading
+import time
+
+import pytest
+
+from conftest import D1, D2, SCHEMA, files_under, make_rows, write
+from invariants import assert_intact, referenced_files
+
+from paimon_commit import CommitMessage, OptionError, Table
+from paimon_commit.operations.expire import ExpireConfig, ExpireSnapshots
+from paimon_commit.tags import ConsumerManager
+
+FAR_FUTURE = lambda: time.time() + 10 * 365 * 86400  # noqa: E731  everything is "old"
+
+
+def history(table, n, drop_every=0):
+    """n commits: one row each into hr = i % 2, except that every `drop_every`-th commit
+    drops hr=0 instead. Returns {snapshot id: live ids}; snapshot i is commit i."""
+    live, expected = {}, {}
+    for i in range(1, n + 1):
+        if drop_every and i % drop_every == 0:
+            with table.new_commit() as c:
+                sid = c.drop_partitions([{"hr": 0}])
+            live = {k: v for k, v in live.items() if v != 0}
+        else:
+            sid = write(table, make_rows([i], hr=i % 2))
+            live[i] = i % 2
+        assert sid == i
+        expected[sid] = list(live)
+    return expected
+
+
+def expire(table, clock=FAR_FUTURE, dry_run=False, **cfg):
+    cfg.setdefault("time_retained_ms", 0)
+    cfg.setdefault("max_deletes", 1000)
+    return ExpireSnapshots(table.store, ExpireConfig(**cfg), clock=clock).expire(dry_run=dry_run)
+
+
+def test_retain_min_keeps_the_newest(table, table_path):
+    expected = history(table, 20, drop_every=4)
+    r = expire(table, retain_min=5)
+    assert r.expired_snapshots == 15 and r.expired_ids == list(range(1, 16))
+    assert [s.id for s in table.snapshots()] == [16, 17, 18, 19, 20]
+    assert (table_path / "snapshot" / "EARLIEST").read_text() == "16"
+    assert r.by_kind["data"]["files"] > 0   # files dropped before snapshot 16 are gone
+    assert_intact(table_path, expected)
+
+
+def test_limit_caps_each_run(table, table_path):
+    history(table, 12)
+    assert expire(table, retain_min=1, max_deletes=4).expired_ids == [1, 2, 3, 4]
+    assert expire(table, retain_min=1, max_deletes=4).expired_ids == [5, 6, 7, 8]
+    assert expire(table, retain_min=1, max_deletes=0).expired_snapshots == 0
+    assert_intact(table_path)
+
+
+def test_retain_max_expires_regardless_of_age(table, table_path):
+    history(table, 10)
+    r = expire(table, clock=time.time, retain_min=1, retain_max=3, time_retained_ms=3_600_000)
+    assert r.expired_ids == list(range(1, 8))
+    assert_intact(table_path)
+
+
+def test_time_retained_is_measured_on_the_successor(table, table_path):
+    for i in range(1, 11):
+        write(table, make_rows([i]))
+        time.sleep(0.003)
+    t8 = table.snapshot(8).time_millis
+    # Snapshot i may go once snapshot i+1 was committed before the cutoff.
+    r = expire(table, clock=time.time, retain_min=1, older_than_ms=t8)
+    assert r.expired_ids == [1, 2, 3, 4, 5, 6]
+    assert_intact(table_path)
+
+
+def test_young_table_expires_nothing_by_default(table, table_path):
+    history(table, 15)
+    r = ExpireSnapshots(table.store).expire()    # defaults: min 10, 1 h
+    assert r.expired_snapshots == 0
+    assert len(table.snapshots()) == 15
+
+
+def test_delete_then_add_in_one_delta_keeps_the_file(table, table_path):
+    write(table, make_rows([1]))
+    live = table.live_entries()[0]
+    same = CommitMessage((D1, 1), live.partition, 0, -1, (live.file,), (live.file,))
+    with table.new_commit() as c, pytest.raises(Exception, match="deleted and added again"):
+        c.commit([same])
+    # An "upgrade": the same file deleted and re-added at another level by one commit.
+    upgraded = dataclasses.replace(live.file, level=1)
+    msg = CommitMessage((D1, 1), live.partition, 0, -1, (upgraded,), (live.file,))
+    with table.new_commit() as c:
+        c.commit([msg])
+    write(table, make_rows([2]))
+    expire(table, retain_min=1)
+    assert os.path.exists(table.store.data_file_path(live))
+    assert_intact(table_path, {3: [1, 2]})
+
+
+def test_re_added_file_survives_expiration_of_its_delete(table, table_path):
+    w = table.new_writer()
+    w.write_arrow(make_rows([1]))
+    msgs = w.prepare_commit()
+    with table.new_commit() as c:
+        c.commit(msgs)                       # 1: ADD f
+        c.drop_partitions([{"hr": 1}])       # 2: DELETE f
+    with table.new_commit(commit_user="recovery") as c:
+        c.filter_and_commit({1: msgs})       # 3: ADD f again (manual re-commit)
+    # The re-commit compacted the old ADD/DELETE pair away, so pypaimon sees f too.
+    assert_intact(table_path, {1: [1], 2: [], 3: [1]})
+    write(table, make_rows([2], hr=2))       # 4
+    r = expire(table, retain_min=1)
+    assert r.expired_ids == [1, 2, 3]
+    assert r.by_kind.get("data") is None
+    assert_intact(table_path, {4: [1, 2]})
+
+
+def test_tag_in_the_middle_protects_its_files_until_deleted(table, table_path):
+    expected = history(table, 12, drop_every=3)
+    table.create_tag("t5", 5)
+    tag_rows = expected[5]
+    r = expire(table, retain_min=2)
+    assert r.expired_ids == list(range(1, 11))
+    assert_intact(table_path, expected, {"t5": tag_rows})
+    before = set(files_under(table_path))
+    d = table.delete_tag("t5")
+    assert d.deleted_files > 0
+    gone = before - set(files_under(table_path))
+    assert any(p.endswith(".parquet") for p in gone)
+    assert_intact(table_path, expected)
+    assert not any(os.path.join(str(table_path), p) in referenced_files(table) for p in gone)
+
+
+def test_tag_time_retained_and_tags_listing(table, table_path):
+    history(table, 3)
+    t = table.create_tag("daily", time_retained="7 d")
+    assert t.time_retained_ms == 7 * 86_400_000
+    assert [x.name for x in table.tags()] == ["daily"]
+    assert table.tags()[0].create_time is not None
+    with pytest.raises(ValueError, match="already exists"):
+        table.create_tag("daily")
+    with pytest.raises(ValueError, match="does not exist"):
+        table.create_tag("x", 99)
+    with pytest.raises(ValueError, match="invalid tag name"):
+        table.create_tag("../evil")
+
+
+def test_consumer_caps_expiration_and_dead_consumers_can_be_removed(table, table_path):
+    history(table, 12)
+    cm = ConsumerManager(table.store.io, table.store.root)
+    cm.write("reader-1", 5)
+    r = expire(table, retain_min=1)
+    assert r.expired_ids == [1, 2, 3, 4]
+    old = time.time() - 7200
+    os.utime(table_path / "consumer" / "consumer-reader-1", (old, old))
+    assert cm.expire(int((time.time() - 3600) * 1000)) == ["reader-1"]
+    assert expire(table, retain_min=1).expired_ids == list(range(5, 12))
+    assert_intact(table_path)
+
+
+def test_unreadable_delta_skips_only_what_it_could_protect(table, table_path):
+    expected = history(table, 9, drop_every=3)
+    s4 = table.snapshot(4)
+    os.unlink(table_path / "manifest" / s4.delta_manifest_list)
+    fresh = Table.open(str(table_path))
+    r = expire(fresh, retain_min=2)
+    assert r.expired_ids == list(range(1, 8))
+    assert any("delta of snapshot 4" in s for s in r.skipped)
+    # Files deleted at snapshot 3 (before the unreadable delta) are left; later ones go.
+    assert_intact(table_path, {k: v for k, v in expected.items() if k >= 8})
+
+
+def test_unreadable_tag_aborts_before_deleting(table, table_path):
+    history(table, 8, drop_every=3)
+    table.create_tag("bad", 3)
+    (table_path / "tag" / "tag-bad").write_text("{ not json")
+    before = files_under(table_path)
+    with pytest.raises(Exception, match="tag-bad"):
+        expire(table, retain_min=1)
+    assert files_under(table_path) == before
+
+
+def test_gaps_and_missing_end_are_handled(table, table_path):
+    history(table, 10)
+    os.unlink(table_path / "snapshot" / "snapshot-6")   # a hole where `end` will fall
+    r = expire(table, retain_min=5)                     # end = 6 -> 7 (same expiring set)
+    assert r.expired_ids == [1, 2, 3, 4, 5]
+    assert [s.id for s in table.snapshots()] == [7, 8, 9, 10]
+    assert (table_path / "snapshot" / "EARLIEST").read_text() == "7"
+    assert_intact(table_path)
+
+
+def test_dry_run_plans_the_same_and_deletes_nothing(table, table_path):
+    history(table, 12, drop_every=3)
+    before = files_under(table_path)
+    dry = expire(table, retain_min=3, dry_run=True)
+    assert files_under(table_path) == before
+    real = expire(table, retain_min=3)
+    assert (dry.expired_ids, dry.deleted_files, dry.deleted_bytes) == \
+        (real.expired_ids, real.deleted_files, real.deleted_bytes)
+    assert sorted(dry.deleted_paths) == sorted(real.deleted_paths)
+    assert set(before) - set(files_under(table_path)) == \
+        {os.path.relpath(p, table_path) for p in real.deleted_paths}
+
+
+def test_two_expirers_at_once(table, table_path):
+    expected = history(table, 30, drop_every=5)
+    errors = []
+
+    def run():
+        try:
+            expire(Table.open(str(table_path)), retain_min=4)
+        except Exception as e:  # pragma: no cover - the assertion reports it
+            errors.append(e)
+    threads = [threading.Thread(target=run) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert [s.id for s in table.snapshots()] == [27, 28, 29, 30]
+    assert_intact(table_path, expected)
+
+
+def test_clean_empty_directories(table, table_path):
+    write(table, make_rows([1], dt=D2, hr=7))
+    with table.new_commit() as c:
+        c.drop_partitions([{"dt": D2}])
+    write(table, make_rows([2]))
+    expire(table, retain_min=1, clean_empty_directories=True)
+    assert not (table_path / "dt=19724").exists()
+    assert (table_path / "dt=19723" / "hr=1" / "bucket-0").is_dir()
+    assert_intact(table_path, {3: [2]})
+
+
+@pytest.mark.parametrize("cfg, message", [
+    (dict(retain_min=0), "'snapshot.num-retained.min' = 0: must be >= 1"),
+    (dict(retain_min=5, retain_max=2), "'snapshot.num-retained.max' = 2 must be >="),
+    (dict(max_deletes=-1), "'snapshot.expire.limit' = -1: must be >= 0"),
+    (dict(time_retained_ms=-5), "'snapshot.time-retained' = -5"),
+])
+def test_config_is_validated_before_io(cfg, message):
+    with pytest.raises(OptionError, match=message.replace("(", r"\(")):
+        ExpireConfig(**cfg)
+
+
+def test_expire_pypaimon_written_table(tmp_path):
+    from oracle import pp_create, pp_drop, pp_write
+    path = tmp_path / "wh" / "db.db" / "pp"
+    path.parent.mkdir(parents=True)
+    pp_create(path, SCHEMA, ["dt", "hr"])
+    for i in range(6):
+        pp_write(path, make_rows([i], hr=i % 2))
+    pp_drop(path, [{"dt": D1, "hr": 0}])
+    pp_write(path, make_rows([100], hr=5))
+    t = Table.open(str(path))
+    r = expire(t, retain_min=2)
+    assert r.expired_ids == [1, 2, 3, 4, 5, 6]
+    assert r.by_kind["data"]["files"] == 3          # the hr=0 files dropped at snapshot 7
+    assert_intact(path, {8: [1, 3, 5, 100]})
+    pp_write(path, make_rows([101]))                # pypaimon keeps committing afterwards
+    assert_intact(path)
