@@ -1,24 +1,52 @@
-"""TableCommit: the commit object a job holds. Wraps FileStoreCommit; post-commit maintenance
-(expiration) hooks in here."""
+"""TableCommit: the commit object a job holds. FileStoreCommit plus post-commit maintenance.
+
+After every commit call: partition expiration, consumer expiration, snapshot expiration (in
+that order; none with `write-only=true`). `snapshot.expire.execution-mode`:
+- `sync`: in the committing thread;
+- `async`: on one background thread, in order.
+A maintenance failure never fails the commit that triggered it: it is parked in an error slot
+and raised by the next `commit()` after that commit's snapshot is published (Paimon's rule);
+the slot stays set, so a new TableCommit is the way to recover. A one-shot batch commit
+(`commit_identifier=None`) runs maintenance inline and raises directly.
+"""
 from __future__ import annotations
 
 import logging
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
+from .errors import PaimonCommitError
 from .format.commit_message import CommitMessage
 from .operations.commit import CommitConfig, CommitResult, FileStoreCommit
+from .operations.expire import ExpireConfig, ExpireResult, ExpireSnapshots
 from .options import validate_options
 from .store import FileStore
+from .tags import ConsumerManager
 from .writer import message_paths
 
 log = logging.getLogger(__name__)
 
-__all__ = ["TableCommit"]
+__all__ = ["TableCommit", "MaintenanceError", "MaintenanceResult"]
+
+
+class MaintenanceError(PaimonCommitError):
+    """Post-commit maintenance failed earlier; raised by a later commit (which did publish)."""
+
+
+@dataclass
+class MaintenanceResult:
+    partitions: Any = None            # PartitionExpireResult or None
+    consumers_expired: List[str] = field(default_factory=list)
+    snapshots: Optional[ExpireResult] = None
+    seconds: float = 0.0
 
 
 class TableCommit:
     def __init__(self, store: FileStore, commit_user: Optional[str] = None,
-                 options: Optional[Mapping[str, Any]] = None):
+                 options: Optional[Mapping[str, Any]] = None, clock=time.time):
         if options:
             merged = dict(store.schema.options)
             merged.update({k: str(v).lower() if isinstance(v, bool) else str(v)
@@ -28,24 +56,46 @@ class TableCommit:
             parsed = store.options
         self.store = store
         self.options = parsed
+        self.clock = clock
         self._commit = FileStoreCommit(store, commit_user, CommitConfig.from_options(parsed))
+        self.expire_config = ExpireConfig.from_options(parsed)
+        self.write_only: bool = parsed["write-only"]
+        self.async_mode = parsed["snapshot.expire.execution-mode"] == "async"
+        self.partition_expire = None
+        if parsed["partition.expiration-time"] is not None and store.partition_keys \
+                and not self.write_only:
+            from .operations.partition_expire import PartitionExpire, PartitionExpireConfig
+            self.partition_expire = PartitionExpire(
+                store, self._commit, PartitionExpireConfig.from_options(parsed), clock=clock)
         self.last_result: Optional[CommitResult] = None
+        self.last_maintenance: Optional[MaintenanceResult] = None
+        self._error: Optional[BaseException] = None
+        self._error_lock = threading.Lock()
+        self._executor: Optional[ThreadPoolExecutor] = None
+        self._last_future: Optional[Future] = None
         self._closed = False
 
     @property
     def commit_user(self) -> str:
         return self._commit.commit_user
 
+    @property
+    def maintenance_error(self) -> Optional[BaseException]:
+        """The first maintenance failure of this object, if any."""
+        return self._error
+
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError("this TableCommit is closed")
 
+    # --- commits -------------------------------------------------------------------------
     def commit(self, messages: Sequence[CommitMessage],
                commit_identifier: Optional[int] = None) -> Optional[int]:
         """Publish the messages as one snapshot; returns its id, or None if nothing was
         committed (no files and snapshot.ignore-empty-commit = true)."""
         self._check_open()
         self.last_result = self._commit.commit(list(messages), commit_identifier)
+        self._maintain(commit_identifier)
         return self.last_result.snapshot_id
 
     def overwrite(self, messages: Sequence[CommitMessage],
@@ -53,12 +103,14 @@ class TableCommit:
                   commit_identifier: Optional[int] = None) -> Optional[int]:
         self._check_open()
         self.last_result = self._commit.overwrite(list(messages), partition, commit_identifier)
+        self._maintain(commit_identifier)
         return self.last_result.snapshot_id
 
     def drop_partitions(self, partitions: Sequence[Mapping[str, Any]],
                         commit_identifier: Optional[int] = None) -> Optional[int]:
         self._check_open()
         self.last_result = self._commit.drop_partitions(partitions, commit_identifier)
+        self._maintain(commit_identifier)
         return self.last_result.snapshot_id
 
     def filter_committed(self, identifiers) -> List[int]:
@@ -67,14 +119,93 @@ class TableCommit:
     def filter_and_commit(self, by_identifier: Mapping[int, Sequence[CommitMessage]]
                           ) -> List[Optional[int]]:
         self._check_open()
-        return [r.snapshot_id for r in self._commit.filter_and_commit(by_identifier)]
+        results = self._commit.filter_and_commit(by_identifier)
+        if results:
+            self.last_result = results[-1]
+            self._maintain(max(by_identifier))
+        return [r.snapshot_id for r in results]
 
     def abort(self, messages: Sequence[CommitMessage]) -> int:
         """Delete the data files of messages that will not be committed."""
         return sum(self.store.io.delete_quietly(p) for p in message_paths(self.store, messages))
 
-    def close(self) -> None:
+    # --- maintenance ---------------------------------------------------------------------
+    def expire_snapshots(self, dry_run: bool = False, **overrides: Any) -> ExpireResult:
+        """Run snapshot expiration now with this commit's options (plus overrides such as
+        retain_min=..., older_than_ms=...)."""
+        cfg = ExpireConfig.from_options(self.options, **overrides)
+        return ExpireSnapshots(self.store, cfg, clock=self.clock).expire(dry_run=dry_run)
+
+    def _maintain(self, identifier: Optional[int]) -> None:
+        if self._error is not None:
+            raise MaintenanceError(
+                f"post-commit maintenance of {self.store.path} failed earlier: "
+                f"{self._error!r} (this commit was published; open a new commit object to "
+                f"continue)") from self._error
+        if self.write_only:
+            return
+        if identifier is None:  # one-shot batch commit: inline, errors propagate
+            self._run_maintenance(identifier)
+        elif self.async_mode:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(1, thread_name_prefix="paimon-maintenance")
+            self._last_future = self._executor.submit(self._guarded, identifier)
+        else:
+            self._guarded(identifier)
+
+    def _guarded(self, identifier: Optional[int]) -> None:
+        try:
+            self._run_maintenance(identifier)
+        except BaseException as e:  # noqa: BLE001 - parked, raised by the next commit
+            log.error("post-commit maintenance of %s failed: %r", self.store.path, e)
+            with self._error_lock:
+                if self._error is None:
+                    self._error = e
+
+    def _run_maintenance(self, identifier: Optional[int]) -> MaintenanceResult:
+        t0 = time.perf_counter()
+        result = MaintenanceResult()
+        if self.partition_expire is not None:
+            result.partitions = self.partition_expire.expire(commit_identifier=identifier)
+        consumer_ttl = self.options["consumer.expiration-time"]
+        if consumer_ttl is not None:
+            result.consumers_expired = ConsumerManager(self.store.io, self.store.root).expire(
+                int(self.clock() * 1000) - consumer_ttl)
+        result.snapshots = ExpireSnapshots(self.store, self.expire_config,
+                                           clock=self.clock).expire()
+        result.seconds = time.perf_counter() - t0
+        self.last_maintenance = result
+        return result
+
+    def wait_for_maintenance(self, timeout: Optional[float] = None) -> bool:
+        """Block until queued maintenance finished; False on timeout."""
+        f = self._last_future
+        if f is None:
+            return True
+        try:
+            f.result(timeout=timeout)
+        except TimeoutError:
+            return False
+        except Exception:  # noqa: BLE001 - recorded in the slot by _guarded
+            pass
+        return True
+
+    def close(self, timeout: Optional[float] = 300.0) -> None:
+        """Wait (up to `timeout` seconds) for queued maintenance, then stop the worker."""
+        if self._closed:
+            return
         self._closed = True
+        if self._executor is not None:
+            import concurrent.futures
+            try:
+                if self._last_future is not None:
+                    self._last_future.result(timeout=timeout)
+            except concurrent.futures.TimeoutError:
+                log.warning("maintenance of %s still running after %s s; abandoning queued "
+                            "runs", self.store.path, timeout)
+            except Exception:  # noqa: BLE001 - already in the error slot
+                pass
+            self._executor.shutdown(wait=False, cancel_futures=True)
 
     def __enter__(self) -> "TableCommit":
         return self
