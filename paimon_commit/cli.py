@@ -1,48 +1,225 @@
 """Command line: `paimon-commit COMMAND TABLE ...` (also `python -m paimon_commit`).
 
-Exit codes: 0 ok, 2 invalid input, 1 operation failed. `--json` prints one JSON object.
+Exit codes: 0 ok, 2 invalid input, 1 operation failed. `--json` prints one JSON object on
+stdout; text goes to stdout, logs and errors to stderr. Arguments are validated before the
+table is touched.
 """
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import logging
 import sys
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
-from .errors import OptionError, PaimonCommitError, TableNotFoundError
+from .errors import OptionError, PaimonCommitError, TableNotFoundError, UnsafePathError
+from .options import parse_duration_ms
 from .table import Table
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 
 
-def _snapshots(args) -> Dict[str, Any]:
-    t = Table.open(args.table)
-    snaps = [{"id": s.id, "kind": s.commit_kind, "time_millis": s.time_millis,
-              "commit_user": s.commit_user, "commit_identifier": s.commit_identifier,
-              "total_records": s.total_record_count, "delta_records": s.delta_record_count}
-             for s in t.snapshots()]
-    return {"table": args.table, "snapshots": snaps}
+class InvalidInput(Exception):
+    """Bad command-line input (exit 2)."""
 
 
-def _print_text(result: Dict[str, Any]) -> None:
-    if "snapshots" in result:
+# --- argument types (run by argparse, before any I/O) ----------------------------------------
+
+def _duration(text: str) -> int:
+    try:
+        return parse_duration_ms(text, "duration")
+    except OptionError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _timestamp_ms(text: str) -> int:
+    try:
+        dt = datetime.datetime.strptime(text.strip(), "%Y-%m-%d %H:%M:%S")
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"invalid timestamp {text!r} (expected 'YYYY-MM-DD HH:MM:SS', local time)") from None
+    return int(dt.timestamp() * 1000)
+
+
+def _int_at_least(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid integer {text!r}") from None
+        if v < minimum:
+            raise argparse.ArgumentTypeError(f"{v} must be >= {minimum}")
+        return v
+    return parse
+
+
+# --- commands ----------------------------------------------------------------------------
+
+def _open(path: str) -> Table:
+    return Table.open(path)
+
+
+def cmd_snapshots(args) -> Dict[str, Any]:
+    t = _open(args.table)
+    return {"table": args.table, "snapshots": [
+        {"id": s.id, "kind": s.commit_kind, "time_millis": s.time_millis,
+         "commit_user": s.commit_user, "commit_identifier": s.commit_identifier,
+         "total_records": s.total_record_count, "delta_records": s.delta_record_count}
+        for s in t.snapshots()]}
+
+
+def cmd_expire_snapshots(args) -> Dict[str, Any]:
+    if args.retain_min is not None and args.retain_max is not None \
+            and args.retain_max < args.retain_min:
+        raise InvalidInput(f"--retain-max {args.retain_max} must be >= --retain-min "
+                           f"{args.retain_min}")
+    t = _open(args.table)
+    with t.new_commit(options={"write-only": "true"}) as c:
+        r = c.expire_snapshots(dry_run=args.dry_run, retain_min=args.retain_min,
+                               retain_max=args.retain_max, older_than_ms=args.older_than,
+                               time_retained_ms=args.time_retained,
+                               max_deletes=args.max_deletes)
+    out = r.to_dict()
+    out["files"] = [_rel(t, p) for p in r.deleted_paths]
+    return out
+
+
+def cmd_expire_partitions(args) -> Dict[str, Any]:
+    from .operations.partition_expire import PartitionExpire, PartitionExpireConfig
+    t = _open(args.table)
+    if not t.partition_keys:
+        raise InvalidInput(f"table {args.table} is not partitioned")
+    cfg = PartitionExpireConfig.from_options(
+        t.store.options, expiration_time_ms=args.expiration_time,
+        timestamp_formatter=args.timestamp_formatter, timestamp_pattern=args.timestamp_pattern,
+        strategy=args.expire_strategy, max_num=args.max_expires)
+    with t.new_commit(options={"write-only": "true"}) as c:
+        r = PartitionExpire(t.store, c._commit, cfg).expire(force=True, dry_run=args.dry_run)
+    return r.to_dict()
+
+
+def cmd_create_tag(args) -> Dict[str, Any]:
+    t = _open(args.table)
+    tag = t.create_tag(args.name, args.snapshot, args.time_retained)
+    return {"tag": tag.name, "snapshot_id": tag.id, "time_retained_ms": tag.time_retained_ms}
+
+
+def cmd_delete_tag(args) -> Dict[str, Any]:
+    t = _open(args.table)
+    r = t.delete_tag(args.name)
+    out = r.to_dict()
+    out["files"] = [_rel(t, p) for p in r.deleted_paths]
+    return out
+
+
+def cmd_rollback_to(args) -> Dict[str, Any]:
+    t = _open(args.table)
+    return t.rollback_to(snapshot_id=args.snapshot, tag=args.tag).to_dict()
+
+
+def cmd_tags(args) -> Dict[str, Any]:
+    t = _open(args.table)
+    return {"table": args.table, "tags": [
+        {"name": x.name, "snapshot_id": x.id,
+         "create_time": x.create_time.isoformat() if x.create_time else None,
+         "time_retained_ms": x.time_retained_ms} for x in t.tags()]}
+
+
+def _rel(t: Table, path: str) -> str:
+    root = t.store.root.rstrip("/") + "/"
+    return path[len(root):] if path.startswith(root) else path
+
+
+# --- text output -------------------------------------------------------------------------
+
+def _print_text(command: str, r: Dict[str, Any]) -> None:
+    if command == "snapshots":
         print(f"{'id':>6}  {'kind':<9} {'records':>10} {'delta':>8}  commit user")
-        for s in result["snapshots"]:
+        for s in r["snapshots"]:
             print(f"{s['id']:>6}  {s['kind']:<9} {s['total_records']:>10} "
                   f"{s['delta_records']:>8}  {s['commit_user']}")
+    elif command == "tags":
+        for x in r["tags"]:
+            print(f"{x['name']}\tsnapshot {x['snapshot_id']}")
+    elif command == "expire-snapshots":
+        verb = "would expire" if r["dry_run"] else "expired"
+        print(f"{verb} {r['expired_snapshots']} snapshot(s); "
+              f"{'would delete' if r['dry_run'] else 'deleted'} {r['deleted_files']} file(s), "
+              f"{r['deleted_bytes']} bytes; earliest {r['earliest']}, latest {r['latest']}")
+        for s in r["skipped"]:
+            print(f"skipped: {s}")
+    elif command == "expire-partitions":
+        parts = ", ".join(",".join(f"{k}={v}" for k, v in p.items())
+                          for p in r["expired_partitions"]) or "none"
+        print(f"{'would expire' if r['dry_run'] else 'expired'} partitions: {parts}; "
+              f"snapshots {r['snapshot_ids']}")
+    else:
+        print(json.dumps(r, indent=2))
 
+
+# --- parser ------------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="paimon-commit", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
-    sub = p.add_subparsers(dest="command", required=True)
-    s = sub.add_parser("snapshots", help="list snapshots",
-                       epilog="example: paimon-commit snapshots /data/wh/db.db/events --json")
-    s.add_argument("table")
-    s.add_argument("--json", action="store_true")
-    s.set_defaults(run=_snapshots)
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, run, help_: str, example: str) -> argparse.ArgumentParser:
+        c = sub.add_parser(name, help=help_, description=help_, epilog=f"example:\n  {example}",
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        c.add_argument("table", help="table path (local path, file://, hdfs://, s3://)")
+        c.add_argument("--json", action="store_true", help="print one JSON object")
+        c.set_defaults(run=run)
+        return c
+
+    command("snapshots", cmd_snapshots, "list snapshots",
+            "paimon-commit snapshots /data/wh/db.db/events --json")
+    command("tags", cmd_tags, "list tags", "paimon-commit tags /data/wh/db.db/events")
+
+    c = command("expire-snapshots", cmd_expire_snapshots,
+                "expire old snapshots and delete the files only they used",
+                "paimon-commit expire-snapshots /data/wh/db.db/events --retain-min 5 "
+                "--time-retained '1 d' --dry-run")
+    c.add_argument("--retain-min", type=_int_at_least(1), help="snapshots always kept")
+    c.add_argument("--retain-max", type=_int_at_least(1), help="snapshots kept at most")
+    c.add_argument("--older-than", type=_timestamp_ms, metavar="'YYYY-MM-DD HH:MM:SS'",
+                   help="expire snapshots replaced before this local time")
+    c.add_argument("--time-retained", type=_duration, metavar="DURATION",
+                   help="e.g. '1 h', '7 d' (default: the table's snapshot.time-retained)")
+    c.add_argument("--max-deletes", type=_int_at_least(0),
+                   help="snapshots expired in this run at most")
+    c.add_argument("--dry-run", action="store_true", help="report, delete nothing")
+
+    c = command("expire-partitions", cmd_expire_partitions,
+                "drop partitions older than the expiration time (an OVERWRITE snapshot)",
+                "paimon-commit expire-partitions /data/wh/db.db/events --expiration-time '30 d'"
+                " --timestamp-formatter yyyyMMdd")
+    c.add_argument("--expiration-time", type=_duration, required=True, metavar="DURATION")
+    c.add_argument("--timestamp-formatter", help="Java DateTimeFormatter, e.g. yyyy-MM-dd")
+    c.add_argument("--timestamp-pattern", help="e.g. '$dt $hour:00:00'")
+    c.add_argument("--expire-strategy", choices=["values-time", "update-time"])
+    c.add_argument("--max-expires", type=_int_at_least(1), help="partitions dropped at most")
+    c.add_argument("--dry-run", action="store_true")
+
+    c = command("create-tag", cmd_create_tag, "tag a snapshot (default: the latest)",
+                "paimon-commit create-tag /data/wh/db.db/events release-1 --snapshot 42")
+    c.add_argument("name")
+    c.add_argument("--snapshot", type=_int_at_least(1))
+    c.add_argument("--time-retained", type=_duration, metavar="DURATION")
+
+    c = command("delete-tag", cmd_delete_tag,
+                "delete a tag (and the files only it kept, if its snapshot expired)",
+                "paimon-commit delete-tag /data/wh/db.db/events release-1")
+    c.add_argument("name")
+
+    c = command("rollback-to", cmd_rollback_to,
+                "make a snapshot or tag the latest; newer snapshots and tags are deleted",
+                "paimon-commit rollback-to /data/wh/db.db/events --snapshot 40")
+    g = c.add_mutually_exclusive_group(required=True)
+    g.add_argument("--snapshot", type=_int_at_least(1))
+    g.add_argument("--tag")
     return p
 
 
@@ -56,14 +233,15 @@ def main(argv: Optional[List[str]] = None) -> int:
                         stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     try:
         result = args.run(args)
-    except (OptionError, TableNotFoundError, ValueError, TypeError) as e:
+    except (InvalidInput, OptionError, TableNotFoundError, ValueError, TypeError,
+            UnsafePathError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_INVALID
     except (PaimonCommitError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_FAILED
-    if getattr(args, "json", False):
-        print(json.dumps(result))
+    if args.json:
+        print(json.dumps(result, default=str))
     else:
-        _print_text(result)
+        _print_text(args.command, result)
     return EXIT_OK

@@ -226,14 +226,11 @@ class ExpireSnapshots:
                 sizes[sid] = len(data)
             except FileNotFoundError:
                 continue  # expired concurrently
-            except CorruptMetadataError as e:
+            except CorruptMetadataError:
                 if sid >= end:
-                    plan.skip(f"retained snapshot {sid} is unreadable ({e.problem}); "
-                              f"nothing is deleted")
-                    plan.begin = plan.end = None
-                    return
-                plan.skip(f"snapshot {sid} is unreadable ({e.problem}); its files are left "
-                          f"for orphan cleanup")
+                    raise  # the table is damaged: fail loudly, before deleting anything
+                plan.skip(f"expiring snapshot {sid} is unreadable; its files are left for "
+                          f"orphan cleanup")
                 sizes[sid] = 0
         if end not in snaps:
             plan.skip(f"snapshot {end} vanished while planning; nothing is deleted")

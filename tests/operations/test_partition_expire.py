@@ -46,8 +46,10 @@ def create(table_path, schema, keys, **options):
 
 
 def put(table, schema, records):
-    """Append `records` (dicts) as one snapshot; returns its id."""
-    return write(table, pa.Table.from_pylist(records, schema=schema))
+    """Append `records` (dicts) as one snapshot; returns its id. write-only, so that the
+    commit's own post-commit maintenance leaves the partitions to the test."""
+    with table.new_commit(options={"write-only": "true"}) as c:
+        return write(table, pa.Table.from_pylist(records, schema=schema), commit=c)
 
 
 def expirer(table, clock, **overrides):
@@ -183,22 +185,25 @@ def test_formatter_without_pattern_parses_the_first_key_as_date(table_path, capl
     assert_dropped(t, table_path, r, [1, 2, 3], [2, 3])
 
 
-def test_local_wall_clock_decides_not_utc(table_path, monkeypatch):
-    # At 20:00 UTC it is already the next day at UTC+8: a 1-day expiration uses that wall clock.
-    monkeypatch.setenv("TZ", "CST-8")
+@pytest.fixture
+def utc_plus_8(monkeypatch):
+    monkeypatch.setenv("TZ", "CST-8")  # POSIX spelling: no tz database needed
     time.tzset()
-    try:
-        t = create(table_path, STR_SCHEMA, ["dt"])
-        put(t, STR_SCHEMA, [{"id": 1, "dt": "2024-01-10", "hour": "x"},
-                            {"id": 2, "dt": "2024-01-11", "hour": "x"}])
-        now = datetime.datetime(2024, 1, 10, 20, 0, tzinfo=datetime.timezone.utc).timestamp()
-        r = expirer(t, Clock(now), expiration_time_ms="1 d").expire()
-        assert r.cutoff == datetime.datetime(2024, 1, 10, 4, 0)
-        assert r.expired_partitions == [{"dt": "2024-01-10"}]
-        assert_dropped(t, table_path, r, [1, 2], [2])
-    finally:
-        monkeypatch.delenv("TZ")
-        time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_local_wall_clock_decides_not_utc(table_path, utc_plus_8):
+    # At 20:00 UTC it is already the next day at UTC+8: a 1-day expiration uses that wall clock.
+    t = create(table_path, STR_SCHEMA, ["dt"])
+    put(t, STR_SCHEMA, [{"id": 1, "dt": "2024-01-10", "hour": "x"},
+                        {"id": 2, "dt": "2024-01-11", "hour": "x"}])
+    now = datetime.datetime(2024, 1, 10, 20, 0, tzinfo=datetime.timezone.utc).timestamp()
+    r = expirer(t, Clock(now), expiration_time_ms="1 d").expire()
+    assert r.cutoff == datetime.datetime(2024, 1, 10, 4, 0)
+    assert r.expired_partitions == [{"dt": "2024-01-10"}]
+    assert_dropped(t, table_path, r, [1, 2], [2])
 
 
 # --- update-time -----------------------------------------------------------------------------
@@ -283,6 +288,20 @@ def test_table_options_configure_everything(table_path):
     r = pe.expire()
     assert len(r.expired_partitions) == 2 and len(r.snapshot_ids) == 2
     assert_dropped(t, table_path, r, [1, 2, 3], [3])
+
+
+def test_a_fresh_commit_object_expires_on_its_first_commit(table_path):
+    # "One commit object per write" must still expire partitions (apache/fluss#2861), with
+    # the default one-hour check interval.
+    t = create(table_path, STR_SCHEMA, ["dt"], **{"partition.expiration-time": "1 d"})
+    put(t, STR_SCHEMA, [{"id": 1, "dt": "2000-01-01", "hour": "x"}])
+    with t.new_commit() as c:
+        sid = write(t, pa.Table.from_pylist([{"id": 2, "dt": "2999-01-01", "hour": "x"}],
+                                            schema=STR_SCHEMA), commit=c)
+        result = c.last_maintenance.partitions
+    assert result.checked and result.expired_partitions == [{"dt": "2000-01-01"}]
+    assert result.snapshot_ids == [sid + 1]
+    assert_dropped(t, table_path, result, [1, 2], [2])
 
 
 def test_drop_snapshots_carry_the_commit_user_and_identifier(table_path):

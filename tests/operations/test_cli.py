@@ -1,0 +1,138 @@
+"""The CLI: exit codes (0 ok, 2 invalid input, 1 failed), --json keys, validation first."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import D1, D2, SCHEMA, files_under, make_rows, write
+from invariants import assert_intact
+
+from paimon_commit import Table
+from paimon_commit.cli import main
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_json(capsys, *argv):
+    code, out, err = run(capsys, *argv, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+@pytest.fixture
+def history_table(table, table_path):
+    for i in range(1, 13):
+        write(table, make_rows([i], hr=i % 2))
+    with table.new_commit() as c:
+        c.drop_partitions([{"hr": 0}])
+    return table
+
+
+def test_expire_snapshots_json(capsys, history_table, table_path):
+    before = files_under(table_path)
+    dry = run_json(capsys, "expire-snapshots", table_path, "--retain-min", 3,
+                   "--time-retained", "0 ms", "--max-deletes", 50, "--dry-run")
+    assert files_under(table_path) == before
+    assert {"expired_snapshots", "deleted_files", "deleted_bytes", "earliest", "latest",
+            "dry_run"} <= set(dry)
+    assert (dry["expired_snapshots"], dry["dry_run"], dry["latest"]) == (10, True, 13)
+    real = run_json(capsys, "expire-snapshots", table_path, "--retain-min", 3,
+                    "--time-retained", "0 ms", "--max-deletes", 50)
+    assert (real["expired_snapshots"], real["earliest"], real["dry_run"]) == (10, 11, False)
+    assert real["deleted_files"] == dry["deleted_files"] > 0
+    assert sorted(set(before) - set(files_under(table_path))) == sorted(real["files"])
+    assert_intact(table_path)
+
+
+def test_expire_snapshots_falls_back_to_table_options(capsys, history_table, table_path):
+    r = run_json(capsys, "expire-snapshots", table_path)   # defaults: min 10, 1 h
+    assert r["expired_snapshots"] == 0
+
+
+def test_older_than(capsys, history_table, table_path):
+    r = run_json(capsys, "expire-snapshots", table_path, "--retain-min", 1,
+                 "--older-than", "2000-01-01 00:00:00")
+    assert r["expired_snapshots"] == 0
+    r = run_json(capsys, "expire-snapshots", table_path, "--retain-min", 1,
+                 "--older-than", "2999-01-01 00:00:00", "--max-deletes", 100)
+    assert r["expired_snapshots"] == 12
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--retain-min", "0"], "must be >= 1"),
+    (["--retain-min", "5", "--retain-max", "2"], "--retain-max 2 must be >= --retain-min 5"),
+    (["--time-retained", "soon"], "invalid duration"),
+    (["--older-than", "yesterday"], "invalid timestamp"),
+    (["--max-deletes", "-1"], "must be >= 0"),
+])
+def test_invalid_arguments_exit_2_and_touch_nothing(capsys, history_table, table_path, argv,
+                                                    message):
+    before = files_under(table_path)
+    code, out, err = run(capsys, "expire-snapshots", table_path, *argv)
+    assert code == 2 and message in err
+    assert files_under(table_path) == before
+
+
+@pytest.mark.parametrize("target", ["/", "not-a-table", "a-file"])
+def test_non_tables_are_refused(capsys, tmp_path, target):
+    (tmp_path / "not-a-table").mkdir()
+    (tmp_path / "a-file").write_text("x")
+    path = target if target == "/" else tmp_path / target
+    before = files_under(tmp_path)
+    code, _, err = run(capsys, "expire-snapshots", path, "--retain-min", 1)
+    assert code == 2 and "is not a Paimon table" in err
+    assert files_under(tmp_path) == before
+
+
+def test_operation_failure_exits_1(capsys, history_table, table_path):
+    (table_path / "snapshot" / "snapshot-13").write_text("garbage")
+    before = files_under(table_path)
+    code, _, err = run(capsys, "expire-snapshots", table_path, "--retain-min", 1,
+                       "--time-retained", "0 s")
+    assert code == 1 and "snapshot-13" in err
+    assert files_under(table_path) == before
+
+
+def test_tags_and_rollback(capsys, history_table, table_path):
+    r = run_json(capsys, "create-tag", table_path, "t5", "--snapshot", 5)
+    assert r == {"tag": "t5", "snapshot_id": 5, "time_retained_ms": None}
+    assert run_json(capsys, "tags", table_path)["tags"][0]["name"] == "t5"
+    code, _, err = run(capsys, "create-tag", table_path, "t5")
+    assert code == 2 and "already exists" in err
+    r = run_json(capsys, "rollback-to", table_path, "--snapshot", 8)
+    assert r["deleted_snapshots"] == [9, 10, 11, 12, 13]
+    assert Table.open(str(table_path)).latest_snapshot().id == 8
+    assert_intact(table_path)
+    r = run_json(capsys, "delete-tag", table_path, "t5")
+    assert r["tag"] == "t5" and r["deleted_files"] == 0   # snapshot 5 still exists
+    code, _, err = run(capsys, "rollback-to", table_path, "--tag", "nope")
+    assert code == 2 and "does not exist" in err
+
+
+def test_expire_partitions(capsys, table, table_path):
+    write(table, make_rows([1], dt=D1))
+    write(table, make_rows([2], dt=D2))
+    r = run_json(capsys, "expire-partitions", table_path, "--expiration-time", "1 d",
+                 "--dry-run")
+    assert [p["dt"] for p in r["expired_partitions"]] == ["2024-01-01", "2024-01-02"]
+    assert r["snapshot_ids"] == []
+    r = run_json(capsys, "expire-partitions", table_path, "--expiration-time", "1 d",
+                 "--max-expires", 1)
+    assert [p["dt"] for p in r["expired_partitions"]] == ["2024-01-01"]
+    assert r["snapshot_ids"] == [3]
+    assert [x["id"] for x in Table.open(str(table_path)).read_arrow().to_pylist()] == [2]
+    code, _, err = run(capsys, "expire-partitions", table_path, "--expiration-time", "1 d",
+                       "--timestamp-formatter", "yyyy-QQ")
+    assert code == 2
+
+
+def test_console_script_and_module_help():
+    out = subprocess.run([sys.executable, "-m", "paimon_commit", "expire-snapshots", "--help"],
+                         capture_output=True, text=True, check=True).stdout
+    assert "example:" in out and "--retain-min" in out
