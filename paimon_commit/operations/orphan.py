@@ -1,0 +1,360 @@
+"""Orphan file cleanup: CleanContext and OrphanFilesCleaner.
+
+Order matters: candidates are listed *first*, then the used set is computed from every
+snapshot, tag, long-lived changelog and branch, so a file committed while we list is either
+not a candidate yet or already used. Files of in-progress commits are protected by age alone.
+
+Beyond the reference: if any snapshot, tag or manifest reachable from them cannot be read (for
+example because a concurrent expiration removed it while we ran), or the used set comes out
+empty while the table has snapshots, the clean aborts before deleting anything. Modification
+times that look like seconds rather than milliseconds abort too. Unknown directories are never
+entered, symlinks are never followed, files at the table root are never candidates, and every
+deletion goes through the FileIO gate.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from concurrent.futures import Executor, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple
+
+from ..errors import CorruptMetadataError, OptionError, PaimonCommitError, TableNotFoundError
+from ..fileio import FileIO, FileStatus
+from ..format import paths as P
+from ..format.snapshot import Snapshot, Tag
+from ..store import FileStore, SchemaManager
+from .expire import run_deletions
+
+log = logging.getLogger(__name__)
+
+__all__ = ["CleanContext", "OrphanFilesCleaner", "OrphanCleanResult", "OrphanCleanAborted"]
+
+DAY_MS = 86_400_000
+# A modification time below this (1970-04-26 in ms) is almost surely in seconds.
+_PLAUSIBLE_MS = 10_000_000_000
+
+KINDS = ("data", "manifest", "manifest-list", "index", "statistics", "changelog", "snapshot",
+         "temp")
+
+
+class OrphanCleanAborted(PaimonCommitError):
+    """The cleaner could not prove which files are used; nothing was deleted."""
+
+
+@dataclass
+class CleanContext:
+    table_path: str
+    older_than_ms: Optional[int] = None
+    dry_run: bool = False
+    executor: Optional[Executor] = None
+    should_be_retained: Optional[Callable[[str], bool]] = None  # gets the relative path
+    options: Optional[Mapping[str, Any]] = None
+    file_io: Optional[FileIO] = None
+    clock: Callable[[], float] = time.time
+
+    def __post_init__(self) -> None:
+        now_ms = int(self.clock() * 1000)
+        if self.older_than_ms is None:
+            self.older_than_ms = now_ms - DAY_MS
+        elif isinstance(self.older_than_ms, bool) or not isinstance(self.older_than_ms, int):
+            raise OptionError(f"older_than_ms must be an integer, got {self.older_than_ms!r}")
+        elif self.older_than_ms >= now_ms:
+            raise OptionError(
+                f"older_than_ms = {self.older_than_ms} is not in the past (now = {now_ms}): "
+                f"files of commits in progress would be deleted")
+        elif self.older_than_ms < _PLAUSIBLE_MS:
+            raise OptionError(f"older_than_ms = {self.older_than_ms} looks like seconds, not "
+                              f"milliseconds")
+        if self.should_be_retained is not None and not callable(self.should_be_retained):
+            raise OptionError("should_be_retained must be callable")
+
+
+@dataclass
+class OrphanCleanResult:
+    dry_run: bool
+    older_than_ms: int
+    deleted_paths: List[str] = field(default_factory=list)   # relative to the table root
+    by_kind: Dict[str, Dict[str, int]] = field(default_factory=dict)
+    deleted_dirs: List[str] = field(default_factory=list)
+    candidates: int = 0
+    used: int = 0
+    retained_young: int = 0
+    retained_vetoed: int = 0
+    seconds: Dict[str, float] = field(default_factory=dict)
+
+    @property
+    def deleted_files(self) -> int:
+        return len(self.deleted_paths)
+
+    @property
+    def deleted_bytes(self) -> int:
+        return sum(v["bytes"] for v in self.by_kind.values())
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"deleted_files": self.deleted_files, "deleted_bytes": self.deleted_bytes,
+                "deleted_dirs": len(self.deleted_dirs), "dry_run": self.dry_run,
+                "files": self.deleted_paths, "dirs": self.deleted_dirs,
+                "by_kind": self.by_kind, "candidates": self.candidates, "used": self.used,
+                "retained_young": self.retained_young,
+                "retained_vetoed": self.retained_vetoed,
+                "older_than_ms": self.older_than_ms,
+                "seconds": {k: round(v, 6) for k, v in self.seconds.items()}}
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    status: FileStatus
+    kind: str
+
+
+class OrphanFilesCleaner:
+    def __init__(self, context: CleanContext):
+        self.ctx = context
+        io = context.file_io or FileIO.for_path(context.table_path)
+        # Refuse non-tables before listing anything (e.g. `remove-orphan-files /`).
+        if not SchemaManager(io, io.root).list_ids():
+            raise TableNotFoundError(
+                f"{context.table_path} is not a Paimon table: no schema/schema-N file; "
+                f"refusing to clean it")
+        self.store = FileStore.open(context.table_path, io)
+        if context.options:
+            from ..options import validate_options
+            merged = dict(self.store.schema.options)
+            merged.update({k: str(v) for k, v in context.options.items()})
+            validate_options(merged)
+        self.io = io
+        self.root = io.root.rstrip("/")
+
+    # --- public --------------------------------------------------------------------------
+    def clean(self) -> OrphanCleanResult:
+        ctx = self.ctx
+        if hasattr(self.io, "forget_resolved_dirs"):
+            self.io.forget_resolved_dirs()
+        result = OrphanCleanResult(ctx.dry_run, ctx.older_than_ms)
+        own_pool = None
+        executor = ctx.executor
+        if executor is None:
+            threads = self.store.options["file-operation.thread-num"] or os.cpu_count() or 1
+            own_pool = executor = ThreadPoolExecutor(threads)
+        try:
+            t0 = time.perf_counter()
+            candidates, dirs = self.list_candidates(executor)
+            t1 = time.perf_counter()
+            used = self.used_files()
+            t2 = time.perf_counter()
+            orphans = self._select(candidates, used, result)
+            t3 = time.perf_counter()
+            if not ctx.dry_run:
+                deleted = set(run_deletions(self.io, [c.status.path for c in orphans], executor))
+                orphans = [c for c in orphans if c.status.path in deleted]
+                result.deleted_dirs = [self._rel(d) for d in self._remove_empty_dirs(dirs)]
+            t4 = time.perf_counter()
+        finally:
+            if own_pool is not None:
+                own_pool.shutdown(wait=True)
+        for c in orphans:
+            k = result.by_kind.setdefault(c.kind, {"files": 0, "bytes": 0})
+            k["files"] += 1
+            k["bytes"] += c.status.size
+        result.deleted_paths = sorted(self._rel(c.status.path) for c in orphans)
+        result.seconds = {"list": t1 - t0, "read_used": t2 - t1, "select": t3 - t2,
+                          "delete": t4 - t3}
+        log.info("orphan clean of %s: %d candidates, %d used names, %d %s", self.root,
+                 result.candidates, result.used, len(orphans),
+                 "would be deleted" if ctx.dry_run else "deleted")
+        return result
+
+    # --- phase 1: candidates -------------------------------------------------------------
+    def list_candidates(self, executor: Optional[Executor] = None
+                        ) -> Tuple[List[_Candidate], List[FileStatus]]:
+        """Files that may be orphans, and the partition/bucket directories seen (with the
+        mtime they had when listed)."""
+        io, root = self.io, self.root
+        out: List[_Candidate] = []
+        for sub, kind in (("manifest", None), ("index", "index"), ("statistics", "statistics")):
+            for st in io.list_status(io.join(root, sub)):
+                if not st.is_dir:
+                    out.append(_Candidate(st, kind or _manifest_kind(st.name)))
+        for meta_root in [root] + self._branch_roots():
+            for st in io.list_status(io.join(meta_root, "snapshot")):
+                if not st.is_dir and P.parse_snapshot_id(st.name) is None \
+                        and st.name not in (P.LATEST_HINT, P.EARLIEST_HINT):
+                    out.append(_Candidate(st, "snapshot"))
+            for st in io.list_status(io.join(meta_root, "changelog")):
+                if not st.is_dir and P.parse_changelog_id(st.name) is None \
+                        and st.name not in (P.LATEST_HINT, P.EARLIEST_HINT):
+                    out.append(_Candidate(st, "changelog"))
+        data, dirs = self._list_data_tree(executor)
+        out.extend(data)
+        for i, c in enumerate(out):
+            if P.is_temp_file(c.status.name):
+                out[i] = _Candidate(c.status, "temp")
+        return out, dirs
+
+    def _branch_roots(self) -> List[str]:
+        roots = []
+        for st in self.io.list_status(self.io.join(self.root, "branch")):
+            if st.is_dir and st.name.startswith("branch-"):
+                roots.append(st.path)
+        return roots
+
+    def _list_data_tree(self, executor: Optional[Executor]
+                        ) -> Tuple[List[_Candidate], List[FileStatus]]:
+        """Descend exactly the partition keys, in order, through `key=value` directories, then
+        `bucket-*` directories. Anything else is never entered."""
+        keys = list(self.store.partition_keys)
+        level: List[FileStatus] = [FileStatus(self.root, "", 0, 0, True)]
+        dirs: List[FileStatus] = []
+        for key in keys:
+            prefix = P.escape_path_name(key) + "="
+            children = self._map_list(executor, level)
+            level = [st for sts in children for st in sts
+                     if st.is_dir and st.name.startswith(prefix)]
+            dirs.extend(level)
+        children = self._map_list(executor, level)
+        buckets = [st for sts in children for st in sts
+                   if st.is_dir and _is_bucket_dir(st.name)]
+        dirs.extend(buckets)
+        files = self._map_list(executor, buckets)
+        out = [_Candidate(st, "data") for sts in files for st in sts if not st.is_dir
+               and not _is_symlink(st)]
+        return out, dirs
+
+    def _map_list(self, executor: Optional[Executor], dirs: List[FileStatus]
+                  ) -> List[List[FileStatus]]:
+        if executor is None or len(dirs) < 4:
+            return [self.io.list_status(d.path) for d in dirs]
+        return list(executor.map(lambda d: self.io.list_status(d.path), dirs))
+
+    # --- phase 2: used files -------------------------------------------------------------
+    def used_files(self) -> Set[str]:
+        """Names of every file reachable from any snapshot, tag, long-lived changelog or
+        branch. Raises OrphanCleanAborted if any of them cannot be read."""
+        roots: List[Tuple[str, Snapshot]] = []
+        for meta_root in [self.root] + self._branch_roots():
+            roots.extend(self._roots_of(meta_root))
+        used: Set[str] = set()
+        mio = self.store.manifests
+        index_files: Set[str] = set()
+        for where, s in roots:
+            try:
+                for lst in s.manifest_lists():
+                    used.add(lst)
+                    for m in mio.read_list(lst):
+                        used.add(m.file_name)
+                        for e in mio.read_manifest(m.file_name):
+                            used.add(e.file.file_name)
+                            used.update(e.file.extra_files)
+                            if e.file.external_path:
+                                used.add(os.path.basename(e.file.external_path))
+                if s.index_manifest:
+                    used.add(s.index_manifest)
+                    index_files.update(self._index_files(s.index_manifest))
+                if s.statistics:
+                    used.add(s.statistics)
+            except (FileNotFoundError, CorruptMetadataError) as e:
+                raise OrphanCleanAborted(
+                    f"cannot read the files used by {where} ({e}); a concurrent expiration or "
+                    f"a damaged table? Nothing was deleted") from None
+        used |= index_files
+        if roots and not used:
+            raise OrphanCleanAborted("the used-file set is empty although the table has "
+                                     "snapshots; nothing was deleted")
+        return used
+
+    def _roots_of(self, meta_root: str) -> List[Tuple[str, Snapshot]]:
+        io = self.io
+        out: List[Tuple[str, Snapshot]] = []
+        for sub, parse, what in (("snapshot", P.parse_snapshot_id, "snapshot"),
+                                 ("changelog", P.parse_changelog_id, "changelog")):
+            for name in io.list_names(io.join(meta_root, sub)):
+                if parse(name) is None:
+                    continue
+                path = io.join(meta_root, sub, name)
+                try:
+                    out.append((path, Snapshot.from_json(io.read_bytes(path), path)))
+                except (FileNotFoundError, CorruptMetadataError) as e:
+                    raise OrphanCleanAborted(
+                        f"{what} file {path} was listed but cannot be read ({e}); a concurrent "
+                        f"expiration or a damaged table? Nothing was deleted") from None
+        tag_dir = io.join(meta_root, "tag")
+        for name in io.list_names(tag_dir):
+            tag_name = P.parse_tag_name(name)
+            if tag_name is None:
+                continue
+            path = io.join(tag_dir, name)
+            try:
+                out.append((path, Tag.from_json(tag_name, io.read_bytes(path), path).snapshot))
+            except (FileNotFoundError, CorruptMetadataError) as e:
+                raise OrphanCleanAborted(f"tag file {path} was listed but cannot be read ({e}); "
+                                         f"nothing was deleted") from None
+        return out
+
+    def _index_files(self, index_manifest: str) -> List[str]:
+        import io as _io
+
+        import fastavro
+        path = self.store.manifests.path(index_manifest)
+        try:
+            return [r["_FILE_NAME"] for r in
+                    fastavro.reader(_io.BytesIO(self.io.read_bytes(path)))]
+        except FileNotFoundError:
+            raise
+        except Exception as e:
+            raise CorruptMetadataError(path, f"unreadable index manifest ({e})") from None
+
+    # --- phase 3: select and delete ------------------------------------------------------
+    def _select(self, candidates: List[_Candidate], used: Set[str],
+                result: OrphanCleanResult) -> List[_Candidate]:
+        ctx = self.ctx
+        result.candidates, result.used = len(candidates), len(used)
+        orphans = []
+        for c in candidates:
+            if c.status.name in used:
+                continue
+            if c.status.mtime_ms >= ctx.older_than_ms:
+                result.retained_young += 1
+                continue
+            if 0 <= c.status.mtime_ms < _PLAUSIBLE_MS:
+                raise OrphanCleanAborted(
+                    f"{c.status.path} reports modification time {c.status.mtime_ms}, which "
+                    f"looks like seconds rather than milliseconds; nothing was deleted")
+            if ctx.should_be_retained is not None and \
+                    ctx.should_be_retained(self._rel(c.status.path)):
+                result.retained_vetoed += 1
+                continue
+            orphans.append(c)
+        return orphans
+
+    def _remove_empty_dirs(self, dirs: List[FileStatus]) -> List[str]:
+        """Bucket and partition directories that are empty now and were old when listed,
+        deepest first; never the table root, never recursively."""
+        old = {d.path for d in dirs if d.mtime_ms < self.ctx.older_than_ms}
+        removed = []
+        for d in sorted((d.path for d in dirs), key=lambda p: p.count("/"), reverse=True):
+            if d in old or any(r.startswith(d + "/") for r in removed[-64:]):
+                if d.rstrip("/") != self.root and self.io.delete_empty_dir(d):
+                    removed.append(d)
+        return removed
+
+    def _rel(self, path: str) -> str:
+        return path[len(self.root) + 1:] if path.startswith(self.root + "/") else path
+
+
+def _manifest_kind(name: str) -> str:
+    if name.startswith("manifest-list-"):
+        return "manifest-list"
+    if name.startswith("index-manifest-"):
+        return "index"
+    return "manifest"
+
+
+def _is_bucket_dir(name: str) -> bool:
+    rest = name[len("bucket-"):] if name.startswith("bucket-") else None
+    return rest is not None and (rest.isdigit() or rest == "postpone")
+
+
+def _is_symlink(st: FileStatus) -> bool:
+    return os.path.islink(st.path) if "://" not in st.path else False
