@@ -4,13 +4,18 @@ from .errors import (
     TableExistsError, TableNotFoundError, UnsafePathError, UnsupportedTableError,
 )
 from .format.commit_message import CommitMessage
-from .format.snapshot import Snapshot
+from .format.snapshot import Snapshot, Tag
+from .operations.expire import ExpireConfig, ExpireResult, ExpireSnapshots
+from .operations.orphan import CleanContext, OrphanCleanAborted, OrphanFilesCleaner
+from .operations.partition_expire import PartitionExpire, PartitionExpireConfig
 from .table import LiveFile, Table
 from .table_commit import TableCommit
 from .writer import SchemaMismatchError, TableWriter
 
 __all__ = [
-    "Table", "TableCommit", "TableWriter", "CommitMessage", "Snapshot", "LiveFile",
+    "Table", "TableCommit", "TableWriter", "CommitMessage", "Snapshot", "Tag", "LiveFile",
+    "ExpireConfig", "ExpireSnapshots", "ExpireResult", "CleanContext", "OrphanFilesCleaner",
+    "OrphanCleanAborted", "PartitionExpire", "PartitionExpireConfig",
     "PaimonCommitError", "OptionError", "CorruptMetadataError", "TableNotFoundError",
     "TableExistsError", "UnsafePathError", "CommitConflictError", "CommitFailedError",
     "UnsupportedTableError", "SchemaMismatchError",

@@ -11,6 +11,7 @@ import datetime
 import json
 import logging
 import sys
+import time
 from typing import Any, Callable, Dict, List, Optional
 
 from .errors import OptionError, PaimonCommitError, TableNotFoundError, UnsafePathError
@@ -99,6 +100,45 @@ def cmd_expire_partitions(args) -> Dict[str, Any]:
     return r.to_dict()
 
 
+def cmd_remove_orphan_files(args) -> Dict[str, Any]:
+    from .operations.orphan import CleanContext, OrphanFilesCleaner
+    if args.older_than is not None and args.older_than_duration is not None:
+        raise InvalidInput("give --older-than or --older-than-duration, not both")
+    older = args.older_than
+    if args.older_than_duration is not None:
+        older = int(time.time() * 1000) - args.older_than_duration
+    ctx = CleanContext(args.table, older_than_ms=older, dry_run=args.dry_run)
+    progress = _Progress(enabled=sys.stderr.isatty() and not args.json)
+    progress.say("listing and reading used files ...")
+    if args.mode == "distributed":
+        from .spark.orphan import DistributedOrphanFilesCleaner
+        cleaner = DistributedOrphanFilesCleaner(ctx, parallelism=args.parallelism)
+    else:
+        if args.parallelism:
+            from concurrent.futures import ThreadPoolExecutor
+            ctx.executor = ThreadPoolExecutor(args.parallelism)
+        cleaner = OrphanFilesCleaner(ctx)
+    r = cleaner.clean()
+    progress.done(f"{'would delete' if r.dry_run else 'deleted'} {r.deleted_files} file(s)")
+    return r.to_dict()
+
+
+class _Progress:
+    """A single self-overwriting status line on stderr, only when it is a terminal."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+
+    def say(self, text: str) -> None:
+        if self.enabled:
+            sys.stderr.write(f"\r\033[K{text}")
+            sys.stderr.flush()
+
+    def done(self, text: str) -> None:
+        if self.enabled:
+            sys.stderr.write(f"\r\033[K{text}\n")
+
+
 def cmd_create_tag(args) -> Dict[str, Any]:
     t = _open(args.table)
     tag = t.create_tag(args.name, args.snapshot, args.time_retained)
@@ -149,6 +189,12 @@ def _print_text(command: str, r: Dict[str, Any]) -> None:
               f"{r['deleted_bytes']} bytes; earliest {r['earliest']}, latest {r['latest']}")
         for s in r["skipped"]:
             print(f"skipped: {s}")
+    elif command == "remove-orphan-files":
+        verb = "would delete" if r["dry_run"] else "deleted"
+        print(f"{verb} {r['deleted_files']} file(s), {r['deleted_bytes']} bytes, "
+              f"{r['deleted_dirs']} empty dir(s)")
+        for f in r["files"]:
+            print(f"  {f}")
     elif command == "expire-partitions":
         parts = ", ".join(",".join(f"{k}={v}" for k, v in p.items())
                           for p in r["expired_partitions"]) or "none"
@@ -202,6 +248,20 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--expire-strategy", choices=["values-time", "update-time"])
     c.add_argument("--max-expires", type=_int_at_least(1), help="partitions dropped at most")
     c.add_argument("--dry-run", action="store_true")
+
+    c = command("remove-orphan-files", cmd_remove_orphan_files,
+                "delete files no snapshot, tag, branch or changelog uses (older than a day by "
+                "default)",
+                "paimon-commit remove-orphan-files /data/wh/db.db/events "
+                "--older-than-duration '2 d' --dry-run")
+    c.add_argument("--older-than", type=_timestamp_ms, metavar="'YYYY-MM-DD HH:MM:SS'",
+                   help="only files modified before this local time (must be in the past)")
+    c.add_argument("--older-than-duration", type=_duration, metavar="DURATION",
+                   help="only files older than this, e.g. '1 d' (default '1 d')")
+    c.add_argument("--dry-run", action="store_true", help="report, delete nothing")
+    c.add_argument("--parallelism", type=_int_at_least(1), help="threads (or Spark tasks)")
+    c.add_argument("--mode", choices=["local", "distributed"], default="local",
+                   help="distributed: list and anti-join on Spark executors")
 
     c = command("create-tag", cmd_create_tag, "tag a snapshot (default: the latest)",
                 "paimon-commit create-tag /data/wh/db.db/events release-1 --snapshot 42")

@@ -136,3 +136,37 @@ def test_console_script_and_module_help():
     out = subprocess.run([sys.executable, "-m", "paimon_commit", "expire-snapshots", "--help"],
                          capture_output=True, text=True, check=True).stdout
     assert "example:" in out and "--retain-min" in out
+
+
+def test_remove_orphan_files(capsys, history_table, table_path):
+    import time as _time
+    stray = table_path / "dt=19723" / "hr=1" / "bucket-0" / "data-stray-0.parquet"
+    stray.write_text("x" * 10)
+    old = _time.time() - 3 * 86400
+    os.utime(stray, (old, old))
+    r = run_json(capsys, "remove-orphan-files", table_path, "--dry-run")
+    assert {"deleted_files", "deleted_bytes", "deleted_dirs", "dry_run", "files"} <= set(r)
+    assert (r["files"], r["dry_run"], r["deleted_bytes"]) == \
+        (["dt=19723/hr=1/bucket-0/data-stray-0.parquet"], True, 10)
+    assert stray.exists()
+    r = run_json(capsys, "remove-orphan-files", table_path, "--older-than-duration", "2 d",
+                 "--parallelism", 2)
+    assert r["deleted_files"] == 1 and not stray.exists()
+    assert_intact(table_path)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--older-than", "2999-01-01 00:00:00"], "not in the past"),
+    (["--older-than-duration", "forever"], "invalid duration"),
+    (["--mode", "cluster"], "invalid choice"),
+])
+def test_remove_orphan_files_bad_input(capsys, history_table, table_path, argv, message):
+    before = files_under(table_path)
+    code, _, err = run(capsys, "remove-orphan-files", table_path, *argv)
+    assert code == 2 and message in err
+    assert files_under(table_path) == before
+
+
+def test_remove_orphan_files_refuses_root(capsys):
+    code, _, err = run(capsys, "remove-orphan-files", "/", "--dry-run")
+    assert code == 2 and "is not a Paimon table" in err
