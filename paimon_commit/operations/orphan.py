@@ -139,18 +139,12 @@ class OrphanFilesCleaner:
             threads = self.store.options["file-operation.thread-num"] or os.cpu_count() or 1
             own_pool = executor = ThreadPoolExecutor(threads)
         try:
-            t0 = time.perf_counter()
-            candidates, dirs = self.list_candidates(executor)
-            t1 = time.perf_counter()
-            used = self.used_files()
-            t2 = time.perf_counter()
-            orphans = self._select(candidates, used, result)
-            t3 = time.perf_counter()
+            orphans, dirs = self.find_orphans(executor, result)
+            t = time.perf_counter()
             if not ctx.dry_run:
-                deleted = set(run_deletions(self.io, [c.status.path for c in orphans], executor))
-                orphans = [c for c in orphans if c.status.path in deleted]
+                orphans = self.delete(orphans, executor)
                 result.deleted_dirs = [self._rel(d) for d in self._remove_empty_dirs(dirs)]
-            t4 = time.perf_counter()
+            result.seconds["delete"] = time.perf_counter() - t
         finally:
             if own_pool is not None:
                 own_pool.shutdown(wait=True)
@@ -159,18 +153,44 @@ class OrphanFilesCleaner:
             k["files"] += 1
             k["bytes"] += c.status.size
         result.deleted_paths = sorted(self._rel(c.status.path) for c in orphans)
-        result.seconds = {"list": t1 - t0, "read_used": t2 - t1, "select": t3 - t2,
-                          "delete": t4 - t3}
         log.info("orphan clean of %s: %d candidates, %d used names, %d %s", self.root,
                  result.candidates, result.used, len(orphans),
                  "would be deleted" if ctx.dry_run else "deleted")
         return result
+
+    def find_orphans(self, executor: Optional[Executor], result: OrphanCleanResult
+                     ) -> Tuple[List["_Candidate"], List[FileStatus]]:
+        """Phases 1-3: list candidates first, then the used set, then select."""
+        t0 = time.perf_counter()
+        candidates, dirs = self.list_candidates(executor)
+        t1 = time.perf_counter()
+        used = self.used_files()
+        t2 = time.perf_counter()
+        orphans = self._select(candidates, used, result)
+        result.seconds.update({"list": t1 - t0, "read_used": t2 - t1,
+                               "select": time.perf_counter() - t2})
+        return orphans, dirs
+
+    def delete(self, orphans: List["_Candidate"], executor: Optional[Executor]
+               ) -> List["_Candidate"]:
+        """Delete through the FileIO gate; returns the candidates actually deleted."""
+        deleted = set(run_deletions(self.io, [c.status.path for c in orphans], executor))
+        return [c for c in orphans if c.status.path in deleted]
 
     # --- phase 1: candidates -------------------------------------------------------------
     def list_candidates(self, executor: Optional[Executor] = None
                         ) -> Tuple[List[_Candidate], List[FileStatus]]:
         """Files that may be orphans, and the partition/bucket directories seen (with the
         mtime they had when listed)."""
+        out = self.list_metadata_candidates()
+        data, dirs = self._list_data_tree(executor)
+        out.extend(data)
+        return out, dirs
+
+    def list_metadata_candidates(self) -> List[_Candidate]:
+        """Candidates outside the partition tree: manifest/, index/, statistics/, and
+        leftovers (not snapshot/changelog files or hints) in snapshot/ and changelog/ of the
+        table and of every branch."""
         io, root = self.io, self.root
         out: List[_Candidate] = []
         for sub, kind in (("manifest", None), ("index", "index"), ("statistics", "statistics")):
@@ -186,12 +206,7 @@ class OrphanFilesCleaner:
                 if not st.is_dir and P.parse_changelog_id(st.name) is None \
                         and st.name not in (P.LATEST_HINT, P.EARLIEST_HINT):
                     out.append(_Candidate(st, "changelog"))
-        data, dirs = self._list_data_tree(executor)
-        out.extend(data)
-        for i, c in enumerate(out):
-            if P.is_temp_file(c.status.name):
-                out[i] = _Candidate(c.status, "temp")
-        return out, dirs
+        return [_Candidate(c.status, classify(c.status.name, c.kind)) for c in out]
 
     def _branch_roots(self) -> List[str]:
         roots = []
@@ -202,8 +217,17 @@ class OrphanFilesCleaner:
 
     def _list_data_tree(self, executor: Optional[Executor]
                         ) -> Tuple[List[_Candidate], List[FileStatus]]:
-        """Descend exactly the partition keys, in order, through `key=value` directories, then
-        `bucket-*` directories. Anything else is never entered."""
+        buckets, dirs = self.list_bucket_dirs(executor)
+        files = self._map_list(executor, buckets)
+        out = [_Candidate(st, classify(st.name, "data")) for sts in files for st in sts
+               if not st.is_dir and not _is_symlink(st)]
+        return out, dirs
+
+    def list_bucket_dirs(self, executor: Optional[Executor] = None
+                         ) -> Tuple[List[FileStatus], List[FileStatus]]:
+        """(bucket directories, all partition and bucket directories). Descends exactly the
+        partition keys, in order, through `key=value` directories, then `bucket-*`
+        directories; anything else is never entered, and symlinks are not directories."""
         keys = list(self.store.partition_keys)
         level: List[FileStatus] = [FileStatus(self.root, "", 0, 0, True)]
         dirs: List[FileStatus] = []
@@ -217,10 +241,7 @@ class OrphanFilesCleaner:
         buckets = [st for sts in children for st in sts
                    if st.is_dir and _is_bucket_dir(st.name)]
         dirs.extend(buckets)
-        files = self._map_list(executor, buckets)
-        out = [_Candidate(st, "data") for sts in files for st in sts if not st.is_dir
-               and not _is_symlink(st)]
-        return out, dirs
+        return buckets, dirs
 
     def _map_list(self, executor: Optional[Executor], dirs: List[FileStatus]
                   ) -> List[List[FileStatus]]:
@@ -229,12 +250,17 @@ class OrphanFilesCleaner:
         return list(executor.map(lambda d: self.io.list_status(d.path), dirs))
 
     # --- phase 2: used files -------------------------------------------------------------
-    def used_files(self) -> Set[str]:
-        """Names of every file reachable from any snapshot, tag, long-lived changelog or
-        branch. Raises OrphanCleanAborted if any of them cannot be read."""
+    def roots(self) -> List[Tuple[str, Snapshot]]:
+        """(file, snapshot) of every snapshot, tag and long-lived changelog of every branch."""
         roots: List[Tuple[str, Snapshot]] = []
         for meta_root in [self.root] + self._branch_roots():
             roots.extend(self._roots_of(meta_root))
+        return roots
+
+    def used_files(self) -> Set[str]:
+        """Names of every file reachable from any snapshot, tag, long-lived changelog or
+        branch. Raises OrphanCleanAborted if any of them cannot be read."""
+        roots = self.roots()
         used: Set[str] = set()
         mio = self.store.manifests
         index_files: Set[str] = set()
@@ -308,12 +334,16 @@ class OrphanFilesCleaner:
     # --- phase 3: select and delete ------------------------------------------------------
     def _select(self, candidates: List[_Candidate], used: Set[str],
                 result: OrphanCleanResult) -> List[_Candidate]:
-        ctx = self.ctx
         result.candidates, result.used = len(candidates), len(used)
+        unused = [c for c in candidates if c.status.name not in used]
+        return self.filter_unused(unused, result)
+
+    def filter_unused(self, unused: List[_Candidate], result: OrphanCleanResult
+                      ) -> List[_Candidate]:
+        """Age threshold, the seconds-vs-milliseconds guard, and the caller's veto."""
+        ctx = self.ctx
         orphans = []
-        for c in candidates:
-            if c.status.name in used:
-                continue
+        for c in unused:
             if c.status.mtime_ms >= ctx.older_than_ms:
                 result.retained_young += 1
                 continue
@@ -341,6 +371,13 @@ class OrphanFilesCleaner:
 
     def _rel(self, path: str) -> str:
         return path[len(self.root) + 1:] if path.startswith(self.root + "/") else path
+
+
+def classify(name: str, kind: Optional[str]) -> str:
+    """Kind of a candidate for the result: temp files anywhere, else by place and prefix."""
+    if P.is_temp_file(name):
+        return "temp"
+    return kind or _manifest_kind(name)
 
 
 def _manifest_kind(name: str) -> str:

@@ -1,0 +1,1 @@
+"""PySpark integration: the `paimon` data source and distributed maintenance."""

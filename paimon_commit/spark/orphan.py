@@ -1,0 +1,141 @@
+"""Distributed orphan cleanup for tables with millions of files.
+
+Same algorithm and safety rules as OrphanFilesCleaner, with the wide parts on Spark: bucket
+directories are listed by executors, manifests are read by executors, the candidates-minus-used
+anti-join runs as a Spark join, and executors delete through the same FileIO gate. The driver
+still lists the (few) metadata and partition directories, reads snapshots and tags, applies the
+age threshold and the veto, and removes empty directories, so the result is identical to the
+local mode on the same table.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Iterable, Iterator, List, Optional, Tuple
+
+from ..fileio import FileIO, FileStatus
+from ..operations.orphan import (
+    CleanContext, OrphanCleanAborted, OrphanCleanResult, OrphanFilesCleaner, _Candidate,
+    _is_symlink, classify,
+)
+
+log = logging.getLogger(__name__)
+
+__all__ = ["DistributedOrphanFilesCleaner"]
+
+_Row = Tuple[str, str, int, int, str]  # path, name, size, mtime_ms, kind
+
+
+def _list_bucket_files(table_path: str, dirs: Iterable[str]) -> Iterator[_Row]:
+    io = FileIO.for_path(table_path)
+    for d in dirs:
+        for st in io.list_status(d):
+            if not st.is_dir and not _is_symlink(st):
+                yield st.path, st.name, st.size, st.mtime_ms, classify(st.name, "data")
+
+
+def _used_names_of_manifests(table_path: str, names: Iterable[str]) -> Iterator[str]:
+    from ..store import FileStore
+    store = FileStore.open(table_path)
+    for name in names:
+        for e in store.manifests.read_manifest(name):
+            yield e.file.file_name
+            yield from e.file.extra_files
+            if e.file.external_path:
+                yield e.file.external_path.rsplit("/", 1)[-1]
+
+
+def _delete_paths(table_path: str, paths: Iterable[str]) -> Iterator[str]:
+    io = FileIO.for_path(table_path)
+    for p in paths:
+        if io.delete_quietly(p):
+            yield p
+
+
+class DistributedOrphanFilesCleaner(OrphanFilesCleaner):
+    def __init__(self, context: CleanContext, spark=None, parallelism: Optional[int] = None):
+        super().__init__(context)
+        if spark is None:
+            from pyspark.sql import SparkSession
+            spark = SparkSession.getActiveSession() or SparkSession.builder \
+                .appName("paimon-commit remove-orphan-files").getOrCreate()
+        self.spark = spark
+        self.parallelism = parallelism or spark.sparkContext.defaultParallelism
+
+    def find_orphans(self, executor, result: OrphanCleanResult
+                     ) -> Tuple[List[_Candidate], List[FileStatus]]:
+        import time
+
+        from pyspark.sql import types as T
+        sc, path, n = self.spark.sparkContext, self.ctx.table_path, self.parallelism
+        t0 = time.perf_counter()
+        # 1. Candidates first. Metadata directories are few and small: the driver lists them.
+        meta = [(c.status.path, c.status.name, c.status.size, c.status.mtime_ms, c.kind)
+                for c in self.list_metadata_candidates()]
+        buckets, dirs = self.list_bucket_dirs(executor)
+        bucket_paths = [b.path for b in buckets]
+        data = sc.parallelize(bucket_paths, max(1, min(n, len(bucket_paths)))) \
+            .mapPartitions(lambda it: _list_bucket_files(path, it))
+        schema = T.StructType([T.StructField("path", T.StringType()),
+                               T.StructField("name", T.StringType()),
+                               T.StructField("size", T.LongType()),
+                               T.StructField("mtime_ms", T.LongType()),
+                               T.StructField("kind", T.StringType())])
+        candidates = self.spark.createDataFrame(sc.parallelize(meta, 1).union(data), schema) \
+            .cache()
+        result.candidates = candidates.count()   # materialise the listing before phase 2
+        t1 = time.perf_counter()
+
+        # 2. Used names: roots and lists on the driver, manifests on executors.
+        roots = self.roots()
+        names, manifests = set(), set()
+        mio = self.store.manifests
+        for where, s in roots:
+            try:
+                for lst in s.manifest_lists():
+                    names.add(lst)
+                    manifests.update(m.file_name for m in mio.read_list(lst))
+                if s.index_manifest:
+                    names.add(s.index_manifest)
+                    names.update(self._index_files(s.index_manifest))
+                if s.statistics:
+                    names.add(s.statistics)
+            except Exception as e:  # noqa: BLE001 - any unreadable root aborts
+                raise OrphanCleanAborted(f"cannot read the files used by {where} ({e}); "
+                                         f"nothing was deleted") from None
+        names |= manifests
+        manifest_list = sorted(manifests)
+        try:
+            used_rdd = sc.parallelize(sorted(names), 1).union(
+                sc.parallelize(manifest_list, max(1, min(n, len(manifest_list))))
+                .mapPartitions(lambda it: _used_names_of_manifests(path, it)))
+            used = self.spark.createDataFrame(used_rdd.map(lambda x: (x,)), "name string") \
+                .distinct().cache()
+            result.used = used.count()
+        except Exception as e:  # noqa: BLE001 - a task could not read a manifest
+            candidates.unpersist()
+            raise OrphanCleanAborted(f"reading manifests on executors failed ({e}); nothing "
+                                     f"was deleted") from None
+        if roots and result.used == 0:
+            raise OrphanCleanAborted("the used-file set is empty although the table has "
+                                     "snapshots; nothing was deleted")
+        t2 = time.perf_counter()
+
+        # 3. Anti-join on file name (as the reference), then the same filters as local mode.
+        unused_rows = candidates.join(used, "name", "left_anti").collect()
+        candidates.unpersist()
+        used.unpersist()
+        unused = [_Candidate(FileStatus(r["path"], r["name"], r["size"], r["mtime_ms"], False),
+                             r["kind"]) for r in unused_rows]
+        orphans = self.filter_unused(unused, result)
+        result.seconds.update({"list": t1 - t0, "read_used": t2 - t1,
+                               "select": time.perf_counter() - t2})
+        return orphans, dirs
+
+    def delete(self, orphans: List[_Candidate], executor) -> List[_Candidate]:
+        if not orphans:
+            return []
+        sc, path = self.spark.sparkContext, self.ctx.table_path
+        paths = [c.status.path for c in orphans]
+        deleted = set(sc.parallelize(paths, max(1, min(self.parallelism, len(paths))))
+                      .mapPartitions(lambda it: _delete_paths(path, it)).collect())
+        return [c for c in orphans if c.status.path in deleted]

@@ -1,0 +1,71 @@
+"""Distributed orphan cleanup gives the same result as the local mode."""
+import shutil
+
+import pytest
+
+from conftest import make_rows, write
+from invariants import assert_intact
+from operations.test_orphan import age, plant
+
+from paimon_commit.operations.orphan import CleanContext, OrphanCleanAborted, OrphanFilesCleaner
+from paimon_commit.spark.orphan import DistributedOrphanFilesCleaner
+
+pytestmark = pytest.mark.slow
+
+
+def build(table, table_path):
+    for i in range(1, 9):
+        write(table, make_rows([i, 100 + i], hr=i % 4))
+    table.create_tag("t3", 3)
+    with table.new_commit() as c:
+        c.drop_partitions([{"hr": 0}])
+        c.expire_snapshots(retain_min=2, time_retained_ms=0)
+    plant(table_path)
+    for hr in range(4):
+        d = table_path / "dt=19723" / f"hr={hr}" / "bucket-0"
+        d.mkdir(parents=True, exist_ok=True)
+        for j in range(5):
+            (d / f"data-orphan-{hr}-{j}.parquet").write_text("o" * j)
+    age(table_path)
+
+
+def test_distributed_equals_local(spark, table, table_path, tmp_path):
+    build(table, table_path)
+    copy = tmp_path / "copy" / "db.db" / "t"
+    shutil.copytree(table_path, copy)
+    local_dry = OrphanFilesCleaner(CleanContext(str(table_path), dry_run=True)).clean()
+    dist_dry = DistributedOrphanFilesCleaner(CleanContext(str(copy), dry_run=True),
+                                             spark).clean()
+    assert dist_dry.deleted_paths == local_dry.deleted_paths
+    assert dist_dry.by_kind == local_dry.by_kind
+    assert len(local_dry.deleted_paths) == 30
+    local = OrphanFilesCleaner(CleanContext(str(table_path))).clean()
+    dist = DistributedOrphanFilesCleaner(CleanContext(str(copy)), spark).clean()
+    assert dist.deleted_paths == local.deleted_paths == local_dry.deleted_paths
+    assert dist.deleted_dirs == local.deleted_dirs
+    assert sorted(p.relative_to(copy) for p in copy.rglob("*")) == \
+        sorted(p.relative_to(table_path) for p in table_path.rglob("*"))
+    assert_intact(copy, expected_by_tag={"t3": [1, 2, 3, 101, 102, 103]})
+
+
+def test_distributed_aborts_on_unreadable_manifest(spark, table, table_path):
+    build(table, table_path)
+    s = table.latest_snapshot()
+    name = table.store.manifests.read_list(s.base_manifest_list)[0].file_name
+    (table_path / "manifest" / name).write_bytes(b"garbage")
+    before = sorted(p for p in table_path.rglob("*"))
+    with pytest.raises(OrphanCleanAborted):
+        DistributedOrphanFilesCleaner(CleanContext(str(table_path)), spark).clean()
+    assert sorted(p for p in table_path.rglob("*")) == before
+
+
+def test_cli_distributed_mode(spark, table, table_path, capsys):
+    import json
+
+    from paimon_commit.cli import main
+    build(table, table_path)
+    assert main(["remove-orphan-files", str(table_path), "--mode", "distributed",
+                 "--parallelism", "2", "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["deleted_files"] == 30 and not r["dry_run"]
+    assert_intact(table_path)
