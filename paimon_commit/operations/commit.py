@@ -21,6 +21,7 @@ from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_a
 
 from ..errors import CommitConflictError, CommitFailedError
 from ..format.commit_message import CommitMessage
+from ..format.paths import validate_bare_file_name
 from ..format.manifest import FileKind, ManifestEntry
 from ..format.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
 from ..manifests import ManifestWriteSession, live_entries
@@ -345,6 +346,10 @@ def _entries_of(messages: Sequence[CommitMessage]) -> List[ManifestEntry]:
     for m in messages:
         if not isinstance(m, CommitMessage):
             raise TypeError(f"expected CommitMessage, got {type(m).__name__}")
+        for f in m.new_files + m.deleted_files:
+            validate_bare_file_name(f.file_name, "data file name")
+            for extra in f.extra_files:
+                validate_bare_file_name(extra, "extra file name")
         for f in m.deleted_files:
             entries.append(ManifestEntry(FileKind.DELETE, m.partition_bytes, m.bucket,
                                          m.total_buckets, f))
