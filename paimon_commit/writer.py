@@ -8,7 +8,6 @@ import uuid
 from typing import Any, Dict, List, Optional, Tuple
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .errors import PaimonCommitError
@@ -61,8 +60,30 @@ def conform(data: pa.Table, target: pa.Schema, table_path: str) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=target)
 
 
+class _RollingFile:
+    """One open parquet file of one partition."""
+
+    def __init__(self, io, path: str, schema: pa.Schema, compression):
+        self.path = path
+        self.sink = io.open_output_stream(path)
+        self.writer = pq.ParquetWriter(self.sink, schema, compression=compression)
+        self.rows = 0
+        self.buffered = 0
+
+    def write(self, data: pa.Table) -> None:
+        self.writer.write_table(data)
+        self.rows += data.num_rows
+        self.buffered += data.nbytes
+
+    def close(self) -> None:
+        self.writer.close()
+        self.sink.close()
+
+
 class TableWriter:
-    """Writes data files. Not thread-safe; one per task."""
+    """Writes data files: one open parquet file per partition, rolled at `target-file-size`
+    (measured on the uncompressed Arrow data, so files come out smaller). Not thread-safe;
+    one per task."""
 
     def __init__(self, store: FileStore):
         self.store = store
@@ -80,6 +101,7 @@ class TableWriter:
                 f"parquet only")
         self._uuid = str(uuid.uuid4())
         self._counter = 0
+        self._open: Dict[Tuple[Any, ...], _RollingFile] = {}
         self._pending: Dict[Tuple[Any, ...], List[DataFileMeta]] = {}
         self._written: List[str] = []
 
@@ -96,42 +118,49 @@ class TableWriter:
         if not self.partition_keys:
             yield (), data
             return
+        names = [f"k{i}" for i in range(len(self.partition_keys))]
+        columns = [data.column(k) for k in self.partition_keys]
+        if all(c.null_count == 0 and len(c.unique()) == 1 for c in columns):
+            # The common case of a batch from one partition: no grouping needed.
+            yield tuple(c[0].as_py() for c in columns), data
+            return
         # One vectorised pass: row indices grouped by partition values.
         idx = pa.array(range(data.num_rows), type=pa.int64())
-        keyed = pa.Table.from_arrays([data.column(k) for k in self.partition_keys] + [idx],
-                                     names=[f"k{i}" for i in range(len(self.partition_keys))]
-                                     + ["__row"])
-        groups = keyed.group_by([f"k{i}" for i in range(len(self.partition_keys))],
-                                use_threads=False).aggregate([("__row", "list")])
+        keyed = pa.Table.from_arrays(columns + [idx], names=names + ["__row"])
+        groups = keyed.group_by(names, use_threads=False).aggregate([("__row", "list")])
         rows = groups.column("__row_list")
-        keys = [groups.column(f"k{i}").to_pylist() for i in range(len(self.partition_keys))]
+        keys = [groups.column(n).to_pylist() for n in names]
         for g in range(groups.num_rows):
-            values = tuple(k[g] for k in keys)
-            yield values, data.take(rows[g].values)
+            yield tuple(k[g] for k in keys), data.take(rows[g].values)
 
     def _write_partition(self, values: Tuple[Any, ...], data: pa.Table) -> None:
-        # Normalise "" / whitespace-only strings to null: they land in the default partition,
-        # and the BinaryRow must say null so that readers and drop_partitions agree.
+        # "" / whitespace-only strings land in the default partition: the BinaryRow must say
+        # null so that readers and drop_partitions agree.
         values = tuple(None if isinstance(v, str) and not v.strip() else v for v in values)
-        directory = self.store.bucket_dir(values, 0)
-        self.store.io.mkdirs(directory)
-        # Roll by an estimate of the in-memory size; parquet compresses well below it.
-        n_files = max(1, -(-data.nbytes // self.target_file_size))
-        per_file = -(-data.num_rows // n_files)
-        for start in range(0, data.num_rows, per_file):
-            chunk = data.slice(start, per_file)
+        f = self._open.get(values)
+        if f is None:
+            directory = self.store.bucket_dir(values, 0)
             name = f"{self.prefix}{self._uuid}-{self._counter}.parquet"
             self._counter += 1
             path = self.store.io.join(directory, name)
             self._written.append(path)
-            with self.store.io.open_output_stream(path) as out:
-                pq.write_table(chunk, out, compression=self.compression)
-            size = self.store.io.file_size(path)
-            meta = DataFileMeta(file_name=name, file_size=size, row_count=chunk.num_rows,
-                                schema_id=self.schema.id, creation_time=local_millis_as_utc())
-            self._pending.setdefault(values, []).append(meta)
+            f = self._open[values] = _RollingFile(self.store.io, path, self.arrow_schema,
+                                                  self.compression)
+        f.write(data)
+        if f.buffered >= self.target_file_size:
+            self._close(values)
+
+    def _close(self, values: Tuple[Any, ...]) -> None:
+        f = self._open.pop(values)
+        f.close()
+        meta = DataFileMeta(file_name=f.path.rsplit("/", 1)[-1],
+                            file_size=self.store.io.file_size(f.path), row_count=f.rows,
+                            schema_id=self.schema.id, creation_time=local_millis_as_utc())
+        self._pending.setdefault(values, []).append(meta)
 
     def prepare_commit(self) -> List[CommitMessage]:
+        for values in list(self._open):
+            self._close(values)
         msgs = []
         for values, files in self._pending.items():
             msgs.append(CommitMessage(
@@ -145,15 +174,20 @@ class TableWriter:
 
     def abort(self) -> int:
         """Delete every data file written since the last prepare_commit."""
-        n = 0
-        for path in self._written:
-            n += self.store.io.delete_quietly(path)
+        for f in self._open.values():
+            try:
+                f.close()
+            except Exception:  # noqa: BLE001 - the file is deleted next anyway
+                pass
+        self._open = {}
+        n = sum(self.store.io.delete_quietly(p) for p in self._written)
         self._written = []
         self._pending = {}
         return n
 
     def close(self) -> None:
-        pass
+        if self._open:
+            self.abort()
 
     def __enter__(self) -> "TableWriter":
         return self

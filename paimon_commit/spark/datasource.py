@@ -1,0 +1,398 @@
+"""The `paimon` data source on Spark's Python Data Source API (pyspark >= 4.0).
+
+Batch writes: executors write parquet data files through TableWriter and return picklable
+CommitMessages; the driver hands them to one TableCommit, so post-commit maintenance runs after
+every write with the table's options. A task that raises deletes its own files; `abort()`
+deletes the files of the tasks that did finish. Streaming writes commit each micro-batch with
+its batch id as the commit identifier and a commit user kept in the checkpoint, so a replayed
+batch is recognised and not committed twice. Reads prune partitions with pushed filters.
+
+Options:
+  partition-keys       "dt,hr": partition keys when the write creates the table
+  paimon.<key>         table option when the write creates the table (e.g. paimon.bucket)
+  overwrite-partition  "dt=2024-01-01[,hr=1]": static overwrite of that spec
+  commit-user          commit user (batch writes; streams keep theirs in the checkpoint)
+  any table option     per-write override, e.g. snapshot.expire.execution-mode,
+                       snapshot.num-retained.min
+  snapshot-id / tag    time travel for reads
+"""
+from __future__ import annotations
+
+import datetime
+import logging
+import os
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource, DataSourceArrowWriter, DataSourceReader, DataSourceStreamArrowWriter,
+    EqualTo, Filter, GreaterThan, GreaterThanOrEqual, In, InputPartition, IsNotNull, IsNull,
+    LessThan, LessThanOrEqual, WriterCommitMessage,
+)
+from pyspark.sql.types import StructType
+
+from ..errors import OptionError, PaimonCommitError, TableNotFoundError
+from ..format import types as ptypes
+from ..format.commit_message import CommitMessage
+from ..options import OPTIONS, validate_options
+from ..table import Table
+from ..writer import SchemaMismatchError, message_paths
+
+log = logging.getLogger(__name__)
+
+__all__ = ["PaimonDataSource", "register"]
+
+_WRITE_ONLY_KEYS = {"path", "partition-keys", "overwrite-partition", "commit-user",
+                    "checkpointLocation", "snapshot-id", "tag"}
+
+
+def register(spark) -> None:
+    """Make `format("paimon")` available in this session. Also turns on Python data source
+    filter pushdown (off by default in Spark 4.x), without which partition pruning cannot
+    work and Spark refuses readers that implement it."""
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    spark.dataSource.register(PaimonDataSource)
+
+
+def _to_arrow_schema(schema: StructType) -> pa.Schema:
+    from pyspark.sql.pandas.types import to_arrow_schema
+    arrow = to_arrow_schema(schema)
+    # Spark TimestampType is an instant (LTZ); keep Paimon's TIMESTAMP_LTZ spelling via UTC.
+    fields = []
+    for f in arrow:
+        t = f.type
+        if pa.types.is_timestamp(t) and t.tz is not None:
+            t = pa.timestamp(t.unit, tz="UTC")
+        fields.append(pa.field(f.name, t, f.nullable))
+    return pa.schema(fields)
+
+
+def _from_arrow_schema(schema: pa.Schema) -> StructType:
+    from pyspark.sql.pandas.types import from_arrow_schema
+    return from_arrow_schema(schema)
+
+
+def _table_options(options: Mapping[str, str]) -> Dict[str, str]:
+    return {k[len("paimon."):]: v for k, v in options.items() if k.startswith("paimon.")}
+
+
+def _write_options(options: Mapping[str, str]) -> Dict[str, str]:
+    """Per-write overrides: options named like a table option."""
+    return {k: v for k, v in options.items() if k in OPTIONS}
+
+
+def _parse_spec(text: str, table: Table) -> Dict[str, Any]:
+    spec: Dict[str, Any] = {}
+    types = dict(zip(table.partition_keys, table.schema.partition_types))
+    for part in [p for p in text.split(",") if p.strip()]:
+        if "=" not in part:
+            raise OptionError(f"option 'overwrite-partition' = {text!r}: expected k=v[,k=v]")
+        k, v = part.split("=", 1)
+        k = k.strip()
+        if k not in types:
+            raise OptionError(f"option 'overwrite-partition' = {text!r}: unknown partition key "
+                              f"{k!r} (partition keys: {table.partition_keys})")
+        spec[k] = ptypes.parse_python_value(v, types[k])
+    if not spec:
+        raise OptionError(f"option 'overwrite-partition' = {text!r}: empty spec")
+    return spec
+
+
+def _open_or_create(options: Mapping[str, str], schema: StructType) -> Table:
+    path = options.get("path")
+    if not path:
+        raise OptionError("the paimon data source needs a table path: .save(PATH)")
+    try:
+        return Table.open(path)
+    except TableNotFoundError:
+        keys = [k.strip() for k in options.get("partition-keys", "").split(",") if k.strip()]
+        log.info("creating Paimon table %s partitioned by %s", path, keys)
+        return Table.create(path, _to_arrow_schema(schema), keys, _table_options(options))
+
+
+def _check_schema(table: Table, schema: StructType) -> None:
+    """Names and types of the DataFrame must fit the table: checked on the driver, before any
+    task writes a file."""
+    target = table.arrow_schema()
+    incoming = _to_arrow_schema(schema)
+    if sorted(incoming.names) != sorted(target.names):
+        missing = [n for n in target.names if n not in incoming.names]
+        extra = [n for n in incoming.names if n not in target.names]
+        raise SchemaMismatchError(
+            f"DataFrame does not match the schema of table {table.path}: missing columns "
+            f"{missing}, unexpected columns {extra} (table columns: {target.names})")
+    for f in target:
+        got = incoming.field(f.name).type
+        if got.equals(f.type):
+            continue
+        try:
+            pa.array([], type=got).cast(f.type)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            raise SchemaMismatchError(
+                f"column {f.name!r} is {got} in the DataFrame but {f.type} in table "
+                f"{table.path}") from None
+
+
+@dataclass
+class PaimonWriterMessage(WriterCommitMessage):
+    messages: List[CommitMessage] = field(default_factory=list)
+
+
+def _write_task(path: str, iterator: Iterator[pa.RecordBatch]) -> PaimonWriterMessage:
+    table = Table.open(path)
+    writer = table.new_writer()
+    try:
+        for batch in iterator:
+            writer.write_arrow(batch)
+        return PaimonWriterMessage(writer.prepare_commit())
+    except BaseException:
+        writer.abort()  # a failed task leaves no file behind
+        raise
+
+
+def _messages(messages: Sequence[Optional[PaimonWriterMessage]]) -> List[CommitMessage]:
+    return [m for wm in messages if wm is not None for m in wm.messages]
+
+
+def _published_since(table: Table, commit_user: str, base_id: Optional[int]) -> Optional[int]:
+    """A snapshot of `commit_user` newer than `base_id`, if any."""
+    sm = table.store.snapshots
+    latest = sm.latest_snapshot_id()
+    for sid in range((base_id or 0) + 1, (latest or 0) + 1):
+        s = sm.try_snapshot(sid)
+        if s is not None and s.commit_user == commit_user:
+            return sid
+    return None
+
+
+def _abort(path: str, messages, commit_user: str, base_id: Optional[int]) -> None:
+    table = Table.open(path)
+    published = _published_since(table, commit_user, base_id)
+    if published is not None:
+        # Spark aborts when commit() raised, even if the snapshot was already published
+        # (e.g. the process died right after): those files are live now. Leave them.
+        log.error("not deleting files of an aborted write to %s: snapshot %d of commit user "
+                  "%s was already published", path, published, commit_user)
+        return
+    for p in message_paths(table.store, _messages(messages)):
+        table.store.io.delete_quietly(p)
+
+
+def _commit_then_maintain(commit_call, c) -> None:
+    """Publish, then maintain. A maintenance failure after the snapshot is published must not
+    fail the Spark job: Spark would abort (or retry, duplicating an append) a write that is
+    already visible. It is logged instead."""
+    try:
+        commit_call()
+    except Exception as e:  # noqa: BLE001
+        published = c.last_result is not None and c.last_result.snapshot_id is not None
+        if not published:
+            raise
+        log.error("snapshot %d of %s was published, but post-commit maintenance failed: %r",
+                  c.last_result.snapshot_id, c.store.path, e)
+
+
+class PaimonBatchWriter(DataSourceArrowWriter):
+    def __init__(self, options: Mapping[str, str], schema: StructType, overwrite: bool):
+        self.write_options = _write_options(options)
+        table = _open_or_create(options, schema)
+        _check_schema(table, schema)
+        validate_options({**table.options, **self.write_options})
+        self.path = table.path
+        self.overwrite = overwrite
+        self.static = _parse_spec(options["overwrite-partition"], table) \
+            if options.get("overwrite-partition") else None
+        if self.static is not None and not overwrite:
+            raise OptionError("option 'overwrite-partition' needs mode('overwrite')")
+        self.commit_user = options.get("commit-user") or str(uuid.uuid4())
+        self.base_snapshot_id = table.store.snapshots.latest_snapshot_id()
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> PaimonWriterMessage:
+        return _write_task(self.path, iterator)
+
+    def commit(self, messages) -> None:
+        table = Table.open(self.path)
+        msgs = _messages(messages)
+        with table.new_commit(self.commit_user, self.write_options) as c:
+            if self.overwrite:
+                _commit_then_maintain(lambda: c.overwrite(msgs, partition=self.static), c)
+            else:
+                _commit_then_maintain(lambda: c.commit(msgs), c)
+
+    def abort(self, messages) -> None:
+        _abort(self.path, messages, self.commit_user, self.base_snapshot_id)
+
+
+class PaimonStreamWriter(DataSourceStreamArrowWriter):
+    def __init__(self, options: Mapping[str, str], schema: StructType, overwrite: bool):
+        if overwrite:
+            raise OptionError("the paimon sink supports append output mode only")
+        self.write_options = _write_options(options)
+        table = _open_or_create(options, schema)
+        _check_schema(table, schema)
+        validate_options({**table.options, **self.write_options})
+        self.path = table.path
+        self.commit_user = options.get("commit-user") or \
+            _checkpoint_commit_user(options.get("checkpointLocation"))
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> PaimonWriterMessage:
+        return _write_task(self.path, iterator)
+
+    def commit(self, messages, batchId: int) -> None:
+        table = Table.open(self.path)
+        msgs = _messages(messages)
+        with table.new_commit(self.commit_user, self.write_options) as c:
+            if not c.filter_committed([batchId]):
+                # A replay of a batch that was published before the query died: its new files
+                # are duplicates and never become visible.
+                log.info("batch %d of %s is already committed; dropping the replay", batchId,
+                         self.commit_user)
+                c.abort(msgs)
+                return
+            _commit_then_maintain(lambda: c.commit(msgs, commit_identifier=batchId), c)
+            _fault_point("after-publish", batchId)
+
+    def abort(self, messages, batchId: int) -> None:
+        table = Table.open(self.path)
+        with table.new_commit(self.commit_user, {"write-only": "true"}) as c:
+            if not c.filter_committed([batchId]):
+                log.error("not deleting files of aborted batch %d: it was already published",
+                          batchId)
+                return
+        _abort(self.path, messages, self.commit_user, table.store.snapshots.latest_snapshot_id())
+
+
+def _fault_point(name: str, batch_id: int) -> None:
+    """Test hook: PAIMON_COMMIT_TEST_KILL=after-publish:<batch> kills the driver right after
+    that batch's snapshot is published, before Spark records the batch in its checkpoint."""
+    spec = os.environ.get("PAIMON_COMMIT_TEST_KILL")
+    if spec and spec == f"{name}:{batch_id}":
+        os._exit(137)
+
+
+def _checkpoint_commit_user(checkpoint: Optional[str]) -> str:
+    """The commit user lives in the checkpoint, so a restarted query recognises its own
+    snapshots."""
+    if not checkpoint:
+        raise OptionError("a streaming write to paimon needs option 'checkpointLocation' (or "
+                          "an explicit 'commit-user')")
+    from ..fileio import FileIO
+    io = FileIO.for_path(checkpoint)
+    path = io.join(io.root, "paimon-commit-user")
+    try:
+        return io.read_bytes(path).decode().strip()
+    except FileNotFoundError:
+        io.mkdirs(io.root)
+        io.try_create_atomic(path, str(uuid.uuid4()).encode())
+        return io.read_bytes(path).decode().strip()
+
+
+# --- reading -------------------------------------------------------------------------------
+
+@dataclass
+class _FilePartition(InputPartition):
+    paths: List[Tuple[str, Dict[str, Any]]]
+
+
+class PaimonReader(DataSourceReader):
+    def __init__(self, options: Mapping[str, str], schema: StructType):
+        self.path = options["path"]
+        self.snapshot_id = int(options["snapshot-id"]) if options.get("snapshot-id") else None
+        self.tag = options.get("tag")
+        self.schema = schema
+        self.filters: List[Filter] = []
+
+    def pushFilters(self, filters: List[Filter]):
+        keys = set(Table.open(self.path).partition_keys)
+        for f in filters:
+            if isinstance(f, (EqualTo, In, GreaterThan, GreaterThanOrEqual, LessThan,
+                              LessThanOrEqual, IsNull, IsNotNull)) \
+                    and len(f.attribute) == 1 and f.attribute[0] in keys:
+                self.filters.append(f)  # used to prune files; Spark still re-checks rows
+            yield f
+
+    def _keep(self, partition: Dict[str, Any]) -> bool:
+        for f in self.filters:
+            v = partition[f.attribute[0]]
+            try:
+                if isinstance(f, IsNull):
+                    ok = v is None
+                elif isinstance(f, IsNotNull):
+                    ok = v is not None
+                elif v is None:
+                    ok = False
+                elif isinstance(f, EqualTo):
+                    ok = v == f.value
+                elif isinstance(f, In):
+                    ok = v in f.value
+                elif isinstance(f, GreaterThan):
+                    ok = v > f.value
+                elif isinstance(f, GreaterThanOrEqual):
+                    ok = v >= f.value
+                elif isinstance(f, LessThan):
+                    ok = v < f.value
+                else:
+                    ok = v <= f.value
+            except TypeError:
+                ok = True  # incomparable literal: never prune on doubt
+            if not ok:
+                return False
+        return True
+
+    def partitions(self) -> Sequence[InputPartition]:
+        table = Table.open(self.path)
+        files = [f for f in table.live_files(self.snapshot_id, self.tag)
+                 if self._keep(f.partition)]
+        self.pruned_files = len(files)
+        # About one Spark partition per file; tiny files grouped so tasks are not trivial.
+        groups: List[List[Tuple[str, Dict[str, Any]]]] = []
+        size = 0
+        for f in sorted(files, key=lambda f: f.path):
+            if not groups or size >= 64 << 20:
+                groups.append([])
+                size = 0
+            groups[-1].append((f.path, f.partition))
+            size += f.file_size
+        return [_FilePartition(g) for g in groups]
+
+    def read(self, partition: _FilePartition) -> Iterator[pa.RecordBatch]:
+        import pyarrow.parquet as pq
+
+        from ..fileio import FileIO
+        table_schema = _to_arrow_schema(self.schema)
+        io = FileIO.for_path(self.path)
+        for path, values in partition.paths:
+            with io.open_input_file(path) as src:
+                t = pq.read_table(src)
+            cols = []
+            for fld in table_schema:
+                if fld.name in t.column_names:
+                    cols.append(t.column(fld.name).cast(fld.type))
+                elif fld.name in values:
+                    cols.append(pa.array([values[fld.name]] * t.num_rows, type=fld.type))
+                else:
+                    cols.append(pa.nulls(t.num_rows, type=fld.type))
+            yield from pa.Table.from_arrays(cols, schema=table_schema).to_batches()
+
+
+class PaimonDataSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return "paimon"
+
+    def schema(self):
+        path = self.options.get("path")
+        if not path:
+            raise OptionError("the paimon data source needs a table path: .load(PATH)")
+        return _from_arrow_schema(Table.open(path).arrow_schema())
+
+    def reader(self, schema: StructType) -> PaimonReader:
+        return PaimonReader(self.options, schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> PaimonBatchWriter:
+        return PaimonBatchWriter(self.options, schema, overwrite)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> PaimonStreamWriter:
+        return PaimonStreamWriter(self.options, schema, overwrite)

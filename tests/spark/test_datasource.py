@@ -1,0 +1,211 @@
+"""The `paimon` Spark data source (local[2]); every result is also read back with pypaimon."""
+import datetime
+import os
+import subprocess
+import sys
+import textwrap
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from invariants import assert_intact
+from oracle import pp_read, rows
+
+from paimon_commit import Table
+
+pytestmark = pytest.mark.slow
+
+D = [datetime.date(2024, 1, 1) + datetime.timedelta(days=i) for i in range(3)]
+
+
+@pytest.fixture(scope="module")
+def sp(spark):
+    from paimon_commit.spark import register
+    register(spark)
+    return spark
+
+
+@pytest.fixture
+def path(tmp_path):
+    p = tmp_path / "wh" / "db.db" / "t"
+    p.parent.mkdir(parents=True)
+    return p
+
+
+def frame(sp, ids, day=None, hr=None):
+    data = [(i, f"n{i}", day or D[i % 3], hr if hr is not None else i % 2) for i in ids]
+    return sp.createDataFrame(data, "id long, name string, dt date, hr int")
+
+
+def ids_of(path, **kw):
+    return [r["id"] for r in rows(pp_read(path, **kw))]
+
+
+def data_files(path):
+    return sorted(str(p.relative_to(path)) for p in path.rglob("*.parquet"))
+
+
+def test_create_on_write_append_and_read_back(sp, path):
+    frame(sp, range(30)).write.format("paimon").option("partition-keys", "dt,hr") \
+        .option("paimon.snapshot.num-retained.min", "3").mode("append").save(str(path))
+    t = Table.open(str(path))
+    assert t.partition_keys == ["dt", "hr"]
+    assert t.options["snapshot.num-retained.min"] == "3"
+    frame(sp, range(30, 40)).write.format("paimon").mode("append").save(str(path))
+    assert ids_of(path) == list(range(40))
+    assert ids_of(path, snapshot_id=1) == list(range(30))
+    back = sp.read.format("paimon").load(str(path))
+    assert sorted(r.id for r in back.collect()) == list(range(40))
+    assert sorted(r.id for r in sp.read.format("paimon").option("snapshot-id", 1)
+                  .load(str(path)).collect()) == list(range(30))
+    # 6 partitions, two writes, 2 tasks each: at most one file per partition per task.
+    assert len(data_files(path)) <= 2 * 2 * 6
+
+
+def test_dynamic_and_static_overwrite(sp, path):
+    frame(sp, range(30)).write.format("paimon").option("partition-keys", "dt,hr") \
+        .mode("append").save(str(path))
+    frame(sp, [100, 102], day=D[0], hr=0).write.format("paimon").mode("overwrite") \
+        .save(str(path))                                              # dynamic: (D0, 0) only
+    expected = sorted([i for i in range(30) if not (i % 3 == 0 and i % 2 == 0)] + [100, 102])
+    assert ids_of(path) == expected
+    frame(sp, [200], day=D[1], hr=1).write.format("paimon").mode("overwrite") \
+        .option("overwrite-partition", "dt=2024-01-02").save(str(path))  # static: all of D1
+    expected = sorted([i for i in expected if i >= 100 or i % 3 != 1] + [200])
+    assert ids_of(path) == expected
+    assert Table.open(str(path)).latest_snapshot().commit_kind == "OVERWRITE"
+
+
+def test_schema_mismatch_fails_before_any_file_is_written(sp, path):
+    frame(sp, range(5)).write.format("paimon").option("partition-keys", "dt") \
+        .mode("append").save(str(path))
+    before = data_files(path)
+    bad = sp.createDataFrame([(1, "x")], "id long, other string")
+    with pytest.raises(Exception, match="unexpected columns \\['other'\\]"):
+        bad.write.format("paimon").mode("append").save(str(path))
+    wrong_type = sp.createDataFrame([(1, "x", "not a date", 1)],
+                                    "id long, name string, dt string, hr int")
+    with pytest.raises(Exception, match="column 'dt'"):
+        wrong_type.write.format("paimon").mode("append").save(str(path))
+    assert data_files(path) == before
+    assert len(Table.open(str(path)).snapshots()) == 1
+
+
+def test_failed_task_leaves_no_file_behind(sp, path):
+    from pyspark.sql import functions as F
+    frame(sp, range(5)).write.format("paimon").option("partition-keys", "dt,hr") \
+        .mode("append").save(str(path))
+    before = data_files(path)
+
+    @F.udf("long")
+    def explode_on_17(i):
+        if i == 17:
+            raise ValueError("boom")
+        return i
+    df = frame(sp, range(100)).repartition(2).withColumn("id", explode_on_17("id"))
+    with pytest.raises(Exception, match="boom"):
+        df.write.format("paimon").mode("append").save(str(path))
+    assert data_files(path) == before
+    assert len(Table.open(str(path)).snapshots()) == 1
+    assert ids_of(path) == list(range(5))
+
+
+def test_read_prunes_partitions_and_reads_tags(sp, path):
+    frame(sp, range(30)).write.format("paimon").option("partition-keys", "dt,hr") \
+        .mode("append").save(str(path))
+    t = Table.open(str(path))
+    t.create_tag("first")
+    frame(sp, range(30, 33)).write.format("paimon").mode("append").save(str(path))
+    # Remove a file of another partition: a pruned read never opens it, a full read fails.
+    victim = next(f for f in t.live_files() if f.partition["dt"] == D[2])
+    os.unlink(victim.path)
+    got = sp.read.format("paimon").load(str(path)) \
+        .filter("dt = date'2024-01-01' and hr = 0").collect()
+    assert sorted(r.id for r in got) == [i for i in range(33) if i % 3 == 0 and i % 2 == 0]
+    got = sp.read.format("paimon").load(str(path)).filter("dt in (date'2024-01-01', "
+                                                          "date'2024-01-02')").count()
+    assert got == len([i for i in range(33) if i % 3 != 2])
+    with pytest.raises(Exception):
+        sp.read.format("paimon").load(str(path)).count()
+    tagged = sp.read.format("paimon").option("tag", "first").load(str(path)) \
+        .filter("dt = date'2024-01-02'").collect()
+    assert sorted(r.id for r in tagged) == [i for i in range(30) if i % 3 == 1]
+
+
+def test_post_commit_maintenance_runs_after_each_write(sp, path):
+    for i in range(5):
+        frame(sp, [i]).write.format("paimon").option("partition-keys", "dt") \
+            .option("snapshot.num-retained.min", "2").option("snapshot.time-retained", "0 s") \
+            .option("snapshot.expire.execution-mode", "sync").mode("append").save(str(path))
+    assert [s.id for s in Table.open(str(path)).snapshots()] == [4, 5]
+    assert_intact(path)
+    assert ids_of(path) == list(range(5))
+
+
+STREAM = textwrap.dedent("""
+    import os, sys
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+    from paimon_commit.spark import register
+    src, table, ckpt = sys.argv[1:4]
+    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+             .config("spark.sql.shuffle.partitions", "2").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    register(spark)
+    q = (spark.readStream.schema("id long, name string, dt date, hr int")
+         .option("maxFilesPerTrigger", 1).parquet(src)
+         .writeStream.format("paimon").option("checkpointLocation", ckpt)
+         .option("partition-keys", "dt").trigger(availableNow=True).start(table))
+    q.awaitTermination()
+    spark.stop()
+""")
+
+
+def test_streaming_restart_after_kill_is_exactly_once(path, tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("dt", pa.date32()),
+                        ("hr", pa.int32())])
+    for b in range(5):
+        ids = list(range(b * 10, b * 10 + 10))
+        pq.write_table(pa.Table.from_pylist(
+            [{"id": i, "name": f"n{i}", "dt": D[i % 3], "hr": i % 2} for i in ids],
+            schema=schema), src / f"part-{b}.parquet")
+        os.utime(src / f"part-{b}.parquet", (1_700_000_000 + b, 1_700_000_000 + b))
+    script = tmp_path / "stream.py"
+    script.write_text(STREAM)
+    ckpt = tmp_path / "ckpt"
+    args = [sys.executable, str(script), str(src), str(path), str(ckpt)]
+    # Batch 2 is published, then the process committing it is killed (os._exit) before
+    # Spark records the batch in its checkpoint; the query dies.
+    killed = subprocess.run(args, env={**os.environ, "PAIMON_COMMIT_TEST_KILL":
+                                       "after-publish:2"}, capture_output=True, timeout=300)
+    assert killed.returncode != 0
+    assert b"crashed" in killed.stderr or killed.returncode == 137
+    t = Table.open(str(path))
+    assert [s.commit_identifier for s in t.snapshots()] == [0, 1, 2]
+    done = subprocess.run(args, env=dict(os.environ), capture_output=True, timeout=300)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    t = Table.open(str(path))
+    assert [s.commit_identifier for s in t.snapshots()] == [0, 1, 2, 3, 4]
+    assert len({s.commit_user for s in t.snapshots()}) == 1     # kept in the checkpoint
+    assert ids_of(path) == list(range(50))                      # nothing lost, nothing twice
+    # The replayed batch's files were deleted, not left behind.
+    live = {os.path.basename(f.path) for f in t.live_files()}
+    assert {p.name for p in path.rglob("*.parquet")} == live
+
+
+def test_maintenance_failure_after_publish_neither_fails_nor_deletes(sp, path):
+    frame(sp, range(5)).write.format("paimon").option("partition-keys", "dt") \
+        .mode("append").save(str(path))
+    t = Table.open(str(path))
+    t.create_tag("broken")
+    (path / "tag" / "tag-broken").write_text("{ not json")   # expiration will fail on it
+    for i in range(3):
+        frame(sp, [10 + i]).write.format("paimon").mode("append") \
+            .option("snapshot.num-retained.min", "1").option("snapshot.time-retained", "0 s") \
+            .save(str(path))
+    assert ids_of(path) == [0, 1, 2, 3, 4, 10, 11, 12]
+    missing = [f.path for f in Table.open(str(path)).live_files() if not os.path.exists(f.path)]
+    assert missing == []
