@@ -139,6 +139,65 @@ class _Progress:
             sys.stderr.write(f"\r\033[K{text}\n")
 
 
+def cmd_info(args) -> Dict[str, Any]:
+    t = _open(args.table)
+    snaps = t.snapshots()
+    live = t.live_files() if snaps else []
+    partitions = sorted({tuple(f.partition.items()) for f in live}, key=repr)
+    on_disk_files = on_disk_bytes = 0
+    for st in _walk(t):
+        on_disk_files += 1
+        on_disk_bytes += st.size
+    latest = snaps[-1] if snaps else None
+    return {
+        "table": args.table,
+        "schema_id": t.schema.id,
+        "columns": [{"name": f.name, "type": f.type} for f in t.schema.fields],
+        "partition_keys": t.partition_keys,
+        "options": t.options,
+        "snapshots": len(snaps),
+        "earliest": snaps[0].id if snaps else None,
+        "latest": latest.id if latest else None,
+        "latest_kind": latest.commit_kind if latest else None,
+        "total_records": latest.total_record_count if latest else 0,
+        "tags": [x.name for x in t.tags()],
+        "consumers": {c.consumer_id: c.next_snapshot for c in t.consumers()},
+        "live_files": len(live),
+        "live_bytes": sum(f.file_size for f in live),
+        "files_on_disk": on_disk_files,
+        "bytes_on_disk": on_disk_bytes,
+        "partitions": len(partitions),
+    }
+
+
+def _walk(t: Table):
+    from .fileio import walk_files
+    return walk_files(t.store.io, t.store.root)
+
+
+def cmd_drop_partition(args) -> Dict[str, Any]:
+    from .format import types as ptypes
+    t = _open(args.table)
+    types = dict(zip(t.partition_keys, t.schema.partition_types))
+    specs = []
+    for text in args.partitions:
+        spec = {}
+        for part in text.split(","):
+            if "=" not in part:
+                raise InvalidInput(f"bad partition spec {text!r}: expected k=v[,k=v]")
+            k, v = part.split("=", 1)
+            if k not in types:
+                raise InvalidInput(f"unknown partition key {k!r} in {text!r} (partition keys: "
+                                   f"{t.partition_keys})")
+            spec[k] = ptypes.parse_python_value(v, types[k])
+        specs.append(spec)
+    with t.new_commit(options={"write-only": "true"}) as c:
+        sid = c.drop_partitions(specs)
+        result = c.last_result
+    return {"snapshot_id": sid, "deleted_files": result.deleted_files if result else 0,
+            "partitions": args.partitions}
+
+
 def cmd_create_tag(args) -> Dict[str, Any]:
     t = _open(args.table)
     tag = t.create_tag(args.name, args.snapshot, args.time_retained)
@@ -189,6 +248,17 @@ def _print_text(command: str, r: Dict[str, Any]) -> None:
               f"{r['deleted_bytes']} bytes; earliest {r['earliest']}, latest {r['latest']}")
         for s in r["skipped"]:
             print(f"skipped: {s}")
+    elif command == "info":
+        for k in ("table", "partition_keys", "snapshots", "earliest", "latest", "latest_kind",
+                  "total_records", "tags", "consumers", "live_files", "live_bytes",
+                  "files_on_disk", "bytes_on_disk", "partitions"):
+            print(f"{k:<16}{r[k]}")
+    elif command == "drop-partition":
+        if r["snapshot_id"] is None:
+            print("nothing to drop: no live file matches")
+        else:
+            print(f"snapshot {r['snapshot_id']}: {r['deleted_files']} file(s) marked deleted "
+                  f"(removed from disk when the snapshots that use them expire)")
     elif command == "remove-orphan-files":
         verb = "would delete" if r["dry_run"] else "deleted"
         print(f"{verb} {r['deleted_files']} file(s), {r['deleted_bytes']} bytes, "
@@ -223,6 +293,13 @@ def build_parser() -> argparse.ArgumentParser:
     command("snapshots", cmd_snapshots, "list snapshots",
             "paimon-commit snapshots /data/wh/db.db/events --json")
     command("tags", cmd_tags, "list tags", "paimon-commit tags /data/wh/db.db/events")
+    command("info", cmd_info, "summary: snapshots, tags, consumers, live and on-disk files",
+            "paimon-commit info /data/wh/db.db/events --json")
+    c = command("drop-partition", cmd_drop_partition,
+                "drop partitions (an OVERWRITE snapshot marking their files deleted)",
+                "paimon-commit drop-partition /data/wh/db.db/events dt=2024-01-01 "
+                "dt=2024-01-02,hr=3")
+    c.add_argument("partitions", nargs="+", metavar="k=v[,k=v]")
 
     c = command("expire-snapshots", cmd_expire_snapshots,
                 "expire old snapshots and delete the files only they used",

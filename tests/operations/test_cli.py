@@ -170,3 +170,21 @@ def test_remove_orphan_files_bad_input(capsys, history_table, table_path, argv, 
 def test_remove_orphan_files_refuses_root(capsys):
     code, _, err = run(capsys, "remove-orphan-files", "/", "--dry-run")
     assert code == 2 and "is not a Paimon table" in err
+
+
+def test_info_and_drop_partition(capsys, table, table_path):
+    write(table, make_rows([1, 2], dt=D1, hr=1))
+    write(table, make_rows([3], dt=D2, hr=2))
+    table.create_tag("t1", 1)
+    r = run_json(capsys, "info", table_path)
+    assert (r["snapshots"], r["latest"], r["live_files"], r["partitions"], r["tags"]) == \
+        (2, 2, 2, 2, ["t1"])
+    assert r["files_on_disk"] > r["live_files"] and r["total_records"] == 3
+    r = run_json(capsys, "drop-partition", table_path, "dt=2024-01-02,hr=2")
+    assert r["snapshot_id"] == 3 and r["deleted_files"] == 1
+    assert [x["id"] for x in Table.open(str(table_path)).read_arrow().to_pylist()] == [1, 2]
+    code, _, err = run(capsys, "drop-partition", table_path, "nope=1")
+    assert code == 2 and "unknown partition key 'nope'" in err
+    code, _, err = run(capsys, "drop-partition", table_path, "hr=abc")
+    assert code == 2
+    assert_intact(table_path)
