@@ -93,6 +93,18 @@ class FileIO:
         raise NotImplementedError
 
     # deleting: the gate
+    def deletion_refused(self, path: str) -> Optional[str]:
+        """Why the gate would refuse to delete `path`, or None. Planners call this so that a
+        hostile path is skipped up front instead of stopping a run half-way."""
+        try:
+            self._check_inside(path)
+        except UnsafePathError as e:
+            return str(e)
+        return None
+
+    def _check_inside(self, path: str) -> str:
+        raise NotImplementedError
+
     def delete_quietly(self, path: str) -> bool:
         """Delete one file. True if deleted, False if already gone or the delete failed
         (logged). Raises UnsafePathError for anything outside the root or a directory."""

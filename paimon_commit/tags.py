@@ -77,21 +77,22 @@ class ConsumerManager:
         self.io = io
         self.consumer_dir = io.join(root, "consumer")
 
-    def consumers(self) -> List[Consumer]:
-        """Readable consumers. An unreadable one is skipped with a warning, as Paimon does:
-        it cannot pin anything, and failing would stop expiration forever."""
-        out = []
+    def _statuses(self):
         for st in self.io.list_status(self.consumer_dir):
             cid = P.parse_consumer_id(st.name)
-            if cid is None or st.is_dir:
-                continue
+            if cid is not None and not st.is_dir:
+                yield cid, st
+
+    def consumers(self) -> List[Consumer]:
+        """Every consumer. An unreadable consumer file raises: its reader's position is
+        unknown, so nothing it might still need may be expired (Paimon skips it instead)."""
+        out = []
+        for cid, st in self._statuses():
             try:
                 out.append(Consumer.from_json(cid, self.io.read_bytes(st.path), st.path,
                                               st.mtime_ms))
             except FileNotFoundError:
                 continue
-            except CorruptMetadataError as e:
-                log.warning("ignoring unreadable consumer file: %s", e)
         return out
 
     def min_next_snapshot(self) -> Optional[int]:
@@ -99,13 +100,13 @@ class ConsumerManager:
         return min(ids) if ids else None
 
     def expire(self, older_than_ms: int, dry_run: bool = False) -> List[str]:
-        """Remove consumers whose file was last modified before `older_than_ms`."""
+        """Remove consumers whose file was last modified before `older_than_ms`, readable or
+        not (a damaged file of a dead reader must not block expiration forever)."""
         gone = []
-        for c in self.consumers():
-            if c.mtime_ms < older_than_ms:
-                path = self.io.join(self.consumer_dir, P.consumer_file_name(c.consumer_id))
-                if dry_run or self.io.delete_quietly(path):
-                    gone.append(c.consumer_id)
+        for cid, st in self._statuses():
+            if st.mtime_ms < older_than_ms:
+                if dry_run or self.io.delete_quietly(st.path):
+                    gone.append(cid)
         return gone
 
     def write(self, consumer_id: str, next_snapshot: int) -> None:

@@ -222,7 +222,11 @@ class ExpireSnapshots:
             path = sm.snapshot_path(sid)
             try:
                 data = store.io.read_bytes(path)
-                snaps[sid] = Snapshot.from_json(data, path)
+                snap = Snapshot.from_json(data, path)
+                if snap.id != sid:
+                    raise CorruptMetadataError(path, f"holds id {snap.id}, but its name says "
+                                                     f"{sid}")
+                snaps[sid] = snap
                 sizes[sid] = len(data)
             except FileNotFoundError:
                 continue  # expired concurrently
@@ -281,8 +285,13 @@ class ExpireSnapshots:
         except (FileNotFoundError, CorruptMetadataError) as e:
             plan.skip(f"cannot read the files of a tag ({e}); no data file is deleted")
             return
+        io = store.io
         for pos, path, e in candidates:
             if pos[0] <= blind_before or path in tagged or last_add.get(path, (0, -1)) > pos:
+                continue
+            refused = io.deletion_refused(path)
+            if refused:
+                plan.skip(f"snapshot {pos[0]}: {refused}")
                 continue
             plan.data.add(path, e.file.file_size)
             for extra in e.file.extra_files:

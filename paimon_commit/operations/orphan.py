@@ -296,11 +296,16 @@ class OrphanFilesCleaner:
         for sub, parse, what in (("snapshot", P.parse_snapshot_id, "snapshot"),
                                  ("changelog", P.parse_changelog_id, "changelog")):
             for name in io.list_names(io.join(meta_root, sub)):
-                if parse(name) is None:
+                sid = parse(name)
+                if sid is None:
                     continue
                 path = io.join(meta_root, sub, name)
                 try:
-                    out.append((path, Snapshot.from_json(io.read_bytes(path), path)))
+                    snap = Snapshot.from_json(io.read_bytes(path), path)
+                    if snap.id != sid:
+                        raise CorruptMetadataError(path, f"holds id {snap.id}, but its name "
+                                                         f"says {sid}")
+                    out.append((path, snap))
                 except (FileNotFoundError, CorruptMetadataError) as e:
                     raise OrphanCleanAborted(
                         f"{what} file {path} was listed but cannot be read ({e}); a concurrent "
