@@ -101,10 +101,17 @@ class ManifestIO:
         self._lists = _LRU(cache_size)
         self._manifests = _LRU(cache_size)
         self._partition_cache: Dict[bytes, Tuple[Any, ...]] = {}
+        self._paths: Dict[str, str] = {}
 
     def path(self, name: str) -> str:
-        P.validate_bare_file_name(name, "manifest file name")
-        return self.io.join(self.manifest_dir, name)
+        path = self._paths.get(name)
+        if path is None:
+            P.validate_bare_file_name(name, "manifest file name")
+            path = self.io.join(self.manifest_dir, name)
+            if len(self._paths) > 200_000:
+                self._paths.clear()
+            self._paths[name] = path
+        return path
 
     # --- reading -------------------------------------------------------------------------
     def read_list(self, name: str) -> List[ManifestFileMeta]:

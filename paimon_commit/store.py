@@ -3,7 +3,7 @@ options, snapshot and manifest managers, file paths), and the live-file view of 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .errors import CorruptMetadataError, TableNotFoundError
@@ -91,6 +91,7 @@ class FileStore:
     options: Dict[str, Any]   # parsed values of every declared option
     snapshots: SnapshotManager
     manifests: ManifestIO
+    _dirs: Dict[Tuple[bytes, int], str] = field(default_factory=dict, repr=False)
 
     @classmethod
     def open(cls, path: str, io: Optional[FileIO] = None) -> "FileStore":
@@ -135,8 +136,15 @@ class FileStore:
         if entry.file.external_path:
             return entry.file.external_path
         P.validate_bare_file_name(entry.file.file_name, "data file name")
-        values = self.manifests.decode_partition(entry.partition)
-        return self.io.join(self.bucket_dir(values, entry.bucket), entry.file.file_name)
+        key = (entry.partition, entry.bucket)
+        directory = self._dirs.get(key)
+        if directory is None:
+            values = self.manifests.decode_partition(entry.partition)
+            directory = self.bucket_dir(values, entry.bucket)
+            if len(self._dirs) > 100_000:
+                self._dirs.clear()
+            self._dirs[key] = directory
+        return self.io.join(directory, entry.file.file_name)
 
     # --- state of a snapshot -------------------------------------------------------------
     def live_entries(self, snapshot: Snapshot) -> List[ManifestEntry]:

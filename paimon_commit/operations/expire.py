@@ -145,14 +145,22 @@ class ExpireResult:
 
 
 def run_deletions(io, paths: Iterable[str], executor: Optional[Executor]) -> List[str]:
-    """Delete quietly, in parallel when an executor is given; returns what was deleted."""
+    """Delete quietly, in parallel when an executor is given; returns what was deleted.
+
+    One task per chunk of paths, not per path: a local unlink is cheaper than handing a task
+    to a thread, while object stores still get several deletes in flight."""
     paths = list(paths)
     if not paths:
         return []
-    if executor is None or len(paths) < 16:
+    if executor is None or len(paths) < 64:
         return [p for p in paths if io.delete_quietly(p)]
-    return [p for p, ok in zip(paths, executor.map(io.delete_quietly, paths, chunksize=64))
-            if ok]
+    workers = getattr(executor, "_max_workers", 4)
+    size = max(32, -(-len(paths) // (workers * 4)))
+    chunks = [paths[i:i + size] for i in range(0, len(paths), size)]
+    out: List[str] = []
+    for done in executor.map(lambda chunk: [p for p in chunk if io.delete_quietly(p)], chunks):
+        out.extend(done)
+    return out
 
 
 class ExpireSnapshots:
