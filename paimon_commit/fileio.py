@@ -10,8 +10,7 @@ import logging
 import os
 import posixpath
 import uuid
-from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional
+from typing import Dict, Iterator, List, NamedTuple, Optional
 
 from .errors import UnsafePathError
 
@@ -20,13 +19,14 @@ log = logging.getLogger(__name__)
 __all__ = ["FileStatus", "FileIO", "LocalFileIO", "PyArrowFileIO"]
 
 
-@dataclass(frozen=True)
-class FileStatus:
+class FileStatus(NamedTuple):
+    # A NamedTuple, not a dataclass: listings build one per file, millions for big tables.
     path: str
     name: str
     size: int
     mtime_ms: int
     is_dir: bool
+    is_symlink: bool = False
 
 
 def _temp_name(final_name: str) -> str:
@@ -173,14 +173,15 @@ class LocalFileIO(FileIO):
             it = os.scandir(directory)
         except (FileNotFoundError, NotADirectoryError):
             return out
+        append = out.append
         with it:
             for e in it:
                 try:
                     st = e.stat(follow_symlinks=False)
                 except FileNotFoundError:
                     continue  # removed while listing
-                out.append(FileStatus(e.path, e.name, st.st_size, st.st_mtime_ns // 1_000_000,
-                                      e.is_dir(follow_symlinks=False)))
+                append(FileStatus(e.path, e.name, st.st_size, st.st_mtime_ns // 1_000_000,
+                                  e.is_dir(follow_symlinks=False), e.is_symlink()))
         return out
 
     def list_names(self, directory: str) -> List[str]:
