@@ -112,8 +112,16 @@ class SnapshotManager:
         return None
 
     # --- writing -------------------------------------------------------------------------
-    def try_commit(self, snapshot: Snapshot) -> bool:
-        """Publish snapshot-<id> if absent. False = lost the race; exception = unknown."""
+    def try_commit(self, snapshot: Snapshot, base_id: Optional[int] = None) -> bool:
+        """Publish snapshot-<id> if absent. False = lost the race; exception = unknown.
+
+        With `base_id` (the snapshot the commit was computed from), also False if that base
+        is gone: expiration deletes snapshot files in ascending order, so a vanished base is
+        the only way `id` could be a name that was published and expired meanwhile, and
+        creating it again would put the commit outside the lineage. The check sits right
+        before the atomic create to leave the smallest window."""
+        if base_id is not None and not self.snapshot_exists(base_id):
+            return False
         return self.io.try_create_atomic(self.snapshot_path(snapshot.id), snapshot.to_json())
 
     def commit_latest_hint(self, snapshot_id: int) -> None:

@@ -217,7 +217,11 @@ class FileStoreCommit:
                          self.commit_user, identifier, done)
                 return done
 
-        entries = changes(latest)
+        try:
+            entries = changes(latest)
+        except FileNotFoundError as e:
+            self._base_vanished(latest, e)
+            raise
         state.entries = entries
         if not entries and (empty_means_noop or self.config.ignore_empty_commit):
             return None
@@ -229,11 +233,16 @@ class FileStoreCommit:
         try:
             snapshot = self._write_snapshot_files(session, latest, entries, kind, identifier,
                                                   full)
+        except FileNotFoundError as e:
+            session.delete_written()
+            self._base_vanished(latest, e)
+            raise
         except BaseException:
             session.delete_written()
             raise
         try:
-            published = store.snapshots.try_commit(snapshot)
+            # False also when our base was expired meanwhile (see try_commit): retry.
+            published = store.snapshots.try_commit(snapshot, latest.id if latest else None)
         except Exception as e:
             # The snapshot may or may not exist now: keep every file and let the next attempt
             # look for it.
@@ -243,8 +252,22 @@ class FileStoreCommit:
         if not published:
             session.delete_written()
             raise _RaceLost(f"snapshot {snapshot.id} was published by another writer first")
+        if latest is not None and not store.snapshots.snapshot_exists(latest.id):
+            # The base vanished between the check and the link (microseconds): either a
+            # legitimate expiration after our publish, or our id was freed just then. Say so;
+            # undoing a published snapshot could do more harm than this report.
+            log.warning("snapshot %d was expired while snapshot %d was being published on top "
+                        "of it; check that %d is the ancestor of the latest snapshot",
+                        latest.id, snapshot.id, snapshot.id)
         store.snapshots.commit_latest_hint(snapshot.id)
         return snapshot.id
+
+    def _base_vanished(self, latest: Optional[Snapshot], error: Exception) -> None:
+        """A metadata file of our base went missing: if the base snapshot itself was expired
+        meanwhile, that is a lost race (retry from the new latest), not a failure."""
+        if latest is not None and not self.store.snapshots.snapshot_exists(latest.id):
+            raise _RaceLost(f"base snapshot {latest.id} was expired during the attempt "
+                            f"({error})") from error
 
     def _find_own_snapshot(self, after: int, upto: int, identifier: int, kind: str
                            ) -> Optional[int]:
