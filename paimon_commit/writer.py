@@ -8,6 +8,7 @@ import uuid
 from typing import Any, Dict, List, Optional, Tuple
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .errors import PaimonCommitError
@@ -60,30 +61,60 @@ def conform(data: pa.Table, target: pa.Schema, table_path: str) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=target)
 
 
+ROW_GROUP_ROWS = 1_000_000          # rows buffered per partition before a row group is written
+BUFFER_BYTES = 256 << 20            # all partitions together; the largest is flushed beyond
+DICTIONARY_MAX_RATIO = 0.1          # dictionary-encode a column only if it repeats a lot
+
+
+def _dictionary_columns(sample: pa.Table) -> List[str]:
+    """Columns worth dictionary encoding, judged on the first rows of a file: pyarrow encodes
+    every column by default, which costs time and, for unique values, space."""
+    n = sample.num_rows
+    out = []
+    for name in sample.column_names:
+        col = sample.column(name)
+        if pa.types.is_nested(col.type):
+            continue
+        if pc.count_distinct(col).as_py() <= max(1, n * DICTIONARY_MAX_RATIO):
+            out.append(name)
+    return out
+
+
 class _RollingFile:
     """One open parquet file of one partition."""
 
-    def __init__(self, io, path: str, schema: pa.Schema, compression):
+    def __init__(self, io, path: str, schema: pa.Schema, compression, dictionary):
         self.path = path
         self.sink = io.open_output_stream(path)
-        self.writer = pq.ParquetWriter(self.sink, schema, compression=compression)
+        self.writer = pq.ParquetWriter(self.sink, schema, compression=compression,
+                                       use_dictionary=dictionary)
         self.rows = 0
-        self.buffered = 0
+        self.bytes = 0
 
-    def write(self, data: pa.Table) -> None:
-        self.writer.write_table(data)
+    def write(self, data: pa.Table, nbytes: int) -> None:
+        self.writer.write_table(data, row_group_size=max(1, data.num_rows))
         self.rows += data.num_rows
-        self.buffered += data.nbytes
+        self.bytes += nbytes
 
     def close(self) -> None:
         self.writer.close()
         self.sink.close()
 
 
+class _Buffer:
+    __slots__ = ("tables", "rows", "bytes")
+
+    def __init__(self):
+        self.tables: List[pa.Table] = []
+        self.rows = 0
+        self.bytes = 0
+
+
 class TableWriter:
-    """Writes data files: one open parquet file per partition, rolled at `target-file-size`
-    (measured on the uncompressed Arrow data, so files come out smaller). Not thread-safe;
-    one per task."""
+    """Writes data files: rows are buffered per partition and written as large row groups
+    (Spark hands over 10k-row batches; one row group each would make files slow to write and
+    read), one open parquet file per partition, rolled at `target-file-size` (measured on the
+    uncompressed Arrow data, so files come out smaller). Not thread-safe; one per task."""
 
     def __init__(self, store: FileStore):
         self.store = store
@@ -102,6 +133,8 @@ class TableWriter:
         self._uuid = str(uuid.uuid4())
         self._counter = 0
         self._open: Dict[Tuple[Any, ...], _RollingFile] = {}
+        self._buffers: Dict[Tuple[Any, ...], _Buffer] = {}
+        self._buffered_bytes = 0
         self._pending: Dict[Tuple[Any, ...], List[DataFileMeta]] = {}
         self._written: List[str] = []
 
@@ -111,32 +144,52 @@ class TableWriter:
         data = conform(data, self.arrow_schema, self.store.path)
         if data.num_rows == 0:
             return
+        per_row = data.nbytes / data.num_rows
         for values, part in self._split(data):
-            self._write_partition(values, part)
+            self._buffer(values, part, int(part.num_rows * per_row))
 
     def _split(self, data: pa.Table):
         if not self.partition_keys:
             yield (), data
             return
-        names = [f"k{i}" for i in range(len(self.partition_keys))]
         columns = [data.column(k) for k in self.partition_keys]
-        if all(c.null_count == 0 and len(c.unique()) == 1 for c in columns):
+        if all(c.null_count == 0 and pc.count_distinct(c).as_py() == 1 for c in columns):
             # The common case of a batch from one partition: no grouping needed.
             yield tuple(c[0].as_py() for c in columns), data
             return
-        # One vectorised pass: row indices grouped by partition values.
-        idx = pa.array(range(data.num_rows), type=pa.int64())
-        keyed = pa.Table.from_arrays(columns + [idx], names=names + ["__row"])
-        groups = keyed.group_by(names, use_threads=False).aggregate([("__row", "list")])
-        rows = groups.column("__row_list")
-        keys = [groups.column(n).to_pylist() for n in names]
-        for g in range(groups.num_rows):
-            yield tuple(k[g] for k in keys), data.take(rows[g].values)
+        # One sort, then zero-copy slices: groups come out in the sort order of their keys.
+        names = [f"k{i}" for i in range(len(columns))]
+        keys = pa.Table.from_arrays(columns, names=names)
+        order = [(n, "ascending") for n in names]
+        counts = keys.group_by(names, use_threads=False).aggregate([([], "count_all")])
+        counts = counts.take(pc.sort_indices(counts, sort_keys=order, null_placement="at_end"))
+        ordered = data.take(pc.sort_indices(keys, sort_keys=order, null_placement="at_end"))
+        group_keys = [counts.column(n).to_pylist() for n in names]
+        offset = 0
+        for g, n in enumerate(counts.column("count_all").to_pylist()):
+            yield tuple(k[g] for k in group_keys), ordered.slice(offset, n)
+            offset += n
 
-    def _write_partition(self, values: Tuple[Any, ...], data: pa.Table) -> None:
+    def _buffer(self, values: Tuple[Any, ...], data: pa.Table, nbytes: int) -> None:
         # "" / whitespace-only strings land in the default partition: the BinaryRow must say
         # null so that readers and drop_partitions agree.
         values = tuple(None if isinstance(v, str) and not v.strip() else v for v in values)
+        b = self._buffers.get(values)
+        if b is None:
+            b = self._buffers[values] = _Buffer()
+        b.tables.append(data)
+        b.rows += data.num_rows
+        b.bytes += nbytes
+        self._buffered_bytes += nbytes
+        if b.rows >= ROW_GROUP_ROWS:
+            self._flush(values)
+        while self._buffered_bytes > BUFFER_BYTES and self._buffers:
+            self._flush(max(self._buffers, key=lambda v: self._buffers[v].bytes))
+
+    def _flush(self, values: Tuple[Any, ...]) -> None:
+        b = self._buffers.pop(values)
+        self._buffered_bytes -= b.bytes
+        data = pa.concat_tables(b.tables) if len(b.tables) > 1 else b.tables[0]
         f = self._open.get(values)
         if f is None:
             directory = self.store.bucket_dir(values, 0)
@@ -144,10 +197,11 @@ class TableWriter:
             self._counter += 1
             path = self.store.io.join(directory, name)
             self._written.append(path)
-            f = self._open[values] = _RollingFile(self.store.io, path, self.arrow_schema,
-                                                  self.compression)
-        f.write(data)
-        if f.buffered >= self.target_file_size:
+            f = self._open[values] = _RollingFile(
+                self.store.io, path, self.arrow_schema, self.compression,
+                _dictionary_columns(data.slice(0, 10_000)))
+        f.write(data, b.bytes)
+        if f.bytes >= self.target_file_size:
             self._close(values)
 
     def _close(self, values: Tuple[Any, ...]) -> None:
@@ -159,6 +213,8 @@ class TableWriter:
         self._pending.setdefault(values, []).append(meta)
 
     def prepare_commit(self) -> List[CommitMessage]:
+        for values in list(self._buffers):
+            self._flush(values)
         for values in list(self._open):
             self._close(values)
         msgs = []
@@ -180,13 +236,15 @@ class TableWriter:
             except Exception:  # noqa: BLE001 - the file is deleted next anyway
                 pass
         self._open = {}
+        self._buffers = {}
+        self._buffered_bytes = 0
         n = sum(self.store.io.delete_quietly(p) for p in self._written)
         self._written = []
         self._pending = {}
         return n
 
     def close(self) -> None:
-        if self._open:
+        if self._open or self._buffers:
             self.abort()
 
     def __enter__(self) -> "TableWriter":
