@@ -448,6 +448,14 @@ class ExpireSnapshots:
             # no longer need to find.
             deleted["data"] = run_deletions(io, plan.data.files, executor)
             deleted["changelog"] = run_deletions(io, plan.changelog.files, executor)
+            left = self._still_there(set(plan.data.files) | set(plan.changelog.files),
+                                     deleted["data"] + deleted["changelog"])
+            if left:
+                # The manifests and snapshots are the only record of these files: keep them,
+                # so that the next run (or a retry) deletes what failed now.
+                plan.skip(f"{len(left)} data file(s) could not be deleted (e.g. {left[0]}); "
+                          f"manifests and snapshot files are kept for the next run")
+                return deleted
             if self.config.clean_empty_directories:
                 deleted["directory"] = self._clean_dirs(plan.bucket_dirs)
             for ds in (plan.manifests, plan.lists, plan.index, plan.statistics):
@@ -455,11 +463,21 @@ class ExpireSnapshots:
         finally:
             if own_pool is not None:
                 own_pool.shutdown(wait=True)
-        for path in plan.snapshots.files:  # ascending: a crash leaves a contiguous suffix
+        earliest = plan.end
+        for sid, path in zip(plan.expiring, plan.snapshots.files):
+            # Ascending: a crash or a failure leaves a contiguous suffix.
             if io.delete_quietly(path):
                 deleted["snapshot"].append(path)
-        self.store.snapshots.commit_earliest_hint(plan.end)
+            elif io.exists(path):
+                plan.skip(f"snapshot file {path} could not be deleted; EARLIEST stays at {sid}")
+                earliest = sid
+                break
+        self.store.snapshots.commit_earliest_hint(earliest)
         return deleted
+
+    def _still_there(self, planned, deleted) -> List[str]:
+        gone = set(deleted)
+        return [p for p in planned if p not in gone and self.store.io.exists(p)]
 
     def _clean_dirs(self, bucket_dirs: Set[str]) -> List[str]:
         io, root = self.store.io, self.store.root.rstrip("/")
@@ -502,6 +520,8 @@ class ExpireSnapshots:
                    if self.store.snapshots.snapshot_path(sid) in gone]
         if dry_run:
             expired = list(plan.expiring)
-        earliest = plan.end if expired and not dry_run else plan.earliest
+        earliest = plan.earliest
+        if expired and not dry_run:
+            earliest = self.store.snapshots.earliest_snapshot_id()
         return ExpireResult(len(expired), expired, total_files, total_bytes, by_kind,
                             earliest, plan.latest, dry_run, plan.skipped, paths, seconds)

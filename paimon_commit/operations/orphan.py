@@ -295,6 +295,18 @@ class OrphanFilesCleaner:
     def _roots_of(self, meta_root: str) -> List[Tuple[str, Snapshot]]:
         io = self.io
         out: List[Tuple[str, Snapshot]] = []
+        listed = {P.parse_snapshot_id(n) for n in io.list_names(io.join(meta_root, "snapshot"))}
+        for hint in (P.LATEST_HINT, P.EARLIEST_HINT):
+            # A listing that misses a snapshot the hints point at is not a view to delete on.
+            try:
+                hinted = int(io.read_bytes(io.join(meta_root, "snapshot", hint)).decode())
+            except (FileNotFoundError, ValueError, UnicodeDecodeError):
+                continue
+            if hinted not in listed and io.exists(io.join(meta_root, "snapshot",
+                                                          P.snapshot_file_name(hinted))):
+                raise OrphanCleanAborted(
+                    f"snapshot {hinted} exists but the listing of {meta_root}/snapshot did not "
+                    f"return it; nothing was deleted")
         for sub, parse, what in (("snapshot", P.parse_snapshot_id, "snapshot"),
                                  ("changelog", P.parse_changelog_id, "changelog")):
             for name in io.list_names(io.join(meta_root, sub)):

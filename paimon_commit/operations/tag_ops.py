@@ -75,11 +75,11 @@ class TagOperations:
         result = TagDeleteResult(name, tag.id)
         sm = self.store.snapshots
         if sm.snapshot_exists(tag.id):
-            self.tags.delete_file(name)  # snapshot expiration will handle its files
+            self._delete_tag_file(name)  # snapshot expiration will handle its files
             return result
         others = [t for t in self.tags.tags() if t.name != name]
         if any(t.id == tag.id for t in others):
-            self.tags.delete_file(name)
+            self._delete_tag_file(name)
             return result
         try:
             data, metadata = self._only_this_tag(tag, others)
@@ -88,10 +88,10 @@ class TagOperations:
             result.skipped.append(f"could not compute what else uses the tag's files ({e}); "
                                   f"its files are left for orphan cleanup")
             log.warning("delete_tag %s: %s", name, result.skipped[-1])
-            self.tags.delete_file(name)
+            self._delete_tag_file(name)
             return result
         # Tag file first: once it is gone nothing can read the files it alone referenced.
-        self.tags.delete_file(name)
+        self._delete_tag_file(name)
         io = self.store.io
         for group in (data, metadata):
             deleted = run_deletions(io, group, None)
@@ -99,6 +99,11 @@ class TagOperations:
             result.deleted_bytes += sum(group[p] for p in deleted)
         result.deleted_files = len(result.deleted_paths)
         return result
+
+    def _delete_tag_file(self, name: str) -> None:
+        if not self.tags.delete_file(name) and self.tags.exists(name):
+            raise OSError(f"could not delete tag file {self.tags.tag_path(name)}; its files "
+                          f"were not touched")
 
     def _only_this_tag(self, tag: Tag, others: List[Tag]):
         store, mio = self.store, self.store.manifests
@@ -160,15 +165,22 @@ class TagOperations:
             target = sm.try_snapshot(snapshot_id)
             if target is None:
                 raise ValueError(f"cannot roll back to snapshot {snapshot_id}: it does not exist")
-        latest = sm.latest_snapshot_id() or target.id
         # LATEST first, so that readers never resolve a snapshot about to disappear.
         sm.commit_latest_hint(target.id)
+        # Every *listed* id above the target, newest first: hints can look valid after a
+        # crashed rollback (the restored snapshot has no successor on disk), and a newer
+        # snapshot left behind would come back as the latest after the next commit.
         deleted = []
-        for sid in range(latest, target.id, -1):
+        for sid in sorted((i for i in sm.list_snapshot_ids() if i > target.id), reverse=True):
             if self.store.io.delete_quietly(sm.snapshot_path(sid)):
                 deleted.append(sid)
         deleted_tags = []
         for t in self.tags.tags():
             if t.id > target.id and self.tags.delete_file(t.name):
                 deleted_tags.append(t.name)
+        left = [i for i in sm.list_snapshot_ids() if i > target.id]
+        left_tags = [t.name for t in self.tags.tags() if t.id > target.id]
+        if left or left_tags:
+            raise OSError(f"rollback to {target.id} incomplete: could not delete snapshot(s) "
+                          f"{left} and tag(s) {left_tags}; run it again")
         return RollbackResult(target.id, sorted(deleted), deleted_tags)
