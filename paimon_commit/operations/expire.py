@@ -175,6 +175,9 @@ class ExpireSnapshots:
 
     # --- deciding the range --------------------------------------------------------------
     def plan(self) -> ExpirePlan:
+        self._snapshot_memo: Dict[int, Optional[Snapshot]] = {}
+        self._snapshot_sizes: Dict[int, int] = {}
+        self._list_memo: Dict[str, Any] = {}
         cfg, sm = self.config, self.store.snapshots
         ids = sm.list_snapshot_ids()
         if not ids:
@@ -193,7 +196,7 @@ class ExpireSnapshots:
         end = hi
         for sid in range(lo, hi):
             try:
-                successor = sm.try_snapshot(sid + 1)
+                successor = self._read_snapshot(sid + 1)
             except CorruptMetadataError as e:
                 log.warning("expire: cannot read %s; keeping snapshot %d", e.path, sid)
                 end = sid
@@ -208,6 +211,32 @@ class ExpireSnapshots:
             return plan
         self._plan_until(plan, ids, end)
         return plan
+
+    # --- reading, once per run -----------------------------------------------------------
+    def _read_snapshot(self, sid: int) -> Optional[Snapshot]:
+        """A snapshot (None if absent), read at most once per run; checks id vs name."""
+        if sid in self._snapshot_memo:
+            return self._snapshot_memo[sid]
+        path = self.store.snapshots.snapshot_path(sid)
+        try:
+            data = self.store.io.read_bytes(path)
+        except FileNotFoundError:
+            self._snapshot_memo[sid] = None
+            return None
+        snap = Snapshot.from_json(data, path)
+        if snap.id != sid:
+            raise CorruptMetadataError(path, f"holds id {snap.id}, but its name says {sid}")
+        self._snapshot_memo[sid] = snap
+        self._snapshot_sizes[sid] = len(data)
+        return snap
+
+    def _read_list(self, name: str):
+        """A manifest list, decoded at most once per run (a run can touch more lists than
+        the shared cache holds)."""
+        metas = self._list_memo.get(name)
+        if metas is None:
+            metas = self._list_memo[name] = self.store.manifests.read_list(name)
+        return metas
 
     # --- listing what to delete ----------------------------------------------------------
     def _plan_until(self, plan: ExpirePlan, ids: List[int], end: int) -> None:
@@ -227,17 +256,12 @@ class ExpireSnapshots:
         snaps: Dict[int, Snapshot] = {}
         sizes: Dict[int, int] = {}
         for sid in [i for i in ids if i >= plan.begin]:
-            path = sm.snapshot_path(sid)
             try:
-                data = store.io.read_bytes(path)
-                snap = Snapshot.from_json(data, path)
-                if snap.id != sid:
-                    raise CorruptMetadataError(path, f"holds id {snap.id}, but its name says "
-                                                     f"{sid}")
+                snap = self._read_snapshot(sid)
+                if snap is None:
+                    continue  # expired concurrently
                 snaps[sid] = snap
-                sizes[sid] = len(data)
-            except FileNotFoundError:
-                continue  # expired concurrently
+                sizes[sid] = self._snapshot_sizes[sid]
             except CorruptMetadataError:
                 if sid >= end:
                     raise  # the table is damaged: fail loudly, before deleting anything
@@ -270,7 +294,7 @@ class ExpireSnapshots:
                 blind_before = sid
                 continue
             try:
-                entries = store.delta_entries(s)
+                entries = store.manifests.read_entries(self._read_list(s.delta_manifest_list))
             except (FileNotFoundError, CorruptMetadataError) as e:
                 plan.skip(f"delta of snapshot {sid} is unreadable ({e}); data files deleted "
                           f"at or before it are left for orphan cleanup")
@@ -331,7 +355,7 @@ class ExpireSnapshots:
         lists = set(s.manifest_lists())
         manifests: Set[str] = set()
         for name in lists:
-            manifests.update(m.file_name for m in mio.read_list(name))
+            manifests.update(m.file_name for m in self._read_list(name))
         other = {s.index_manifest} if s.index_manifest else set()
         return lists, manifests, other
 
@@ -363,7 +387,7 @@ class ExpireSnapshots:
                 if name in keep:
                     continue
                 try:
-                    metas = mio.read_list(name)
+                    metas = self._read_list(name)
                 except FileNotFoundError:
                     continue  # deleted by an earlier, interrupted run
                 except CorruptMetadataError as e:
