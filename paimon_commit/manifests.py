@@ -19,7 +19,7 @@ from .format import binary_row
 from .format import paths as P
 from .format.manifest import (
     EMPTY_STATS, FileKind, ManifestEntry, ManifestFileMeta, SimpleStats, decode_manifest,
-    decode_manifest_list, encode_manifest, encode_manifest_list,
+    decode_manifest_list, decode_manifest_list_refs, encode_manifest, encode_manifest_list,
 )
 
 log = logging.getLogger(__name__)
@@ -122,6 +122,15 @@ class ManifestIO:
         metas = decode_manifest_list(self.io.read_bytes(path), path)
         self._lists.put(name, metas)
         return metas
+
+    def read_list_refs(self, name: str) -> List[Any]:
+        """(file_name, file_size) of each manifest in a list; uses the decoded list if it is
+        cached, and does not cache what it decodes (callers keep their own per-run memo)."""
+        cached = self._lists.get(name)
+        if cached is not None:
+            return cached
+        path = self.path(name)
+        return decode_manifest_list_refs(self.io.read_bytes(path), path)
 
     def read_manifest(self, name: str) -> List[ManifestEntry]:
         cached = self._manifests.get(name)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as _dt
 import io
 from dataclasses import dataclass, replace
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 import fastavro
 
@@ -323,6 +323,22 @@ def decode_manifest(data: bytes, path: str) -> List[ManifestEntry]:
         return [ManifestEntry.from_record(r) for r in _decode(data, path)]
     except (KeyError, TypeError) as e:
         raise CorruptMetadataError(path, f"manifest entry lacks a required field ({e})") from None
+
+
+class ManifestRef(NamedTuple):
+    """What a manifest list says about a manifest when only its name and size are needed."""
+    file_name: str
+    file_size: int
+
+
+def decode_manifest_list_refs(data: bytes, path: str) -> List[ManifestRef]:
+    """Like decode_manifest_list, without building stats objects (planners that only need
+    names read thousands of lists)."""
+    try:
+        return [ManifestRef(r["_FILE_NAME"], r["_FILE_SIZE"]) for r in _decode(data, path)]
+    except (KeyError, TypeError) as e:
+        raise CorruptMetadataError(path, f"manifest list record lacks a required field ({e})"
+                                   ) from None
 
 
 def encode_manifest_list(metas: Sequence[ManifestFileMeta], codec: str) -> bytes:

@@ -235,7 +235,7 @@ class ExpireSnapshots:
         the shared cache holds)."""
         metas = self._list_memo.get(name)
         if metas is None:
-            metas = self._list_memo[name] = self.store.manifests.read_list(name)
+            metas = self._list_memo[name] = self.store.manifests.read_list_refs(name)
         return metas
 
     # --- listing what to delete ----------------------------------------------------------
