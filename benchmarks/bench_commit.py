@@ -18,6 +18,7 @@ FAIL (exit 0).
 """
 from __future__ import annotations
 
+from _common import loadavg as _loadavg, ours_version as _ours_version, safe_version as _safe_version, write_results  # noqa: E402,E501
 import argparse
 import json
 import os
@@ -346,13 +347,7 @@ def main(argv=None) -> int:
         "verdict": "PASS" if flat_ok and fast_ok else "FAIL",
         "correctness": {"ok": not errors, "errors": errors},
     }
-    out = os.path.abspath(args.out)
-    os.makedirs(os.path.dirname(out), exist_ok=True)
-    tmp = out + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(result, f, indent=2)
-        f.write("\n")
-    os.replace(tmp, out)
+    out = write_results(result, args.out)
     print(f"verdict: {result['verdict']}; results written to {out}")
 
     if errors:
@@ -365,27 +360,10 @@ def main(argv=None) -> int:
     return 0
 
 
-def _loadavg() -> Optional[float]:
-    try:
-        return round(os.getloadavg()[0], 2)
-    except (AttributeError, OSError):
-        return None
 
 
-def _ours_version() -> Optional[str]:
-    try:
-        import paimon_commit
-        return getattr(paimon_commit, "__version__", None)
-    except Exception:  # noqa: BLE001
-        return None
 
 
-def _safe_version(dist: str) -> Optional[str]:
-    try:
-        from importlib.metadata import version
-        return version(dist)
-    except Exception:  # noqa: BLE001
-        return None
 
 
 if __name__ == "__main__":

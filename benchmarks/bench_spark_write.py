@@ -35,6 +35,7 @@ data in this process, and ours with a larger Arrow batch size.
 """
 from __future__ import annotations
 
+from _common import loadavg as _loadavg, ours_version as _ours_version, safe_version as _safe_version, write_results  # noqa: E402,E501
 import argparse
 import json
 import os
@@ -655,13 +656,7 @@ def main(argv=None) -> int:
         "profile": prof,
         "correctness": {"ok": not errors, "errors": errors},
     }
-    out = os.path.abspath(args.out)
-    os.makedirs(os.path.dirname(out), exist_ok=True)
-    tmp = out + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(result, f, indent=2)
-        f.write("\n")
-    os.replace(tmp, out)
+    out = write_results(result, args.out)
     print(f"verdict: {verdict}; results written to {out}")
 
     spark.stop()
@@ -675,11 +670,6 @@ def main(argv=None) -> int:
     return 0
 
 
-def _loadavg() -> Optional[float]:
-    try:
-        return round(os.getloadavg()[0], 2)
-    except (AttributeError, OSError):
-        return None
 
 
 def _java_version(spark) -> Optional[str]:
@@ -689,20 +679,8 @@ def _java_version(spark) -> Optional[str]:
         return None
 
 
-def _ours_version() -> Optional[str]:
-    try:
-        import paimon_commit
-        return getattr(paimon_commit, "__version__", None)
-    except Exception:  # noqa: BLE001
-        return None
 
 
-def _safe_version(dist: str) -> Optional[str]:
-    try:
-        from importlib.metadata import version
-        return version(dist)
-    except Exception:  # noqa: BLE001
-        return None
 
 
 if __name__ == "__main__":
