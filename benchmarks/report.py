@@ -26,9 +26,9 @@ def table() -> str:
         if not targets:
             lines.append(f"| `{name}` | {d.get('description', '')} | | | "
                          f"{d.get('verdict', '?')} |")
-        for t in targets.values():
+        for key, t in targets.items():
             verdict = "PASS" if t.get("pass") else "FAIL"
-            lines.append(f"| `{name}` | {t.get('metric', '')} | ≤ {_fmt(t.get('target'))} | "
+            lines.append(f"| `{name}` {key} | {t.get('metric', '')} | ≤ {_fmt(t.get('target'))} | "
                          f"{_fmt(t.get('value'))} | {verdict} |")
     return "\n".join(lines)
 
