@@ -53,6 +53,7 @@ profiled (cProfile, top 25 cumulative) on a fresh copy and the profile is printe
 """
 from __future__ import annotations
 
+from _common import loadavg as _loadavg, ours_version as _ours_version, safe_version as _safe_version, write_results  # noqa: E402,E501
 import argparse
 import hashlib
 import json
@@ -736,7 +737,7 @@ def main(argv=None) -> int:
                                   "the end of the operation; ru_maxrss stored per run but "
                                   "inflated by the driver's RSS (vfork + exec)"},
         "environment": {
-            "paimon_commit": _safe_version_mod(), "git": git, "deltalake": _safe_version("deltalake"),
+            "paimon_commit": _ours_version(), "git": git, "deltalake": _safe_version("deltalake"),
             "pypaimon": _safe_version("pypaimon"), "pyarrow": _safe_version("pyarrow"),
             "python": platform.python_version(), "platform": platform.platform(),
             "cpu_count": os.cpu_count(),
@@ -757,13 +758,7 @@ def main(argv=None) -> int:
         "verdict": "PASS" if all(t["pass"] for t in targets.values()) else "FAIL",
         "correctness": {"ok": not errors, "errors": errors},
     }
-    out = os.path.abspath(args.out)
-    os.makedirs(os.path.dirname(out), exist_ok=True)
-    tmp = out + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(result, f, indent=2)
-        f.write("\n")
-    os.replace(tmp, out)
+    out = write_results(result, args.out)
     print(f"verdict: {result['verdict']}; results written to {out}")
 
     if errors:
@@ -801,27 +796,10 @@ def _ok(v: Optional[float], target: float) -> bool:
     return v is not None and v <= target
 
 
-def _loadavg() -> Optional[float]:
-    try:
-        return round(os.getloadavg()[0], 2)
-    except (AttributeError, OSError):
-        return None
 
 
-def _safe_version_mod() -> Optional[str]:
-    try:
-        import paimon_commit
-        return getattr(paimon_commit, "__version__", None)
-    except Exception:  # noqa: BLE001
-        return None
 
 
-def _safe_version(dist: str) -> Optional[str]:
-    try:
-        from importlib.metadata import version
-        return version(dist)
-    except Exception:  # noqa: BLE001
-        return None
 
 
 if __name__ == "__main__":
