@@ -222,7 +222,8 @@ def cmd_tags(args) -> Dict[str, Any]:
     return {"table": args.table, "tags": [
         {"name": x.name, "snapshot_id": x.id,
          "create_time": x.create_time.isoformat() if x.create_time else None,
-         "time_retained_ms": x.time_retained_ms} for x in t.tags()]}
+         "time_retained_ms": x.time_retained_ms} for x in t.tags()],
+        "unfinished_deletions": t.unfinished_tag_deletions()}
 
 
 def _rel(t: Table, path: str) -> str:
@@ -241,6 +242,8 @@ def _print_text(command: str, r: Dict[str, Any]) -> None:
     elif command == "tags":
         for x in r["tags"]:
             print(f"{x['name']}\tsnapshot {x['snapshot_id']}")
+        for name in r["unfinished_deletions"]:
+            print(f"{name}\tdeletion unfinished: run `paimon-commit delete-tag TABLE {name}`")
     elif command == "expire-snapshots":
         verb = "would expire" if r["dry_run"] else "expired"
         print(f"{verb} {r['expired_snapshots']} snapshot(s); "

@@ -173,6 +173,10 @@ class Table:
     def delete_tag(self, name: str) -> TagDeleteResult:
         return TagOperations(self.store).delete_tag(name)
 
+    def unfinished_tag_deletions(self) -> List[str]:
+        """Tags whose deletion was interrupted; delete_tag(name) finishes each."""
+        return TagManager(self.store.io, self.store.root).pending_deletions()
+
     def rollback_to(self, snapshot_id: Optional[int] = None, tag: Optional[str] = None
                     ) -> RollbackResult:
         return TagOperations(self.store).rollback_to(snapshot_id, tag)

@@ -14,6 +14,9 @@ log = logging.getLogger(__name__)
 
 __all__ = ["TagManager", "ConsumerManager", "validate_tag_name"]
 
+# Not in tag/: pypaimon lists every file there as a tag. Paimon's own tools never enter an
+# unknown directory at the table root.
+_MARKER_DIR = ".tag-deletions"
 _BAD_TAG = re.compile(r"[/\\\x00-\x1f]")
 
 
@@ -32,6 +35,7 @@ class TagManager:
     def __init__(self, io: FileIO, root: str):
         self.io = io
         self.tag_dir = io.join(root, "tag")
+        self.marker_dir = io.join(root, _MARKER_DIR)
 
     def tag_path(self, name: str) -> str:
         return self.io.join(self.tag_dir, P.tag_file_name(name))
@@ -70,6 +74,39 @@ class TagManager:
 
     def delete_file(self, name: str) -> bool:
         return self.io.delete_quietly(self.tag_path(name))
+
+    # A tag whose snapshot expired owns files nothing else references. Once its tag file is
+    # gone, the only record of those files would be gone too, so delete_tag first writes a
+    # marker holding the tag's JSON: an interrupted deletion can be finished from it.
+    def deletion_marker_path(self, name: str) -> str:
+        return self.io.join(self.marker_dir, P.tag_file_name(name))
+
+    def write_deletion_marker(self, tag: Tag) -> None:
+        path = self.deletion_marker_path(tag.name)
+        data = tag.to_json()
+        self.io.mkdirs(self.marker_dir)
+        if self.io.try_create_atomic(path, data):
+            return
+        if self.io.read_bytes(path) != data:
+            # A marker from an earlier tag of the same name (created by another client).
+            self.io.delete_quietly(path)
+            if not self.io.try_create_atomic(path, data):
+                raise OSError(f"could not write tag deletion marker {path}")
+
+    def deletion_marker(self, name: str) -> Optional[Tag]:
+        path = self.deletion_marker_path(name)
+        try:
+            return Tag.from_json(name, self.io.read_bytes(path), path)
+        except FileNotFoundError:
+            return None
+
+    def delete_deletion_marker(self, name: str) -> None:
+        self.io.delete_quietly(self.deletion_marker_path(name))
+
+    def pending_deletions(self) -> List[str]:
+        """Names of tags whose deletion was interrupted; delete_tag(name) finishes each."""
+        names = (P.parse_tag_name(n) for n in self.io.list_names(self.marker_dir))
+        return sorted(n for n in names if n is not None)
 
 
 class ConsumerManager:

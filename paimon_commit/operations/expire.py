@@ -116,6 +116,7 @@ class ExpirePlan:
     statistics: DeletionSet = field(default_factory=lambda: DeletionSet("statistics"))
     snapshots: DeletionSet = field(default_factory=lambda: DeletionSet("snapshot"))
     bucket_dirs: Set[str] = field(default_factory=set)
+    tag_names: List[str] = field(default_factory=list)
     skipped: List[str] = field(default_factory=list)
 
     def skip(self, reason: str) -> None:
@@ -274,6 +275,7 @@ class ExpireSnapshots:
             return
         plan.expiring = [i for i in expiring_ids if i in sizes]
         tags = self.tags.tags()  # an unreadable tag raises here, before any deletion
+        plan.tag_names = sorted(t.name for t in tags)
 
         self._plan_data(plan, snaps, ids, end, tags)
         self._plan_metadata(plan, snaps, end, tags)
@@ -462,6 +464,15 @@ class ExpireSnapshots:
     def _execute(self, plan: ExpirePlan) -> Dict[str, List[str]]:
         io = self.store.io
         deleted: Dict[str, List[str]] = {k: [] for k in KINDS}
+        # The plan is only as good as the tag listing it saw. List again right before the
+        # first delete: a tag created meanwhile, or a listing that came back short (object
+        # stores can list stale), shows up as a difference, and nothing is deleted.
+        now = sorted(self.tags.tag_names())
+        if now != plan.tag_names:
+            changed = sorted(set(now) ^ set(plan.tag_names))
+            plan.skip(f"the tags changed while planning ({', '.join(changed)}); nothing is "
+                      f"deleted, the next run plans again")
+            return deleted
         own_pool = None
         executor = self.executor
         if executor is None:

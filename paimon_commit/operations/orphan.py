@@ -195,9 +195,9 @@ class OrphanFilesCleaner:
         return out, dirs
 
     def list_metadata_candidates(self) -> List[_Candidate]:
-        """Candidates outside the partition tree: manifest/, index/, statistics/, and
-        leftovers (not snapshot/changelog files or hints) in snapshot/ and changelog/ of the
-        table and of every branch."""
+        """Candidates outside the partition tree: manifest/, index/, statistics/, leftovers
+        (not snapshot/changelog files or hints) in snapshot/ and changelog/, and temp files
+        in tag/, consumer/ and schema/, of the table and of every branch."""
         io, root = self.io, self.root
         out: List[_Candidate] = []
         for sub, kind in (("manifest", None), ("index", "index"), ("statistics", "statistics")):
@@ -213,6 +213,13 @@ class OrphanFilesCleaner:
                 if not st.is_dir and P.parse_changelog_id(st.name) is None \
                         and st.name not in (P.LATEST_HINT, P.EARLIEST_HINT):
                     out.append(_Candidate(st, "changelog"))
+            # Only the temp files of interrupted writes here: everything else in these
+            # directories is a record, not garbage. (pypaimon lists every file in tag/ as a
+            # tag, so a stale temp file there breaks its tag listing.)
+            for sub in ("tag", "consumer", "schema"):
+                for st in io.list_status(io.join(meta_root, sub)):
+                    if not st.is_dir and P.is_temp_file(st.name):
+                        out.append(_Candidate(st, "temp"))
         return [_Candidate(c.status, classify(c.status.name, c.kind)) for c in out]
 
     def _branch_roots(self) -> List[str]:

@@ -59,6 +59,9 @@ class TagOperations:
             what = "the table has no snapshot" if snapshot_id is None \
                 else f"snapshot {snapshot_id} does not exist"
             raise ValueError(f"cannot create tag {name!r}: {what}")
+        if self.tags.deletion_marker(name) is not None:
+            raise ValueError(f"cannot create tag {name!r}: an earlier deletion of a tag with "
+                             f"this name is unfinished; run delete_tag({name!r}) first")
         tag = Tag(name, snap, datetime.datetime.now() if time_retained_ms else None,
                   time_retained_ms)
         if not self.tags.create(tag):
@@ -67,36 +70,59 @@ class TagOperations:
 
     def delete_tag(self, name: str) -> TagDeleteResult:
         """Delete a tag. If its snapshot already expired, also delete the data files and
-        manifests that only this tag kept alive."""
+        manifests that only this tag kept alive. Running it again for a tag whose deletion
+        was interrupted (crash, failed delete) finishes the job."""
         validate_tag_name(name)
-        tag = self.tags.try_tag(name)
-        if tag is None:
-            raise ValueError(f"tag {name!r} does not exist")
+        tags = self.tags
+        tag = tags.try_tag(name)
+        resuming = tag is None
+        if resuming:
+            tag = tags.deletion_marker(name)
+            if tag is None:
+                raise ValueError(f"tag {name!r} does not exist")
         result = TagDeleteResult(name, tag.id)
-        sm = self.store.snapshots
-        if sm.snapshot_exists(tag.id):
-            self._delete_tag_file(name)  # snapshot expiration will handle its files
-            return result
-        others = [t for t in self.tags.tags() if t.name != name]
-        if any(t.id == tag.id for t in others):
+        others = [t for t in tags.tags() if t.name != name]
+        if self.store.snapshots.snapshot_exists(tag.id) or any(t.id == tag.id for t in others):
+            # Snapshot expiration (or the other tag) takes care of its files.
             self._delete_tag_file(name)
+            tags.delete_deletion_marker(name)
             return result
         try:
             data, metadata = self._only_this_tag(tag, others)
         except (FileNotFoundError, CorruptMetadataError) as e:
-            # Delete the tag but none of its files: orphan cleanup can take them later.
-            result.skipped.append(f"could not compute what else uses the tag's files ({e}); "
-                                  f"its files are left for orphan cleanup")
-            log.warning("delete_tag %s: %s", name, result.skipped[-1])
+            # Delete the tag but none of its files: orphan cleanup can take them later. (On
+            # a rerun this is the normal end: an earlier run deleted some of its manifests,
+            # which it only starts once every data file is gone.)
+            if not resuming:
+                result.skipped.append(f"could not compute what else uses the tag's files "
+                                      f"({e}); its files are left for orphan cleanup")
+                log.warning("delete_tag %s: %s", name, result.skipped[-1])
             self._delete_tag_file(name)
+            tags.delete_deletion_marker(name)
             return result
-        # Tag file first: once it is gone nothing can read the files it alone referenced.
-        self._delete_tag_file(name)
+        # Marker, then tag file: from here on nothing reads the files the tag alone
+        # referenced, and the marker is how a rerun finds them again.
+        tags.write_deletion_marker(tag)
+        try:
+            self._delete_tag_file(name)
+        except OSError:
+            tags.delete_deletion_marker(name)   # the tag stays, whole: nothing to finish
+            raise
         io = self.store.io
         for group in (data, metadata):
             deleted = run_deletions(io, group, None)
             result.deleted_paths.extend(deleted)
             result.deleted_bytes += sum(group[p] for p in deleted)
+            gone = set(deleted)
+            left = [p for p in group if p not in gone and io.exists(p)]
+            if left:
+                result.skipped.append(
+                    f"{len(left)} file(s) could not be deleted (e.g. {left[0]}); run "
+                    f"delete_tag({name!r}) again to finish")
+                log.warning("delete_tag %s: %s", name, result.skipped[-1])
+                break
+        else:
+            tags.delete_deletion_marker(name)
         result.deleted_files = len(result.deleted_paths)
         return result
 

@@ -248,7 +248,7 @@ def _delete_tag_run(path, io, ctx):
 
 def _delete_tag_rerun(path, ctx):
     t = table_at(path)
-    if "gone" in [x.name for x in t.tags()]:
+    if "gone" in [x.name for x in t.tags()] + t.unfinished_tag_deletions():
         t.delete_tag("gone")
 
 
@@ -376,14 +376,9 @@ BUG_EMPTY_TAGS = "BUG-6 (hardening) expiration trusts an empty tag listing and d
 BUG_EMPTY_SNAPSHOTS = "BUG-7 orphan cleanup trusts an empty snapshot listing and deletes the " \
     "files of every snapshot no tag covers"
 
-# Fixed (BUG-1 for expiration, BUG-2, -3, -4, -5, -7): their cases must pass now, and their
-# regression tests at the end of this module are plain tests. Still open:
-KNOWN_BUGS: List[Tuple[str, Callable[[Case], bool]]] = [
-    (BUG_LEAK, lambda c: c.kind == "delete" and c.rel.endswith(".parquet")
-        and c.op == "delete-tag" and c.mode in QUIET_DELETE + ("crash",)),
-    (BUG_EMPTY_TAGS, lambda c: c.op in EXPIRING and c.kind == "list" and c.mode == "empty"
-        and c.rel == "tag"),
-]
+# All seven are fixed: their cases must pass, and their regression tests at the end of this
+# module are plain tests. A bug found later goes here (with a strict xfail) until it is fixed.
+KNOWN_BUGS: List[Tuple[str, Callable[[Case], bool]]] = []
 
 
 def known_bug(case: Case) -> Optional[str]:
@@ -757,7 +752,7 @@ def test_fault_io_counts_fails_and_crashes(tmp_path):
 
 
 # --------------------------------------------------------------------------------------------
-# Library bugs found by the matrix (strict xfail: they fail until the library is fixed).
+# Library bugs found by the matrix: one regression test each (a strict xfail until fixed).
 # --------------------------------------------------------------------------------------------
 
 def _op_index(op_run, template, tmp_path, kind, rel, method=None):
@@ -787,8 +782,8 @@ def _s2_file(path):
 
 @pytest.mark.parametrize("op_name, mode", [
     ("expire-snapshots", "unlink"),
-    pytest.param("delete-tag", "unlink", marks=pytest.mark.xfail(strict=True, reason=BUG_LEAK)),
-    pytest.param("delete-tag", "crash", marks=pytest.mark.xfail(strict=True, reason=BUG_LEAK)),
+    ("delete-tag", "unlink"),
+    ("delete-tag", "crash"),
 ])
 def test_bug_a_data_file_whose_delete_failed_is_never_cleaned(op_name, mode, templates,
                                                               tmp_path):
@@ -805,8 +800,9 @@ def test_bug_a_data_file_whose_delete_failed_is_never_cleaned(op_name, mode, tem
     time.sleep(0.01)
     OrphanFilesCleaner(CleanContext(str(path), older_than_ms=int(time.time() * 1000) - 1)).clean()
     # Expiration keeps its manifests and snapshots when a data delete fails, so the rerun
-    # deletes the file. delete_tag (known leak): once the tag file is gone, only entries in
-    # retained manifests name the file, and orphan cleanup counts every name it finds there.
+    # deletes the file. delete_tag keeps a deletion marker with the tag's JSON until its files
+    # are gone: without it, only entries in retained manifests would name the file, and
+    # orphan cleanup keeps every name it finds there.
     assert victim not in referenced(Table.open(str(path)))
     assert not os.path.exists(victim)
     assert leftovers(path) == []
@@ -868,7 +864,6 @@ def test_bug_e_rollback_to_expired_tag_rerun_after_crash(templates, tmp_path):
     assert ids_of(pp_read(path)) == sorted(TAGGED[("t", "gone")] + [300])
 
 
-@pytest.mark.xfail(strict=True, reason=BUG_EMPTY_TAGS)
 def test_bug_f_expire_trusts_an_empty_tag_listing(templates, tmp_path):
     path = _copy(templates, "hist", tmp_path)
     k = _op_index(_expire_run, templates["hist"], tmp_path, "list", "tag", "list_names")

@@ -102,7 +102,8 @@ def test_operation_failure_exits_1(capsys, history_table, table_path):
 def test_tags_and_rollback(capsys, history_table, table_path):
     r = run_json(capsys, "create-tag", table_path, "t5", "--snapshot", 5)
     assert r == {"tag": "t5", "snapshot_id": 5, "time_retained_ms": None}
-    assert run_json(capsys, "tags", table_path)["tags"][0]["name"] == "t5"
+    r = run_json(capsys, "tags", table_path)
+    assert r["tags"][0]["name"] == "t5" and r["unfinished_deletions"] == []
     code, _, err = run(capsys, "create-tag", table_path, "t5")
     assert code == 2 and "already exists" in err
     r = run_json(capsys, "rollback-to", table_path, "--snapshot", 8)

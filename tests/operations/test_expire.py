@@ -11,7 +11,10 @@ from invariants import assert_intact, referenced_files
 
 from paimon_commit import CommitMessage, OptionError, Table
 from paimon_commit.operations.expire import ExpireConfig, ExpireSnapshots
+from paimon_commit.store import FileStore
 from paimon_commit.tags import ConsumerManager
+
+from faults.fault_io import Crash, FaultIO
 
 FAR_FUTURE = lambda: time.time() + 10 * 365 * 86400  # noqa: E731  everything is "old"
 
@@ -131,6 +134,54 @@ def test_tag_in_the_middle_protects_its_files_until_deleted(table, table_path):
     assert any(p.endswith(".parquet") for p in gone)
     assert_intact(table_path, expected)
     assert not any(os.path.join(str(table_path), p) in referenced_files(table) for p in gone)
+
+
+def test_interrupted_tag_deletion_is_finished_by_running_it_again(table, table_path):
+    expected = history(table, 12, drop_every=3)
+    table.create_tag("t5", 5)
+    expire(table, retain_min=2)
+    only_tag = {f.path for f in table.live_files(tag="t5")} - {
+        f.path for sid in (11, 12) for f in table.live_files(sid)}
+    assert only_tag   # history() dropped hr=0 at 6 and 9: files only the tag still keeps
+    # Stop the process at the second delete: the tag file is gone, one of its files is not.
+    io = FaultIO(str(table_path), kind="delete", at=2, mode="crash")
+    with pytest.raises(Crash):
+        Table(FileStore.open(str(table_path), io=io)).delete_tag("t5")
+    table = Table.open(str(table_path))
+    assert any(os.path.exists(p) for p in only_tag)
+    assert table.tags() == [] and os.listdir(table_path / "tag") == []
+    assert table.unfinished_tag_deletions() == ["t5"]
+    with pytest.raises(ValueError, match="deletion of a tag with this name is unfinished"):
+        table.create_tag("t5")
+    r = table.delete_tag("t5")                      # the rerun finishes from the marker
+    assert r.snapshot_id == 5 and r.skipped == []
+    assert not any(os.path.exists(p) for p in only_tag)
+    assert table.unfinished_tag_deletions() == []
+    assert_intact(table_path, {k: v for k, v in expected.items() if k >= 11})
+    with pytest.raises(ValueError, match="does not exist"):
+        table.delete_tag("t5")
+    table.create_tag("t5")
+
+
+def test_tag_created_while_expiration_plans_stops_it(table, table_path, monkeypatch):
+    expected = history(table, 9, drop_every=3)
+    plan = ExpireSnapshots.plan
+
+    def plan_then_tag(self):
+        p = plan(self)
+        table.create_tag("late", 4)   # another client, after the tags were listed
+        return p
+
+    monkeypatch.setattr(ExpireSnapshots, "plan", plan_then_tag)
+    before = set(files_under(table_path))
+    r = expire(table, retain_min=1)
+    assert r.expired_snapshots == 0 and r.deleted_files == 0
+    assert r.skipped == ["the tags changed while planning (late); nothing is deleted, the "
+                         "next run plans again"]
+    assert set(files_under(table_path)) == before | {"tag/tag-late"}
+    monkeypatch.undo()
+    assert expire(table, retain_min=1).expired_ids == list(range(1, 9))
+    assert_intact(table_path, {9: expected[9]}, {"late": expected[4]})
 
 
 def test_tag_time_retained_and_tags_listing(table, table_path):
