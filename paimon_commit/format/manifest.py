@@ -13,12 +13,13 @@ from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tu
 import fastavro
 
 from ..errors import CorruptMetadataError, OptionError
+from .avro_container import read_records
 from .binary_row import EMPTY_ROW
 
 __all__ = [
     "FileKind", "SimpleStats", "DataFileMeta", "ManifestEntry", "ManifestFileMeta",
     "encode_manifest", "decode_manifest", "encode_manifest_list", "decode_manifest_list",
-    "EMPTY_STATS", "avro_codec",
+    "EMPTY_STATS", "avro_codec", "decode_index_manifest_names",
 ]
 
 MANIFEST_VERSION = 2
@@ -301,7 +302,7 @@ def _encode(parsed: Any, records: Iterable[Dict[str, Any]], codec: str) -> bytes
 
 def _decode(data: bytes, path: str) -> List[Dict[str, Any]]:
     try:
-        records = list(fastavro.reader(io.BytesIO(data)))
+        records = read_records(data)
     except Exception as e:  # fastavro raises many types on garbage: normalise them
         raise CorruptMetadataError(path, f"not a readable Avro file ({type(e).__name__}: {e})"
                                    ) from None
@@ -339,6 +340,21 @@ def decode_manifest_list_refs(data: bytes, path: str) -> List[ManifestRef]:
     except (KeyError, TypeError) as e:
         raise CorruptMetadataError(path, f"manifest list record lacks a required field ({e})"
                                    ) from None
+
+
+def decode_index_manifest_names(data: bytes, path: str) -> List[str]:
+    """File names (under index/) an index manifest lists, each checked to be a bare name."""
+    from . import paths as P
+    try:
+        names = [r["_FILE_NAME"] for r in read_records(data)]
+    except Exception as e:  # noqa: BLE001 - fastavro raises many types on garbage
+        raise CorruptMetadataError(path, f"unreadable index manifest ({e})") from None
+    try:
+        for n in names:
+            P.validate_bare_file_name(n, "index file name")
+    except ValueError as e:
+        raise CorruptMetadataError(path, str(e)) from None
+    return names
 
 
 def encode_manifest_list(metas: Sequence[ManifestFileMeta], codec: str) -> bytes:

@@ -26,6 +26,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
 from ..errors import CorruptMetadataError, OptionError
 from ..format import paths as P
+from ..format.manifest import decode_index_manifest_names
 from ..format.manifest import FileKind, ManifestEntry
 from ..format.snapshot import Snapshot, Tag
 from ..options import INT_MAX
@@ -425,20 +426,8 @@ class ExpireSnapshots:
             plan.skip(f"changelog manifest unreadable ({err}); its files are left")
 
     def _index_files(self, index_manifest: str) -> List[str]:
-        import io as _io
-
-        import fastavro
         path = self.store.manifests.path(index_manifest)
-        try:
-            records = list(fastavro.reader(_io.BytesIO(self.store.io.read_bytes(path))))
-            names = [r["_FILE_NAME"] for r in records]
-        except FileNotFoundError:
-            raise
-        except Exception as e:
-            raise CorruptMetadataError(path, f"unreadable index manifest ({e})") from None
-        for n in names:
-            P.validate_bare_file_name(n, "index file name")
-        return names
+        return decode_index_manifest_names(self.store.io.read_bytes(path), path)
 
     # --- acting --------------------------------------------------------------------------
     def expire(self, dry_run: bool = False) -> ExpireResult:

@@ -23,6 +23,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, NamedTuple, Opt
 from ..errors import CorruptMetadataError, OptionError, PaimonCommitError, TableNotFoundError
 from ..fileio import FileIO, FileStatus
 from ..format import paths as P
+from ..format.manifest import decode_index_manifest_names
 from ..format.snapshot import Snapshot, Tag
 from ..store import FileStore, SchemaManager
 from .expire import run_deletions
@@ -350,17 +351,8 @@ class OrphanFilesCleaner:
         return out
 
     def _index_files(self, index_manifest: str) -> List[str]:
-        import io as _io
-
-        import fastavro
         path = self.store.manifests.path(index_manifest)
-        try:
-            return [r["_FILE_NAME"] for r in
-                    fastavro.reader(_io.BytesIO(self.io.read_bytes(path)))]
-        except FileNotFoundError:
-            raise
-        except Exception as e:
-            raise CorruptMetadataError(path, f"unreadable index manifest ({e})") from None
+        return decode_index_manifest_names(self.io.read_bytes(path), path)
 
     # --- phase 3: select and delete ------------------------------------------------------
     def _select(self, candidates: List[_Candidate], used: Set[str],

@@ -1,0 +1,134 @@
+"""Reading Avro object container files (manifests, manifest lists) with a cached schema.
+
+fastavro.reader parses the writer schema in every file's header; Paimon's manifests are
+small and share one schema, so that parse costs more than decoding their records. Here the
+container framing (header, blocks, sync markers) is read directly, the parsed schema is
+cached by its JSON text, and fastavro decodes the records. Any codec other than null,
+deflate and zstandard goes through fastavro.reader, and so does anything that does not
+look like a well-formed container, so that errors read the same as before.
+"""
+from __future__ import annotations
+
+import io
+import json
+import zlib
+from typing import Any, Dict, List, Optional, Tuple
+
+import fastavro
+
+__all__ = ["read_records"]
+
+_MAGIC = b"Obj\x01"
+_SCHEMA_CACHE_SIZE = 64
+_schemas: Dict[bytes, Any] = {}
+
+try:  # the module fastavro itself uses for the zstandard codec
+    from compression import zstd as _zstd  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - depends on the Python version
+    try:
+        from backports import zstd as _zstd  # type: ignore[no-redef]
+    except ImportError:
+        _zstd = None
+
+
+class _Malformed(Exception):
+    pass
+
+
+def _long(b: bytes, pos: int) -> Tuple[int, int]:
+    n = shift = 0
+    while True:
+        if pos >= len(b) or shift > 63:
+            raise _Malformed()
+        c = b[pos]
+        pos += 1
+        n |= (c & 0x7F) << shift
+        if not c & 0x80:
+            return (n >> 1) ^ -(n & 1), pos
+        shift += 7
+
+
+def _bytes(b: bytes, pos: int) -> Tuple[bytes, int]:
+    n, pos = _long(b, pos)
+    if n < 0 or pos + n > len(b):
+        raise _Malformed()
+    return b[pos:pos + n], pos + n
+
+
+def _header(b: bytes) -> Tuple[Dict[str, bytes], bytes, int]:
+    if b[:4] != _MAGIC:
+        raise _Malformed()
+    pos, meta = 4, {}
+    while True:
+        count, pos = _long(b, pos)
+        if count == 0:
+            break
+        if count < 0:  # a negative count is followed by the block's size in bytes
+            count = -count
+            _, pos = _long(b, pos)
+        for _ in range(count):
+            key, pos = _bytes(b, pos)
+            meta[key.decode("utf-8")], pos = _bytes(b, pos)
+    if pos + 16 > len(b):
+        raise _Malformed()
+    return meta, b[pos:pos + 16], pos + 16
+
+
+def _parsed_schema(text: bytes) -> Any:
+    parsed = _schemas.get(text)
+    if parsed is None:
+        parsed = fastavro.parse_schema(json.loads(text))
+        if len(_schemas) >= _SCHEMA_CACHE_SIZE:
+            _schemas.clear()
+        _schemas[text] = parsed
+    return parsed
+
+
+def _decompress(codec: bytes, block: bytes) -> Optional[bytes]:
+    if codec == b"null":
+        return block
+    if codec == b"deflate":
+        return zlib.decompress(block, -15)
+    if codec == b"zstandard" and _zstd is not None:
+        return _zstd.decompress(block)
+    return None
+
+
+def _fast(data: bytes) -> Optional[List[Dict[str, Any]]]:
+    meta, sync, pos = _header(data)
+    codec = meta.get("avro.codec", b"null")
+    if codec not in (b"null", b"deflate", b"zstandard") or "avro.schema" not in meta:
+        return None
+    schema = _parsed_schema(meta["avro.schema"])
+    out: List[Dict[str, Any]] = []
+    end = len(data)
+    while pos < end:
+        count, pos = _long(data, pos)
+        size, pos = _long(data, pos)
+        if count < 0 or size < 0 or pos + size + 16 > end:
+            raise _Malformed()
+        block = _decompress(codec, data[pos:pos + size])
+        if block is None:
+            return None
+        pos += size
+        if data[pos:pos + 16] != sync:
+            raise _Malformed()
+        pos += 16
+        f = io.BytesIO(block)
+        for _ in range(count):
+            out.append(fastavro.schemaless_reader(f, schema, None))
+        if f.tell() != len(block):
+            raise _Malformed()
+    return out
+
+
+def read_records(data: bytes) -> List[Dict[str, Any]]:
+    """Every record of an Avro container file. Raises whatever fastavro raises on a file it
+    cannot read."""
+    try:
+        records = _fast(data)
+    except Exception:  # noqa: BLE001 - let fastavro produce the error for a damaged file
+        records = None
+    if records is None:
+        records = list(fastavro.reader(io.BytesIO(data)))
+    return records
