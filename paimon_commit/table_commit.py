@@ -69,7 +69,7 @@ class TableCommit:
                 store, self._commit, PartitionExpireConfig.from_options(parsed), clock=clock)
         self.last_result: Optional[CommitResult] = None
         self.last_maintenance: Optional[MaintenanceResult] = None
-        self._error: Optional[BaseException] = None
+        self._error: Optional[Exception] = None
         self._error_lock = threading.Lock()
         self._executor: Optional[ThreadPoolExecutor] = None
         self._last_future: Optional[Future] = None
@@ -80,7 +80,7 @@ class TableCommit:
         return self._commit.commit_user
 
     @property
-    def maintenance_error(self) -> Optional[BaseException]:
+    def maintenance_error(self) -> Optional[Exception]:
         """The first maintenance failure of this object, if any."""
         return self._error
 
@@ -156,7 +156,9 @@ class TableCommit:
     def _guarded(self, identifier: Optional[int]) -> None:
         try:
             self._run_maintenance(identifier)
-        except BaseException as e:  # noqa: BLE001 - parked, raised by the next commit
+        except Exception as e:  # noqa: BLE001 - parked, raised by the next commit
+            # (Not BaseException: Ctrl-C or SystemExit in the committing thread must stop
+            # the program now, not at the next commit.)
             log.error("post-commit maintenance of %s failed: %r", self.store.path, e)
             with self._error_lock:
                 if self._error is None:

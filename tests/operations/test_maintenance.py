@@ -5,6 +5,7 @@ from conftest import SCHEMA, make_rows
 from invariants import assert_intact
 
 from paimon_commit import CorruptMetadataError, Table
+from paimon_commit.operations.expire import ExpireSnapshots
 from paimon_commit.table_commit import MaintenanceError
 
 EAGER = {"snapshot.num-retained.min": "2", "snapshot.time-retained": "0 ms",
@@ -68,6 +69,24 @@ def test_failure_is_parked_and_raised_by_the_next_commit(table_path, mode):
         commit_rows(t, c, [5], 5)
     c.close()
     assert [r["id"] for r in t.read_arrow().to_pylist()] == [1, 2, 3, 4, 5]
+
+
+def test_ctrl_c_during_sync_maintenance_stops_the_program_at_once(table_path, monkeypatch):
+    t = Table.create(str(table_path), SCHEMA, ["dt", "hr"], EAGER)
+    c = t.new_commit(commit_user="job")
+    commit_rows(t, c, [1], 1)
+
+    def interrupted(self, dry_run=False):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ExpireSnapshots, "expire", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        commit_rows(t, c, [2], 2)
+    assert t.latest_snapshot().id == 2             # published before maintenance ran
+    assert c.maintenance_error is None             # not parked for a later commit
+    monkeypatch.undo()
+    assert commit_rows(t, c, [3], 3) == 3
+    c.close()
 
 
 def test_batch_commit_runs_maintenance_inline_and_raises(table_path):
