@@ -276,3 +276,16 @@ def test_pypaimon_written_table(tmp_path):
     r = clean(path)
     assert r.deleted_paths == ["dt=19723/hr=0/bucket-0/data-stray-0.parquet"]
     assert snapshot_rows(path) == before
+
+
+def test_cyclic_gc_is_restored_after_a_clean(busy, table_path):
+    import gc
+    assert gc.isenabled()
+    clean(table_path)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        clean(table_path)
+        assert not gc.isenabled()      # a caller that turned it off keeps it off
+    finally:
+        gc.enable()
