@@ -196,6 +196,10 @@ class ExpireSnapshots:
             hi = min(hi, consumer_min)
         hi = min(hi, earliest + cfg.max_deletes)
         end = hi
+        # time-retained 0 (and no older-than) means no time condition at all; with the bare
+        # rule a successor committed in the current millisecond, or stamped ahead by a
+        # writer's skewed clock, would still hold its predecessor back.
+        time_limited = cfg.older_than_ms is not None or cfg.time_retained_ms > 0
         for sid in range(lo, hi):
             try:
                 successor = self._read_snapshot(sid + 1)
@@ -205,7 +209,7 @@ class ExpireSnapshots:
                 break
             # A snapshot stays readable for time-retained after it stopped being the latest,
             # i.e. after its successor was committed (Paimon 2.x rule).
-            if successor is not None and successor.time_millis >= older_than:
+            if time_limited and successor is not None and successor.time_millis >= older_than:
                 end = sid
                 break
         plan = ExpirePlan(earliest, latest)

@@ -78,6 +78,21 @@ def test_time_retained_is_measured_on_the_successor(table, table_path):
     assert_intact(table_path)
 
 
+def test_time_retained_zero_ignores_successor_timestamps(table, table_path):
+    import json
+    expected = history(table, 4)
+    # A writer whose clock runs an hour ahead stamped snapshot 4.
+    p = table_path / "snapshot" / "snapshot-4"
+    snap = json.loads(p.read_text())
+    snap["timeMillis"] = int(time.time() * 1000) + 3_600_000
+    p.write_text(json.dumps(snap))
+    fresh = Table.open(str(table_path))
+    a_minute_on = lambda: time.time() + 60  # noqa: E731
+    assert expire(fresh, clock=a_minute_on, retain_min=1, time_retained_ms=1).expired_ids == [1, 2]
+    assert expire(fresh, clock=a_minute_on, retain_min=1, time_retained_ms=0).expired_ids == [3]
+    assert_intact(table_path, {4: expected[4]})
+
+
 def test_young_table_expires_nothing_by_default(table, table_path):
     history(table, 15)
     r = ExpireSnapshots(table.store).expire()    # defaults: min 10, 1 h
