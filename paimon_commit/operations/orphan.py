@@ -17,6 +17,7 @@ import contextlib
 import gc
 import logging
 import os
+import posixpath
 import time
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -211,7 +212,10 @@ class OrphanFilesCleaner:
             for st in io.list_status(io.join(root, sub)):
                 if not st.is_dir:
                     out.append(_Candidate(st, kind or _manifest_kind(st.name)))
-        for meta_root in [root] + self._branch_roots():
+        branches = self._branch_roots()
+        self._first_listing: Dict[str, Set[str]] = {
+            "branch": {posixpath.basename(b.rstrip("/")) for b in branches}}
+        for meta_root in [root] + branches:
             for st in io.list_status(io.join(meta_root, "snapshot")):
                 if not st.is_dir and P.parse_snapshot_id(st.name) is None \
                         and st.name not in (P.LATEST_HINT, P.EARLIEST_HINT):
@@ -227,6 +231,8 @@ class OrphanFilesCleaner:
                 for st in io.list_status(io.join(meta_root, sub)):
                     if not st.is_dir and P.is_temp_file(st.name):
                         out.append(_Candidate(st, "temp"))
+                    elif sub == "tag" and P.parse_tag_name(st.name) is not None:
+                        self._first_listing.setdefault(meta_root, set()).add(st.name)
         return [_Candidate(c.status, classify(c.status.name, c.kind)) for c in out]
 
     def _branch_roots(self) -> List[str]:
@@ -274,9 +280,32 @@ class OrphanFilesCleaner:
     def roots(self) -> List[Tuple[str, Snapshot]]:
         """(file, snapshot) of every snapshot, tag and long-lived changelog of every branch."""
         roots: List[Tuple[str, Snapshot]] = []
-        for meta_root in [self.root] + self._branch_roots():
-            roots.extend(self._roots_of(meta_root))
+        branches = self._branch_roots()
+        first = getattr(self, "_first_listing", None)
+        # Branches and tags were listed once already, with the candidates. The listing that
+        # decides what is protected must not have lost any of them (a short listing, or one
+        # deleted meanwhile): either way this is not a view to delete on.
+        if first is not None:
+            self._check_listed("branch", first["branch"],
+                               {posixpath.basename(b.rstrip("/")) for b in branches})
+        for meta_root in [self.root] + branches:
+            of_root = self._roots_of(meta_root)
+            roots.extend(of_root)
+            if first is not None:
+                tag_dir = self.io.join(meta_root, "tag")
+                tags = {posixpath.basename(w) for w, _ in of_root
+                        if posixpath.dirname(w) == tag_dir}
+                self._check_listed(f"tag file in {tag_dir}:", first.get(meta_root, set()),
+                                   tags)
         return roots
+
+    @staticmethod
+    def _check_listed(what: str, before: Set[str], now: Set[str]) -> None:
+        missing = sorted(before - now)
+        if missing:
+            raise OrphanCleanAborted(
+                f"{what} {missing[0]} was listed with the candidates but not when reading what "
+                f"is used ({len(missing)} in all); nothing was deleted")
 
     def used_files(self) -> Set[str]:
         """Names of every file reachable from any snapshot, tag, long-lived changelog or
@@ -314,7 +343,9 @@ class OrphanFilesCleaner:
     def _roots_of(self, meta_root: str) -> List[Tuple[str, Snapshot]]:
         io = self.io
         out: List[Tuple[str, Snapshot]] = []
-        listed = {P.parse_snapshot_id(n) for n in io.list_names(io.join(meta_root, "snapshot"))}
+        # One listing, both cross-checked and used: a second listing could come back short.
+        snapshot_names = io.list_names(io.join(meta_root, "snapshot"))
+        listed = {P.parse_snapshot_id(n) for n in snapshot_names}
         for hint in (P.LATEST_HINT, P.EARLIEST_HINT):
             # A listing that misses a snapshot the hints point at is not a view to delete on.
             try:
@@ -326,9 +357,11 @@ class OrphanFilesCleaner:
                 raise OrphanCleanAborted(
                     f"snapshot {hinted} exists but the listing of {meta_root}/snapshot did not "
                     f"return it; nothing was deleted")
-        for sub, parse, what in (("snapshot", P.parse_snapshot_id, "snapshot"),
-                                 ("changelog", P.parse_changelog_id, "changelog")):
-            for name in io.list_names(io.join(meta_root, sub)):
+        changelog_names = io.list_names(io.join(meta_root, "changelog"))
+        for sub, names, parse, what in (
+                ("snapshot", snapshot_names, P.parse_snapshot_id, "snapshot"),
+                ("changelog", changelog_names, P.parse_changelog_id, "changelog")):
+            for name in names:
                 sid = parse(name)
                 if sid is None:
                     continue

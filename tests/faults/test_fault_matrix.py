@@ -48,7 +48,7 @@ from oracle import pp_read
 
 from paimon_commit import Table
 from paimon_commit.operations.commit import FileStoreCommit
-from paimon_commit.operations.orphan import CleanContext, OrphanFilesCleaner
+from paimon_commit.operations.orphan import CleanContext, OrphanCleanAborted, OrphanFilesCleaner
 from paimon_commit.operations.partition_expire import PartitionExpire, PartitionExpireConfig
 from paimon_commit.format import paths as P
 from paimon_commit.store import FileStore
@@ -889,3 +889,26 @@ def test_bug_g_orphan_cleanup_trusts_an_empty_snapshot_listing(templates, tmp_pa
     # LATEST says 8 and snapshot-8 exists, yet the listing said "no snapshots": only the
     # tags' files were protected, every other manifest and data file was deleted.
     check_readable(path, HIST, set())
+
+
+@pytest.mark.parametrize("what, method", [("snapshot", "list_names"), ("tag", "list_names"),
+                                          ("tag", "list_status")])
+def test_bug_h_orphan_cleanup_acts_on_one_complete_listing(what, method, templates, tmp_path):
+    # In "tagged", tag `gone` is the only thing that keeps s2's files. Every listing of
+    # snapshot/ or tag/ that orphan cleanup makes, coming back empty, must not cost them:
+    # the snapshot listing used to be read twice (checked once, used once), and the tag
+    # listing once, unchecked.
+    path = _copy(templates, "tagged", tmp_path)
+    probe = tmp_path / "probe" / "db.db" / "t"
+    shutil.copytree(templates["tagged"], probe)
+    io = FaultIO(str(probe))
+    _orphan_run(probe, io, {})
+    ops = [(m, os.path.relpath(p, probe)) for kd, m, p in io.log if kd == "list"]
+    ks = [k for k, (m, rel) in enumerate(ops, 1) if rel == what and m == method]
+    assert ks
+    for k in ks:
+        try:
+            _orphan_run(path, FaultIO(str(path), kind="list", at=k, mode="empty"), {})
+        except OrphanCleanAborted:
+            pass
+        check_readable(path, TAGGED, set())
