@@ -10,7 +10,7 @@ import logging
 import os
 import posixpath
 import uuid
-from typing import Dict, Iterator, List, NamedTuple, Optional
+from typing import Callable, Dict, Iterator, List, NamedTuple, Optional
 
 from .errors import UnsafePathError
 
@@ -80,10 +80,20 @@ class FileIO:
         """Replace a mutable file (hints, tags, consumers) so readers see old or new, never half."""
         raise NotImplementedError
 
-    def try_create_atomic(self, path: str, data: bytes) -> bool:
+    def try_create_atomic(self, path: str, data: bytes,
+                          precondition: Optional[Callable[[], bool]] = None) -> bool:
         """Create `path` with `data` only if it does not exist, atomically across processes.
-        Returns False when it already exists. Any exception means the outcome is unknown."""
+        Returns False when it already exists. Any exception means the outcome is unknown.
+
+        `precondition` is called once the data is durable, right before the atomic step;
+        if it returns False nothing is created and the result is False. (The slow part,
+        writing and syncing, then lies outside the window between the check and the create.)"""
         raise NotImplementedError
+
+    def link_time_ns(self, path: str) -> Optional[int]:
+        """When `path` got its name, where the storage can tell (None otherwise, or if the
+        file is gone). Comparable between files of one file system."""
+        return None
 
     def open_output_stream(self, path: str):
         raise NotImplementedError
@@ -229,11 +239,14 @@ class LocalFileIO(FileIO):
             _unlink_quiet(tmp)
             raise
 
-    def try_create_atomic(self, path: str, data: bytes) -> bool:
+    def try_create_atomic(self, path: str, data: bytes,
+                          precondition: Optional[Callable[[], bool]] = None) -> bool:
         if os.path.exists(path):
             return False
         tmp = self._write_temp(path, data, sync=True)
         try:
+            if precondition is not None and not precondition():
+                return False
             # link(2) fails with EEXIST if the target exists: a true cross-process
             # create-if-absent, unlike rename which silently replaces.
             os.link(tmp, path)
@@ -251,6 +264,13 @@ class LocalFileIO(FileIO):
             return True
         finally:
             _unlink_quiet(tmp)
+
+    def link_time_ns(self, path: str) -> Optional[int]:
+        # link(2) sets the inode's change time: the moment the name appeared.
+        try:
+            return os.stat(path, follow_symlinks=False).st_ctime_ns
+        except OSError:
+            return None
 
     def open_input_file(self, path: str):
         return open(path, "rb")
@@ -383,13 +403,16 @@ class PyArrowFileIO(FileIO):
             self._delete_raw(tmp)
             raise
 
-    def try_create_atomic(self, path: str, data: bytes) -> bool:
+    def try_create_atomic(self, path: str, data: bytes,
+                          precondition: Optional[Callable[[], bool]] = None) -> bool:
         if self.exists(path):
             return False
         directory, name = posixpath.split(path)
         tmp = posixpath.join(directory, _temp_name(name))
         self.write_new(tmp, data)
         try:
+            if precondition is not None and not precondition():
+                return False
             self.fs.move(tmp, path)
             return True
         except OSError:

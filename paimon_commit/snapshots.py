@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Iterator, List, Optional
 
-from .errors import CorruptMetadataError
+from .errors import CommitFailedError, CorruptMetadataError
 from .fileio import FileIO
 from .format import paths as P
 from .format.snapshot import Snapshot
@@ -118,11 +118,40 @@ class SnapshotManager:
         With `base_id` (the snapshot the commit was computed from), also False if that base
         is gone: expiration deletes snapshot files in ascending order, so a vanished base is
         the only way `id` could be a name that was published and expired meanwhile, and
-        creating it again would put the commit outside the lineage. The check sits right
-        before the atomic create to leave the smallest window."""
-        if base_id is not None and not self.snapshot_exists(base_id):
+        creating it again would put the commit outside the lineage. The check runs once the
+        file is written and synced, right before the link; if the base is gone right after
+        the link, link times tell a legitimate publish (every newer snapshot got its name
+        later) from a re-created id (some newer snapshot is older), which is removed again:
+        nothing can have been built on it."""
+        path = self.snapshot_path(snapshot.id)
+        check = None if base_id is None else (lambda: self.snapshot_exists(base_id))
+        if not self.io.try_create_atomic(path, snapshot.to_json(), precondition=check):
             return False
-        return self.io.try_create_atomic(self.snapshot_path(snapshot.id), snapshot.to_json())
+        if base_id is None or self.snapshot_exists(base_id):
+            return True
+        if not self._recreated(snapshot.id, path):
+            return True
+        log.warning("snapshot %d was published and expired while this commit published it "
+                    "again; removing the copy and retrying", snapshot.id)
+        if not self.io.delete_quietly(path) and self.io.exists(path):
+            raise CommitFailedError(
+                f"{path} re-creates a snapshot id that was already published and expired, and "
+                f"could not be removed; delete it by hand (newer snapshots exist)")
+        return False
+
+    def _recreated(self, snapshot_id: int, path: str) -> bool:
+        mine = self.io.link_time_ns(path)
+        if mine is None:
+            log.warning("snapshot %d was expired while snapshot %d was being published on "
+                        "top of it; this storage cannot tell whether %d is in the lineage",
+                        snapshot_id - 1, snapshot_id, snapshot_id)
+            return False
+        for sid in self.list_snapshot_ids():
+            if sid > snapshot_id:
+                t = self.io.link_time_ns(self.snapshot_path(sid))
+                if t is not None and t < mine:
+                    return True
+        return False
 
     def commit_latest_hint(self, snapshot_id: int) -> None:
         self._write_hint(LATEST, snapshot_id)

@@ -217,20 +217,15 @@ class FileStoreCommit:
                          self.commit_user, identifier, done)
                 return done
 
-        try:
-            entries = changes(latest)
-        except FileNotFoundError as e:
-            self._base_vanished(latest, e)
-            raise
-        state.entries = entries
-        if not entries and (empty_means_noop or self.config.ignore_empty_commit):
-            return None
-        full = False
-        if check_conflicts and latest is not None:
-            full = self._check_conflicts(latest, entries)
-
         session = ManifestWriteSession(store.manifests)
         try:
+            entries = changes(latest)
+            state.entries = entries
+            if not entries and (empty_means_noop or self.config.ignore_empty_commit):
+                return None
+            full = False
+            if check_conflicts and latest is not None:
+                full = self._check_conflicts(latest, entries)
             snapshot = self._write_snapshot_files(session, latest, entries, kind, identifier,
                                                   full)
         except FileNotFoundError as e:
@@ -252,20 +247,18 @@ class FileStoreCommit:
         if not published:
             session.delete_written()
             raise _RaceLost(f"snapshot {snapshot.id} was published by another writer first")
-        if latest is not None and not store.snapshots.snapshot_exists(latest.id):
-            # The base vanished between the check and the link (microseconds): either a
-            # legitimate expiration after our publish, or our id was freed just then. Say so;
-            # undoing a published snapshot could do more harm than this report.
-            log.warning("snapshot %d was expired while snapshot %d was being published on top "
-                        "of it; check that %d is the ancestor of the latest snapshot",
-                        latest.id, snapshot.id, snapshot.id)
         store.snapshots.commit_latest_hint(snapshot.id)
         return snapshot.id
 
     def _base_vanished(self, latest: Optional[Snapshot], error: Exception) -> None:
-        """A metadata file of our base went missing: if the base snapshot itself was expired
-        meanwhile, that is a lost race (retry from the new latest), not a failure."""
-        if latest is not None and not self.store.snapshots.snapshot_exists(latest.id):
+        """A metadata file of our base went missing. If the table moved on meanwhile, an
+        expiration is removing our base (it deletes manifests before the snapshot file):
+        a lost race, retry from the new latest. If our base is still the latest, the table
+        is damaged: fail with the missing file's name."""
+        if latest is None:
+            return
+        sm = self.store.snapshots
+        if not sm.snapshot_exists(latest.id) or sm.latest_snapshot_id() != latest.id:
             raise _RaceLost(f"base snapshot {latest.id} was expired during the attempt "
                             f"({error})") from error
 

@@ -167,8 +167,8 @@ class _PublishThenFail(LocalFileIO):
     """Storage whose snapshot publish succeeds but reports an error (outcome unknown)."""
     failures = 1
 
-    def try_create_atomic(self, path, data):
-        ok = super().try_create_atomic(path, data)
+    def try_create_atomic(self, path, data, precondition=None):
+        ok = super().try_create_atomic(path, data, precondition)
         if "/snapshot/snapshot-" in path and self.failures:
             self.failures -= 1
             raise OSError("connection reset after rename")
@@ -190,10 +190,10 @@ def test_unknown_publish_outcome_is_resolved_without_duplicating(table, table_pa
 
 
 class _AlwaysLoses(LocalFileIO):
-    def try_create_atomic(self, path, data):
+    def try_create_atomic(self, path, data, precondition=None):
         if "/snapshot/snapshot-" in path:
             return False
-        return super().try_create_atomic(path, data)
+        return super().try_create_atomic(path, data, precondition)
 
 
 def test_retries_are_limited_and_lost_attempts_clean_up(table, table_path):
@@ -277,3 +277,48 @@ def test_full_manifest_compaction_drops_cancelled_entries(table_path):
     base = t.store.manifests.read_list(latest.base_manifest_list)
     assert sum(m.num_deleted_files for m in base) == 0
     assert [r["id"] for r in rows(pp_read(table_path))] == [1, 3, 5, 100]
+
+
+class _ExpiresBaseRightAfterTheCheck(LocalFileIO):
+    """Storage on which a concurrent expiration removes the commit's base snapshot between
+    try_commit's base check and the link (the narrowest window left)."""
+
+    def try_create_atomic(self, path, data, precondition=None):
+        def check_then_expire():
+            ok = precondition()
+            base = os.path.join(os.path.dirname(path), "snapshot-3")
+            if ok and "/snapshot/snapshot-4" in path and os.path.exists(base):
+                os.unlink(base)
+            return ok
+        return super().try_create_atomic(path, data,
+                                         check_then_expire if precondition else None)
+
+
+def _stale_commit_of_snapshot_4(table_path):
+    store = FileStore.open(str(table_path), io=_ExpiresBaseRightAfterTheCheck(str(table_path)))
+    return store.snapshots, store.snapshots.snapshot(3).with_(id=4)
+
+
+def test_a_snapshot_id_published_and_expired_meanwhile_is_not_created_again(table, table_path):
+    import time
+    for i in range(1, 4):
+        write(table, make_rows([i]))
+    sm, stale = _stale_commit_of_snapshot_4(table_path)
+    # While that commit was descheduled: others published 4, 5, 6 and expired up to 4.
+    for i in range(4, 7):
+        write(table, make_rows([i]))
+    for sid in (1, 2, 4):
+        os.unlink(table_path / "snapshot" / f"snapshot-{sid}")
+    time.sleep(0.05)                              # file times tick coarsely
+    assert sm.try_commit(stale, base_id=3) is False
+    assert snapshot_ids(table_path) == [5, 6]     # the copy of 4 was removed again
+    assert sorted(Table.open(str(table_path)).read_arrow().column("id").to_pylist()) == \
+        list(range(1, 7))
+
+
+def test_a_base_expired_right_after_a_legitimate_publish_keeps_it(table, table_path):
+    for i in range(1, 4):
+        write(table, make_rows([i]))
+    sm, snap = _stale_commit_of_snapshot_4(table_path)
+    assert sm.try_commit(snap, base_id=3) is True
+    assert snapshot_ids(table_path) == [1, 2, 4]
