@@ -78,6 +78,8 @@ class SnapshotManager:
         if hint is not None and hint > 0 and self.snapshot_exists(hint) \
                 and not self.snapshot_exists(hint - 1):
             return hint
+        if self.snapshot_exists(1):
+            return 1   # nothing was ever expired (pypaimon never writes EARLIEST)
         ids = self.list_snapshot_ids()
         return ids[0] if ids else None
 

@@ -180,22 +180,41 @@ class ExpireSnapshots:
         self._snapshot_memo: Dict[int, Optional[Snapshot]] = {}
         self._snapshot_sizes: Dict[int, int] = {}
         self._list_memo: Dict[str, Any] = {}
-        cfg, sm = self.config, self.store.snapshots
+        sm = self.store.snapshots
+        # Hints first (checked against their neighbours): after every commit, a run that
+        # has nothing to expire must not list a snapshot directory that grows with history.
+        latest = sm.latest_snapshot_id()
+        earliest = sm.earliest_snapshot_id()
+        if latest is None or earliest is None:
+            return ExpirePlan(None, None)
+        now_ms = int(self.clock() * 1000)
+        consumer_min = self.consumers.min_next_snapshot()
+        end = self._end(earliest, latest, now_ms, consumer_min)
+        if end <= earliest:
+            return ExpirePlan(earliest, latest)
         ids = sm.list_snapshot_ids()
         if not ids:
             return ExpirePlan(None, None)
-        latest = sm.latest_snapshot_id() or ids[-1]
-        earliest = ids[0]
-        now_ms = int(self.clock() * 1000)
+        if ids[0] != earliest or ids[-1] > latest:
+            # The listing decides (a gap below the earliest hint, a newer snapshot).
+            earliest, latest = ids[0], max(latest, ids[-1])
+            end = self._end(earliest, latest, now_ms, consumer_min)
+        plan = ExpirePlan(earliest, latest)
+        if end <= earliest:
+            return plan
+        self._plan_until(plan, ids, end)
+        return plan
+
+    def _end(self, earliest: int, latest: int, now_ms: int, consumer_min: Optional[int]) -> int:
+        """The first snapshot to keep: from retain min/max, consumers, the limit, and time."""
+        cfg = self.config
         older_than = cfg.older_than_ms if cfg.older_than_ms is not None \
             else now_ms - cfg.time_retained_ms
         lo = max(latest - cfg.retain_max + 1, earliest)
         hi = latest - cfg.retain_min + 1
-        consumer_min = self.consumers.min_next_snapshot()
         if consumer_min is not None:
             hi = min(hi, consumer_min)
         hi = min(hi, earliest + cfg.max_deletes)
-        end = hi
         # time-retained 0 (and no older-than) means no time condition at all; with the bare
         # rule a successor committed in the current millisecond, or stamped ahead by a
         # writer's skewed clock, would still hold its predecessor back.
@@ -205,18 +224,12 @@ class ExpireSnapshots:
                 successor = self._read_snapshot(sid + 1)
             except CorruptMetadataError as e:
                 log.warning("expire: cannot read %s; keeping snapshot %d", e.path, sid)
-                end = sid
-                break
+                return sid
             # A snapshot stays readable for time-retained after it stopped being the latest,
             # i.e. after its successor was committed (Paimon 2.x rule).
             if time_limited and successor is not None and successor.time_millis >= older_than:
-                end = sid
-                break
-        plan = ExpirePlan(earliest, latest)
-        if end <= earliest:
-            return plan
-        self._plan_until(plan, ids, end)
-        return plan
+                return sid
+        return hi
 
     # --- reading, once per run -----------------------------------------------------------
     def _read_snapshot(self, sid: int) -> Optional[Snapshot]:
