@@ -74,6 +74,7 @@ class TableCommit:
         self._executor: Optional[ThreadPoolExecutor] = None
         self._last_future: Optional[Future] = None
         self._closed = False
+        self._expirer: Optional[ExpireSnapshots] = None
 
     @property
     def commit_user(self) -> str:
@@ -173,8 +174,9 @@ class TableCommit:
         if consumer_ttl is not None:
             result.consumers_expired = ConsumerManager(self.store.io, self.store.root).expire(
                 int(self.clock() * 1000) - consumer_ttl)
-        result.snapshots = ExpireSnapshots(self.store, self.expire_config,
-                                           clock=self.clock).expire()
+        if self._expirer is None:   # one per TableCommit: it carries what it read forward
+            self._expirer = ExpireSnapshots(self.store, self.expire_config, clock=self.clock)
+        result.snapshots = self._expirer.expire()
         result.seconds = time.perf_counter() - t0
         self.last_maintenance = result
         return result

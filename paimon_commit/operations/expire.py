@@ -174,12 +174,35 @@ class ExpireSnapshots:
         self.clock = clock
         self.tags = TagManager(store.io, store.root)
         self.consumers = ConsumerManager(store.io, store.root)
+        # Kept from one run to the next (TableCommit reuses its expirer after every commit),
+        # so that a run decodes only what is new since the last one instead of every retained
+        # snapshot's lists and delta. Keyed by file names, which are unique and never reused;
+        # pruned after each run to what that run touched. Snapshot files are re-read every
+        # run (rollback can re-create an id) and only their parse is reused.
+        self._list_memo: Dict[str, Any] = {}
+        self._delta_memo: Dict[str, List[ManifestEntry]] = {}
+        self._raw_memo: Dict[int, Tuple[bytes, Snapshot]] = {}
+        self._touched: Set[str] = set()
 
     # --- deciding the range --------------------------------------------------------------
     def plan(self) -> ExpirePlan:
         self._snapshot_memo: Dict[int, Optional[Snapshot]] = {}
         self._snapshot_sizes: Dict[int, int] = {}
-        self._list_memo: Dict[str, Any] = {}
+        self._touched = set()
+        try:
+            return self._plan()
+        finally:
+            if self._touched:   # a run with nothing to expire keeps the memo as it was
+                self._prune_memo()
+
+    def _prune_memo(self) -> None:
+        for memo in (self._list_memo, self._delta_memo):
+            for name in [n for n in memo if n not in self._touched]:
+                del memo[name]
+        for sid in [i for i in self._raw_memo if i not in self._snapshot_memo]:
+            del self._raw_memo[sid]
+
+    def _plan(self) -> ExpirePlan:
         sm = self.store.snapshots
         # Hints first (checked against their neighbours): after every commit, a run that
         # has nothing to expire must not list a snapshot directory that grows with history.
@@ -242,7 +265,12 @@ class ExpireSnapshots:
         except FileNotFoundError:
             self._snapshot_memo[sid] = None
             return None
-        snap = Snapshot.from_json(data, path)
+        known = self._raw_memo.get(sid)
+        if known is not None and known[0] == data:
+            snap = known[1]
+        else:
+            snap = Snapshot.from_json(data, path)
+            self._raw_memo[sid] = (data, snap)
         if snap.id != sid:
             raise CorruptMetadataError(path, f"holds id {snap.id}, but its name says {sid}")
         self._snapshot_memo[sid] = snap
@@ -252,10 +280,20 @@ class ExpireSnapshots:
     def _read_list(self, name: str):
         """A manifest list, decoded at most once per run (a run can touch more lists than
         the shared cache holds)."""
+        self._touched.add(name)
         metas = self._list_memo.get(name)
         if metas is None:
             metas = self._list_memo[name] = self.store.manifests.read_list_refs(name)
         return metas
+
+    def _read_delta(self, s: Snapshot) -> List[ManifestEntry]:
+        name = s.delta_manifest_list
+        self._touched.add(name)
+        entries = self._delta_memo.get(name)
+        if entries is None:
+            entries = self._delta_memo[name] = self.store.manifests.read_entries(
+                self._read_list(name))
+        return entries
 
     # --- listing what to delete ----------------------------------------------------------
     def _plan_until(self, plan: ExpirePlan, ids: List[int], end: int) -> None:
@@ -314,7 +352,7 @@ class ExpireSnapshots:
                 blind_before = sid
                 continue
             try:
-                entries = store.manifests.read_entries(self._read_list(s.delta_manifest_list))
+                entries = self._read_delta(s)
             except (FileNotFoundError, CorruptMetadataError) as e:
                 plan.skip(f"delta of snapshot {sid} is unreadable ({e}); data files deleted "
                           f"at or before it are left for orphan cleanup")

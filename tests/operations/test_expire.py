@@ -328,3 +328,27 @@ def test_expire_pypaimon_written_table(tmp_path):
     assert_intact(path, {8: [1, 3, 5, 100]})
     pp_write(path, make_rows([101]))                # pypaimon keeps committing afterwards
     assert_intact(path)
+
+
+def test_one_expirer_across_runs_and_a_rollback_that_reuses_ids(table, table_path):
+    # TableCommit keeps one ExpireSnapshots and what it read; a rollback then re-creates
+    # snapshot ids with other contents, which the next run must read afresh.
+    ex = ExpireSnapshots(table.store, ExpireConfig(retain_min=4, time_retained_ms=0,
+                                                   max_deletes=100), clock=FAR_FUTURE)
+    for i in range(1, 9):
+        write(table, make_rows([i], hr=i % 2))
+    assert ex.expire().expired_ids == [1, 2, 3, 4]
+    hr0 = [f.path for f in table.live_files(6) if "/hr=0/" in f.path]
+    table.rollback_to(6)                            # 7 and 8 go
+    with table.new_commit() as c:
+        assert c.drop_partitions([{"hr": 0}]) == 7  # a new 7: deletes the hr=0 files
+    for i in (20, 21):
+        write(table, make_rows([i], hr=1))          # new 8 and 9
+    assert ex.expire().expired_ids == [5]
+    with table.new_commit() as c:
+        c.drop_partitions([{"hr": 1}])              # 10
+    write(table, make_rows([30], hr=2))             # 11
+    assert ex.expire().expired_ids == [6, 7]
+    assert_intact(table_path, {8: [1, 3, 5, 20], 9: [1, 3, 5, 20, 21], 10: [], 11: [30]})
+    # The new 7's deletes were acted on (an outdated read of 7 would have kept them).
+    assert hr0 and not any(os.path.exists(p) for p in hr0)
