@@ -1,7 +1,8 @@
 """Helpers every benchmark script shares: environment facts and writing the results JSON."""
 import json
 import os
-from typing import Any, Dict, Optional
+import shutil
+from typing import Any, Callable, Dict, List, Optional
 
 
 def loadavg() -> Optional[float]:
@@ -38,3 +39,23 @@ def write_results(result: Dict[str, Any], out: str) -> str:
         f.write("\n")
     os.replace(tmp, out)
     return out
+
+
+def _rmtree(path: str) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def finish(result: Dict[str, Any], out: str, run_dir: str, errors: List[str], keep: bool,
+           remove: Callable[[str], None] = _rmtree) -> int:
+    """Write the results, report the verdict, and keep or remove the run's tables; the exit
+    code is 1 when a correctness check failed (tables kept for inspection), else 0."""
+    out = write_results(result, out)
+    print(f"verdict: {result['verdict']}; results written to {out}")
+    if errors:
+        print(f"tables kept for inspection under {run_dir}")
+        return 1
+    if keep:
+        print(f"tables kept under {run_dir}")
+    else:
+        remove(run_dir)
+    return 0

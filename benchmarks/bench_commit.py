@@ -18,12 +18,11 @@ FAIL (exit 0).
 """
 from __future__ import annotations
 
-from _common import loadavg as _loadavg, ours_version as _ours_version, safe_version as _safe_version, write_results  # noqa: E402,E501
+from _common import loadavg as _loadavg, ours_version as _ours_version, safe_version as _safe_version, finish  # noqa: E402,E501
 import argparse
 import json
 import os
 import platform
-import shutil
 import statistics
 import sys
 import tempfile
@@ -347,23 +346,7 @@ def main(argv=None) -> int:
         "verdict": "PASS" if flat_ok and fast_ok else "FAIL",
         "correctness": {"ok": not errors, "errors": errors},
     }
-    out = write_results(result, args.out)
-    print(f"verdict: {result['verdict']}; results written to {out}")
-
-    if errors:
-        print(f"tables kept for inspection under {run_dir}")
-        return 1
-    if args.keep:
-        print(f"tables kept under {run_dir}")
-    else:
-        shutil.rmtree(run_dir, ignore_errors=True)
-    return 0
-
-
-
-
-
-
+    return finish(result, args.out, run_dir, errors, args.keep)
 
 
 if __name__ == "__main__":

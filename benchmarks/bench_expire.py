@@ -31,7 +31,7 @@ snapshot. A mismatch exits 1; missing a target only prints FAIL (exit 0).
 """
 from __future__ import annotations
 
-from _common import loadavg as _loadavg, ours_version as _ours_version, safe_version as _safe_version, write_results  # noqa: E402,E501
+from _common import loadavg as _loadavg, ours_version as _ours_version, safe_version as _safe_version, finish  # noqa: E402,E501
 import argparse
 import cProfile
 import io
@@ -589,23 +589,7 @@ def main(argv=None) -> int:
         "profile": profile_text,
         "correctness": {"ok": not errors, "errors": errors},
     }
-    out = write_results(result, args.out)
-    print(f"verdict: {result['verdict']}; results written to {out}")
-
-    if errors:
-        print(f"tables kept for inspection under {run_dir}")
-        return 1
-    if args.keep:
-        print(f"tables kept under {run_dir}")
-    else:
-        shutil.rmtree(run_dir, ignore_errors=True)
-    return 0
-
-
-
-
-
-
+    return finish(result, args.out, run_dir, errors, args.keep)
 
 
 if __name__ == "__main__":

@@ -53,7 +53,7 @@ profiled (cProfile, top 25 cumulative) on a fresh copy and the profile is printe
 """
 from __future__ import annotations
 
-from _common import loadavg as _loadavg, ours_version as _ours_version, safe_version as _safe_version, write_results  # noqa: E402,E501
+from _common import loadavg as _loadavg, ours_version as _ours_version, safe_version as _safe_version, finish  # noqa: E402,E501
 import argparse
 import hashlib
 import json
@@ -758,17 +758,7 @@ def main(argv=None) -> int:
         "verdict": "PASS" if all(t["pass"] for t in targets.values()) else "FAIL",
         "correctness": {"ok": not errors, "errors": errors},
     }
-    out = write_results(result, args.out)
-    print(f"verdict: {result['verdict']}; results written to {out}")
-
-    if errors:
-        print(f"tables kept for inspection under {run_dir}")
-        return 1
-    if args.keep:
-        print(f"tables kept under {run_dir}")
-    else:
-        remove_tree(run_dir)
-    return 0
+    return finish(result, args.out, run_dir, errors, args.keep, remove=remove_tree)
 
 
 def _ours_default_threads() -> int:

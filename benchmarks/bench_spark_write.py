@@ -670,17 +670,11 @@ def main(argv=None) -> int:
     return 0
 
 
-
-
 def _java_version(spark) -> Optional[str]:
     try:
         return spark.sparkContext._jvm.java.lang.System.getProperty("java.version")
     except Exception:  # noqa: BLE001
         return None
-
-
-
-
 
 
 if __name__ == "__main__":

@@ -18,8 +18,9 @@ from .fileio import FileIO
 from .format import binary_row
 from .format import paths as P
 from .format.manifest import (
-    EMPTY_STATS, FileKind, ManifestEntry, ManifestFileMeta, SimpleStats, decode_manifest,
-    decode_manifest_list, decode_manifest_list_refs, encode_manifest, encode_manifest_list,
+    EMPTY_STATS, FileKind, ManifestEntry, ManifestFileMeta, SimpleStats,
+    decode_index_manifest_names, decode_manifest, decode_manifest_list,
+    decode_manifest_list_refs, encode_manifest, encode_manifest_list,
 )
 
 log = logging.getLogger(__name__)
@@ -140,6 +141,11 @@ class ManifestIO:
         entries = decode_manifest(self.io.read_bytes(path), path)
         self._manifests.put(name, entries)
         return entries
+
+    def read_index_file_names(self, index_manifest: str) -> List[str]:
+        """Names (under index/) an index manifest lists; CorruptMetadataError if unreadable."""
+        path = self.path(index_manifest)
+        return decode_index_manifest_names(self.io.read_bytes(path), path)
 
     def read_entries(self, metas: Iterable[ManifestFileMeta]) -> List[ManifestEntry]:
         out: List[ManifestEntry] = []

@@ -6,12 +6,13 @@ from oracle import pp_read, rows
 from paimon_commit import Table
 
 
-def referenced_files(table: Table, min_snapshot: int = 0):
-    """Every file a snapshot (id >= min_snapshot) or tag references: lists, manifests, data."""
+def referenced_files(table: Table, min_snapshot: int = 0, skip=frozenset()):
+    """Every file a snapshot (id >= min_snapshot, not in `skip`) or tag references: lists,
+    manifests, data."""
     st = table.store
     out = set()
-    roots = [s for s in st.snapshots.snapshots() if s.id >= min_snapshot] + \
-        [t.snapshot for t in table.tags()]
+    roots = [s for s in st.snapshots.snapshots() if s.id >= min_snapshot and s.id not in skip] \
+        + [t.snapshot for t in table.tags()]
     for s in roots:
         for lst in s.manifest_lists():
             out.add(st.manifests.path(lst))

@@ -26,7 +26,6 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
 from ..errors import CorruptMetadataError, OptionError
 from ..format import paths as P
-from ..format.manifest import decode_index_manifest_names
 from ..format.manifest import FileKind, ManifestEntry
 from ..format.snapshot import Snapshot, Tag
 from ..options import INT_MAX
@@ -163,6 +162,13 @@ def run_deletions(io, paths: Iterable[str], executor: Optional[Executor]) -> Lis
     for done in executor.map(lambda chunk: [p for p in chunk if io.delete_quietly(p)], chunks):
         out.extend(done)
     return out
+
+
+def still_there(io, planned: Iterable[str], deleted: Iterable[str]) -> List[str]:
+    """What run_deletions did not delete and still exists (a failed delete, not a vanished
+    file): the callers keep their records of these so that a rerun can retry."""
+    gone = set(deleted)
+    return [p for p in planned if p not in gone and io.exists(p)]
 
 
 class ExpireSnapshots:
@@ -429,7 +435,7 @@ class ExpireSnapshots:
                 if s.statistics:
                     keep_stats.add(s.statistics)
                 if s.index_manifest:
-                    keep |= set(self._index_files(s.index_manifest))
+                    keep |= set(self.store.manifests.read_index_file_names(s.index_manifest))
         except (FileNotFoundError, CorruptMetadataError) as e:
             plan.skip(f"cannot read what retained snapshots and tags use ({e}); no manifest "
                       f"is deleted")
@@ -459,7 +465,7 @@ class ExpireSnapshots:
                 plan.lists.add(mio.path(name), sizes.get(name) or 0)
             if s.index_manifest and s.index_manifest not in keep:
                 try:
-                    files = self._index_files(s.index_manifest)
+                    files = self.store.manifests.read_index_file_names(s.index_manifest)
                 except (FileNotFoundError, CorruptMetadataError) as e:
                     plan.skip(f"index manifest {s.index_manifest} is unreadable ({e}); kept")
                 else:
@@ -479,10 +485,6 @@ class ExpireSnapshots:
                     plan.changelog.add(path, e.file.file_size)
         except (FileNotFoundError, CorruptMetadataError) as err:
             plan.skip(f"changelog manifest unreadable ({err}); its files are left")
-
-    def _index_files(self, index_manifest: str) -> List[str]:
-        path = self.store.manifests.path(index_manifest)
-        return decode_index_manifest_names(self.store.io.read_bytes(path), path)
 
     # --- acting --------------------------------------------------------------------------
     def expire(self, dry_run: bool = False) -> ExpireResult:
@@ -527,7 +529,7 @@ class ExpireSnapshots:
             # no longer need to find.
             deleted["data"] = run_deletions(io, plan.data.files, executor)
             deleted["changelog"] = run_deletions(io, plan.changelog.files, executor)
-            left = self._still_there(set(plan.data.files) | set(plan.changelog.files),
+            left = still_there(io, set(plan.data.files) | set(plan.changelog.files),
                                      deleted["data"] + deleted["changelog"])
             if left:
                 # The manifests and snapshots are the only record of these files: keep them,
@@ -553,10 +555,6 @@ class ExpireSnapshots:
                 break
         self.store.snapshots.commit_earliest_hint(earliest)
         return deleted
-
-    def _still_there(self, planned, deleted) -> List[str]:
-        gone = set(deleted)
-        return [p for p in planned if p not in gone and self.store.io.exists(p)]
 
     def _clean_dirs(self, bucket_dirs: Set[str]) -> List[str]:
         io, root = self.store.io, self.store.root.rstrip("/")

@@ -26,7 +26,6 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, NamedTuple, Opt
 from ..errors import CorruptMetadataError, OptionError, PaimonCommitError, TableNotFoundError
 from ..fileio import FileIO, FileStatus
 from ..format import paths as P
-from ..format.manifest import decode_index_manifest_names
 from ..format.snapshot import Snapshot, Tag
 from ..store import FileStore, SchemaManager
 from .expire import run_deletions
@@ -129,6 +128,8 @@ class OrphanFilesCleaner:
             merged.update({k: str(v) for k, v in context.options.items()})
             validate_options(merged)
         self.io = io
+        # Branch and tag names seen with the candidates (phase 1), checked in phase 2.
+        self._first_listing: Optional[Dict[str, Set[str]]] = None
         self.root = io.root.rstrip("/")
 
     # --- public --------------------------------------------------------------------------
@@ -213,7 +214,7 @@ class OrphanFilesCleaner:
                 if not st.is_dir:
                     out.append(_Candidate(st, kind or _manifest_kind(st.name)))
         branches = self._branch_roots()
-        self._first_listing: Dict[str, Set[str]] = {
+        self._first_listing = {
             "branch": {posixpath.basename(b.rstrip("/")) for b in branches}}
         for meta_root in [root] + branches:
             for st in io.list_status(io.join(meta_root, "snapshot")):
@@ -281,7 +282,7 @@ class OrphanFilesCleaner:
         """(file, snapshot) of every snapshot, tag and long-lived changelog of every branch."""
         roots: List[Tuple[str, Snapshot]] = []
         branches = self._branch_roots()
-        first = getattr(self, "_first_listing", None)
+        first = self._first_listing
         # Branches and tags were listed once already, with the candidates. The listing that
         # decides what is protected must not have lost any of them (a short listing, or one
         # deleted meanwhile): either way this is not a view to delete on.
@@ -327,7 +328,7 @@ class OrphanFilesCleaner:
                                 used.add(os.path.basename(e.file.external_path))
                 if s.index_manifest:
                     used.add(s.index_manifest)
-                    index_files.update(self._index_files(s.index_manifest))
+                    index_files.update(self.store.manifests.read_index_file_names(s.index_manifest))
                 if s.statistics:
                     used.add(s.statistics)
             except (FileNotFoundError, CorruptMetadataError) as e:
@@ -388,10 +389,6 @@ class OrphanFilesCleaner:
                 raise OrphanCleanAborted(f"tag file {path} was listed but cannot be read ({e}); "
                                          f"nothing was deleted") from None
         return out
-
-    def _index_files(self, index_manifest: str) -> List[str]:
-        path = self.store.manifests.path(index_manifest)
-        return decode_index_manifest_names(self.io.read_bytes(path), path)
 
     # --- phase 3: select and delete ------------------------------------------------------
     def _select(self, candidates: List[_Candidate], used: Set[str],

@@ -10,7 +10,7 @@ from ..errors import CorruptMetadataError
 from ..format.snapshot import Snapshot, Tag
 from ..store import FileStore
 from ..tags import TagManager, validate_tag_name
-from .expire import run_deletions
+from .expire import run_deletions, still_there
 
 log = logging.getLogger(__name__)
 
@@ -113,8 +113,7 @@ class TagOperations:
             deleted = run_deletions(io, group, None)
             result.deleted_paths.extend(deleted)
             result.deleted_bytes += sum(group[p] for p in deleted)
-            gone = set(deleted)
-            left = [p for p in group if p not in gone and io.exists(p)]
+            left = still_there(io, group, deleted)
             if left:
                 result.skipped.append(
                     f"{len(left)} file(s) could not be deleted (e.g. {left[0]}); run "

@@ -96,7 +96,7 @@ class DistributedOrphanFilesCleaner(OrphanFilesCleaner):
                     manifests.update(m.file_name for m in mio.read_list(lst))
                 if s.index_manifest:
                     names.add(s.index_manifest)
-                    names.update(self._index_files(s.index_manifest))
+                    names.update(self.store.manifests.read_index_file_names(s.index_manifest))
                 if s.statistics:
                     names.add(s.statistics)
             except Exception as e:  # noqa: BLE001 - any unreadable root aborts

@@ -44,6 +44,7 @@ import pytest
 
 from conftest import SCHEMA, make_rows, write
 from faults.fault_io import KINDS, Crash, FaultIO, modes_for
+from invariants import referenced_files
 from oracle import pp_read
 
 from paimon_commit import Table
@@ -421,18 +422,7 @@ def ids_of(arrow_table) -> List[int]:
 
 def referenced(t: Table, skip: Set[int] = frozenset()) -> Set[str]:
     """Manifest lists, manifests and data files of every snapshot (not in `skip`) and tag."""
-    st = t.store
-    out = set()
-    roots = [s for s in st.snapshots.snapshots() if s.id not in skip] + \
-        [x.snapshot for x in t.tags()]
-    for s in roots:
-        for lst in s.manifest_lists():
-            out.add(st.manifests.path(lst))
-            for m in st.manifests.read_list(lst):
-                out.add(st.manifests.path(m.file_name))
-        for e in st.live_entries(s):
-            out.add(st.data_file_path(e))
-    return out
+    return referenced_files(t, skip=skip)
 
 
 def check_readable(path, allowed: Dict, breakable: Set[int], exact: Optional[Dict] = None):
