@@ -314,6 +314,7 @@ def test_a_snapshot_id_published_and_expired_meanwhile_is_not_created_again(tabl
     assert snapshot_ids(table_path) == [5, 6]     # the copy of 4 was removed again
     assert sorted(Table.open(str(table_path)).read_arrow().column("id").to_pylist()) == \
         list(range(1, 7))
+    assert sorted(pp_read(table_path).column("id").to_pylist()) == list(range(1, 7))
 
 
 def test_a_base_expired_right_after_a_legitimate_publish_keeps_it(table, table_path):
@@ -322,3 +323,4 @@ def test_a_base_expired_right_after_a_legitimate_publish_keeps_it(table, table_p
     sm, snap = _stale_commit_of_snapshot_4(table_path)
     assert sm.try_commit(snap, base_id=3) is True
     assert snapshot_ids(table_path) == [1, 2, 4]
+    assert sorted(pp_read(table_path).column("id").to_pylist()) == [1, 2, 3]
