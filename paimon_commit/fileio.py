@@ -10,7 +10,8 @@ import logging
 import os
 import posixpath
 import uuid
-from typing import Callable, Dict, Iterator, List, NamedTuple, Optional
+from abc import ABC, abstractmethod
+from typing import Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional
 
 from .errors import UnsafePathError
 
@@ -34,52 +35,64 @@ def _temp_name(final_name: str) -> str:
     return f".{final_name}.{uuid.uuid4()}.tmp"
 
 
-class FileIO:
-    """Interface. Paths are strings in the file system's own namespace (no scheme)."""
+class FileIO(ABC):
+    """Storage of one table root. Paths are strings in the storage's own namespace (no
+    scheme). Subclasses implement the primitives; the deletion gate lives here, so no
+    subclass can remove anything without `_check_inside` having accepted the path first."""
 
     root: str
 
     @staticmethod
-    def for_path(table_path: str) -> "FileIO":
-        """A local path or `file://` URI gets LocalFileIO; anything else (hdfs://, s3://, …)
-        goes through pyarrow.fs."""
+    def for_path(table_path: str, options: Optional[Dict[str, str]] = None) -> "FileIO":
+        """A local path or `file://` URI gets LocalFileIO; object stores (s3://, gs://, az://,
+        abfs://) get ObjectStoreFileIO; anything else (hdfs://, …) goes through pyarrow.fs."""
         if "://" not in table_path or table_path.startswith("file://"):
             local = table_path[len("file://"):] if table_path.startswith("file://") else table_path
             return LocalFileIO(local)
+        scheme = table_path.split("://", 1)[0].lower()
+        if scheme in OBJECT_STORE_SCHEMES:
+            from .objectstore import ObjectStoreFileIO
+            return ObjectStoreFileIO.from_uri(table_path, options or {})
         return PyArrowFileIO.from_uri(table_path)
 
     def join(self, *parts: str) -> str:
         return posixpath.join(*parts)
 
-    # reading
+    # --- reading -------------------------------------------------------------------------
+    @abstractmethod
     def read_bytes(self, path: str) -> bytes:
-        raise NotImplementedError
+        """The whole file; FileNotFoundError if it does not exist."""
 
+    @abstractmethod
     def exists(self, path: str) -> bool:
-        raise NotImplementedError
+        """Whether a file or directory is there."""
 
+    @abstractmethod
     def file_size(self, path: str) -> int:
-        raise NotImplementedError
+        """Size in bytes; FileNotFoundError if absent."""
 
+    @abstractmethod
     def list_status(self, directory: str) -> List[FileStatus]:
         """Children of a directory; [] when it does not exist."""
-        raise NotImplementedError
 
     def list_names(self, directory: str) -> List[str]:
+        """Names of the children of a directory; [] when it does not exist."""
         return [s.name for s in self.list_status(directory)]
 
-    # writing
+    # --- writing -------------------------------------------------------------------------
+    @abstractmethod
     def mkdirs(self, directory: str) -> None:
-        raise NotImplementedError
+        """Create a directory and its parents (a no-op where directories are implicit)."""
 
+    @abstractmethod
     def write_new(self, path: str, data: bytes) -> None:
         """Write a file whose name is unique (uuid): no temp file needed."""
-        raise NotImplementedError
 
+    @abstractmethod
     def overwrite_atomic(self, path: str, data: bytes) -> None:
         """Replace a mutable file (hints, tags, consumers) so readers see old or new, never half."""
-        raise NotImplementedError
 
+    @abstractmethod
     def try_create_atomic(self, path: str, data: bytes,
                           precondition: Optional[Callable[[], bool]] = None) -> bool:
         """Create `path` with `data` only if it does not exist, atomically across processes.
@@ -88,21 +101,25 @@ class FileIO:
         `precondition` is called once the data is durable, right before the atomic step;
         if it returns False nothing is created and the result is False. (The slow part,
         writing and syncing, then lies outside the window between the check and the create.)"""
-        raise NotImplementedError
+
+    def check_atomic_create(self) -> None:
+        """Raise if this storage cannot prove that `try_create_atomic` is atomic (several
+        writers could then both publish one snapshot id). Local and HDFS storage can."""
 
     def link_time_ns(self, path: str) -> Optional[int]:
         """When `path` got its name, where the storage can tell (None otherwise, or if the
         file is gone). Comparable between files of one file system."""
         return None
 
+    @abstractmethod
     def open_output_stream(self, path: str):
-        raise NotImplementedError
+        """A writable binary stream for a new file (parents created as needed)."""
 
+    @abstractmethod
     def open_input_file(self, path: str):
         """A seekable binary file object (parquet readers need random access)."""
-        raise NotImplementedError
 
-    # deleting: the gate
+    # --- deleting: the gate --------------------------------------------------------------
     def deletion_refused(self, path: str) -> Optional[str]:
         """Why the gate would refuse to delete `path`, or None. Planners call this so that a
         hostile path is skipped up front instead of stopping a run half-way."""
@@ -112,17 +129,41 @@ class FileIO:
             return str(e)
         return None
 
+    def forget_resolved_dirs(self) -> None:
+        """Drop cached path resolutions (each operation calls this when it starts)."""
+
+    @abstractmethod
     def _check_inside(self, path: str) -> str:
-        raise NotImplementedError
+        """The normalised path if it is physically inside the root (and not the root);
+        UnsafePathError otherwise."""
 
     def delete_quietly(self, path: str) -> bool:
         """Delete one file. True if deleted, False if already gone or the delete failed
         (logged). Raises UnsafePathError for anything outside the root or a directory."""
-        raise NotImplementedError
+        return self._unlink(self._check_inside(path))
+
+    def delete_files(self, paths: Iterable[str]) -> List[str]:
+        """Delete several files through the gate (every path is checked before the first
+        delete); returns the ones deleted. Object stores batch the requests."""
+        checked = [self._check_inside(p) for p in paths]
+        return [p for p in checked if self._unlink(p)]
 
     def delete_empty_dir(self, path: str) -> bool:
-        """Remove a directory only if it is empty; never the root, never recursively."""
-        raise NotImplementedError
+        """Remove a directory only if it is empty; never the root, never recursively.
+        Storage without a non-recursive directory remove leaves directories alone."""
+        return self._rmdir(self._check_inside(path))
+
+    @abstractmethod
+    def _unlink(self, norm: str) -> bool:
+        """Remove one file at a path the gate accepted (see delete_quietly)."""
+
+    def _rmdir(self, norm: str) -> bool:
+        """Remove an empty directory at a path the gate accepted; False = left alone."""
+        return False
+
+
+OBJECT_STORE_SCHEMES = frozenset({"s3", "s3a", "s3n", "gs", "gcs", "az", "abfs", "abfss",
+                                  "azure"})
 
 
 class LocalFileIO(FileIO):
@@ -283,27 +324,25 @@ class LocalFileIO(FileIO):
             return open(path, "xb")
 
     # --- deleting ------------------------------------------------------------------------
-    def delete_quietly(self, path: str) -> bool:
-        norm = self._check_inside(path)
+    def _unlink(self, norm: str) -> bool:
         try:
             os.unlink(norm)
             return True
         except FileNotFoundError:
             return False
         except IsADirectoryError:
-            raise UnsafePathError(f"refusing to delete directory {path} as a file") from None
+            raise UnsafePathError(f"refusing to delete directory {norm} as a file") from None
         except OSError as e:
             if os.path.isdir(norm) and not os.path.islink(norm):
-                raise UnsafePathError(f"refusing to delete directory {path} as a file") from None
-            log.warning("could not delete %s: %s", path, e)
+                raise UnsafePathError(f"refusing to delete directory {norm} as a file") from None
+            log.warning("could not delete %s: %s", norm, e)
             return False
 
-    def delete_empty_dir(self, path: str) -> bool:
-        norm = self._check_inside(path)
+    def _rmdir(self, norm: str) -> bool:
         if os.path.islink(norm):
-            raise UnsafePathError(f"refusing to remove {path}: it is a symlink")
+            raise UnsafePathError(f"refusing to remove {norm}: it is a symlink")
         try:
-            os.rmdir(norm)
+            os.rmdir(norm)  # rmdir(2) fails on a non-empty directory: never recursive
             return True
         except OSError:
             return False  # not empty, gone, or not a directory: all mean "leave it"
@@ -435,33 +474,24 @@ class PyArrowFileIO(FileIO):
         except OSError:
             pass
 
-    def delete_quietly(self, path: str) -> bool:
+    def _unlink(self, norm: str) -> bool:
         from pyarrow import fs as pafs
-        norm = self._check_inside(path)
         info = self._info(norm)
         if info.type == pafs.FileType.NotFound:
             return False
         if info.type == pafs.FileType.Directory:
-            raise UnsafePathError(f"refusing to delete directory {path} as a file")
+            raise UnsafePathError(f"refusing to delete directory {norm} as a file")
         try:
             self.fs.delete_file(norm)
             return True
         except FileNotFoundError:
             return False
         except OSError as e:
-            log.warning("could not delete %s: %s", path, e)
+            log.warning("could not delete %s: %s", norm, e)
             return False
 
-    def delete_empty_dir(self, path: str) -> bool:
-        from pyarrow import fs as pafs
-        norm = self._check_inside(path)
-        try:
-            if self.fs.get_file_info(pafs.FileSelector(norm, allow_not_found=True)):
-                return False
-            self.fs.delete_dir(norm)
-            return True
-        except OSError:
-            return False
+    # No _rmdir: pyarrow.fs has only a recursive `delete_dir`, and a file written into the
+    # directory between a listing and that call would go with it. Directories stay.
 
 
 def walk_files(io: FileIO, directory: str) -> Iterator[FileStatus]:

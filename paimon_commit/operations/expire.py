@@ -489,8 +489,7 @@ class ExpireSnapshots:
     # --- acting --------------------------------------------------------------------------
     def expire(self, dry_run: bool = False) -> ExpireResult:
         t0 = time.perf_counter()
-        if hasattr(self.store.io, "forget_resolved_dirs"):
-            self.store.io.forget_resolved_dirs()
+        self.store.io.forget_resolved_dirs()
         plan = self.plan()
         t1 = time.perf_counter()
         deleted: Dict[str, List[str]] = {k: [] for k in KINDS}

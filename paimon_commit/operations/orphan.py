@@ -139,8 +139,7 @@ class OrphanFilesCleaner:
 
     def _clean(self) -> OrphanCleanResult:
         ctx = self.ctx
-        if hasattr(self.io, "forget_resolved_dirs"):
-            self.io.forget_resolved_dirs()
+        self.io.forget_resolved_dirs()
         result = OrphanCleanResult(ctx.dry_run, ctx.older_than_ms)
         pools = []
         list_executor = delete_executor = ctx.executor

@@ -70,3 +70,40 @@ def test_create_if_absent_is_exclusive(tmp_path):
     assert io.try_create_atomic(p, b"second") is False
     assert open(p, "rb").read() == b"first"
     assert [n for n in os.listdir(tmp_path / "snapshot")] == ["snapshot-1"]  # no temp left
+
+
+class _StaleListingFS:
+    """pyarrow LocalFileSystem whose directory listings come back empty: the view of a
+    listing taken just before another writer put a file into the directory."""
+
+    def __init__(self):
+        self._fs = pafs.LocalFileSystem()
+
+    def __getattr__(self, name):
+        return getattr(self._fs, name)
+
+    def get_file_info(self, what):
+        if isinstance(what, pafs.FileSelector):
+            return []
+        return self._fs.get_file_info(what)
+
+
+def test_pyarrow_storage_never_removes_a_directory_recursively(tmp_path):
+    # Regression: delete_empty_dir listed the directory, then called the recursive
+    # fs.delete_dir; a data file written in between was deleted with it.
+    root = tmp_path / "t"
+    (root / "dt=1" / "bucket-0").mkdir(parents=True)
+    (root / "dt=1" / "bucket-0" / "data-new.parquet").write_text("just written")
+    io = PyArrowFileIO(_StaleListingFS(), str(root))
+    assert io.delete_empty_dir(str(root / "dt=1" / "bucket-0")) is False
+    assert (root / "dt=1" / "bucket-0" / "data-new.parquet").read_text() == "just written"
+
+
+def test_every_storage_goes_through_the_gate():
+    # The gate is in the base class: a FileIO subclass implements _unlink/_rmdir and cannot
+    # override the checked entry points by accident without tests noticing.
+    from paimon_commit.fileio import FileIO
+    for cls in (LocalFileIO, PyArrowFileIO):
+        assert cls.delete_quietly is FileIO.delete_quietly
+        assert cls.delete_empty_dir is FileIO.delete_empty_dir
+        assert cls.delete_files is FileIO.delete_files
