@@ -49,26 +49,61 @@ class LiveFile:
         return self.file.file_size
 
 
+def _str_options(options: Optional[Mapping[str, Any]]) -> Dict[str, str]:
+    return {str(k): str(v) for k, v in (options or {}).items()}
+
+
 class Table:
     def __init__(self, store: FileStore):
         self.store = store
 
     # --- construction --------------------------------------------------------------------
     @classmethod
-    def open(cls, path: str, file_io: Optional[FileIO] = None) -> "Table":
-        """Open the table at `path` (local path, file://, hdfs://, s3://, …)."""
-        return cls(FileStore.open(str(path), file_io))
+    def open(cls, path: str, file_io: Optional[FileIO] = None,
+             options: Optional[Mapping[str, Any]] = None) -> "Table":
+        """Open the table at `path` (local path, file://, hdfs://, s3://, gs://, az://).
+
+        Args:
+            path: the table directory.
+            file_io: storage to use instead of the one the path's scheme selects.
+            options: storage options such as `s3.endpoint`, `s3.access-key` (Paimon's names);
+                they configure how the table is reached and are never written to it.
+
+        Raises:
+            TableNotFoundError: no `schema/schema-N` file under `path`.
+            OptionError: an option of the table or of `options` is invalid.
+        """
+        path = str(path)
+        io = file_io or FileIO.for_path(path, _str_options(options))
+        return cls(FileStore.open(path, io))
 
     @classmethod
     def create(cls, path: str, schema: pa.Schema, partition_keys: Sequence[str] = (),
                options: Optional[Mapping[str, Any]] = None,
-               file_io: Optional[FileIO] = None) -> "Table":
-        """Create a table; fails if one is already there. Options are validated first."""
+               file_io: Optional[FileIO] = None,
+               storage_options: Optional[Mapping[str, Any]] = None) -> "Table":
+        """Create an append table (bucket-unaware) at `path`.
+
+        Args:
+            path: the table directory (local path, file://, hdfs://, s3://, …).
+            schema: the Arrow schema; Paimon types are derived from it.
+            partition_keys: partition columns, outermost first.
+            options: table options, stored in the schema (validated before any I/O).
+            file_io: storage to use instead of the one the path's scheme selects.
+            storage_options: how to reach the storage (`s3.endpoint`, …); not stored.
+
+        Returns:
+            The new Table.
+
+        Raises:
+            TableExistsError: a Paimon table already exists at `path`.
+            OptionError: an option is invalid.
+        """
         path = str(path)
         table_schema = TableSchema.from_arrow(schema, list(partition_keys), options,
                                               time_millis=int(time.time() * 1000))
         validate_options(table_schema.options)  # before any I/O
-        io = file_io or FileIO.for_path(path)
+        io = file_io or FileIO.for_path(path, _str_options(storage_options))
         schemas = SchemaManager(io, io.root)
         if schemas.list_ids():
             raise TableExistsError(f"a Paimon table already exists at {path}")
