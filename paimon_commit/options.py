@@ -238,6 +238,39 @@ class CoreOptions:
     PARTITION_EXPIRATION_BATCH_SIZE = ConfigOption("partition.expiration-batch-size", None,
                                                    _parse_int, _at_least(1),
                                                    "Partitions per drop commit.")
+    # Tag lifecycle (Paimon's names and defaults; operations/tag_lifecycle.py acts on them).
+    TAG_AUTOMATIC_CREATION = ConfigOption(
+        "tag.automatic-creation", "none", _enum("none", "process-time", "watermark", "batch"),
+        description="Create tags automatically after commits: per period from the snapshot's "
+                    "commit time or watermark, or one per batch commit.")
+    TAG_CREATION_PERIOD = ConfigOption("tag.creation-period", "daily",
+                                       _enum("daily", "hourly", "two-hours"),
+                                       description="Period of automatically created tags.")
+    TAG_CREATION_DELAY = ConfigOption("tag.creation-delay", 0, parse_duration_ms, _at_least(0),
+                                      "Wait this long after a period ends before tagging it.")
+    TAG_PERIOD_FORMATTER = ConfigOption(
+        "tag.period-formatter", "with_dashes",
+        _enum("with_dashes", "without_dashes", "without_dashes_and_spaces"),
+        description="Date format of automatic tag names ('yyyy-MM-dd HH', 'yyyyMMdd HH', "
+                    "'yyyyMMddHH').")
+    TAG_NUM_RETAINED_MAX = ConfigOption("tag.num-retained-max", None, _parse_int, _at_least(1),
+                                        "Automatic tags kept at most (oldest deleted first).")
+    TAG_DEFAULT_TIME_RETAINED = ConfigOption("tag.default-time-retained", None,
+                                             parse_duration_ms, _at_least(1),
+                                             "Retention given to newly created tags.")
+    TAG_TIME_EXPIRE_ENABLED = ConfigOption("tag.time-expire-enabled", True, _parse_bool,
+                                           description="Expire tags past their retention after "
+                                                       "commits.")
+    TAG_AUTOMATIC_COMPLETION = ConfigOption("tag.automatic-completion", False, _parse_bool,
+                                            description="Create the tags of skipped periods.")
+    TAG_BATCH_CUSTOMIZED_NAME = ConfigOption("tag.batch.customized-name", None, _parse_str,
+                                             lambda v: None if v.strip() else
+                                             "must not be empty",
+                                             "Tag name for 'batch' automatic creation.")
+    SINK_WATERMARK_TIME_ZONE = ConfigOption(
+        "sink.watermark-time-zone", "UTC", _parse_str,
+        lambda v: None if _is_time_zone(v) else "unknown time zone",
+        "Time zone of snapshot watermarks (tag creation in 'watermark' mode).")
 
 
 OPTIONS: Dict[str, ConfigOption] = {
@@ -259,4 +292,32 @@ def validate_options(options: Mapping[str, Any]) -> Dict[str, Any]:
         raise OptionError(
             f"option 'commit.max-retry-wait' = {hi} ms must be >= "
             f"'commit.min-retry-wait' = {lo} ms")
+    _check_tag_options(parsed)
     return parsed
+
+
+def _is_time_zone(name: str) -> bool:
+    import zoneinfo
+    try:
+        zoneinfo.ZoneInfo(name)
+        return True
+    except (ValueError, zoneinfo.ZoneInfoNotFoundError):
+        return False
+
+
+def _check_tag_options(parsed: Mapping[str, Any]) -> None:
+    """Cross-option rules of the tag lifecycle, checked before any I/O."""
+    if parsed["tag.automatic-creation"] in ("process-time", "watermark"):
+        period = parsed["tag.creation-period"]
+        period_ms = {"daily": 86_400_000, "hourly": 3_600_000, "two-hours": 7_200_000}[period]
+        if parsed["tag.creation-delay"] >= period_ms:
+            raise OptionError(
+                f"option 'tag.creation-delay' = {format_duration_ms(parsed['tag.creation-delay'])}"
+                f" must be shorter than 'tag.creation-period' = {period}")
+        fmt = parsed["tag.period-formatter"]
+        if (period == "daily" and fmt != "with_dashes") or \
+                (period == "hourly" and fmt == "without_dashes_and_spaces"):
+            raise OptionError(
+                f"option 'tag.period-formatter' = {fmt!r} with 'tag.creation-period' = {period} "
+                f"makes all-digit tag names (such as '20240101'), which time travel resolves as "
+                f"snapshot ids; this library refuses them: use 'with_dashes'")
