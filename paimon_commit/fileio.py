@@ -119,6 +119,14 @@ class FileIO(ABC):
     def open_input_file(self, path: str):
         """A seekable binary file object (parquet readers need random access)."""
 
+    def read_parquet(self, path: str):
+        """A whole parquet file as a pyarrow Table. Through a Python file object parquet is
+        read on one thread: pyarrow 19's threaded reads from Python file objects can abort
+        the process at exit. Subclasses with a native pyarrow filesystem read through it."""
+        import pyarrow.parquet as pq
+        with self.open_input_file(path) as f:
+            return pq.read_table(f, use_threads=False)
+
     # --- deleting: the gate --------------------------------------------------------------
     def deletion_refused(self, path: str) -> Optional[str]:
         """Why the gate would refuse to delete `path`, or None. Planners call this so that a
@@ -316,6 +324,11 @@ class LocalFileIO(FileIO):
     def open_input_file(self, path: str):
         return open(path, "rb")
 
+    def read_parquet(self, path: str):
+        import pyarrow.parquet as pq
+        from pyarrow import fs as pafs
+        return pq.read_table(path, filesystem=pafs.LocalFileSystem(), partitioning=None)
+
     def open_output_stream(self, path: str):
         try:
             return open(path, "xb")
@@ -467,6 +480,10 @@ class PyArrowFileIO(FileIO):
 
     def open_input_file(self, path: str):
         return self.fs.open_input_file(path)
+
+    def read_parquet(self, path: str):
+        import pyarrow.parquet as pq
+        return pq.read_table(path, filesystem=self.fs, partitioning=None)
 
     def _delete_raw(self, path: str) -> None:
         try:

@@ -148,9 +148,11 @@ class CoreOptions:
     """Declared options. Attribute names follow Paimon's CoreOptions where it has one."""
 
     BUCKET = ConfigOption("bucket", -1, _parse_int,
-                          lambda v: None if v == -1 else
-                          "only bucket-unaware append tables (bucket = -1) are supported",
-                          "Bucket count; -1 = bucket-unaware append table (bucket-0 on disk).")
+                          lambda v: None if v in (-1, -2) or v >= 1 else
+                          "must be -1 (unaware/dynamic), -2 (postpone) or >= 1",
+                          "Bucket count; -1 = bucket-unaware append table (bucket-0 on disk) or "
+                          "dynamic-bucket primary-key table. This library writes bucket -1 "
+                          "append tables and maintains every kind.")
     FILE_FORMAT = ConfigOption("file.format", "parquet", _enum("parquet", "orc", "avro"),
                                description="Data file format. This library writes parquet.")
     FILE_COMPRESSION = ConfigOption("file.compression", "zstd", _enum(

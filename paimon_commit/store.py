@@ -6,7 +6,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .errors import CorruptMetadataError, TableNotFoundError
+from .errors import CorruptMetadataError, TableNotFoundError, UnsupportedTableError
 from .fileio import FileIO
 from .format import paths as P
 from .format import types as ptypes
@@ -82,6 +82,57 @@ class PartitionSpec:
         return repr(self.spec)
 
 
+def table_kind(schema: TableSchema, options: Mapping[str, Any]) -> str:
+    """Describe a table the way Paimon's documentation names its kinds."""
+    bucket = options["bucket"]
+    if schema.primary_keys:
+        if bucket == -2:
+            mode = "postpone bucket"
+        elif bucket > 0:
+            mode = f"fixed bucket, bucket = {bucket}"
+        elif not set(schema.partition_keys) <= set(schema.primary_keys):
+            mode = "cross-partition dynamic bucket"
+        else:
+            mode = "dynamic bucket"
+        return f"primary-key table ({mode})"
+    if bucket > 0:
+        return f"append table (fixed bucket, bucket = {bucket})"
+    return "append table (bucket-unaware)"
+
+
+# Options that change where or how data files must be written; this library writes none of
+# them. (A value that only matters to readers or to Paimon's own compaction is not listed.)
+_LAYOUT_OPTIONS = ("data-file.path-directory", "data-file.external-paths",
+                   "data-file.external-paths.strategy")
+_UNSUPPORTED_FLAGS = ("row-tracking.enabled", "data-evolution.enabled")
+
+
+def write_refusal(schema: TableSchema, options: Mapping[str, Any]) -> Optional[str]:
+    """Why data files written by this library must not go into this table, or None."""
+    raw = schema.options
+    kind = table_kind(schema, options)
+    if schema.primary_keys:
+        return (f"it is a {kind} (primary keys: {', '.join(schema.primary_keys)}); this "
+                f"library writes only bucket-unaware append tables. Write with Paimon "
+                f"(Flink, Spark, Java); maintenance works on every kind")
+    if options["bucket"] != -1:
+        return (f"it is an {kind}; this library writes only bucket-unaware append tables "
+                f"(bucket = -1). Maintenance works on every kind")
+    if options["file.format"] != "parquet":
+        return f"option 'file.format' = {options['file.format']!r}: this library writes parquet"
+    for key in _LAYOUT_OPTIONS:
+        if str(raw.get(key, "")).strip():
+            return f"option {key!r} = {raw[key]!r} is not supported by this library's writer"
+    for key in _UNSUPPORTED_FLAGS:
+        if str(raw.get(key, "false")).strip().lower() == "true":
+            return f"option {key!r} = 'true' is not supported by this library's writer"
+    if schema.partition_keys and \
+            str(raw.get("partition.legacy-name", "true")).strip().lower() == "false":
+        return ("option 'partition.legacy-name' = 'false': this library names partition "
+                "directories the legacy way only")
+    return None
+
+
 @dataclass
 class FileStore:
     path: str                 # the table path as the user gave it
@@ -110,6 +161,33 @@ class FileStore:
                          avro_codec(options["manifest.compression"]),
                          options["manifest.target-file-size"])
         return cls(path, io, io.root, schema, options, SnapshotManager(io, io.root), mio)
+
+    # --- what kind of table --------------------------------------------------------------
+    @property
+    def table_kind(self) -> str:
+        """Paimon's name for this table's kind, e.g. 'primary-key table (dynamic bucket)'."""
+        return table_kind(self.schema, self.options)
+
+    def check_writable(self) -> None:
+        """Raise UnsupportedTableError unless data files written by this library fit the
+        table. Called before any file is written: a plain parquet file committed into a
+        primary-key table breaks every Java reader and compaction of that table."""
+        problem = write_refusal(self.schema, self.options)
+        if problem:
+            raise UnsupportedTableError(f"cannot write to {self.path}: {problem}")
+
+    def check_readable(self, snapshot: Optional[Snapshot]) -> None:
+        """Raise UnsupportedTableError when reading the live files of `snapshot` as plain
+        rows would be wrong: primary-key tables need a merge, deletion vectors hide rows."""
+        if self.schema.primary_keys:
+            raise UnsupportedTableError(
+                f"cannot read {self.path}: it is a {self.table_kind}, whose rows need a "
+                f"merge by key; read it with Paimon (Java, Flink, Spark) or pypaimon")
+        if snapshot is not None and snapshot.index_manifest:
+            raise UnsupportedTableError(
+                f"snapshot {snapshot.id} of {self.path} has an index manifest "
+                f"({snapshot.index_manifest}): deletion vectors may hide rows, and this "
+                f"library does not apply them")
 
     # --- layout --------------------------------------------------------------------------
     @property

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from .errors import TableExistsError, UnsupportedTableError
 from .fileio import FileIO
@@ -19,7 +18,7 @@ from .format.snapshot import Consumer, Snapshot, Tag
 from .operations.tag_ops import RollbackResult, TagDeleteResult, TagOperations
 from .options import parse_duration_ms, validate_options
 from .tags import ConsumerManager, TagManager
-from .store import FileStore, SchemaManager
+from .store import FileStore, SchemaManager, write_refusal
 from .table_commit import TableCommit
 from .writer import TableWriter
 
@@ -47,6 +46,22 @@ class LiveFile:
     @property
     def file_size(self) -> int:
         return self.file.file_size
+
+
+def read_data_file(io: FileIO, path: str, partition: Mapping[str, Any],
+                   target: pa.Schema) -> pa.Table:
+    """One data file as rows of `target`: partition columns filled from the partition
+    values, columns added by schema evolution after the file was written as nulls."""
+    t = io.read_parquet(path)
+    cols = []
+    for field in target:
+        if field.name in t.column_names:
+            cols.append(t.column(field.name).cast(field.type))
+        elif field.name in partition:
+            cols.append(pa.array([partition[field.name]] * t.num_rows, type=field.type))
+        else:
+            cols.append(pa.nulls(t.num_rows, type=field.type))
+    return pa.Table.from_arrays(cols, schema=target)
 
 
 def _str_options(options: Optional[Mapping[str, Any]]) -> Dict[str, str]:
@@ -102,7 +117,9 @@ class Table:
         path = str(path)
         table_schema = TableSchema.from_arrow(schema, list(partition_keys), options,
                                               time_millis=int(time.time() * 1000))
-        validate_options(table_schema.options)  # before any I/O
+        problem = write_refusal(table_schema, validate_options(table_schema.options))
+        if problem:  # before any I/O: a table this library could not write to
+            raise UnsupportedTableError(f"cannot create {path}: {problem}")
         io = file_io or FileIO.for_path(path, _str_options(storage_options))
         schemas = SchemaManager(io, io.root)
         if schemas.list_ids():
@@ -146,8 +163,10 @@ class Table:
             raise ValueError(f"snapshot {snapshot_id} does not exist in table {self.path}")
         return s
 
-    def _resolve(self, snapshot_id: Optional[int], tag: Optional[str] = None
-                 ) -> Optional[Snapshot]:
+    def resolve_snapshot(self, snapshot_id: Optional[int] = None, tag: Optional[str] = None
+                         ) -> Optional[Snapshot]:
+        """The snapshot a tag points to, or snapshot `snapshot_id`, or the latest one
+        (None for an empty table). Raises ValueError for an unknown id or tag."""
         if tag is not None:
             return self._resolve_tag(tag)
         return self.latest_snapshot() if snapshot_id is None else self.snapshot(snapshot_id)
@@ -155,7 +174,7 @@ class Table:
     # --- reading -------------------------------------------------------------------------
     def live_entries(self, snapshot_id: Optional[int] = None, tag: Optional[str] = None
                      ) -> List[ManifestEntry]:
-        s = self._resolve(snapshot_id, tag)
+        s = self.resolve_snapshot(snapshot_id, tag)
         return [] if s is None else self.store.live_entries(s)
 
     def live_files(self, snapshot_id: Optional[int] = None, tag: Optional[str] = None
@@ -167,32 +186,25 @@ class Table:
 
     def read_arrow(self, snapshot_id: Optional[int] = None, tag: Optional[str] = None
                    ) -> pa.Table:
-        s = self._resolve(snapshot_id, tag)
+        """The rows of a snapshot (default: the latest) or a tag, as one pyarrow Table with
+        the table's current schema (columns added later read as null).
+
+        Raises:
+            ValueError: the snapshot or tag does not exist.
+            UnsupportedTableError: a primary-key table (rows need a merge by key) or a
+                snapshot with deletion vectors.
+        """
+        s = self.resolve_snapshot(snapshot_id, tag)
         target = self.arrow_schema()
+        st = self.store
+        st.check_readable(s)
         if s is None:
             return target.empty_table()
-        if s.index_manifest:
-            raise UnsupportedTableError(
-                f"snapshot {s.id} of {self.path} has an index manifest ({s.index_manifest}): "
-                f"deletion vectors may hide rows, and this library does not apply them")
-        st = self.store
-        files = [LiveFile(st.partition_dict(st.manifests.decode_partition(e.partition)),
-                          e.bucket, st.data_file_path(e), e.file) for e in st.live_entries(s)]
-        tables = [self._read_file(f, target) for f in files]
+        tables = [read_data_file(st.io, st.data_file_path(e),
+                                 st.partition_dict(st.manifests.decode_partition(e.partition)),
+                                 target)
+                  for e in st.live_entries(s)]
         return pa.concat_tables(tables) if tables else target.empty_table()
-
-    def _read_file(self, f: LiveFile, target: pa.Schema) -> pa.Table:
-        with self.store.io.open_input_file(f.path) as src:
-            t = pq.read_table(src)
-        cols = []
-        for field in target:
-            if field.name in t.column_names:
-                cols.append(t.column(field.name).cast(field.type))
-            elif field.name in f.partition:
-                cols.append(pa.array([f.partition[field.name]] * t.num_rows, type=field.type))
-            else:  # column added by schema evolution after this file was written
-                cols.append(pa.nulls(t.num_rows, type=field.type))
-        return pa.Table.from_arrays(cols, schema=target)
 
     # --- tags, rollback, consumers ------------------------------------------------------
     def tags(self) -> List[Tag]:

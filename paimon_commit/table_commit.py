@@ -12,6 +12,7 @@ the slot stays set, so a new TableCommit is the way to recover. A one-shot batch
 from __future__ import annotations
 
 import logging
+import concurrent.futures
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -127,8 +128,22 @@ class TableCommit:
         return [r.snapshot_id for r in results]
 
     def abort(self, messages: Sequence[CommitMessage]) -> int:
-        """Delete the data files of messages that will not be committed."""
-        return sum(self.store.io.delete_quietly(p) for p in message_paths(self.store, messages))
+        """Delete the data files of messages that will not be committed.
+
+        Files live in the latest snapshot are never deleted (the messages were committed
+        after all, e.g. by an earlier call that seemed to fail): they are skipped with a
+        warning. Returns the number of files deleted."""
+        paths = message_paths(self.store, messages)
+        if not paths:
+            return 0
+        latest = self.store.snapshots.latest_snapshot()
+        live = set() if latest is None else \
+            {self.store.data_file_path(e) for e in self.store.live_entries(latest)}
+        committed = [p for p in paths if p in live]
+        if committed:
+            log.warning("abort of %s: not deleting %d file(s) live in snapshot %d, e.g. %s",
+                        self.store.path, len(committed), latest.id, committed[0])
+        return len(self.store.io.delete_files([p for p in paths if p not in live]))
 
     # --- maintenance ---------------------------------------------------------------------
     def expire_snapshots(self, dry_run: bool = False, **overrides: Any) -> ExpireResult:
@@ -188,7 +203,7 @@ class TableCommit:
             return True
         try:
             f.result(timeout=timeout)
-        except TimeoutError:
+        except concurrent.futures.TimeoutError:  # not the builtin TimeoutError before 3.11
             return False
         except Exception:  # noqa: BLE001 - recorded in the slot by _guarded
             pass
@@ -200,7 +215,6 @@ class TableCommit:
             return
         self._closed = True
         if self._executor is not None:
-            import concurrent.futures
             try:
                 if self._last_future is not None:
                     self._last_future.result(timeout=timeout)

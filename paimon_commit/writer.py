@@ -126,10 +126,7 @@ class TableWriter:
         self.prefix = o["data-file.prefix"]
         self.compression = _COMPRESSION.get(o["file.compression"], o["file.compression"])
         self.target_file_size = o["target-file-size"]
-        if o["file.format"] != "parquet":
-            raise PaimonCommitError(
-                f"table {store.path} has file.format = {o['file.format']}; this library writes "
-                f"parquet only")
+        store.check_writable()  # before any file is written
         self._uuid = str(uuid.uuid4())
         self._counter = 0
         self._open: Dict[Tuple[Any, ...], _RollingFile] = {}

@@ -93,6 +93,8 @@ class FileStoreCommit:
         """APPEND the new files (or OVERWRITE if messages carry deleted files)."""
         ident = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier
         entries = _entries_of(messages)
+        if any(e.kind == FileKind.ADD for e in entries):
+            self.store.check_writable()
         has_deletes = any(e.kind == FileKind.DELETE for e in entries)
         kind = CommitKind.OVERWRITE if has_deletes else CommitKind.APPEND
         if not entries and self.config.ignore_empty_commit:
@@ -107,6 +109,8 @@ class FileStoreCommit:
         ident = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier
         adds = _entries_of(messages)
         store = self.store
+        if adds:
+            store.check_writable()
         if partition is not None and store.partition_keys:
             spec = store.partition_spec(partition)
             for m in messages:
@@ -238,9 +242,11 @@ class FileStoreCommit:
         try:
             # False also when our base was expired meanwhile (see try_commit): retry.
             published = store.snapshots.try_commit(snapshot, latest.id if latest else None)
-        except Exception as e:
-            # The snapshot may or may not exist now: keep every file and let the next attempt
-            # look for it.
+        except OSError as e:
+            # Only an I/O error leaves the outcome unknown: the snapshot may or may not exist
+            # now, so keep every file and let the next attempt look for it. Anything else
+            # (a CommitFailedError for a re-created id that could not be removed) is a
+            # verdict, and looking for "our" snapshot would report that bad copy as success.
             state.uncertain_base = latest.id if latest else 0
             raise _RaceLost(f"publishing snapshot {snapshot.id} failed: {e!r}",
                             state.uncertain_base) from e

@@ -198,6 +198,7 @@ class PaimonBatchWriter(DataSourceArrowWriter):
     def __init__(self, options: Mapping[str, str], schema: StructType, overwrite: bool):
         self.write_options = _write_options(options)
         table = _open_or_create(options, schema)
+        table.store.check_writable()  # on the driver, before any task writes a file
         _check_schema(table, schema)
         validate_options({**table.options, **self.write_options})
         self.path = table.path
@@ -231,6 +232,7 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
             raise OptionError("the paimon sink supports append output mode only")
         self.write_options = _write_options(options)
         table = _open_or_create(options, schema)
+        table.store.check_writable()  # on the driver, before any task writes a file
         _check_schema(table, schema)
         validate_options({**table.options, **self.write_options})
         self.path = table.path
@@ -343,6 +345,7 @@ class PaimonReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         table = Table.open(self.path)
+        table.store.check_readable(table.resolve_snapshot(self.snapshot_id, self.tag))
         files = [f for f in table.live_files(self.snapshot_id, self.tag)
                  if self._keep(f.partition)]
         self.pruned_files = len(files)
@@ -358,23 +361,12 @@ class PaimonReader(DataSourceReader):
         return [_FilePartition(g) for g in groups]
 
     def read(self, partition: _FilePartition) -> Iterator[pa.RecordBatch]:
-        import pyarrow.parquet as pq
-
         from ..fileio import FileIO
+        from ..table import read_data_file
         table_schema = _to_arrow_schema(self.schema)
         io = FileIO.for_path(self.path)
         for path, values in partition.paths:
-            with io.open_input_file(path) as src:
-                t = pq.read_table(src)
-            cols = []
-            for fld in table_schema:
-                if fld.name in t.column_names:
-                    cols.append(t.column(fld.name).cast(fld.type))
-                elif fld.name in values:
-                    cols.append(pa.array([values[fld.name]] * t.num_rows, type=fld.type))
-                else:
-                    cols.append(pa.nulls(t.num_rows, type=fld.type))
-            yield from pa.Table.from_arrays(cols, schema=table_schema).to_batches()
+            yield from read_data_file(io, path, values, table_schema).to_batches()
 
 
 class PaimonDataSource(DataSource):

@@ -99,7 +99,7 @@ def test_create_refuses_an_existing_table(table, table_path):
     ({"commit.max-retries": "-1"}, "'commit.max-retries' = '-1': must be >= 0"),
     ({"commit.timeout": "soon"}, "option 'commit.timeout': invalid duration 'soon'"),
     ({"manifest.target-file-size": "8 parsecs"}, "invalid memory size"),
-    ({"bucket": "4"}, "only bucket-unaware"),
+    ({"bucket": "0"}, "'bucket' = '0': must be -1 (unaware/dynamic), -2 (postpone) or >= 1"),
     ({"snapshot.expire.limit": "-1"}, "'snapshot.expire.limit' = '-1': must be >= 0"),
 ])
 def test_out_of_range_options(tmp_path, options, message):

@@ -110,3 +110,21 @@ def test_expire_snapshots_on_demand(table):
         real = c.expire_snapshots(retain_min=1, time_retained_ms=0)
     assert real.expired_ids == [1, 2, 3, 4]
     assert [s.id for s in table.snapshots()] == [5]
+
+
+def test_wait_for_maintenance_reports_a_timeout(table_path):
+    # Regression: before Python 3.11 concurrent.futures.TimeoutError is not the builtin
+    # TimeoutError, and a timeout was reported as "finished".
+    import threading
+    t = Table.create(str(table_path), SCHEMA, ["dt", "hr"],
+                     dict(EAGER, **{"snapshot.expire.execution-mode": "async"}))
+    gate = threading.Event()
+    c = t.new_commit()
+    c._executor = __import__("concurrent.futures").futures.ThreadPoolExecutor(1)
+    c._last_future = c._executor.submit(gate.wait)
+    try:
+        assert c.wait_for_maintenance(timeout=0.05) is False
+    finally:
+        gate.set()
+    assert c.wait_for_maintenance(timeout=5) is True
+    c.close()
