@@ -174,6 +174,10 @@ class CoreOptions:
         "Size of manifests holding DELETE entries that triggers a full manifest compaction.")
     COMMIT_MAX_RETRIES = ConfigOption("commit.max-retries", 10, _parse_int, _at_least(0),
                                       "Retries after a lost commit race.")
+    COMMIT_SINGLE_WRITER = ConfigOption(
+        "commit.single-writer", False, _parse_bool,
+        description="Only one process commits to this table: allows object stores that cannot "
+                    "prove an atomic create-if-absent (see README, Storage).")
     COMMIT_TIMEOUT = ConfigOption("commit.timeout", None, parse_duration_ms, _at_least(0),
                                   "Total time a commit may spend retrying (unbounded).")
     COMMIT_MIN_RETRY_WAIT = ConfigOption("commit.min-retry-wait", 10, parse_duration_ms,

@@ -42,13 +42,15 @@ class CommitConfig:
     dynamic_partition_overwrite: bool
     merge_min_count: int
     full_compaction_size: int
+    single_writer: bool = False  # commit.single-writer: skip the storage's atomicity probe
 
     @classmethod
     def from_options(cls, o: Mapping[str, Any]) -> "CommitConfig":
         return cls(o["commit.max-retries"], o["commit.timeout"], o["commit.min-retry-wait"],
                    o["commit.max-retry-wait"], o["snapshot.ignore-empty-commit"],
                    o["dynamic-partition-overwrite"], o["manifest.merge-min-count"],
-                   o["manifest.full-compaction-threshold-size"])
+                   o["manifest.full-compaction-threshold-size"],
+                   o.get("commit.single-writer", False))
 
 
 @dataclass
@@ -190,6 +192,8 @@ class FileStoreCommit:
         start = time.monotonic()
         state = _AttemptState()
         cfg = self.config
+        if not cfg.single_writer:  # before anything is published (object stores probe once)
+            self.store.io.check_atomic_create()
         stop = stop_after_attempt(cfg.max_retries + 1)
         if cfg.timeout_ms is not None:
             stop = stop | stop_after_delay(cfg.timeout_ms / 1000.0)
