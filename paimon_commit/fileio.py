@@ -145,25 +145,43 @@ class FileIO(ABC):
         """The normalised path if it is physically inside the root (and not the root);
         UnsafePathError otherwise."""
 
+    # When a list, every path removed through the gate is appended to it (the CLI reports
+    # what a failed run had already deleted).
+    deletion_log: Optional[List[str]] = None
+
     def delete_quietly(self, path: str) -> bool:
         """Delete one file. True if deleted, False if already gone or the delete failed
         (logged). Raises UnsafePathError for anything outside the root or a directory."""
-        return self._unlink(self._check_inside(path))
+        norm = self._check_inside(path)
+        deleted = self._unlink(norm)
+        if deleted and self.deletion_log is not None:
+            self.deletion_log.append(norm)
+        return deleted
 
     def delete_files(self, paths: Iterable[str]) -> List[str]:
         """Delete several files through the gate (every path is checked before the first
         delete); returns the ones deleted. Object stores batch the requests."""
-        checked = [self._check_inside(p) for p in paths]
-        return [p for p in checked if self._unlink(p)]
+        deleted = self._unlink_many([self._check_inside(p) for p in paths])
+        if self.deletion_log is not None:
+            self.deletion_log.extend(deleted)
+        return deleted
 
     def delete_empty_dir(self, path: str) -> bool:
         """Remove a directory only if it is empty; never the root, never recursively.
         Storage without a non-recursive directory remove leaves directories alone."""
-        return self._rmdir(self._check_inside(path))
+        norm = self._check_inside(path)
+        removed = self._rmdir(norm)
+        if removed and self.deletion_log is not None:
+            self.deletion_log.append(norm + "/")
+        return removed
 
     @abstractmethod
     def _unlink(self, norm: str) -> bool:
         """Remove one file at a path the gate accepted (see delete_quietly)."""
+
+    def _unlink_many(self, norms: List[str]) -> List[str]:
+        """Remove files at paths the gate accepted; the ones removed."""
+        return [p for p in norms if self._unlink(p)]
 
     def _rmdir(self, norm: str) -> bool:
         """Remove an empty directory at a path the gate accepted; False = left alone."""

@@ -107,3 +107,6 @@ def test_every_storage_goes_through_the_gate():
         assert cls.delete_quietly is FileIO.delete_quietly
         assert cls.delete_empty_dir is FileIO.delete_empty_dir
         assert cls.delete_files is FileIO.delete_files
+    from paimon_commit.objectstore import ObjectStoreFileIO
+    assert ObjectStoreFileIO.delete_files is FileIO.delete_files
+    assert ObjectStoreFileIO.delete_quietly is FileIO.delete_quietly
