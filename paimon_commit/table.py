@@ -11,6 +11,7 @@ import pyarrow as pa
 
 from .errors import TableExistsError, UnsupportedTableError
 from .fileio import FileIO
+from .objectstore import redact_uri
 from .format import paths as P
 from .format.manifest import DataFileMeta, ManifestEntry
 from .format.schema import TableSchema
@@ -90,7 +91,7 @@ class Table:
         """
         path = str(path)
         io = file_io or FileIO.for_path(path, _str_options(options))
-        return cls(FileStore.open(path, io))
+        return cls(FileStore.open(redact_uri(path), io))  # no credentials in Table.path
 
     @classmethod
     def create(cls, path: str, schema: pa.Schema, partition_keys: Sequence[str] = (),
@@ -119,8 +120,9 @@ class Table:
                                               time_millis=int(time.time() * 1000))
         problem = write_refusal(table_schema, validate_options(table_schema.options))
         if problem:  # before any I/O: a table this library could not write to
-            raise UnsupportedTableError(f"cannot create {path}: {problem}")
+            raise UnsupportedTableError(f"cannot create {redact_uri(path)}: {problem}")
         io = file_io or FileIO.for_path(path, _str_options(storage_options))
+        path = redact_uri(path)  # s3://key:secret@bucket/...: credentials stay in `io` only
         schemas = SchemaManager(io, io.root)
         if schemas.list_ids():
             raise TableExistsError(f"a Paimon table already exists at {path}")
