@@ -57,8 +57,23 @@ def _int_at_least(minimum: int) -> Callable[[str], int]:
 
 # --- commands ----------------------------------------------------------------------------
 
+class _Run:
+    """What this run touched: the storage's deletion log (a failure after the first delete
+    is not "invalid input, nothing touched", and the output says what went)."""
+    deleted: List[str] = []
+    root: str = ""
+
+
+def _io(path: str):
+    from .fileio import FileIO
+    io = FileIO.for_path(path)
+    io.deletion_log = _Run.deleted
+    _Run.root = io.root.rstrip("/") + "/"
+    return io
+
+
 def _open(path: str) -> Table:
-    return Table.open(path)
+    return Table.open(path, file_io=_io(path))
 
 
 def cmd_snapshots(args) -> Dict[str, Any]:
@@ -107,7 +122,8 @@ def cmd_remove_orphan_files(args) -> Dict[str, Any]:
     older = args.older_than
     if args.older_than_duration is not None:
         older = int(time.time() * 1000) - args.older_than_duration
-    ctx = CleanContext(args.table, older_than_ms=older, dry_run=args.dry_run)
+    ctx = CleanContext(args.table, older_than_ms=older, dry_run=args.dry_run,
+                       file_io=_io(args.table))
     progress = _Progress(enabled=sys.stderr.isatty() and not args.json)
     progress.say("listing and reading used files ...")
     if args.mode == "distributed":
@@ -363,6 +379,20 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _fail(args, error: BaseException, code: int) -> int:
+    root = _Run.root
+    deleted = [p[len(root):] if root and p.startswith(root) else p for p in _Run.deleted]
+    print(f"error: {error}", file=sys.stderr)
+    if deleted:
+        print(f"{len(deleted)} path(s) had been deleted before the failure:", file=sys.stderr)
+        for p in deleted:
+            print(f"  {p}", file=sys.stderr)
+    if getattr(args, "json", False):
+        print(json.dumps({"error": str(error), "exit_code": code,
+                          "deleted_files": len(deleted), "files": deleted}))
+    return code
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = build_parser()
     try:
@@ -371,15 +401,15 @@ def main(argv: Optional[List[str]] = None) -> int:
         return EXIT_INVALID if e.code else EXIT_OK
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    _Run.deleted.clear()
     try:
         result = args.run(args)
     except (InvalidInput, OptionError, TableNotFoundError, ValueError, TypeError,
             UnsafePathError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_INVALID
+        # Invalid input only if nothing was touched; after a delete it is a failed run.
+        return _fail(args, e, EXIT_FAILED if _Run.deleted else EXIT_INVALID)
     except (PaimonCommitError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_FAILED
+        return _fail(args, e, EXIT_FAILED)
     if args.json:
         print(json.dumps(result, default=str))
     else:

@@ -189,3 +189,47 @@ def test_info_and_drop_partition(capsys, table, table_path):
     code, _, err = run(capsys, "drop-partition", table_path, "hr=abc")
     assert code == 2
     assert_intact(table_path)
+
+
+def test_a_failure_after_the_first_delete_exits_1_and_says_what_was_deleted(
+        capsys, history_table, table_path, monkeypatch):
+    # Regression: a ValueError raised half-way through deleting exited 2 ("invalid input,
+    # nothing touched") and the output did not say what had gone.
+    import paimon_commit.cli as cli
+    from paimon_commit.fileio import LocalFileIO
+
+    class FailsAtTheThirdDelete(LocalFileIO):
+        calls = 0
+
+        def _unlink(self, norm):
+            FailsAtTheThirdDelete.calls += 1
+            if FailsAtTheThirdDelete.calls == 3:
+                raise ValueError(f"injected failure deleting {norm}")
+            return super()._unlink(norm)
+
+    real_io = cli._io
+
+    def faulty(path):
+        io = real_io(path)
+        f = FailsAtTheThirdDelete(io.root)
+        f.deletion_log = io.deletion_log
+        return f
+    monkeypatch.setattr(cli, "_io", faulty)
+    before = set(files_under(table_path))
+    code, out, err = run(capsys, "expire-snapshots", table_path, "--retain-min", 3,
+                         "--time-retained", "0 ms", "--max-deletes", 50, "--json")
+    assert code == 1, err
+    report = json.loads(out)
+    gone = before - set(files_under(table_path))
+    assert report["deleted_files"] == len(gone) == 2
+    assert set(report["files"]) == gone
+    assert "injected failure" in report["error"] and "2 path(s) had been deleted" in err
+
+
+def test_invalid_input_found_before_any_delete_exits_2(capsys, history_table, table_path):
+    before = files_under(table_path)
+    code, out, err = run(capsys, "drop-partition", table_path, "hr=notanumber", "--json")
+    assert code == 2
+    assert json.loads(out) == {"error": err.splitlines()[0][len("error: "):], "exit_code": 2,
+                               "deleted_files": 0, "files": []}
+    assert files_under(table_path) == before
