@@ -217,6 +217,8 @@ class Table:
         """Tag a snapshot (default: the latest). `time_retained` is a duration ('7 d') or ms."""
         ms = None if time_retained is None else parse_duration_ms(time_retained,
                                                                   "tag time_retained")
+        if ms is None:   # Paimon: tag.default-time-retained applies to manual tags too
+            ms = self.store.options["tag.default-time-retained"]
         return TagOperations(self.store).create_tag(name, snapshot_id, ms)
 
     def delete_tag(self, name: str) -> TagDeleteResult:
@@ -225,6 +227,22 @@ class Table:
     def unfinished_tag_deletions(self) -> List[str]:
         """Tags whose deletion was interrupted; delete_tag(name) finishes each."""
         return TagManager(self.store.io, self.store.root).pending_deletions()
+
+    def expire_tags(self, older_than_ms: Optional[int] = None, dry_run: bool = False,
+                    clock=time.time):
+        """Expire tags past their retention (create time + time retained) and, with
+        `older_than_ms` (epoch ms), tags created before it; each deletion also deletes the
+        files only that tag kept (as delete_tag). Tags without retention are only expired
+        through `older_than_ms`.
+
+        Returns:
+            TagExpireResult (expired_tags, deleted_files, deleted_bytes, ...).
+
+        Raises:
+            CorruptMetadataError: a tag file cannot be parsed (nothing is deleted).
+        """
+        from .operations.tag_lifecycle import expire_tags
+        return expire_tags(self.store, older_than_ms, dry_run, clock)
 
     def rollback_to(self, snapshot_id: Optional[int] = None, tag: Optional[str] = None
                     ) -> RollbackResult:

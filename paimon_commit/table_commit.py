@@ -1,7 +1,14 @@
 """TableCommit: the commit object a job holds. FileStoreCommit plus post-commit maintenance.
 
-After every commit call: partition expiration, consumer expiration, snapshot expiration (in
-that order; none with `write-only=true`). `snapshot.expire.execution-mode`:
+After every commit call: tag auto-creation and tag expiration, partition expiration, consumer
+expiration, snapshot expiration, then the batch tag (in that order; none with
+`write-only=true`). This is the order of Paimon's TableCommitImpl since 1.4.1 (1.3.x ran
+consumer, snapshot, partition, then tags): a period's tag is taken on the snapshot that crossed
+the period boundary before snapshot expiration can remove that snapshot, an expired tag's files
+are freed by the snapshot expiration of the same run, and snapshot expiration, the slowest,
+comes last. The `batch` tag (`tag.automatic-creation=batch`, after one-shot batch commits) is
+taken at the very end, on the state the batch leaves, as Paimon's batch tag step runs after the
+commit. `snapshot.expire.execution-mode`:
 - `sync`: in the committing thread;
 - `async`: on one background thread, in order.
 A maintenance failure never fails the commit that triggered it: it is parked in an error slot
@@ -43,6 +50,7 @@ class MaintenanceResult:
     consumers_expired: List[str] = field(default_factory=list)
     snapshots: Optional[ExpireResult] = None
     seconds: float = 0.0
+    tags: Any = None                  # TagLifecycleResult or None
 
 
 class TableCommit:
@@ -68,6 +76,10 @@ class TableCommit:
             from .operations.partition_expire import PartitionExpire, PartitionExpireConfig
             self.partition_expire = PartitionExpire(
                 store, self._commit, PartitionExpireConfig.from_options(parsed), clock=clock)
+        from .operations.tag_lifecycle import TagLifecycle, TagLifecycleConfig
+        tag_config = TagLifecycleConfig.from_options(parsed)   # before any I/O
+        self.tag_lifecycle = TagLifecycle(store, tag_config, clock=clock) \
+            if tag_config.active and not self.write_only else None
         self.last_result: Optional[CommitResult] = None
         self.last_maintenance: Optional[MaintenanceResult] = None
         self._error: Optional[Exception] = None
@@ -183,6 +195,8 @@ class TableCommit:
     def _run_maintenance(self, identifier: Optional[int]) -> MaintenanceResult:
         t0 = time.perf_counter()
         result = MaintenanceResult()
+        if self.tag_lifecycle is not None:   # tags first: see the module docstring
+            result.tags = self.tag_lifecycle.before_expiration()
         if self.partition_expire is not None:
             result.partitions = self.partition_expire.expire(commit_identifier=identifier)
         consumer_ttl = self.options["consumer.expiration-time"]
@@ -192,6 +206,8 @@ class TableCommit:
         if self._expirer is None:   # one per TableCommit: it carries what it read forward
             self._expirer = ExpireSnapshots(self.store, self.expire_config, clock=self.clock)
         result.snapshots = self._expirer.expire()
+        if self.tag_lifecycle is not None and identifier is None:
+            result.tags = self.tag_lifecycle.after_batch_commit(result.tags)
         result.seconds = time.perf_counter() - t0
         self.last_maintenance = result
         return result

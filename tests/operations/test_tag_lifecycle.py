@@ -1,0 +1,279 @@
+"""Tag lifecycle: automatic creation (process-time, watermark, batch), tag.num-retained-max,
+retention expiry, explicit expire_tags and the expire-tags CLI."""
+import datetime
+import json
+import os
+import time
+import types
+
+import pytest
+
+from conftest import SCHEMA, files_under, make_rows
+from invariants import assert_intact
+from oracle import pp_read, rows
+
+from paimon_commit import Table
+from paimon_commit.errors import OptionError
+from paimon_commit.format.snapshot import Tag
+from paimon_commit.operations import commit as commit_mod
+from paimon_commit.operations.tag_lifecycle import TagPeriodHandler, expire_tags
+from paimon_commit.table_commit import TableCommit
+from paimon_commit.tags import TagManager
+
+
+class Clock:
+    """A fake wall clock (seconds), also used as the commit time of snapshots."""
+
+    def __init__(self, when: datetime.datetime):
+        self.now = when.timestamp()
+
+    def __call__(self) -> float:
+        return self.now
+
+    def set(self, when: datetime.datetime) -> None:
+        self.now = when.timestamp()
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    c = Clock(datetime.datetime(2024, 1, 1, 10, 0))
+    shim = types.SimpleNamespace(time=c, perf_counter=time.perf_counter, sleep=time.sleep,
+                                 monotonic=time.monotonic)
+    monkeypatch.setattr(commit_mod, "time", shim)   # snapshots get timeMillis from the clock
+    return c
+
+
+def commit_rows(table, commit, ids, identifier=None, hr=1):
+    w = table.new_writer()
+    w.write_arrow(make_rows(ids, hr=hr))
+    return commit.commit(w.prepare_commit(), identifier)
+
+
+def tag_ids(table):
+    return {t.name: t.id for t in table.tags()}
+
+
+def test_period_names_and_normalisation():
+    d = TagPeriodHandler("daily")
+    t = datetime.datetime(2024, 1, 2, 3, 4)
+    assert d.time_to_tag(d.normalize_to_previous_tag(t)) == "2024-01-01"
+    assert d.is_auto_tag("2024-01-01") and d.is_auto_tag("2024-01-01 12")
+    assert not d.is_auto_tag("release-1") and not d.is_auto_tag("2024-13-01")
+    h = TagPeriodHandler("hourly", "without_dashes")
+    assert h.time_to_tag(h.normalize_to_previous_tag(t)) == "20240102 02"
+    assert h.tag_to_time("20240102 02") == datetime.datetime(2024, 1, 2, 2)
+    two = TagPeriodHandler("two-hours")
+    assert two.time_to_tag(two.normalize_to_previous_tag(t)) == "2024-01-02 00"
+    assert two.time_to_tag(two.normalize_to_previous_tag(datetime.datetime(2024, 1, 2, 5))) \
+        == "2024-01-02 02"
+
+
+def test_process_time_daily_tags_with_delay(table_path, clock):
+    t = Table.create(str(table_path), SCHEMA, ["dt", "hr"],
+                     {"tag.automatic-creation": "process-time", "tag.creation-delay": "1 h"})
+    with TableCommit(t.store, "job", clock=clock) as c:
+        commit_rows(t, c, [1], 1)                      # first snapshot: tag of the day before
+        assert tag_ids(t) == {"2023-12-31": 1}
+        clock.set(datetime.datetime(2024, 1, 1, 23, 0))
+        commit_rows(t, c, [2], 2)
+        clock.set(datetime.datetime(2024, 1, 2, 0, 30))   # period over, delay not yet
+        commit_rows(t, c, [3], 3)
+        assert tag_ids(t) == {"2023-12-31": 1}
+        clock.set(datetime.datetime(2024, 1, 2, 1, 30))
+        commit_rows(t, c, [4], 4)
+        assert tag_ids(t) == {"2023-12-31": 1, "2024-01-01": 4}
+    # A new commit object picks up where the tags on disk left off.
+    clock.set(datetime.datetime(2024, 1, 3, 2, 0))
+    with TableCommit(t.store, "job", clock=clock) as c:
+        commit_rows(t, c, [5], 5)
+    assert tag_ids(t) == {"2023-12-31": 1, "2024-01-01": 4, "2024-01-02": 5}
+    # Plain snapshot JSON without retention (readable by Paimon <= 0.7 as well).
+    raw = json.loads((table_path / "tag" / "tag-2024-01-01").read_text())
+    assert raw["id"] == 4 and "tagCreateTime" not in raw
+    assert_intact(table_path, expected_by_tag={"2024-01-01": [1, 2, 3, 4]})
+
+
+def test_num_retained_max_deletes_oldest_auto_tags_and_their_files(table_path, clock):
+    t = Table.create(str(table_path), SCHEMA, ["dt", "hr"],
+                     {"tag.automatic-creation": "process-time", "tag.num-retained-max": "2",
+                      "snapshot.num-retained.min": "1", "snapshot.time-retained": "0 ms",
+                      "snapshot.expire.limit": "100"})
+    with TableCommit(t.store, "job", clock=clock) as c:
+        commit_rows(t, c, [1], 1, hr=1)
+        t.create_tag("release")              # a user's tag: never counted
+        for day in range(2, 6):
+            clock.set(datetime.datetime(2024, 1, day, 1, 0))
+            # each day replaces the partition: the old file lives on only in tags
+            w = t.new_writer()
+            w.write_arrow(make_rows([day], hr=1))
+            c.overwrite(w.prepare_commit(), commit_identifier=day)
+    assert sorted(tag_ids(t)) == ["2024-01-03", "2024-01-04", "release"]
+    # Days 2 and 3 were pinned only by the deleted tags 2024-01-01 and -02: gone from disk.
+    names = [n for n in files_under(table_path) if n.endswith(".parquet")]
+    assert len(names) == 3   # release (day 1), tag 01-03 (day 4), tag 01-04 = the latest
+    got = assert_intact(table_path, expected_by_tag={"release": [1], "2024-01-03": [4],
+                                                     "2024-01-04": [5]})
+    assert [r["id"] for r in rows(pp_read(table_path))] == [5]
+    assert got.latest_snapshot().id == 5
+
+
+def test_default_time_retained_expires_auto_tags(table_path, clock):
+    t = Table.create(str(table_path), SCHEMA, ["dt", "hr"],
+                     {"tag.automatic-creation": "process-time",
+                      "tag.default-time-retained": "2 d"})
+    with TableCommit(t.store, "job", clock=clock) as c:
+        commit_rows(t, c, [1], 1)
+        raw = json.loads((table_path / "tag" / "tag-2023-12-31").read_text())
+        assert raw["tagCreateTime"][:4] == [2024, 1, 1, 10]
+        assert float(raw["tagTimeRetained"]) == 172800.0
+        clock.set(datetime.datetime(2024, 1, 3, 9, 0))     # 47 h later: kept
+        commit_rows(t, c, [2], 2)
+        assert "2023-12-31" in tag_ids(t)
+        clock.set(datetime.datetime(2024, 1, 3, 11, 0))    # 49 h: expired
+        commit_rows(t, c, [3], 3)
+        assert "2023-12-31" not in tag_ids(t)
+        assert "2024-01-02" in tag_ids(t)
+        assert c.last_maintenance.tags.expired == ["2023-12-31"]
+
+
+def test_user_tag_retention_and_tag_without_retention(table_path, clock):
+    t = Table.create(str(table_path), SCHEMA, ["dt", "hr"],
+                     {"snapshot.num-retained.min": "1", "snapshot.time-retained": "0 ms"})
+    with TableCommit(t.store, "job", clock=clock) as c:
+        commit_rows(t, c, [1], 1)
+        snap = t.latest_snapshot()
+        tm = TagManager(t.store.io, t.store.root)
+        tm.create(Tag("short", snap, datetime.datetime(2024, 1, 1, 10, 0), 3_600_000))
+        t.create_tag("forever")                         # no retention
+        w = t.new_writer()
+        w.write_arrow(make_rows([2], hr=1))
+        c.overwrite(w.prepare_commit(), commit_identifier=2)   # snapshot 1 expires
+        assert [s.id for s in t.snapshots()] == [2]
+        assert set(tag_ids(t)) == {"short", "forever"}
+        clock.set(datetime.datetime(2030, 1, 1))
+        commit_rows(t, c, [3], 3, hr=2)
+    assert set(tag_ids(t)) == {"forever"}        # never expired automatically
+    assert_intact(table_path, expected_by_tag={"forever": [1]})
+
+
+def test_expired_tag_alone_pinning_files_deletes_them(table_path, clock):
+    t = Table.create(str(table_path), SCHEMA, ["dt", "hr"],
+                     {"snapshot.num-retained.min": "1", "snapshot.time-retained": "0 ms"})
+    with TableCommit(t.store, "job", clock=clock) as c:
+        commit_rows(t, c, [1], 1)
+        tm = TagManager(t.store.io, t.store.root)
+        tm.create(Tag("t1", t.latest_snapshot(), datetime.datetime(2024, 1, 1, 9), 60_000))
+        before = [n for n in files_under(table_path) if n.endswith(".parquet")]
+        w = t.new_writer()
+        w.write_arrow(make_rows([2], hr=1))
+        c.overwrite(w.prepare_commit(), commit_identifier=2)
+        # tag expired at the same time: the overwritten file goes within this maintenance
+        assert c.last_maintenance.tags.expired == ["t1"]
+    after = [n for n in files_under(table_path) if n.endswith(".parquet")]
+    assert not set(before) & set(after)
+    assert not (table_path / ".tag-deletions" / "tag-t1").exists()
+    assert [r["id"] for r in rows(pp_read(table_path))] == [2]
+
+
+def test_watermark_mode(table_path, clock, monkeypatch):
+    wm = {"value": None}
+    orig = commit_mod.FileStoreCommit._write_snapshot_files
+
+    def with_watermark(self, *a, **kw):
+        return orig(self, *a, **kw).with_(watermark=wm["value"])
+    monkeypatch.setattr(commit_mod.FileStoreCommit, "_write_snapshot_files", with_watermark)
+    t = Table.create(str(table_path), SCHEMA, ["dt", "hr"],
+                     {"tag.automatic-creation": "watermark", "tag.creation-period": "hourly"})
+    utc = datetime.timezone.utc
+    with TableCommit(t.store, "job", clock=clock) as c:
+        commit_rows(t, c, [1], 1)                  # no watermark: skipped
+        assert tag_ids(t) == {}
+        wm["value"] = int(datetime.datetime(2024, 5, 1, 7, 10, tzinfo=utc).timestamp() * 1000)
+        commit_rows(t, c, [2], 2)
+        assert tag_ids(t) == {"2024-05-01 06": 2}
+        wm["value"] = int(datetime.datetime(2024, 5, 1, 7, 50, tzinfo=utc).timestamp() * 1000)
+        commit_rows(t, c, [3], 3)
+        wm["value"] = int(datetime.datetime(2024, 5, 1, 8, 0, tzinfo=utc).timestamp() * 1000)
+        commit_rows(t, c, [4], 4)
+    assert tag_ids(t) == {"2024-05-01 06": 2, "2024-05-01 07": 4}
+    assert_intact(table_path, expected_by_tag={"2024-05-01 07": [1, 2, 3, 4]})
+
+
+def test_batch_mode_tags_each_batch_commit(table_path, clock):
+    t = Table.create(str(table_path), SCHEMA, ["dt", "hr"],
+                     {"tag.automatic-creation": "batch", "tag.num-retained-max": "2"})
+    for day in (1, 1, 2, 3):
+        clock.set(datetime.datetime(2024, 1, day, 12, 0))
+        with TableCommit(t.store, "job", clock=clock) as c:
+            commit_rows(t, c, [len(t.snapshots()) + 1])       # one-shot batch commit
+    # Day 1 was tagged twice: the second replaced the first; then only 2 are kept.
+    assert tag_ids(t) == {"batch-write-2024-01-02": 3, "batch-write-2024-01-03": 4}
+    # Streaming commits (with an identifier) do not create batch tags.
+    with TableCommit(t.store, "job", clock=clock) as c:
+        commit_rows(t, c, [9], 9)
+    assert len(t.tags()) == 2
+    assert_intact(table_path, expected_by_tag={"batch-write-2024-01-02": [1, 2, 3]})
+
+
+def test_explicit_expire_tags_older_than_and_dry_run(table_path, clock):
+    t = Table.create(str(table_path), SCHEMA, ["dt", "hr"])
+    with TableCommit(t.store, "job", clock=clock) as c:
+        commit_rows(t, c, [1], 1)
+    tm = TagManager(t.store.io, t.store.root)
+    snap = t.latest_snapshot()
+    tm.create(Tag("old", snap, datetime.datetime(2024, 1, 1), 10 * 86_400_000))
+    tm.create(Tag("new", snap, datetime.datetime(2024, 3, 1), 10 * 86_400_000))
+    cutoff = int(datetime.datetime(2024, 2, 1).timestamp() * 1000)
+    clock.set(datetime.datetime(2024, 1, 2))
+    dry = expire_tags(t.store, older_than_ms=cutoff, dry_run=True, clock=clock)
+    assert dry.expired_tags == ["old"] and dry.dry_run
+    assert set(tag_ids(t)) == {"old", "new"}
+    r = t.expire_tags(older_than_ms=cutoff, clock=clock)
+    assert r.expired_tags == ["old"] and set(tag_ids(t)) == {"new"}
+
+
+def test_cli_expire_tags(table_path, clock, capsys):
+    from paimon_commit.cli import main
+    t = Table.create(str(table_path), SCHEMA, ["dt", "hr"])
+    with TableCommit(t.store, "job", clock=clock) as c:
+        commit_rows(t, c, [1], 1)
+    tm = TagManager(t.store.io, t.store.root)
+    tm.create(Tag("old", t.latest_snapshot(), datetime.datetime(2001, 1, 1), 1000))
+    t.create_tag("keep")
+    assert main(["expire-tags", str(table_path), "--dry-run", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["expired_tags"] == ["old"] and out["dry_run"] is True
+    assert set(tag_ids(t)) == {"old", "keep"}
+    assert main(["expire-tags", str(table_path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["expired_tags"] == ["old"]
+    assert set(tag_ids(t)) == {"keep"}
+    assert main(["expire-tags", str(table_path), "--older-than", "yesterday"]) == 2
+    assert "invalid timestamp 'yesterday'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"tag.automatic-creation": "hourly"},
+     "option 'tag.automatic-creation': 'hourly' is not one of none, process-time, watermark, "
+     "batch"),
+    ({"tag.creation-period": "weekly"},
+     "option 'tag.creation-period': 'weekly' is not one of daily, hourly, two-hours"),
+    ({"tag.automatic-creation": "process-time", "tag.creation-delay": "1 d"},
+     "option 'tag.creation-delay' = 1 d must be shorter than 'tag.creation-period' = daily"),
+    ({"tag.num-retained-max": "0"}, "option 'tag.num-retained-max' = '0': must be >= 1"),
+    ({"tag.default-time-retained": "soon"}, "option 'tag.default-time-retained'"),
+    ({"tag.automatic-creation": "process-time", "tag.period-formatter": "without_dashes"},
+     "makes all-digit tag names"),
+    ({"sink.watermark-time-zone": "Mars/Olympus"},
+     "option 'sink.watermark-time-zone' = 'Mars/Olympus': unknown time zone"),
+])
+def test_bad_tag_options_fail_before_any_io(table_path, options, message):
+    with pytest.raises(OptionError) as e:
+        Table.create(str(table_path), SCHEMA, ["dt", "hr"], options)
+    assert message in str(e.value)
+    assert not os.path.exists(table_path / "schema")
+
+
+def test_bad_batch_tag_name_fails_before_commit(table):
+    with pytest.raises(OptionError, match="tag.batch.customized-name"):
+        TableCommit(table.store, options={"tag.automatic-creation": "batch",
+                                          "tag.batch.customized-name": "a/b"})
