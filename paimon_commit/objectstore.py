@@ -535,11 +535,10 @@ class ObjectStoreFileIO(FileIO):
         self._sizes.pop(norm, None)
         return True
 
-    def delete_files(self, paths: Iterable[str]) -> List[str]:
-        """Delete through the gate (every path checked before the first request), up to
-        1,000 keys per request. On a failed batch, its keys are retried one by one."""
+    def _unlink_many(self, checked: List[str]) -> List[str]:
+        """Up to 1,000 keys per request (the gate checked every path before the first
+        request). On a failed batch, its keys are retried one by one."""
         import obstore
-        checked = [self._check_inside(p) for p in paths]
         done: List[str] = []
         for i in range(0, len(checked), _DELETE_BATCH):
             chunk = checked[i:i + _DELETE_BATCH]
