@@ -376,6 +376,8 @@ def build_parser() -> argparse.ArgumentParser:
     g = c.add_mutually_exclusive_group(required=True)
     g.add_argument("--snapshot", type=_int_at_least(1))
     g.add_argument("--tag")
+    from .cli_maintenance import add_commands   # expire-tags, maintain, report, patterns
+    add_commands(sub, command)
     return p
 
 
@@ -412,6 +414,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         return _fail(args, e, EXIT_FAILED)
     if args.json:
         print(json.dumps(result, default=str))
+    elif getattr(args, "print_text", None) is not None:   # commands formatting their text
+        args.print_text(result)
     else:
         _print_text(args.command, result)
-    return EXIT_OK
+    return getattr(args, "exit_code", EXIT_OK)   # 1: a command that went on past failures

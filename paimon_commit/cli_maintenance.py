@@ -1,0 +1,229 @@
+"""CLI commands for tag expiration, warehouse maintenance and the health report, and
+`WAREHOUSE/db.db/*` patterns for `remove-orphan-files` and `expire-snapshots`.
+
+`cli.build_parser` calls `add_commands`; commands return a dict (printed as JSON with
+`--json`), may set `args.print_text` to format their own text and `args.exit_code` (1 when a
+table failed). A live progress bar is drawn on stderr only on a terminal and never with
+`--json` (progress.terminal_progress).
+"""
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any, Callable, Dict, List
+
+from .progress import terminal_progress
+
+__all__ = ["add_commands", "cmd_expire_tags", "cmd_maintain", "cmd_report"]
+
+EXIT_FAILED = 1
+
+
+def _rel(root: str, path: str) -> str:
+    root = root.rstrip("/") + "/"
+    return path[len(root):] if path.startswith(root) else path
+
+
+# --- expire-tags ---------------------------------------------------------------------------
+
+def cmd_expire_tags(args) -> Dict[str, Any]:
+    """`expire-tags TABLE [--older-than TS] [--dry-run]`."""
+    from . import cli
+    t = cli._open(args.table)
+    r = t.expire_tags(older_than_ms=args.older_than, dry_run=args.dry_run)
+    out = r.to_dict()
+    out["files"] = [_rel(t.store.root, p) for p in r.deleted_paths]
+    args.print_text = _print_expire_tags
+    return out
+
+
+def _print_expire_tags(r: Dict[str, Any]) -> None:
+    verb = "would expire" if r["dry_run"] else "expired"
+    names = ", ".join(r["expired_tags"]) or "none"
+    print(f"{verb} {len(r['expired_tags'])} tag(s): {names}")
+    if not r["dry_run"]:
+        print(f"deleted {r['deleted_files']} file(s), {r['deleted_bytes']} bytes")
+    for name in r["finished_deletions"]:
+        print(f"finished the interrupted deletion of tag {name}")
+    for s in r["skipped"]:
+        print(f"skipped: {s}")
+
+
+# --- maintain ------------------------------------------------------------------------------
+
+def cmd_maintain(args) -> Dict[str, Any]:
+    """`maintain WAREHOUSE [...]`: every table; exit code 1 if any failed or was skipped."""
+    from .warehouse import find_tables, maintain_warehouse
+    older = None
+    if args.older_than_duration is not None:
+        older = int(time.time() * 1000) - args.older_than_duration
+    tables = find_tables(args.warehouse, args.database, args.table)   # invalid input: exit 2
+    progress = terminal_progress(args.json)
+    try:
+        results = maintain_warehouse(args.warehouse, orphans=args.orphans,
+                                     older_than_ms=older, parallelism=args.parallelism,
+                                     dry_run=args.dry_run, progress=progress, tables=tables)
+    finally:
+        if progress is not None:
+            progress.close()
+    out = {"warehouse": args.warehouse, "dry_run": args.dry_run,
+           "tables": [r.to_dict() for r in results],
+           "ok": sum(r.status == "ok" for r in results),
+           "failed": sum(r.status == "failed" for r in results),
+           "skipped": sum(r.status == "skipped" for r in results),
+           "deleted_files": sum(r.deleted_files for r in results),
+           "deleted_bytes": sum(r.deleted_bytes for r in results)}
+    if out["failed"] or out["skipped"]:
+        args.exit_code = EXIT_FAILED
+    args.print_text = _print_maintain
+    return out
+
+
+def _print_maintain(r: Dict[str, Any]) -> None:
+    verb = "would delete" if r["dry_run"] else "deleted"
+    for t in r["tables"]:
+        if t["status"] == "ok":
+            print(f"{t['table']:<32} ok       {t['snapshots_expired']} snapshot(s), "
+                  f"{len(t['tags_expired'])} tag(s), {len(t['partitions_expired'])} "
+                  f"partition(s), {len(t['consumers_expired'])} consumer(s) expired, "
+                  f"{t['orphans_deleted']} orphan(s); {verb} {t['deleted_files']} file(s), "
+                  f"{t['deleted_bytes']} bytes")
+        else:
+            print(f"{t['table']:<32} {t['status']:<8} {t['reason']}")
+    print(f"{len(r['tables'])} table(s): {r['ok']} ok, {r['failed']} failed, "
+          f"{r['skipped']} skipped; {verb} {r['deleted_files']} file(s), "
+          f"{r['deleted_bytes']} bytes")
+
+
+# --- report --------------------------------------------------------------------------------
+
+def cmd_report(args) -> Dict[str, Any]:
+    """`report TABLE [--html OUT] [--json]`: the table's health report."""
+    from . import cli
+    from .report import build_report, render_html
+    t = cli._open(args.table)
+    progress = terminal_progress(args.json)
+    try:
+        rep = build_report(t, progress=progress)
+    finally:
+        if progress is not None:
+            progress.close()
+    if args.html:
+        with open(args.html, "w", encoding="utf-8") as f:
+            f.write(render_html(rep))
+    out = rep.to_dict()
+    out["html"] = args.html
+    args.print_text = _print_report
+    return out
+
+
+def _print_report(r: Dict[str, Any]) -> None:
+    print(f"table            {r['table']}")
+    print(f"snapshots        {r['snapshots']} (tags {len(r['tags'])})")
+    print(f"live             {r['live_files']} file(s), {r['live_bytes']} bytes")
+    print(f"on disk          {r['disk_files']} file(s), {r['disk_bytes']} bytes")
+    for cause, v in r["reclaimable"].items():
+        print(f"reclaimable      {cause}: {v['files']} file(s), {v['bytes']} bytes")
+    if r.get("html"):
+        print(f"html report      {r['html']}")
+
+
+# --- patterns for remove-orphan-files and expire-snapshots ---------------------------------
+
+def _each_table(run: Callable) -> Callable:
+    """Wrap a single-table command: a `WAREHOUSE/db.db/*` pattern runs it on every matching
+    table, going on past failures (exit code 1 if any failed)."""
+    def wrapped(args):
+        from .warehouse import is_table_pattern, resolve_table_pattern
+        if not is_table_pattern(args.table):
+            return run(args)
+        from .errors import PaimonCommitError
+        refs = resolve_table_pattern(args.table)
+        if not refs:
+            raise ValueError(f"no table matches {args.table}")
+        pattern = args.table
+        results: List[Dict[str, Any]] = []
+        for ref in refs:
+            args.table = ref.path
+            try:
+                results.append({"table": ref.full_name, "path": ref.path, "status": "ok",
+                                "result": run(args)})
+            except (PaimonCommitError, OSError, ValueError, TypeError) as e:
+                results.append({"table": ref.full_name, "path": ref.path, "status": "failed",
+                                "reason": str(e)})
+        args.table = pattern
+        failed = sum(r["status"] != "ok" for r in results)
+        if failed:
+            args.exit_code = EXIT_FAILED
+        args.print_text = _print_each
+        return {"pattern": pattern, "tables": results, "failed": failed}
+    return wrapped
+
+
+def _print_each(r: Dict[str, Any]) -> None:
+    for t in r["tables"]:
+        if t["status"] != "ok":
+            print(f"{t['table']:<32} failed   {t['reason']}")
+            continue
+        x = t["result"]
+        verb = "would delete" if x.get("dry_run") else "deleted"
+        extra = f"{x['expired_snapshots']} snapshot(s) expired; " \
+            if "expired_snapshots" in x else ""
+        print(f"{t['table']:<32} ok       {extra}{verb} {x.get('deleted_files', 0)} file(s), "
+              f"{x.get('deleted_bytes', 0)} bytes")
+    print(f"{len(r['tables'])} table(s), {r['failed']} failed")
+
+
+# --- registration --------------------------------------------------------------------------
+
+def add_commands(sub, command: Callable) -> None:
+    """Add `expire-tags`, `maintain` and `report` to the CLI's subparsers, and let
+    `remove-orphan-files` / `expire-snapshots` take table patterns.
+
+    Args:
+        sub: the argparse subparsers object of cli.build_parser.
+        command: cli.build_parser's helper that adds a TABLE command.
+    """
+    from .cli import _duration, _int_at_least, _timestamp_ms
+    c = command("expire-tags", cmd_expire_tags,
+                "expire tags past their retention (and, with --older-than, tags created "
+                "before it); the files only they kept are deleted",
+                "paimon-commit expire-tags /data/wh/db.db/events --older-than "
+                "'2024-06-01 00:00:00' --dry-run")
+    c.add_argument("--older-than", type=_timestamp_ms, metavar="'YYYY-MM-DD HH:MM:SS'",
+                   help="also expire tags created before this local time (tags without a "
+                        "create time: by their file's modification time)")
+    c.add_argument("--dry-run", action="store_true", help="report, delete nothing")
+
+    help_ = ("maintain every table of a warehouse (<warehouse>/<db>.db/<table>) as its options "
+             "ask: tag, partition, consumer and snapshot expiration, orphan cleanup with "
+             "--orphans; goes on past failing tables (exit code 1 if any failed)")
+    m = sub.add_parser("maintain", help=help_, description=help_,
+                       epilog="example:\n  paimon-commit maintain /data/wh --database sales "
+                              "--orphans --older-than-duration '2 d' --parallelism 4",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    m.add_argument("warehouse", help="warehouse path (local path, file://, hdfs://, s3://)")
+    m.add_argument("--json", action="store_true", help="print one JSON object")
+    m.add_argument("--database", metavar="D", help="only this database (glob accepted)")
+    m.add_argument("--table", metavar="GLOB", help="only tables whose name matches "
+                                                   "(db.table when the glob has a dot)")
+    m.add_argument("--orphans", action="store_true", help="also remove orphan files")
+    m.add_argument("--older-than-duration", type=_duration, metavar="DURATION",
+                   help="orphans must be older than this (default '1 d')")
+    m.add_argument("--parallelism", type=_int_at_least(1), default=2,
+                   help="tables maintained at the same time (worker processes; default 2)")
+    m.add_argument("--dry-run", action="store_true", help="report, change nothing")
+    m.set_defaults(run=cmd_maintain)
+
+    r = command("report", cmd_report,
+                "health report: live vs on-disk bytes, reclaimable bytes by cause, history "
+                "charts, largest partitions, tags and their pinned bytes",
+                "paimon-commit report /data/wh/db.db/events --html report.html")
+    r.add_argument("--html", metavar="OUT", help="write a self-contained HTML page here")
+
+    for name in ("remove-orphan-files", "expire-snapshots"):
+        p = sub.choices.get(name)
+        if p is not None:
+            p.set_defaults(run=_each_table(p.get_default("run")))
+            p.epilog = (p.epilog or "") + \
+                f"\n  paimon-commit {name} '/data/wh/sales.db/*' --dry-run   (every table)"

@@ -1,0 +1,375 @@
+"""Maintenance of a whole warehouse: every table `<warehouse>/<db>.db/<table>`, several at a
+time, each with what its own options ask for.
+
+Per table, in the order of post-commit maintenance (see table_commit.py): tag expiration
+(`tag.time-expire-enabled`: tags past their retention), partition expiration (when
+`partition.expiration-time` is set), consumer expiration (when `consumer.expiration-time` is
+set), snapshot expiration (always, with the table's `snapshot.*` options), and orphan cleanup
+when asked. Tags are not created here: automatic tags are taken by commits, at the snapshot
+that crossed a period boundary.
+
+A table that fails is reported with its name and the reason and the run goes on with the
+others. A table whose metadata cannot be read (no readable schema, a bad option, a damaged
+snapshot or tag) is skipped with its reason; nothing of it is deleted or "repaired".
+
+Tables run in worker processes (`workers="process"`, the default when parallelism > 1: the
+work is CPU-bound decoding, which threads would serialise on the GIL) or threads.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import fnmatch
+import logging
+import multiprocessing
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from .errors import (CorruptMetadataError, OptionError, PaimonCommitError, TableNotFoundError,
+                     UnsupportedTableError)
+from .fileio import FileIO
+from .format import paths as P
+from .progress import MAINTAINING, ProgressCallback, emit
+
+log = logging.getLogger(__name__)
+
+__all__ = ["TableRef", "TableMaintenanceResult", "find_tables", "resolve_table_pattern",
+           "maintain_table", "maintain_warehouse", "is_table_pattern"]
+
+_GLOB_CHARS = set("*?[")
+# Errors meaning "this table's metadata cannot be read": skipped, never acted on.
+_UNREADABLE = (CorruptMetadataError, OptionError, TableNotFoundError, UnsupportedTableError,
+               UnicodeDecodeError)
+
+
+@dataclass(frozen=True)
+class TableRef:
+    """A table found in a warehouse."""
+    database: str
+    name: str
+    path: str
+
+    @property
+    def full_name(self) -> str:
+        """`db.table`."""
+        return f"{self.database}.{self.name}"
+
+
+@dataclass
+class TableMaintenanceResult:
+    """What maintaining one table did. `status` is `ok`, `failed` (a step raised: `reason`
+    says which and why) or `skipped` (its metadata could not be read; nothing was done)."""
+    table: str
+    path: str
+    status: str = "ok"
+    reason: Optional[str] = None
+    dry_run: bool = False
+    tags_expired: List[str] = field(default_factory=list)
+    partitions_expired: List[Dict[str, Any]] = field(default_factory=list)
+    consumers_expired: List[str] = field(default_factory=list)
+    snapshots_expired: int = 0
+    orphans_deleted: int = 0
+    deleted_files: int = 0
+    deleted_bytes: int = 0
+    seconds: float = 0.0
+    steps: Dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """True when every step ran."""
+        return self.status == "ok"
+
+    @property
+    def failed(self) -> bool:
+        """True for `failed` and `skipped` tables: both make the CLI exit with 1."""
+        return self.status != "ok"
+
+    def to_dict(self) -> Dict[str, Any]:
+        """JSON-ready dict."""
+        return {"table": self.table, "path": self.path, "status": self.status,
+                "reason": self.reason, "dry_run": self.dry_run,
+                "tags_expired": self.tags_expired,
+                "partitions_expired": self.partitions_expired,
+                "consumers_expired": self.consumers_expired,
+                "snapshots_expired": self.snapshots_expired,
+                "orphans_deleted": self.orphans_deleted,
+                "deleted_files": self.deleted_files, "deleted_bytes": self.deleted_bytes,
+                "seconds": round(self.seconds, 6), "steps": self.steps}
+
+
+# --- finding tables ------------------------------------------------------------------------
+
+def _join(base: str, *parts: str) -> str:
+    return "/".join([base.rstrip("/")] + list(parts))
+
+
+def find_tables(warehouse: str, database: Optional[str] = None,
+                table_glob: Optional[str] = None, file_io: Optional[FileIO] = None
+                ) -> List[TableRef]:
+    """Every table `<warehouse>/<db>.db/<table>` (a directory holding `schema/schema-N`).
+
+    Args:
+        warehouse: the warehouse directory (local path or URI).
+        database: only this database (a glob such as `sales_*` is accepted).
+        table_glob: only tables whose name (or `db.table`, when the glob has a dot) matches.
+        file_io: storage to use (default: chosen from the warehouse URI).
+
+    Returns:
+        TableRefs sorted by `db.table`.
+
+    Raises:
+        TableNotFoundError: the warehouse directory does not exist or holds no database.
+    """
+    io = file_io or FileIO.for_path(warehouse)
+    root = io.root
+    dbs = [st for st in io.list_status(root) if st.is_dir and st.name.endswith(".db")
+           and not getattr(st, "is_symlink", False)]
+    if not dbs and not io.exists(root):
+        raise TableNotFoundError(f"warehouse {warehouse} does not exist")
+    out: List[TableRef] = []
+    for db in dbs:
+        db_name = db.name[:-3]
+        if database is not None and not fnmatch.fnmatchcase(db_name, database):
+            continue
+        for st in io.list_status(db.path):
+            if not st.is_dir or getattr(st, "is_symlink", False):
+                continue
+            if table_glob is not None:
+                subject = f"{db_name}.{st.name}" if "." in table_glob else st.name
+                if not fnmatch.fnmatchcase(subject, table_glob):
+                    continue
+            names = io.list_names(io.join(st.path, "schema"))
+            if any(P.parse_schema_id(n) is not None for n in names):
+                out.append(TableRef(db_name, st.name, _join(warehouse, db.name, st.name)))
+    out.sort(key=lambda t: t.full_name)
+    return out
+
+
+def is_table_pattern(path: str) -> bool:
+    """Whether a table argument is a `WAREHOUSE/db.db/*`-style pattern."""
+    return any(c in _GLOB_CHARS for c in str(path))
+
+
+def resolve_table_pattern(pattern: str, file_io: Optional[FileIO] = None) -> List[TableRef]:
+    """Tables matching `<warehouse>/<db glob>.db/<table glob>` (like Paimon's `db.*`).
+
+    Args:
+        pattern: e.g. `/data/wh/sales.db/*`, `/data/wh/*.db/events_*`.
+        file_io: storage of the warehouse (default: from the URI).
+
+    Returns:
+        The matching tables (possibly none).
+
+    Raises:
+        ValueError: the pattern is not of that form (the warehouse part may not be a glob).
+    """
+    text = str(pattern).rstrip("/")
+    parts = text.rsplit("/", 2)
+    if len(parts) != 3 or not parts[1].endswith(".db") or is_table_pattern(parts[0]):
+        raise ValueError(f"table pattern {pattern!r} must look like WAREHOUSE/db.db/* or "
+                         f"WAREHOUSE/*.db/name* (globs only in the database and table parts)")
+    warehouse, db_glob, table_glob = parts[0] or "/", parts[1][:-3], parts[2]
+    return find_tables(warehouse, db_glob, table_glob, file_io)
+
+
+# --- one table -----------------------------------------------------------------------------
+
+def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
+                   older_than_ms: Optional[int] = None, dry_run: bool = False,
+                   clock: Callable[[], float] = time.time,
+                   progress: Optional[ProgressCallback] = None) -> TableMaintenanceResult:
+    """Maintain one table as its options ask (see the module docstring); never raises for a
+    table-level problem, which is reported in the result instead.
+
+    Args:
+        path: the table directory.
+        name: the name to report (default: the path).
+        orphans: also remove orphan files.
+        older_than_ms: orphan age threshold (epoch ms; default: a day before now).
+        dry_run: report what would be done, change nothing.
+        clock: seconds since the epoch.
+        progress: optional callback (phases per step).
+
+    Returns:
+        TableMaintenanceResult with status `ok`, `failed` or `skipped`.
+    """
+    t0 = time.perf_counter()
+    name = name or str(path)
+    result = TableMaintenanceResult(name, str(path), dry_run=dry_run)
+    step = "opening"
+    try:
+        from .table import Table
+        table = Table.open(str(path))
+        store, options = table.store, table.store.options
+        from .operations.tag_lifecycle import TagLifecycleConfig, expire_tags
+        tag_config = TagLifecycleConfig.from_options(options)   # before any change
+        # Refuse to act on a table we cannot fully read: every snapshot file listed must
+        # parse before anything is deleted (expiration re-checks what it touches).
+        step = "reading metadata"
+        emit(progress, "reading metadata", 0, None, "snapshots", name)
+        for _ in store.snapshots.snapshots():
+            pass
+        if tag_config.time_expire_enabled:
+            step = "tag expiration"
+            emit(progress, step, 0, None, "tags", name)
+            r = expire_tags(store, dry_run=dry_run, clock=clock)
+            result.tags_expired = list(r.expired_tags)
+            result.deleted_files += r.deleted_files
+            result.deleted_bytes += r.deleted_bytes
+            result.steps["tags"] = r.to_dict()
+        if options["partition.expiration-time"] is not None and store.partition_keys:
+            step = "partition expiration"
+            emit(progress, step, 0, None, "partitions", name)
+            from .operations.partition_expire import PartitionExpire, PartitionExpireConfig
+            from .table_commit import TableCommit
+            with TableCommit(store, options={"write-only": "true"}, clock=clock) as c:
+                pr = PartitionExpire(store, c._commit, PartitionExpireConfig.from_options(
+                    options), clock=clock).expire(force=True, dry_run=dry_run)
+            result.partitions_expired = [{k: str(v) for k, v in p.items()}
+                                         for p in pr.expired_partitions]
+            result.steps["partitions"] = pr.to_dict()
+        ttl = options["consumer.expiration-time"]
+        if ttl is not None:
+            step = "consumer expiration"
+            from .tags import ConsumerManager
+            result.consumers_expired = ConsumerManager(store.io, store.root).expire(
+                int(clock() * 1000) - ttl, dry_run=dry_run)
+        step = "snapshot expiration"
+        emit(progress, step, 0, None, "snapshots", name)
+        from .operations.expire import ExpireConfig, ExpireSnapshots
+        er = ExpireSnapshots(store, ExpireConfig.from_options(options), clock=clock) \
+            .expire(dry_run=dry_run)
+        result.snapshots_expired = er.expired_snapshots
+        result.deleted_files += er.deleted_files
+        result.deleted_bytes += er.deleted_bytes
+        result.steps["snapshots"] = er.to_dict()
+        if orphans:
+            step = "orphan cleanup"
+            emit(progress, step, 0, None, "files", name)
+            from .operations.orphan import CleanContext, OrphanFilesCleaner
+            orr = OrphanFilesCleaner(CleanContext(str(path), older_than_ms=older_than_ms,
+                                                  dry_run=dry_run, clock=clock)).clean()
+            result.orphans_deleted = orr.deleted_files
+            result.deleted_files += orr.deleted_files
+            result.deleted_bytes += orr.deleted_bytes
+            d = orr.to_dict()
+            d.pop("files", None)
+            result.steps["orphans"] = d
+    except _UNREADABLE as e:
+        before_any_change = step in ("opening", "reading metadata")
+        if before_any_change or isinstance(e, (CorruptMetadataError, UnicodeDecodeError)):
+            result.status = "skipped"
+            result.reason = f"metadata cannot be read ({e}); nothing was changed" \
+                if before_any_change else f"{step}: metadata cannot be read ({e})"
+        else:
+            result.status = "failed"
+            result.reason = f"{step}: {e}"
+    except (PaimonCommitError, OSError, ValueError, TypeError, KeyError, RuntimeError) as e:
+        result.status = "failed"
+        result.reason = f"{step}: {type(e).__name__}: {e}"
+    result.seconds = time.perf_counter() - t0
+    if result.status != "ok":
+        log.warning("maintain %s: %s (%s)", name, result.status, result.reason)
+    return result
+
+
+def _maintain_one(args: Tuple) -> Dict[str, Any]:
+    """Process-pool entry point: returns the result as a dict (picklable)."""
+    path, name, orphans, older_than_ms, dry_run = args
+    r = maintain_table(path, name, orphans, older_than_ms, dry_run)
+    return r.__dict__
+
+
+# --- the warehouse -------------------------------------------------------------------------
+
+def maintain_warehouse(warehouse: str, database: Optional[str] = None,
+                       table_glob: Optional[str] = None, orphans: bool = False,
+                       older_than_ms: Optional[int] = None, parallelism: int = 1,
+                       dry_run: bool = False, progress: Optional[ProgressCallback] = None,
+                       workers: Optional[str] = None,
+                       clock: Callable[[], float] = time.time,
+                       tables: Optional[Sequence[TableRef]] = None
+                       ) -> List[TableMaintenanceResult]:
+    """Maintain every table of a warehouse (see the module docstring), `parallelism` tables
+    at a time, going on past tables that fail.
+
+    Args:
+        warehouse: the warehouse directory (local path or URI).
+        database: only this database (glob accepted).
+        table_glob: only tables whose name (or `db.table`) matches.
+        orphans: also remove orphan files of each table.
+        older_than_ms: orphan age threshold (epoch ms; default a day before now).
+        parallelism: tables maintained at the same time (>= 1).
+        dry_run: report only.
+        progress: optional callback; gets `maintaining` events counting tables (and, with
+            parallelism 1, the steps of each table).
+        workers: `process` or `thread` (default: process when parallelism > 1). A fake
+            `clock` needs `thread` (or parallelism 1): it is not sent to other processes.
+        clock: seconds since the epoch.
+        tables: maintain exactly these (skips discovery).
+
+    Returns:
+        One TableMaintenanceResult per table, sorted by `db.table`.
+
+    Raises:
+        ValueError: parallelism < 1 or an unknown `workers` value (before any I/O).
+        TableNotFoundError: the warehouse does not exist.
+    """
+    if isinstance(parallelism, bool) or not isinstance(parallelism, int) or parallelism < 1:
+        raise ValueError(f"parallelism must be an integer >= 1, got {parallelism!r}")
+    if workers is None:
+        workers = "process" if parallelism > 1 else "thread"
+    if workers not in ("process", "thread"):
+        raise ValueError(f"workers must be 'process' or 'thread', got {workers!r}")
+    refs = list(tables) if tables is not None else \
+        find_tables(warehouse, database, table_glob)
+    total = len(refs)
+    emit(progress, MAINTAINING, 0, total, "tables")
+    results: List[TableMaintenanceResult] = []
+
+    def finished(r: TableMaintenanceResult) -> None:
+        results.append(r)
+        note = None if r.status == "ok" else f"{r.table}: {r.status}: {r.reason}"
+        emit(progress, MAINTAINING, len(results), total, "tables", r.table, note)
+
+    if parallelism == 1 or total <= 1:
+        for ref in refs:
+            finished(maintain_table(ref.path, ref.full_name, orphans, older_than_ms, dry_run,
+                                    clock, progress=_per_table(progress, len(results), total)))
+    elif workers == "thread":
+        with concurrent.futures.ThreadPoolExecutor(parallelism) as pool:
+            futures = [pool.submit(maintain_table, ref.path, ref.full_name, orphans,
+                                   older_than_ms, dry_run, clock) for ref in refs]
+            for f in concurrent.futures.as_completed(futures):
+                finished(f.result())
+    else:
+        ctx = multiprocessing.get_context("spawn")
+        with concurrent.futures.ProcessPoolExecutor(min(parallelism, total),
+                                                    mp_context=ctx) as pool:
+            futures = {pool.submit(_maintain_one, (ref.path, ref.full_name, orphans,
+                                                   older_than_ms, dry_run)): ref
+                       for ref in refs}
+            for f in concurrent.futures.as_completed(futures):
+                ref = futures[f]
+                try:
+                    finished(TableMaintenanceResult(**f.result()))
+                except Exception as e:  # noqa: BLE001 - a dead worker fails its table only
+                    finished(TableMaintenanceResult(ref.full_name, ref.path, "failed",
+                                                    f"worker failed: {e!r}", dry_run))
+    results.sort(key=lambda r: r.table)
+    failed = [r for r in results if r.failed]
+    log.info("maintained %d table(s) of %s: %d ok, %d failed or skipped", total, warehouse,
+             total - len(failed), len(failed))
+    return results
+
+
+def _per_table(progress: Optional[ProgressCallback], done: int, total: int
+               ) -> Optional[ProgressCallback]:
+    """With one table at a time, show each table's steps under the table count."""
+    if progress is None:
+        return None
+
+    def forward(event) -> None:
+        progress(type(event)(MAINTAINING, done, total, "tables",
+                             f"{event.table} ({event.phase})", None))
+    return forward
