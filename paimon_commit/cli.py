@@ -34,6 +34,13 @@ def _duration(text: str) -> int:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def _key_value(text: str):
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError("expected KEY=VALUE")  # the value may be a secret
+    return key.strip(), value
+
+
 def _timestamp_ms(text: str) -> int:
     try:
         dt = datetime.datetime.strptime(text.strip(), "%Y-%m-%d %H:%M:%S")
@@ -62,11 +69,13 @@ class _Run:
     is not "invalid input, nothing touched", and the output says what went)."""
     deleted: List[str] = []
     root: str = ""
+    storage: Dict[str, str] = {}    # --option KEY=VALUE: how to reach the storage
+    raw_paths: Dict[str, str] = {}  # shown (credential-free) table path -> the one given
 
 
 def _io(path: str):
     from .fileio import FileIO
-    io = FileIO.for_path(path)
+    io = FileIO.for_path(_Run.raw_paths.get(path, path), _Run.storage)
     io.deletion_log = _Run.deleted
     _Run.root = io.root.rstrip("/") + "/"
     return io
@@ -306,6 +315,9 @@ def build_parser() -> argparse.ArgumentParser:
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         c.add_argument("table", help="table path (local path, file://, hdfs://, s3://)")
         c.add_argument("--json", action="store_true", help="print one JSON object")
+        c.add_argument("--option", action="append", default=[], type=_key_value,
+                       metavar="KEY=VALUE", help="storage option, repeatable (e.g. "
+                       "s3.endpoint=http://host:9000, s3.access-key=..., see README Storage)")
         c.set_defaults(run=run)
         return c
 
@@ -404,6 +416,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     _Run.deleted.clear()
+    from .objectstore import redact_uri
+    _Run.storage = dict(args.option)
+    shown = redact_uri(args.table)  # s3://key:secret@bucket/...: never echoed in the output
+    _Run.raw_paths = {shown: args.table}
+    args.table = shown
     try:
         result = args.run(args)
     except (InvalidInput, OptionError, TableNotFoundError, ValueError, TypeError,
