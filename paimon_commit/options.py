@@ -217,6 +217,18 @@ class CoreOptions:
     SNAPSHOT_CLEAN_EMPTY_DIRECTORIES = ConfigOption(
         "snapshot.clean-empty-directories", False, _parse_bool,
         description="Remove partition/bucket directories emptied by expiration.")
+    # Changelog lifecycle: unset = the snapshot value; retained longer than snapshots, an
+    # expired snapshot lives on as changelog/changelog-<id> until changelog expiration.
+    CHANGELOG_NUM_RETAINED_MIN = ConfigOption("changelog.num-retained.min", None, _parse_int,
+                                              _at_least(1), "Changelogs always kept.")
+    CHANGELOG_NUM_RETAINED_MAX = ConfigOption("changelog.num-retained.max", None, _parse_int,
+                                              _at_least(1), "Changelogs kept at most.")
+    CHANGELOG_TIME_RETAINED = ConfigOption("changelog.time-retained", None, parse_duration_ms,
+                                           _at_least(0), "How long a changelog stays readable.")
+    CHANGELOG_PRODUCER = ConfigOption(
+        "changelog-producer", "none", _enum("none", "input", "full-compaction", "lookup"),
+        description="How a primary-key table produces changelog files (none: the deltas are "
+                    "the changelog).")
     SNAPSHOT_EXPIRE_EXECUTION_MODE = ConfigOption(
         "snapshot.expire.execution-mode", "sync", _enum("sync", "async"),
         description="Run post-commit maintenance in the committing thread or one background "

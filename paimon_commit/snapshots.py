@@ -16,20 +16,24 @@ from .format.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 
-__all__ = ["SnapshotManager"]
+__all__ = ["SnapshotManager", "ChangelogManager"]
 
 LATEST = "LATEST"
 EARLIEST = "EARLIEST"
 
 
 class SnapshotManager:
+    _DIR = P.SNAPSHOT_DIR
+    _file_name = staticmethod(P.snapshot_file_name)
+    _parse_id = staticmethod(P.parse_snapshot_id)
+
     def __init__(self, io: FileIO, root: str):
         self.io = io
         self.root = root
-        self.snapshot_dir = io.join(root, "snapshot")
+        self.snapshot_dir = io.join(root, self._DIR)
 
     def snapshot_path(self, snapshot_id: int) -> str:
-        return self.io.join(self.snapshot_dir, P.snapshot_file_name(snapshot_id))
+        return self.io.join(self.snapshot_dir, self._file_name(snapshot_id))
 
     def snapshot_exists(self, snapshot_id: int) -> bool:
         return self.io.exists(self.snapshot_path(snapshot_id))
@@ -52,7 +56,7 @@ class SnapshotManager:
     def list_snapshot_ids(self) -> List[int]:
         ids = []
         for name in self.io.list_names(self.snapshot_dir):
-            sid = P.parse_snapshot_id(name)
+            sid = self._parse_id(name)
             if sid is not None:
                 ids.append(sid)
         ids.sort()
@@ -167,3 +171,24 @@ class SnapshotManager:
                                      str(snapshot_id).encode())
         except OSError as e:  # a hint is best effort: readers verify it anyway
             log.warning("could not write %s hint = %d: %s", name, snapshot_id, e)
+
+
+class ChangelogManager(SnapshotManager):
+    """Long-lived changelogs, `changelog/changelog-<id>` with their own LATEST / EARLIEST
+    hints: when changelog is retained longer than snapshots, an expired snapshot's JSON lives
+    on here so that streaming readers can still read its changes (Paimon's format: the
+    snapshot's JSON, unchanged). The snapshot-named methods work on changelogs."""
+    _DIR = P.CHANGELOG_DIR
+    _file_name = staticmethod(P.changelog_file_name)
+    _parse_id = staticmethod(P.parse_changelog_id)
+
+    def commit_changelog(self, changelog_id: int, data: bytes) -> None:
+        """Write changelog-<id> with the expired snapshot's bytes (a rerun after a crash
+        finds it written already), then move LATEST to it. Raises if it cannot be written:
+        the snapshot file must then stay."""
+        self.io.mkdirs(self.snapshot_dir)
+        path = self.snapshot_path(changelog_id)
+        if not self.io.try_create_atomic(path, data) and self.io.read_bytes(path) != data:
+            raise CommitFailedError(f"{path} exists with other contents; the snapshot it "
+                                    f"would keep is left in place")
+        self.commit_latest_hint(changelog_id)

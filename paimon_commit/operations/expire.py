@@ -1,48 +1,57 @@
-"""Snapshot expiration: ExpireConfig and ExpireSnapshots.
+"""Snapshot and changelog expiration: ExpireConfig and ExpireSnapshots.
 
 Plan, then act. The plan decides the range `[begin, end)` (Paimon 2.x rules: retain min/max,
 time retained measured on the *successor* snapshot, consumers, per-run limit) and lists every
-file to delete. Execution deletes in the crash-safe order: data files, changelog files, empty
-directories, manifests and lists, snapshot files, and EARLIEST last, so a rerun after a crash
-anywhere finishes the job.
+file to delete; what is still needed is decided by `reachability`, and the deletion runs in
+`deletion`'s crash-safe order: data and changelog files, empty directories, manifests and
+lists, snapshot files, and EARLIEST last, so a rerun after a crash anywhere finishes the job.
 
 Protection model (stricter than the reference):
 - a data file DELETEd in delta k (begin < k <= end) is kept if any later ADD of the same file
   exists in the deltas up to the latest snapshot (a re-add: rollback-to-as-latest, manual
   re-commit), or if it is live in a tag taken before `end`;
-- manifests and lists are kept if any retained snapshot (end .. latest) or any tag uses them;
-- anything that cannot be read makes the plan smaller, never larger: an unreadable delta skips
-  the candidates it could have protected, an unreadable tag or retained list skips that whole
-  step. What is skipped is left for orphan cleanup and reported.
+- metadata is kept if any retained snapshot, tag or long-lived changelog uses it;
+- anything that cannot be read makes the plan smaller, never larger (see reachability).
+
+Decoupled changelog lifecycle (Paimon's `changelog.num-retained.*`, `changelog.time-retained`
+larger than the snapshot values): an expiring snapshot is first written to
+`changelog/changelog-<id>`, and what its changelog readers need is kept: its changelog list
+and files (and with `changelog-producer` = none its lists and the APPEND files its deltas
+delete). Changelog expiration then removes those in Paimon's order and moves
+`changelog/EARLIEST`.
 """
 from __future__ import annotations
 
 import logging
 import os
 import time
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
+from ..deletion import Deleter
 from ..errors import CorruptMetadataError, OptionError
-from ..format import paths as P
-from ..format.manifest import FileKind, ManifestEntry
 from ..format.snapshot import Snapshot, Tag
 from ..options import INT_MAX
+from ..reachability import APPEND_SOURCE, Reachability, Root, Unreadable
+from ..snapshots import ChangelogManager, SnapshotManager
 from ..store import FileStore
 from ..tags import ConsumerManager, TagManager
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ExpireConfig", "ExpireSnapshots", "ExpirePlan", "ExpireResult", "DeletionSet",
-           "run_deletions"]
+__all__ = ["ExpireConfig", "ExpireSnapshots", "ExpirePlan", "ExpireResult", "DeletionSet"]
 
 KINDS = ("data", "changelog", "manifest", "manifest-list", "index", "statistics", "snapshot",
-         "directory")
+         "long-lived-changelog", "directory")
 
 
 @dataclass(frozen=True)
 class ExpireConfig:
+    """Retention of snapshots (and of changelogs, which default to the snapshot values).
+
+    A changelog retained longer than snapshots (any changelog value above its snapshot
+    value) makes the lifecycle *decoupled*, as in Paimon."""
     retain_min: int = 10
     retain_max: int = INT_MAX
     time_retained_ms: int = 3_600_000
@@ -50,6 +59,10 @@ class ExpireConfig:
     older_than_ms: Optional[int] = None   # explicit cutoff; default now - time_retained
     clean_empty_directories: bool = False
     thread_num: Optional[int] = None
+    changelog_retain_min: Optional[int] = None
+    changelog_retain_max: Optional[int] = None
+    changelog_time_retained_ms: Optional[int] = None
+    changelog_producer: str = "none"
 
     def __post_init__(self) -> None:
         def bad(name: str, value: Any, rule: str) -> None:
@@ -57,20 +70,45 @@ class ExpireConfig:
         for name, value in (("snapshot.num-retained.min", self.retain_min),
                             ("snapshot.num-retained.max", self.retain_max),
                             ("snapshot.time-retained", self.time_retained_ms),
-                            ("snapshot.expire.limit", self.max_deletes)):
+                            ("snapshot.expire.limit", self.max_deletes),
+                            ("changelog.num-retained.min", self.cl_min),
+                            ("changelog.num-retained.max", self.cl_max),
+                            ("changelog.time-retained", self.cl_time_ms)):
             if isinstance(value, bool) or not isinstance(value, int):
                 bad(name, value, "must be an integer")
-        if self.retain_min < 1:
-            bad("snapshot.num-retained.min", self.retain_min, "must be >= 1")
-        if self.retain_max < self.retain_min:
-            raise OptionError(f"option 'snapshot.num-retained.max' = {self.retain_max} must be "
-                              f">= 'snapshot.num-retained.min' = {self.retain_min}")
+        for prefix, lo, hi in (("snapshot", self.retain_min, self.retain_max),
+                               ("changelog", self.cl_min, self.cl_max)):
+            if lo < 1:
+                bad(f"{prefix}.num-retained.min", lo, "must be >= 1")
+            if hi < lo:
+                raise OptionError(f"option '{prefix}.num-retained.max' = {hi} must be >= "
+                                  f"'{prefix}.num-retained.min' = {lo}")
         if self.time_retained_ms < 0:
             bad("snapshot.time-retained", self.time_retained_ms, "must be >= 0")
+        if self.cl_time_ms < 0:
+            bad("changelog.time-retained", self.cl_time_ms, "must be >= 0")
         if self.max_deletes < 0:
             bad("snapshot.expire.limit", self.max_deletes, "must be >= 0")
         if self.thread_num is not None and self.thread_num < 1:
             bad("file-operation.thread-num", self.thread_num, "must be >= 1")
+
+    @property
+    def cl_min(self) -> int:
+        return self.retain_min if self.changelog_retain_min is None else self.changelog_retain_min
+
+    @property
+    def cl_max(self) -> int:
+        return self.retain_max if self.changelog_retain_max is None else self.changelog_retain_max
+
+    @property
+    def cl_time_ms(self) -> int:
+        return self.time_retained_ms if self.changelog_time_retained_ms is None \
+            else self.changelog_time_retained_ms
+
+    @property
+    def changelog_decoupled(self) -> bool:
+        return self.cl_max > self.retain_max or self.cl_min > self.retain_min \
+            or self.cl_time_ms > self.time_retained_ms
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any], **overrides: Any) -> "ExpireConfig":
@@ -83,6 +121,10 @@ class ExpireConfig:
             max_deletes=options["snapshot.expire.limit"],
             clean_empty_directories=options["snapshot.clean-empty-directories"],
             thread_num=options["file-operation.thread-num"],
+            changelog_retain_min=options.get("changelog.num-retained.min"),
+            changelog_retain_max=options.get("changelog.num-retained.max"),
+            changelog_time_retained_ms=options.get("changelog.time-retained"),
+            changelog_producer=options.get("changelog-producer") or "none",
         )
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
@@ -103,11 +145,14 @@ class DeletionSet:
 
 @dataclass
 class ExpirePlan:
+    """What one run would delete. For changelog expiration (`changelogs` True) the ids are
+    long-lived changelog ids and `snapshots` holds changelog files."""
     earliest: Optional[int]
     latest: Optional[int]
     begin: Optional[int] = None
     end: Optional[int] = None
     expiring: List[int] = field(default_factory=list)
+    changelogs: bool = False
     data: DeletionSet = field(default_factory=lambda: DeletionSet("data"))
     changelog: DeletionSet = field(default_factory=lambda: DeletionSet("changelog"))
     manifests: DeletionSet = field(default_factory=lambda: DeletionSet("manifest"))
@@ -118,14 +163,25 @@ class ExpirePlan:
     bucket_dirs: Set[str] = field(default_factory=set)
     tag_names: List[str] = field(default_factory=list)
     skipped: List[str] = field(default_factory=list)
+    deleted: Dict[str, List[str]] = field(default_factory=dict)   # filled by execution
 
     def skip(self, reason: str) -> None:
         log.warning("expire: %s", reason)
         self.skipped.append(reason)
 
+    def sets(self) -> List[DeletionSet]:
+        return [self.data, self.changelog, self.manifests, self.lists, self.index,
+                self.statistics, self.snapshots]
+
+    def add_metadata(self, files: Dict[str, Tuple[str, int]]) -> None:
+        by_kind = {ds.kind: ds for ds in self.sets()}
+        for path, (kind, size) in files.items():
+            by_kind[kind].add(path, size)
+
 
 @dataclass
 class ExpireResult:
+    """What a run expired and deleted (or would, with dry_run)."""
     expired_snapshots: int
     expired_ids: List[int]
     deleted_files: int
@@ -137,41 +193,20 @@ class ExpireResult:
     skipped: List[str]
     deleted_paths: List[str]
     seconds: Dict[str, float]
+    expired_changelogs: List[int] = field(default_factory=list)
 
     def to_dict(self) -> Dict[str, Any]:
         return {"expired_snapshots": self.expired_snapshots, "expired_ids": self.expired_ids,
+                "expired_changelogs": self.expired_changelogs,
                 "deleted_files": self.deleted_files, "deleted_bytes": self.deleted_bytes,
                 "by_kind": self.by_kind, "earliest": self.earliest, "latest": self.latest,
                 "dry_run": self.dry_run, "skipped": self.skipped, "seconds": self.seconds}
 
 
-def run_deletions(io, paths: Iterable[str], executor: Optional[Executor]) -> List[str]:
-    """Delete quietly, in parallel when an executor is given; returns what was deleted.
-
-    One task per chunk of paths, not per path: a local unlink is cheaper than handing a task
-    to a thread, while object stores still get several deletes in flight."""
-    paths = list(paths)
-    if not paths:
-        return []
-    if executor is None or len(paths) < 64:
-        return [p for p in paths if io.delete_quietly(p)]
-    workers = getattr(executor, "_max_workers", 4)
-    size = max(32, -(-len(paths) // (workers * 4)))
-    chunks = [paths[i:i + size] for i in range(0, len(paths), size)]
-    out: List[str] = []
-    for done in executor.map(lambda chunk: [p for p in chunk if io.delete_quietly(p)], chunks):
-        out.extend(done)
-    return out
-
-
-def still_there(io, planned: Iterable[str], deleted: Iterable[str]) -> List[str]:
-    """What run_deletions did not delete and still exists (a failed delete, not a vanished
-    file): the callers keep their records of these so that a rerun can retry."""
-    gone = set(deleted)
-    return [p for p in planned if p not in gone and io.exists(p)]
-
-
 class ExpireSnapshots:
+    """Expires snapshots, then (when the changelog lifecycle is decoupled) long-lived
+    changelogs, of one table. Reusable across runs: what it read is carried forward."""
+
     def __init__(self, store: FileStore, config: Optional[ExpireConfig] = None,
                  executor: Optional[Executor] = None, clock=time.time):
         self.store = store
@@ -180,33 +215,24 @@ class ExpireSnapshots:
         self.clock = clock
         self.tags = TagManager(store.io, store.root)
         self.consumers = ConsumerManager(store.io, store.root)
+        self.changelogs = ChangelogManager(store.io, store.root)
         # Kept from one run to the next (TableCommit reuses its expirer after every commit),
-        # so that a run decodes only what is new since the last one instead of every retained
-        # snapshot's lists and delta. Keyed by file names, which are unique and never reused;
-        # pruned after each run to what that run touched. Snapshot files are re-read every
-        # run (rollback can re-create an id) and only their parse is reused.
-        self._list_memo: Dict[str, Any] = {}
-        self._delta_memo: Dict[str, List[ManifestEntry]] = {}
-        self._raw_memo: Dict[int, Tuple[bytes, Snapshot]] = {}
-        self._touched: Set[str] = set()
+        # so that a run decodes only what is new since the last one. Snapshot files are
+        # re-read every run (rollback can re-create an id) and only their parse is reused.
+        self.reach = Reachability(store)
+        self._raw_memo: Dict[Tuple[str, int], Tuple[bytes, Snapshot]] = {}
 
     # --- deciding the range --------------------------------------------------------------
     def plan(self) -> ExpirePlan:
-        self._snapshot_memo: Dict[int, Optional[Snapshot]] = {}
-        self._snapshot_sizes: Dict[int, int] = {}
-        self._touched = set()
+        """The snapshot expiration this run would do (nothing is deleted)."""
+        self._memo: Dict[Tuple[str, int], Optional[Snapshot]] = {}
+        self.reach.start()
         try:
             return self._plan()
         finally:
-            if self._touched:   # a run with nothing to expire keeps the memo as it was
-                self._prune_memo()
-
-    def _prune_memo(self) -> None:
-        for memo in (self._list_memo, self._delta_memo):
-            for name in [n for n in memo if n not in self._touched]:
-                del memo[name]
-        for sid in [i for i in self._raw_memo if i not in self._snapshot_memo]:
-            del self._raw_memo[sid]
+            self.reach.prune()
+            for key in [k for k in self._raw_memo if k not in self._memo]:
+                del self._raw_memo[key]
 
     def _plan(self) -> ExpirePlan:
         sm = self.store.snapshots
@@ -250,7 +276,7 @@ class ExpireSnapshots:
         time_limited = cfg.older_than_ms is not None or cfg.time_retained_ms > 0
         for sid in range(lo, hi):
             try:
-                successor = self._read_snapshot(sid + 1)
+                successor = self._read(self.store.snapshots, sid + 1)
             except CorruptMetadataError as e:
                 log.warning("expire: cannot read %s; keeping snapshot %d", e.path, sid)
                 return sid
@@ -260,50 +286,34 @@ class ExpireSnapshots:
                 return sid
         return hi
 
-    # --- reading, once per run -----------------------------------------------------------
-    def _read_snapshot(self, sid: int) -> Optional[Snapshot]:
-        """A snapshot (None if absent), read at most once per run; checks id vs name."""
-        if sid in self._snapshot_memo:
-            return self._snapshot_memo[sid]
-        path = self.store.snapshots.snapshot_path(sid)
+    def _read(self, manager: SnapshotManager, sid: int) -> Optional[Snapshot]:
+        """A snapshot or changelog (None if absent), read at most once per run."""
+        key = (manager.snapshot_dir, sid)
+        if key in self._memo:
+            return self._memo[key]
+        path = manager.snapshot_path(sid)
         try:
             data = self.store.io.read_bytes(path)
         except FileNotFoundError:
-            self._snapshot_memo[sid] = None
+            self._memo[key] = None
             return None
-        known = self._raw_memo.get(sid)
+        known = self._raw_memo.get(key)
         if known is not None and known[0] == data:
             snap = known[1]
         else:
             snap = Snapshot.from_json(data, path)
-            self._raw_memo[sid] = (data, snap)
+            self._raw_memo[key] = (data, snap)
         if snap.id != sid:
             raise CorruptMetadataError(path, f"holds id {snap.id}, but its name says {sid}")
-        self._snapshot_memo[sid] = snap
-        self._snapshot_sizes[sid] = len(data)
+        self._memo[key] = snap
         return snap
 
-    def _read_list(self, name: str):
-        """A manifest list, decoded at most once per run (a run can touch more lists than
-        the shared cache holds)."""
-        self._touched.add(name)
-        metas = self._list_memo.get(name)
-        if metas is None:
-            metas = self._list_memo[name] = self.store.manifests.read_list_refs(name)
-        return metas
-
-    def _read_delta(self, s: Snapshot) -> List[ManifestEntry]:
-        name = s.delta_manifest_list
-        self._touched.add(name)
-        entries = self._delta_memo.get(name)
-        if entries is None:
-            entries = self._delta_memo[name] = self.store.manifests.read_entries(
-                self._read_list(name))
-        return entries
+    def _raw(self, manager: SnapshotManager, sid: int) -> bytes:
+        return self._raw_memo[(manager.snapshot_dir, sid)][0]
 
     # --- listing what to delete ----------------------------------------------------------
     def _plan_until(self, plan: ExpirePlan, ids: List[int], end: int) -> None:
-        store, sm = self.store, self.store.snapshots
+        sm = self.store.snapshots
         if end not in ids:
             later = [i for i in ids if i > end]
             if not later:
@@ -315,16 +325,15 @@ class ExpireSnapshots:
         if not expiring_ids:
             return
         plan.begin, plan.end = expiring_ids[0], end
-
         snaps: Dict[int, Snapshot] = {}
         sizes: Dict[int, int] = {}
         for sid in [i for i in ids if i >= plan.begin]:
             try:
-                snap = self._read_snapshot(sid)
+                snap = self._read(sm, sid)
                 if snap is None:
                     continue  # expired concurrently
                 snaps[sid] = snap
-                sizes[sid] = self._snapshot_sizes[sid]
+                sizes[sid] = len(self._raw(sm, sid))
             except CorruptMetadataError:
                 if sid >= end:
                     raise  # the table is damaged: fail loudly, before deleting anything
@@ -338,177 +347,176 @@ class ExpireSnapshots:
         plan.expiring = [i for i in expiring_ids if i in sizes]
         tags = self.tags.tags()  # an unreadable tag raises here, before any deletion
         plan.tag_names = sorted(t.name for t in tags)
-
-        self._plan_data(plan, snaps, ids, end, tags)
-        self._plan_metadata(plan, snaps, end, tags)
+        cfg = self.config
+        keep_append = cfg.changelog_decoupled and cfg.changelog_producer == "none"
+        lineage = [(i, snaps.get(i)) for i in range(plan.begin + 1, max(snaps) + 1)]
+        self._add_data(plan, self.reach.deleted_files(
+            lineage, end, lambda: self._tag_data(tags, end), plan.skip,
+            # The deltas are the changelog: APPEND files wait for changelog expiration.
+            (lambda e: e.file.file_source in (None, APPEND_SOURCE)) if keep_append
+            else (lambda e: False)))
+        roots = [Root(sm.snapshot_path(i), s) for i, s in snaps.items() if i >= end]
+        try:
+            keep = self.reach.kept_metadata(roots + self._tag_roots(tags)
+                                            + self._changelog_roots())
+        except Unreadable as e:
+            plan.skip(f"{e}; no manifest is deleted")
+            keep = None
+        for sid in plan.expiring:
+            s = snaps.get(sid)
+            if s is None or keep is None:
+                continue
+            if not cfg.changelog_decoupled:
+                lists = s.manifest_lists()
+                if s.changelog_manifest_list and s.changelog_manifest_list not in keep:
+                    self._add_data(plan, self.reach.added_files(
+                        s.changelog_manifest_list, plan.skip), plan.changelog)
+            elif cfg.changelog_producer != "none":
+                lists = (s.base_manifest_list, s.delta_manifest_list)
+            else:
+                lists = ()
+            plan.add_metadata(self.reach.unused_metadata(s, lists, keep, plan.skip))
         for sid in plan.expiring:
             plan.snapshots.add(sm.snapshot_path(sid), sizes[sid])
 
-    def _plan_data(self, plan: ExpirePlan, snaps: Dict[int, Snapshot], ids: List[int],
-                   end: int, tags: List[Tag]) -> None:
-        store = self.store
-        last_id = max(snaps)
-        # Positions of every ADD after `begin`, and DELETE candidates in (begin, end].
-        last_add: Dict[str, Tuple[int, int]] = {}
-        candidates: List[Tuple[Tuple[int, int], str, ManifestEntry]] = []
-        blind_before = 0  # candidates deleted before an unreadable delta cannot be judged
-        for sid in range(plan.begin + 1, last_id + 1):
-            s = snaps.get(sid)
-            if s is None:
-                blind_before = sid
-                continue
-            try:
-                entries = self._read_delta(s)
-            except (FileNotFoundError, CorruptMetadataError) as e:
-                plan.skip(f"delta of snapshot {sid} is unreadable ({e}); data files deleted "
-                          f"at or before it are left for orphan cleanup")
-                blind_before = sid
-                continue
-            for pos, e in enumerate(entries):
-                try:
-                    path = self._data_path(e)
-                except ValueError as err:
-                    plan.skip(f"snapshot {sid}: {err}")
-                    continue
-                if e.kind == FileKind.ADD:
-                    last_add[path] = (sid, pos)
-                elif sid <= end and path is not None:
-                    candidates.append(((sid, pos), path, e))
-        if not candidates:
-            return
-        try:
-            tagged = self._tag_files(t for t in tags if t.id < end)
-        except (FileNotFoundError, CorruptMetadataError) as e:
-            plan.skip(f"cannot read the files of a tag ({e}); no data file is deleted")
-            return
-        io = store.io
-        for pos, path, e in candidates:
-            if pos[0] <= blind_before or path in tagged or last_add.get(path, (0, -1)) > pos:
-                continue
-            refused = io.deletion_refused(path)
-            if refused:
-                plan.skip(f"snapshot {pos[0]}: {refused}")
-                continue
-            plan.data.add(path, e.file.file_size)
-            for extra in e.file.extra_files:
-                try:
-                    P.validate_bare_file_name(extra, "extra file name")
-                except ValueError as err:
-                    plan.skip(f"data file {path}: {err}")
-                    continue
-                plan.data.add(store.io.join(os.path.dirname(path), extra), 0)
+    @staticmethod
+    def _add_data(plan: ExpirePlan, files: Dict[str, int],
+                  into: Optional[DeletionSet] = None) -> None:
+        target = plan.data if into is None else into
+        for path, size in files.items():
+            target.add(path, size)
             plan.bucket_dirs.add(os.path.dirname(path))
 
-    def _data_path(self, e: ManifestEntry) -> Optional[str]:
-        if e.file.external_path:
-            return None  # outside the table root: never ours to delete
-        return self.store.data_file_path(e)
-
-    def _tag_files(self, tags: Iterable[Tag]) -> Set[str]:
+    def _tag_data(self, tags: List[Tag], end: int) -> Set[str]:
         out: Set[str] = set()
         for t in tags:
-            for e in self.store.live_entries(t.snapshot):
-                path = self._data_path(e)
-                if path is not None:
-                    out.add(path)
+            if t.id < end:
+                out |= self.reach.live_data(t.snapshot, f"tag {t.name}")
         return out
 
-    def _metadata_names(self, s: Snapshot) -> Tuple[Set[str], Set[str], Set[str]]:
-        """(lists, manifests, other manifest-dir names) a snapshot uses. Raises if unreadable."""
-        mio = self.store.manifests
-        lists = set(s.manifest_lists())
-        manifests: Set[str] = set()
-        for name in lists:
-            manifests.update(m.file_name for m in self._read_list(name))
-        other = {s.index_manifest} if s.index_manifest else set()
-        return lists, manifests, other
+    def _tag_roots(self, tags: List[Tag]) -> List[Root]:
+        return [Root(self.tags.tag_path(t.name), t.snapshot, "tag") for t in tags]
 
-    def _plan_metadata(self, plan: ExpirePlan, snaps: Dict[int, Snapshot], end: int,
-                       tags: List[Tag]) -> None:
-        io, mio = self.store.io, self.store.manifests
-        keep: Set[str] = set()
-        keep_stats: Set[str] = set()
+    def _changelog_roots(self, since: int = 0) -> List[Root]:
+        """Long-lived changelogs with id >= since. Only listed where they can exist."""
+        cm = self.changelogs
+        if not self.config.changelog_decoupled and not self.store.io.exists(cm.snapshot_dir):
+            return []
+        out = []
+        for cid in cm.list_snapshot_ids():
+            if cid >= since:
+                c = self._read(cm, cid)   # unreadable raises: nothing is deleted
+                if c is not None:
+                    out.append(Root(cm.snapshot_path(cid), c, "changelog"))
+        return out
+
+    # --- changelog expiration (Paimon's ExpireChangelogImpl) -----------------------------
+    def plan_changelogs(self) -> ExpirePlan:
+        """The changelog expiration this run would do (nothing is deleted)."""
+        self._memo = {}
+        self.reach.start()
         try:
-            for s in [s for sid, s in snaps.items() if sid >= end] + [t.snapshot for t in tags]:
-                lists, manifests, other = self._metadata_names(s)
-                keep |= lists | manifests | other
-                if s.statistics:
-                    keep_stats.add(s.statistics)
-                if s.index_manifest:
-                    keep |= set(self.store.manifests.read_index_file_names(s.index_manifest))
-        except (FileNotFoundError, CorruptMetadataError) as e:
-            plan.skip(f"cannot read what retained snapshots and tags use ({e}); no manifest "
-                      f"is deleted")
-            return
-        for sid in plan.expiring:
-            s = snaps.get(sid)
-            if s is None:
+            return self._plan_changelogs()
+        finally:
+            self.reach.prune()
+
+    def _plan_changelogs(self) -> ExpirePlan:
+        cfg, sm, cm = self.config, self.store.snapshots, self.changelogs
+        latest, earliest_snap = sm.latest_snapshot_id(), sm.earliest_snapshot_id()
+        ids = cm.list_snapshot_ids()
+        plan = ExpirePlan(ids[0] if ids else None, ids[-1] if ids else None, changelogs=True)
+        if latest is None or earliest_snap is None or not ids:
+            return plan
+        earliest, latest_cl = ids[0], ids[-1]
+        lo = max(latest - cfg.cl_max + 1, earliest)
+        hi = min(latest - cfg.cl_min + 1, earliest + cfg.max_deletes, latest_cl)
+        consumer_min = self.consumers.min_next_snapshot()
+        if consumer_min is not None:
+            hi = min(hi, consumer_min)
+        if hi <= earliest:
+            return plan
+        end = hi
+        older_than = int(self.clock() * 1000) - cfg.cl_time_ms
+        for cid in range(lo, hi + 1):
+            # Paimon measures a changelog's age on its own commit time.
+            try:
+                c = self._read(cm, cid)
+            except CorruptMetadataError as e:
+                log.warning("expire: cannot read %s; keeping changelog %d", e.path, cid)
+                end = cid
+                break
+            if cfg.cl_time_ms > 0 and c is not None and c.time_millis >= older_than:
+                end = cid
+                break
+        end = min([i for i in ids if i >= end] or [end])   # a missing end: the next one
+        expiring = [i for i in ids if i < end]
+        if not expiring or end not in ids:
+            return plan
+        changelogs = {i: self._read(cm, i) for i in ids}   # unreadable raises: no deletion
+        tags = self.tags.tags()
+        plan.tag_names = sorted(t.name for t in tags)
+        plan.begin, plan.end, plan.expiring = expiring[0], end, expiring
+        roots = [Root(cm.snapshot_path(i), c, "changelog") for i, c in changelogs.items()
+                 if i >= end and c is not None]
+        for sid in sm.list_snapshot_ids():
+            s = self._read(sm, sid)
+            if s is not None:
+                roots.append(Root(sm.snapshot_path(sid), s))
+        try:
+            keep = self.reach.kept_metadata(roots + self._tag_roots(tags))
+        except Unreadable as e:
+            plan.skip(f"{e}; no changelog is expired")
+            plan.begin = plan.end = None
+            plan.expiring = []
+            return plan
+        # Without a changelog list (producer none) a changelog's delta is its changelog:
+        # the files its delta deletes were kept for it, and go now unless a tag or a later
+        # re-add needs them.
+        if any(c is not None and not c.changelog_manifest_list
+               for c in (changelogs[i] for i in expiring)):
+            # One lineage, changelogs then snapshots; a hole hides what it may re-add.
+            lineage = [(i, changelogs.get(i) if i <= latest_cl else self._read(sm, i))
+                       for i in range(earliest, latest + 1)]
+            self._add_data(plan, self.reach.deleted_files(
+                lineage, end - 1, lambda: self._tag_data(tags, end), plan.skip))
+        for cid in expiring:
+            c = changelogs[cid]
+            if c is None:
                 continue
-            sizes = {s.base_manifest_list: s.base_manifest_list_size,
-                     s.delta_manifest_list: s.delta_manifest_list_size,
-                     s.changelog_manifest_list: s.changelog_manifest_list_size}
-            for name in s.manifest_lists():
-                if name in keep:
-                    continue
-                try:
-                    metas = self._read_list(name)
-                except FileNotFoundError:
-                    continue  # deleted by an earlier, interrupted run
-                except CorruptMetadataError as e:
-                    plan.skip(f"{e}; its manifests are left for orphan cleanup")
-                    metas = []
-                for m in metas:
-                    if m.file_name not in keep:
-                        plan.manifests.add(mio.path(m.file_name), m.file_size)
-                if name == s.changelog_manifest_list:
-                    self._plan_changelog(plan, metas)
-                plan.lists.add(mio.path(name), sizes.get(name) or 0)
-            if s.index_manifest and s.index_manifest not in keep:
-                try:
-                    files = self.store.manifests.read_index_file_names(s.index_manifest)
-                except (FileNotFoundError, CorruptMetadataError) as e:
-                    plan.skip(f"index manifest {s.index_manifest} is unreadable ({e}); kept")
-                else:
-                    for f in files:
-                        if f not in keep:
-                            plan.index.add(io.join(self.store.root, "index", f), 0)
-                    plan.index.add(mio.path(s.index_manifest), 0)
-            if s.statistics and s.statistics not in keep_stats:
-                P.validate_bare_file_name(s.statistics, "statistics file name")
-                plan.statistics.add(io.join(self.store.root, "statistics", s.statistics), 0)
-
-    def _plan_changelog(self, plan: ExpirePlan, metas) -> None:
-        try:
-            for e in self.store.manifests.read_entries(metas):
-                path = self._data_path(e)
-                if e.kind == FileKind.ADD and path is not None:
-                    plan.changelog.add(path, e.file.file_size)
-        except (FileNotFoundError, CorruptMetadataError) as err:
-            plan.skip(f"changelog manifest unreadable ({err}); its files are left")
+            if c.changelog_manifest_list:
+                if c.changelog_manifest_list not in keep:
+                    self._add_data(plan, self.reach.added_files(c.changelog_manifest_list,
+                                                                plan.skip), plan.changelog)
+                lists: Tuple[str, ...] = (c.changelog_manifest_list,)
+            else:
+                lists = (c.delta_manifest_list, c.base_manifest_list)
+            # Index and statistics files belong to the snapshot: its expiration removed them.
+            plan.add_metadata(self.reach.unused_metadata(c, lists, keep, plan.skip,
+                                                         index_and_statistics=False))
+            plan.snapshots.add(cm.snapshot_path(cid), 0)
+        return plan
 
     # --- acting --------------------------------------------------------------------------
     def expire(self, dry_run: bool = False) -> ExpireResult:
+        """Expire snapshots and then, when the lifecycle is decoupled, changelogs. Returns
+        what was expired and deleted (with dry_run: what would be, deleting nothing)."""
         t0 = time.perf_counter()
         self.store.io.forget_resolved_dirs()
-        plan = self.plan()
+        plans = [self.plan()]
         t1 = time.perf_counter()
-        deleted: Dict[str, List[str]] = {k: [] for k in KINDS}
-        if not dry_run and plan.end is not None:
-            deleted = self._execute(plan)
-        elif plan.end is not None:
-            for ds in self._sets(plan):
-                deleted[ds.kind] = list(ds.files)
-        t2 = time.perf_counter()
-        return self._result(plan, deleted, dry_run, {"plan": t1 - t0, "delete": t2 - t1})
+        if not dry_run:
+            self._execute(plans[0])
+        if self.config.changelog_decoupled:
+            plans.append(self.plan_changelogs())
+            if not dry_run:
+                self._execute(plans[1])
+        return self._result(plans, dry_run, {"plan": t1 - t0,
+                                             "delete": time.perf_counter() - t1})
 
-    @staticmethod
-    def _sets(plan: ExpirePlan) -> List[DeletionSet]:
-        return [plan.data, plan.changelog, plan.manifests, plan.lists, plan.index,
-                plan.statistics, plan.snapshots]
-
-    def _execute(self, plan: ExpirePlan) -> Dict[str, List[str]]:
-        io = self.store.io
-        deleted: Dict[str, List[str]] = {k: [] for k in KINDS}
+    def _execute(self, plan: ExpirePlan) -> None:
+        plan.deleted = {}
+        if plan.end is None:
+            return
         # The plan is only as good as the tag listing it saw. List again right before the
         # first delete: a tag created meanwhile, or a listing that came back short (object
         # stores can list stale), shows up as a difference, and nothing is deleted.
@@ -517,68 +525,58 @@ class ExpireSnapshots:
             changed = sorted(set(now) ^ set(plan.tag_names))
             plan.skip(f"the tags changed while planning ({', '.join(changed)}); nothing is "
                       f"deleted, the next run plans again")
-            return deleted
-        own_pool = None
-        executor = self.executor
-        if executor is None:
-            own_pool = executor = ThreadPoolExecutor(self.config.thread_num or os.cpu_count()
-                                                     or 1)
-        try:
-            # Order is the crash-safety mechanism: each step deletes only what later steps
-            # no longer need to find.
-            deleted["data"] = run_deletions(io, plan.data.files, executor)
-            deleted["changelog"] = run_deletions(io, plan.changelog.files, executor)
-            left = still_there(io, set(plan.data.files) | set(plan.changelog.files),
-                                     deleted["data"] + deleted["changelog"])
-            if left:
-                # The manifests and snapshots are the only record of these files: keep them,
-                # so that the next run (or a retry) deletes what failed now.
-                plan.skip(f"{len(left)} data file(s) could not be deleted (e.g. {left[0]}); "
-                          f"manifests and snapshot files are kept for the next run")
-                return deleted
+            return
+        manager = self.changelogs if plan.changelogs else self.store.snapshots
+        with Deleter(self.store.io, self.executor, self.config.thread_num) as d:
+            plan.deleted = d.deleted
+            if not d.files("data", list(plan.data.files) + list(plan.changelog.files),
+                           must_finish=True):
+                # The manifests and snapshot files are the only record of these files: keep
+                # them, so that the next run (or a retry) deletes what failed now.
+                plan.skip(f"{len(d.left)} data file(s) could not be deleted (e.g. "
+                          f"{d.left[0]}); manifests and snapshot files are kept for the next "
+                          f"run")
+                return
             if self.config.clean_empty_directories:
-                deleted["directory"] = self._clean_dirs(plan.bucket_dirs)
+                d.dirs(self.store.root, plan.bucket_dirs)
             for ds in (plan.manifests, plan.lists, plan.index, plan.statistics):
-                deleted[ds.kind] = run_deletions(io, ds.files, executor)
-        finally:
-            if own_pool is not None:
-                own_pool.shutdown(wait=True)
-        earliest = plan.end
-        for sid, path in zip(plan.expiring, plan.snapshots.files):
-            # Ascending: a crash or a failure leaves a contiguous suffix.
-            if io.delete_quietly(path):
-                deleted["snapshot"].append(path)
-            elif io.exists(path):
-                plan.skip(f"snapshot file {path} could not be deleted; EARLIEST stays at {sid}")
-                earliest = sid
-                break
-        self.store.snapshots.commit_earliest_hint(earliest)
-        return deleted
+                d.files(ds.kind, list(ds.files))
+            earliest = plan.end
+            for sid, path in zip(plan.expiring, plan.snapshots.files):
+                # Ascending: a crash or a failure leaves a contiguous suffix.
+                if self.config.changelog_decoupled and not plan.changelogs:
+                    if (self.store.snapshots.snapshot_dir, sid) not in self._raw_memo:
+                        plan.skip(f"snapshot {sid} is unreadable and cannot be kept as a "
+                                  f"changelog; EARLIEST stays at {sid}")
+                        earliest = sid
+                        break
+                    self.changelogs.commit_changelog(sid, self._raw(self.store.snapshots, sid))
+                if d.in_order("long-lived-changelog" if plan.changelogs else "snapshot",
+                              [path]) == 0:
+                    plan.skip(f"{path} could not be deleted; EARLIEST stays at {sid}")
+                    earliest = sid
+                    break
+        manager.commit_earliest_hint(earliest)
 
-    def _clean_dirs(self, bucket_dirs: Set[str]) -> List[str]:
-        io, root = self.store.io, self.store.root.rstrip("/")
-        removed = []
-        parents: Set[str] = set()
-        for d in sorted(bucket_dirs, key=len, reverse=True):
-            if io.delete_empty_dir(d):
-                removed.append(d)
-                parents.add(os.path.dirname(d))
-        while parents:
-            deepest = sorted(parents, key=lambda p: p.count("/"), reverse=True)
-            parents = set()
-            for d in deepest:
-                if d.rstrip("/") == root or not d.startswith(root + "/"):
-                    continue
-                if io.delete_empty_dir(d):
-                    removed.append(d)
-                    parents.add(os.path.dirname(d))
-        return removed
-
-    def _result(self, plan: ExpirePlan, deleted: Dict[str, List[str]], dry_run: bool,
+    def _result(self, plans: List[ExpirePlan], dry_run: bool,
                 seconds: Dict[str, float]) -> ExpireResult:
         sizes: Dict[str, int] = {}
-        for ds in self._sets(plan):
-            sizes.update(ds.files)
+        deleted: Dict[str, List[str]] = {}
+        for plan in plans:
+            for ds in plan.sets():
+                sizes.update(ds.files)
+                kind = "long-lived-changelog" if plan.changelogs and ds.kind == "snapshot" \
+                    else ds.kind
+                if dry_run:
+                    deleted.setdefault(kind, []).extend(ds.files)
+            if not dry_run:
+                for kind, paths in plan.deleted.items():
+                    if kind == "data":   # changelog files were deleted in the data step
+                        for p in paths:
+                            k = "changelog" if p in plan.changelog.files else "data"
+                            deleted.setdefault(k, []).append(p)
+                    else:
+                        deleted.setdefault(kind, []).extend(paths)
         by_kind = {}
         total_files = total_bytes = 0
         paths: List[str] = []
@@ -591,13 +589,20 @@ class ExpireSnapshots:
                 total_files += len(files)
                 total_bytes += b
             paths.extend(files)
-        gone = set(deleted["snapshot"])
-        expired = [sid for sid in plan.expiring
-                   if self.store.snapshots.snapshot_path(sid) in gone]
-        if dry_run:
-            expired = list(plan.expiring)
+        expired = self._expired(plans[0], deleted.get("snapshot", []), dry_run)
+        changelogs = self._expired(plans[1], deleted.get("long-lived-changelog", []),
+                                   dry_run) if len(plans) > 1 else []
+        plan = plans[0]
         earliest = plan.earliest
         if expired and not dry_run:
             earliest = self.store.snapshots.earliest_snapshot_id()
         return ExpireResult(len(expired), expired, total_files, total_bytes, by_kind,
-                            earliest, plan.latest, dry_run, plan.skipped, paths, seconds)
+                            earliest, plan.latest, dry_run,
+                            [s for p in plans for s in p.skipped], paths, seconds, changelogs)
+
+    @staticmethod
+    def _expired(plan: ExpirePlan, deleted: List[str], dry_run: bool) -> List[int]:
+        if dry_run:
+            return list(plan.expiring)
+        gone = set(deleted)
+        return [i for i, p in zip(plan.expiring, plan.snapshots.files) if p in gone]

@@ -1,15 +1,17 @@
 """Orphan file cleanup: CleanContext and OrphanFilesCleaner.
 
-Order matters: candidates are listed *first*, then the used set is computed from every
-snapshot, tag, long-lived changelog and branch, so a file committed while we list is either
-not a candidate yet or already used. Files of in-progress commits are protected by age alone.
+Order matters: candidates are listed *first*, then the used set is computed (by
+`reachability`, as for every other operation) from every snapshot, tag, long-lived changelog
+and branch, so a file committed while we list is either not a candidate yet or already used.
+Files of in-progress commits are protected by age alone.
 
-Beyond the reference: if any snapshot, tag or manifest reachable from them cannot be read (for
-example because a concurrent expiration removed it while we ran), or the used set comes out
-empty while the table has snapshots, the clean aborts before deleting anything. Modification
-times that look like seconds rather than milliseconds abort too. Unknown directories are never
-entered, symlinks are never followed, files at the table root are never candidates, and every
-deletion goes through the FileIO gate.
+Beyond the reference: if anything a root needs cannot be read (for example because a
+concurrent expiration removed it while we ran), or the used set comes out empty while the table
+has snapshots, the clean aborts before deleting anything. (A long-lived changelog needs only
+its changelog list, or its delta list without one: Paimon deletes its other lists by design.)
+Modification times that look like seconds rather than milliseconds abort too. Unknown
+directories are never entered, symlinks are never followed, files at the table root are never
+candidates, and every deletion goes through the FileIO gate (`deletion`).
 """
 from __future__ import annotations
 
@@ -23,12 +25,13 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Set, Tuple
 
+from ..deletion import remove_empty_dirs, run_deletions
 from ..errors import CorruptMetadataError, OptionError, PaimonCommitError, TableNotFoundError
 from ..fileio import FileIO, FileStatus
 from ..format import paths as P
 from ..format.snapshot import Snapshot, Tag
+from ..reachability import Reachability, Root, Unreadable
 from ..store import FileStore, SchemaManager
-from .expire import run_deletions
 
 log = logging.getLogger(__name__)
 
@@ -277,9 +280,9 @@ class OrphanFilesCleaner:
         return list(executor.map(lambda d: self.io.list_status(d.path), dirs))
 
     # --- phase 2: used files -------------------------------------------------------------
-    def roots(self) -> List[Tuple[str, Snapshot]]:
-        """(file, snapshot) of every snapshot, tag and long-lived changelog of every branch."""
-        roots: List[Tuple[str, Snapshot]] = []
+    def roots(self) -> List[Root]:
+        """Every snapshot, tag and long-lived changelog of every branch."""
+        roots: List[Root] = []
         branches = self._branch_roots()
         first = self._first_listing
         # Branches and tags were listed once already, with the candidates. The listing that
@@ -292,11 +295,9 @@ class OrphanFilesCleaner:
             of_root = self._roots_of(meta_root)
             roots.extend(of_root)
             if first is not None:
-                tag_dir = self.io.join(meta_root, "tag")
-                tags = {posixpath.basename(w) for w, _ in of_root
-                        if posixpath.dirname(w) == tag_dir}
-                self._check_listed(f"tag file in {tag_dir}:", first.get(meta_root, set()),
-                                   tags)
+                tags = {posixpath.basename(r.where) for r in of_root if r.kind == "tag"}
+                self._check_listed(f"tag file in {self.io.join(meta_root, 'tag')}:",
+                                   first.get(meta_root, set()), tags)
         return roots
 
     @staticmethod
@@ -311,38 +312,19 @@ class OrphanFilesCleaner:
         """Names of every file reachable from any snapshot, tag, long-lived changelog or
         branch. Raises OrphanCleanAborted if any of them cannot be read."""
         roots = self.roots()
-        used: Set[str] = set()
-        mio = self.store.manifests
-        index_files: Set[str] = set()
-        for where, s in roots:
-            try:
-                for lst in s.manifest_lists():
-                    used.add(lst)
-                    for m in mio.read_list(lst):
-                        used.add(m.file_name)
-                        for e in mio.read_manifest(m.file_name):
-                            used.add(e.file.file_name)
-                            used.update(e.file.extra_files)
-                            if e.file.external_path:
-                                used.add(os.path.basename(e.file.external_path))
-                if s.index_manifest:
-                    used.add(s.index_manifest)
-                    index_files.update(self.store.manifests.read_index_file_names(s.index_manifest))
-                if s.statistics:
-                    used.add(s.statistics)
-            except (FileNotFoundError, CorruptMetadataError) as e:
-                raise OrphanCleanAborted(
-                    f"cannot read the files used by {where} ({e}); a concurrent expiration or "
-                    f"a damaged table? Nothing was deleted") from None
-        used |= index_files
+        try:
+            used = Reachability(self.store).used_names(roots)
+        except Unreadable as e:
+            raise OrphanCleanAborted(f"{e}; a concurrent expiration or a damaged table? "
+                                     f"Nothing was deleted") from None
         if roots and not used:
             raise OrphanCleanAborted("the used-file set is empty although the table has "
                                      "snapshots; nothing was deleted")
         return used
 
-    def _roots_of(self, meta_root: str) -> List[Tuple[str, Snapshot]]:
+    def _roots_of(self, meta_root: str) -> List[Root]:
         io = self.io
-        out: List[Tuple[str, Snapshot]] = []
+        out: List[Root] = []
         # One listing, both cross-checked and used: a second listing could come back short.
         snapshot_names = io.list_names(io.join(meta_root, "snapshot"))
         listed = {P.parse_snapshot_id(n) for n in snapshot_names}
@@ -371,7 +353,7 @@ class OrphanFilesCleaner:
                     if snap.id != sid:
                         raise CorruptMetadataError(path, f"holds id {snap.id}, but its name "
                                                          f"says {sid}")
-                    out.append((path, snap))
+                    out.append(Root(path, snap, what))
                 except (FileNotFoundError, CorruptMetadataError) as e:
                     raise OrphanCleanAborted(
                         f"{what} file {path} was listed but cannot be read ({e}); a concurrent "
@@ -383,7 +365,8 @@ class OrphanFilesCleaner:
                 continue
             path = io.join(tag_dir, name)
             try:
-                out.append((path, Tag.from_json(tag_name, io.read_bytes(path), path).snapshot))
+                out.append(Root(path, Tag.from_json(tag_name, io.read_bytes(path),
+                                                    path).snapshot, "tag"))
             except (FileNotFoundError, CorruptMetadataError) as e:
                 raise OrphanCleanAborted(f"tag file {path} was listed but cannot be read ({e}); "
                                          f"nothing was deleted") from None
@@ -417,15 +400,10 @@ class OrphanFilesCleaner:
         return orphans
 
     def _remove_empty_dirs(self, dirs: List[FileStatus]) -> List[str]:
-        """Bucket and partition directories that are empty now and were old when listed,
-        deepest first; never the table root, never recursively."""
-        old = {d.path for d in dirs if d.mtime_ms < self.ctx.older_than_ms}
-        removed = []
-        for d in sorted((d.path for d in dirs), key=lambda p: p.count("/"), reverse=True):
-            if d in old or any(r.startswith(d + "/") for r in removed[-64:]):
-                if d.rstrip("/") != self.root and self.io.delete_empty_dir(d):
-                    removed.append(d)
-        return removed
+        """Partition and bucket directories that are empty now and were old when listed
+        (and their parents, once emptied), deepest first."""
+        return remove_empty_dirs(self.io, self.root,
+                                 [d.path for d in dirs if d.mtime_ms < self.ctx.older_than_ms])
 
     def _rel(self, path: str) -> str:
         return path[len(self.root) + 1:] if path.startswith(self.root + "/") else path

@@ -6,11 +6,12 @@ import logging
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Set
 
-from ..errors import CorruptMetadataError
-from ..format.snapshot import Snapshot, Tag
+from ..deletion import Deleter
+from ..format.snapshot import Tag
+from ..reachability import Reachability, Root, Unreadable
+from ..snapshots import ChangelogManager
 from ..store import FileStore
 from ..tags import TagManager, validate_tag_name
-from .expire import run_deletions, still_there
 
 log = logging.getLogger(__name__)
 
@@ -88,8 +89,8 @@ class TagOperations:
             tags.delete_deletion_marker(name)
             return result
         try:
-            data, metadata = self._only_this_tag(tag, others)
-        except (FileNotFoundError, CorruptMetadataError) as e:
+            data, metadata = self._only_this_tag(tag, others, result.skipped)
+        except Unreadable as e:
             # Delete the tag but none of its files: orphan cleanup can take them later. (On
             # a rerun this is the normal end: an earlier run deleted some of its manifests,
             # which it only starts once every data file is gone.)
@@ -108,20 +109,21 @@ class TagOperations:
         except OSError:
             tags.delete_deletion_marker(name)   # the tag stays, whole: nothing to finish
             raise
-        io = self.store.io
-        for group in (data, metadata):
-            deleted = run_deletions(io, group, None)
-            result.deleted_paths.extend(deleted)
-            result.deleted_bytes += sum(group[p] for p in deleted)
-            left = still_there(io, group, deleted)
-            if left:
-                result.skipped.append(
-                    f"{len(left)} file(s) could not be deleted (e.g. {left[0]}); run "
-                    f"delete_tag({name!r}) again to finish")
-                log.warning("delete_tag %s: %s", name, result.skipped[-1])
-                break
-        else:
+        with Deleter(self.store.io) as d:
+            # Data first: the metadata is what a rerun (from the marker) finds them by.
+            for group in (data, metadata):
+                finished = d.files("tag", list(group), must_finish=True)
+                if not finished:
+                    result.skipped.append(
+                        f"{len(d.left)} file(s) could not be deleted (e.g. {d.left[0]}); run "
+                        f"delete_tag({name!r}) again to finish")
+                    log.warning("delete_tag %s: %s", name, result.skipped[-1])
+                    break
+            result.deleted_paths = d.deleted.get("tag", [])
+        if finished:
             tags.delete_deletion_marker(name)
+        sizes = {**data, **metadata}
+        result.deleted_bytes = sum(sizes[p] for p in result.deleted_paths)
         result.deleted_files = len(result.deleted_paths)
         return result
 
@@ -130,43 +132,31 @@ class TagOperations:
             raise OSError(f"could not delete tag file {self.tags.tag_path(name)}; its files "
                           f"were not touched")
 
-    def _only_this_tag(self, tag: Tag, others: List[Tag]):
-        store, mio = self.store, self.store.manifests
-        used_data: Set[str] = set()
-        used_meta: Set[str] = set()
-        sm = store.snapshots
+    def _only_this_tag(self, tag: Tag, others: List[Tag], skipped: List[str]):
+        """(data, metadata) path -> size of what only `tag` uses: not any retained snapshot,
+        other tag or long-lived changelog. Raises Unreadable if what those use is unknown."""
+        store, reach = self.store, Reachability(self.store)
+        sm, cm = store.snapshots, ChangelogManager(store.io, store.root)
         retained = list(sm.snapshots())
-
-        def meta_names(s: Snapshot) -> Set[str]:
-            names = set(s.manifest_lists())
-            for lst in s.manifest_lists():
-                names.update(m.file_name for m in mio.read_list(lst))
-            if s.index_manifest:
-                names.add(s.index_manifest)
-            return names
-
-        # Files any retained snapshot can reach: live in the earliest, or added after it.
+        changelogs = [Root(cm.snapshot_path(c.id), c, "changelog") for c in cm.snapshots()]
+        roots = [Root(sm.snapshot_path(s.id), s) for s in retained] + changelogs + \
+            [Root(self.tags.tag_path(t.name), t.snapshot, "tag") for t in others]
+        used_meta = reach.kept_metadata(roots)
+        # Data any retained snapshot can reach: live in the earliest, or added after it.
+        used_data = reach.added_after(retained[1:])
         if retained:
-            used_data.update(store.data_file_path(e) for e in store.live_entries(retained[0]))
-            for s in retained[1:]:
-                used_data.update(store.data_file_path(e) for e in store.delta_entries(s)
-                                 if e.kind == 0 and not e.file.external_path)
-            for s in retained:
-                used_meta |= meta_names(s)
+            used_data |= reach.live_data(retained[0], sm.snapshot_path(retained[0].id))
         for t in others:
-            used_data.update(store.data_file_path(e) for e in store.live_entries(t.snapshot)
-                             if not e.file.external_path)
-            used_meta |= meta_names(t.snapshot)
-        data: Dict[str, int] = {}
-        for e in store.live_entries(tag.snapshot):
-            if e.file.external_path:
-                continue
-            p = store.data_file_path(e)
-            if p not in used_data:
-                data[p] = e.file.file_size
-        metadata: Dict[str, int] = {}
-        for n in meta_names(tag.snapshot) - used_meta:
-            metadata[mio.path(n)] = 0
+            used_data |= reach.live_data(t.snapshot, f"tag {t.name}")
+        for c in changelogs:
+            used_data |= reach.changelog_data(c)
+        data = {p: n for p, n in reach.live_files(tag.snapshot, f"tag {tag.name}").items()
+                if p not in used_data}
+        s = tag.snapshot
+        if s.changelog_manifest_list and s.changelog_manifest_list not in used_meta:
+            data.update(reach.added_files(s.changelog_manifest_list, skipped.append))
+        metadata = {p: n for p, (_, n) in reach.unused_metadata(
+            s, s.manifest_lists(), used_meta, skipped.append).items()}
         return data, metadata
 
     def rollback_to(self, snapshot_id: Optional[int] = None, tag: Optional[str] = None
@@ -203,7 +193,14 @@ class TagOperations:
         for t in self.tags.tags():
             if t.id > target.id and self.tags.delete_file(t.name):
                 deleted_tags.append(t.name)
-        left = [i for i in sm.list_snapshot_ids() if i > target.id]
+        # Long-lived changelogs past the target describe changes that no longer happened.
+        cm = ChangelogManager(sm.io, self.store.root)
+        kept = [i for i in cm.list_snapshot_ids() if i <= target.id]
+        for cid in sorted((i for i in cm.list_snapshot_ids() if i > target.id), reverse=True):
+            self.store.io.delete_quietly(cm.snapshot_path(cid))
+        if kept:
+            cm.commit_latest_hint(kept[-1])
+        left = [i for i in sm.list_snapshot_ids() + cm.list_snapshot_ids() if i > target.id]
         left_tags = [t.name for t in self.tags.tags() if t.id > target.id]
         if left or left_tags:
             raise OSError(f"rollback to {target.id} incomplete: could not delete snapshot(s) "

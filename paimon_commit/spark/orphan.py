@@ -17,6 +17,7 @@ from ..operations.orphan import (
     CleanContext, OrphanCleanAborted, OrphanCleanResult, OrphanFilesCleaner, _Candidate,
     _is_symlink, classify,
 )
+from ..reachability import Reachability, Unreadable, entry_names
 
 log = logging.getLogger(__name__)
 
@@ -37,18 +38,11 @@ def _used_names_of_manifests(table_path: str, names: Iterable[str]) -> Iterator[
     from ..store import FileStore
     store = FileStore.open(table_path)
     for name in names:
-        for e in store.manifests.read_manifest(name):
-            yield e.file.file_name
-            yield from e.file.extra_files
-            if e.file.external_path:
-                yield e.file.external_path.rsplit("/", 1)[-1]
+        yield from entry_names(store.manifests.read_manifest(name))
 
 
 def _delete_paths(table_path: str, paths: Iterable[str]) -> Iterator[str]:
-    io = FileIO.for_path(table_path)
-    for p in paths:
-        if io.delete_quietly(p):
-            yield p
+    return iter(FileIO.for_path(table_path).delete_files(list(paths)))
 
 
 class DistributedOrphanFilesCleaner(OrphanFilesCleaner):
@@ -87,21 +81,10 @@ class DistributedOrphanFilesCleaner(OrphanFilesCleaner):
 
         # 2. Used names: roots and lists on the driver, manifests on executors.
         roots = self.roots()
-        names, manifests = set(), set()
-        mio = self.store.manifests
-        for where, s in roots:
-            try:
-                for lst in s.manifest_lists():
-                    names.add(lst)
-                    manifests.update(m.file_name for m in mio.read_list(lst))
-                if s.index_manifest:
-                    names.add(s.index_manifest)
-                    names.update(self.store.manifests.read_index_file_names(s.index_manifest))
-                if s.statistics:
-                    names.add(s.statistics)
-            except Exception as e:  # noqa: BLE001 - any unreadable root aborts
-                raise OrphanCleanAborted(f"cannot read the files used by {where} ({e}); "
-                                         f"nothing was deleted") from None
+        try:
+            names, manifests = Reachability(self.store).used_metadata(roots)
+        except Unreadable as e:
+            raise OrphanCleanAborted(f"{e}; nothing was deleted") from None
         names |= manifests
         manifest_list = sorted(manifests)
         try:

@@ -4,19 +4,20 @@ Kinds (the method names are LocalFileIO's operations):
 
     write    write_new, overwrite_atomic, open_output_stream, mkdirs
     publish  try_create_atomic          (Paimon's rename / link step)
-    delete   delete_quietly, delete_empty_dir
+    delete   _unlink, _rmdir          (what the gate calls for each file / directory, whether
+                                      through delete_quietly, delete_files or delete_empty_dir)
     list     list_status, list_names
     read     read_bytes, open_input_file, exists, file_size
 
 Modes:
 
     error        the k-th operation of the kind fails with an OSError before touching
-                 anything, and the process carries on (later calls work). delete_quietly and
-                 delete_empty_dir never raise on I/O errors by contract, so for them the
-                 failure is simulated: the file (directory) stays and the call returns False.
+                 anything, and the process carries on (later calls work). Deletes never raise
+                 on I/O errors by contract, so for them the failure is simulated: the file
+                 (directory) stays and the call returns False.
     error_after  (write, publish) the operation is carried out, *then* raises an OSError: an
                  unknown outcome, e.g. a timeout after the server applied the request.
-    unlink       (delete) the real LocalFileIO.delete_quietly / delete_empty_dir runs, but
+    unlink       (delete) the real LocalFileIO._unlink / _rmdir runs, but
                  the underlying os.unlink / os.rmdir raises PermissionError: tests the
                  library's own handling of an OS-level failure.
     empty        (list) the listing silently comes back empty, as for a directory that does
@@ -52,7 +53,7 @@ __all__ = ["Crash", "InjectedIOError", "FaultIO", "KINDS", "MODES", "KIND_OF", "
 KINDS: Dict[str, Tuple[str, ...]] = {
     "write": ("write_new", "overwrite_atomic", "open_output_stream", "mkdirs"),
     "publish": ("try_create_atomic",),
-    "delete": ("delete_quietly", "delete_empty_dir"),
+    "delete": ("_unlink", "_rmdir"),
     "list": ("list_status", "list_names"),
     "read": ("read_bytes", "open_input_file", "exists", "file_size"),
 }

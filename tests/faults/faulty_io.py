@@ -8,8 +8,8 @@ class Crash(BaseException):
 
 
 OPS = ("read_bytes", "exists", "list_status", "list_names", "mkdirs", "write_new",
-       "overwrite_atomic", "try_create_atomic", "open_output_stream", "delete_quietly",
-       "delete_empty_dir", "file_size", "open_input_file")
+       "overwrite_atomic", "try_create_atomic", "open_output_stream", "_unlink",
+       "_rmdir", "file_size", "open_input_file")
 
 
 class FaultyIO(LocalFileIO):

@@ -9,7 +9,7 @@ writes {"rc", "seconds", "deletions", "stdout"} to RESULT_FILE. Paying the inter
 the parent start the next worker while it checks the previous trial, and draw kill times over
 the operation itself rather than over `import pyarrow`.
 
-The deletion gate (`FileIO.delete_quietly`) is wrapped to count calls; with
+What the deletion gate calls for each file (`_unlink`) is wrapped to count calls; with
 `kill_at_deletion` = N the process SIGKILLs itself when the N-th call starts (other deleting
 threads die with it, wherever they are). Nothing else is changed.
 """
@@ -30,18 +30,18 @@ def _count_deletions(kill_at) -> None:
     lock = threading.Lock()
 
     def wrap(original):
-        def delete_quietly(self, path):
+        def _unlink(self, path):
             with lock:
                 _calls[0] += 1
                 n = _calls[0]
             if kill_at is not None and n >= kill_at:
                 os.kill(os.getpid(), signal.SIGKILL)
             return original(self, path)
-        return delete_quietly
+        return _unlink
 
     for cls in (fileio.FileIO, *fileio.FileIO.__subclasses__()):
-        if "delete_quietly" in vars(cls):
-            cls.delete_quietly = wrap(vars(cls)["delete_quietly"])
+        if "_unlink" in vars(cls):
+            cls._unlink = wrap(vars(cls)["_unlink"])
 
 
 def main() -> int:

@@ -738,7 +738,7 @@ def test_fault_io_counts_fails_and_crashes(tmp_path):
     # The OS-level injection is scoped to the failing call: afterwards unlink works again.
     io = FaultIO(str(root))
     assert io.delete_quietly(str(root / "c")) is True and not (root / "c").exists()
-    assert io.counts == {"delete": 1} and io.log[0][:2] == ("delete", "delete_quietly")
+    assert io.counts == {"delete": 1} and io.log[0][:2] == ("delete", "_unlink")
 
 
 # --------------------------------------------------------------------------------------------

@@ -129,12 +129,13 @@ def test_branch_and_changelog_files_are_used(table, table_path):
     shutil.copytree(table_path / "schema", table_path / "branch" / "branch-b1" / "schema")
     shutil.copy(table_path / "snapshot" / "snapshot-3",
                 table_path / "branch" / "branch-b1" / "snapshot" / "snapshot-3")
-    (table_path / "changelog").mkdir()
-    shutil.copy(table_path / "snapshot" / "snapshot-2", table_path / "changelog" / "changelog-2")
+    s2 = (table_path / "snapshot" / "snapshot-2").read_bytes()
     s4 = table.snapshot(4)
     protected = referenced_files(table, min_snapshot=2) - referenced_files(table, 4)
     data4 = [f.path for f in table.live_files(4) if f.partition["hr"] == 4]
     table.rollback_to(1)                           # snapshots 2..4 unreachable from main
+    (table_path / "changelog").mkdir()             # (rollback deletes changelogs past 1)
+    (table_path / "changelog" / "changelog-2").write_bytes(s2)
     age(table_path)
     r = clean(table_path)
     assert protected and all(os.path.exists(p) for p in protected)

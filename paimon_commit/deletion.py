@@ -1,0 +1,129 @@
+"""How every operation deletes: in steps, through the FileIO gate, finishable.
+
+An operation hands its plan over as ordered steps. Each step only removes what later steps no
+longer need to find: data files before the manifests that name them, manifests before the
+snapshot (or tag, changelog) file that names them, that file before the hint. A step whose
+files could not all be deleted stops the run where later steps are still the record of what is
+left, so that the next run (or a rerun of the same operation) retries instead of leaking.
+
+Files go through `FileIO.delete_files` (checked by the gate, batched where the store batches)
+and directories through `FileIO.delete_empty_dir` (never recursive; left alone on storage
+without a non-recursive remove).
+"""
+from __future__ import annotations
+
+import logging
+import os
+from concurrent.futures import Executor, ThreadPoolExecutor
+from typing import Dict, Iterable, List, Optional, Sequence
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Deleter", "run_deletions", "still_there", "remove_empty_dirs"]
+
+
+def run_deletions(io, paths: Iterable[str], executor: Optional[Executor]) -> List[str]:
+    """Delete through the gate, in parallel when an executor is given; returns what was
+    deleted (a file already gone or failing to delete is not in it).
+
+    Few paths go one by one (`delete_quietly`: each is in the storage's deletion log the
+    moment it is gone, even if a later one fails). Many go in chunks through `delete_files`,
+    one task per chunk: a local unlink is cheaper than handing a task to a thread, while
+    object stores batch each chunk and still get several batches in flight."""
+    paths = list(paths)
+    if not paths:
+        return []
+    if len(paths) < 64:
+        return [p for p in paths if io.delete_quietly(p)]
+    if executor is None:
+        return io.delete_files(paths)
+    workers = getattr(executor, "_max_workers", 4)
+    size = max(32, -(-len(paths) // (workers * 4)))
+    out: List[str] = []
+    for done in executor.map(io.delete_files,
+                             [paths[i:i + size] for i in range(0, len(paths), size)]):
+        out.extend(done)
+    return out
+
+
+def still_there(io, planned: Iterable[str], deleted: Iterable[str]) -> List[str]:
+    """What a deletion did not delete and still exists (a failed delete, not a vanished
+    file): callers keep their records of these so that a rerun can retry."""
+    gone = set(deleted)
+    return [p for p in planned if p not in gone and io.exists(p)]
+
+
+def remove_empty_dirs(io, root: str, dirs: Iterable[str]) -> List[str]:
+    """Remove each directory that is empty, deepest first; each removal queues its parent.
+    Never the root or anything outside it, never recursively. Returns what was removed."""
+    root = root.rstrip("/")
+    removed: List[str] = []
+    pending = {d.rstrip("/") for d in dirs}
+    while pending:
+        depth = max(d.count("/") for d in pending)
+        level = sorted(d for d in pending if d.count("/") == depth)
+        pending -= set(level)
+        for d in level:
+            if d == root or not d.startswith(root + "/"):
+                continue
+            if io.delete_empty_dir(d):
+                removed.append(d)
+                pending.add(os.path.dirname(d))
+    return removed
+
+
+class Deleter:
+    """Runs the steps of one operation's plan and records what each deleted.
+
+    Use as a context manager: a thread pool is created on the first parallel step (sized by
+    `thread_num`, else the CPU count) unless an executor is given, and shut down at exit."""
+
+    def __init__(self, io, executor: Optional[Executor] = None,
+                 thread_num: Optional[int] = None):
+        self.io = io
+        self.deleted: Dict[str, List[str]] = {}
+        self.left: List[str] = []
+        self._executor = executor
+        self._own: Optional[ThreadPoolExecutor] = None
+        self._threads = thread_num or os.cpu_count() or 1
+
+    def __enter__(self) -> "Deleter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._own is not None:
+            self._own.shutdown(wait=True)
+
+    def _pool(self) -> Executor:
+        if self._executor is None:
+            self._own = self._executor = ThreadPoolExecutor(self._threads)
+        return self._executor
+
+    def files(self, kind: str, paths: Sequence[str], must_finish: bool = False) -> bool:
+        """Delete `paths` in parallel. With `must_finish`, False if any of them is still
+        there afterwards (`left` names them): the caller stops, keeping its records."""
+        paths = list(paths)
+        done = run_deletions(self.io, paths, self._pool() if len(paths) >= 64 else None)
+        self.deleted.setdefault(kind, []).extend(done)
+        if must_finish:
+            self.left = still_there(self.io, paths, done)
+            return not self.left
+        return True
+
+    def in_order(self, kind: str, paths: Sequence[str]) -> int:
+        """Delete one by one in the given order, stopping at the first file that could not
+        be deleted and is still there (a crash or failure leaves a contiguous suffix).
+        Returns how many of `paths` are gone."""
+        done = self.deleted.setdefault(kind, [])
+        for i, p in enumerate(paths):
+            if self.io.delete_quietly(p):
+                done.append(p)
+            elif self.io.exists(p):
+                self.left = [p]
+                return i
+        return len(paths)
+
+    def dirs(self, root: str, dirs: Iterable[str]) -> List[str]:
+        removed = remove_empty_dirs(self.io, root, dirs)
+        self.deleted.setdefault("directory", []).extend(removed)
+        return removed

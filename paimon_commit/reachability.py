@@ -1,0 +1,382 @@
+"""What a snapshot, tag or long-lived changelog references: the one answer to "is this file
+still needed?" that expiration, changelog expiration, delete_tag, rollback and orphan cleanup
+(local and Spark) all use.
+
+A root (snapshot, tag, long-lived changelog, of the table or of a branch) references its
+manifest lists (base, delta, changelog), the manifests they list, the data and changelog files
+those manifests name (with their extra files), its index manifest and the index files it lists
+(deletion vectors, hash indexes), and its statistics file. Every one of these is immutable and
+named uniquely, so what is read is cached by file name for as long as the object lives.
+
+The partial-view rules, in one place:
+- What must be KEPT is read strictly: a needed file that is missing or unreadable raises
+  `Unreadable`, and the caller deletes less (skips a step) or nothing (aborts). A plan is never
+  made larger by what could not be read.
+- What MAY BE DELETED is read tolerantly: an unreadable candidate contributes nothing (its
+  files are left for orphan cleanup) and the reason is reported.
+- A long-lived changelog needs only what a changelog reader reads: its changelog manifest list
+  or, without one (`changelog-producer` = none), its delta list. Paimon's own expiration
+  deletes the other lists of such changelogs by design, so those are protected while they
+  exist and their absence is not an error (as in Paimon's orphan cleanup).
+"""
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
+
+from .errors import CorruptMetadataError
+from .format import paths as P
+from .format.manifest import FileKind, ManifestEntry
+from .format.snapshot import Snapshot
+from .manifests import live_entries
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Root", "Reachability", "Unreadable", "UNREADABLE", "APPEND_SOURCE"]
+
+# Errors that mean "this file cannot be read": absent, or not a valid Paimon file.
+UNREADABLE = (FileNotFoundError, CorruptMetadataError)
+APPEND_SOURCE = 0   # DataFileMeta._FILE_SOURCE: 0 = APPEND (written by a writer), 1 = COMPACT
+
+
+class Unreadable(Exception):
+    """Something that must be known to protect files could not be read."""
+
+    def __init__(self, what: str, cause: BaseException):
+        super().__init__(f"cannot read what {what} uses ({cause})")
+        self.what = what
+        self.cause = cause
+
+
+@dataclass(frozen=True)
+class Root:
+    """A snapshot, tag or long-lived changelog file (`where`), and what it holds."""
+    where: str
+    snapshot: Snapshot
+    kind: str = "snapshot"      # "snapshot", "tag" or "changelog"
+
+    def lists(self) -> Tuple[Tuple[str, bool], ...]:
+        """(manifest list, needed) pairs; a list that is not needed may be gone."""
+        s = self.snapshot
+        if self.kind != "changelog":
+            return tuple((n, True) for n in s.manifest_lists())
+        out = [(s.base_manifest_list, False)]
+        if s.changelog_manifest_list:
+            out += [(s.delta_manifest_list, False), (s.changelog_manifest_list, True)]
+        else:
+            out.append((s.delta_manifest_list, True))
+        return tuple(out)
+
+
+class Reachability:
+    """Reads of one table's metadata, cached by immutable file name, and what roots use.
+
+    Long-lived owners (the expirer a TableCommit keeps) call `start()` before a run and
+    `prune()` after it, so that the cache holds what the last run touched and no more."""
+
+    def __init__(self, store):
+        self.store = store
+        self.io = store.io
+        self.mio = store.manifests
+        self._lists: Dict[str, list] = {}
+        self._entries: Dict[str, List[ManifestEntry]] = {}
+        self._index: Dict[str, List[str]] = {}
+        self._touched: Set[str] = set()
+        self._dirs = {"index": store.io.join(store.root, P.INDEX_DIR),
+                      "statistics": store.io.join(store.root, P.STATISTICS_DIR)}
+
+    def start(self) -> None:
+        self._touched = set()
+
+    def prune(self) -> None:
+        if not self._touched:   # a run that read nothing keeps what it had
+            return
+        for memo in (self._lists, self._entries, self._index):
+            for name in [n for n in memo if n not in self._touched]:
+                del memo[name]
+
+    # --- reads, once per file name -------------------------------------------------------
+    def manifests(self, list_name: str) -> list:
+        """(file_name, file_size) of each manifest a list names. Raises if unreadable."""
+        self._touched.add(list_name)
+        refs = self._lists.get(list_name)
+        if refs is None:
+            refs = self._lists[list_name] = self.mio.read_list_refs(list_name)
+        return refs
+
+    def entries(self, list_name: str) -> List[ManifestEntry]:
+        """Every entry of every manifest of a list, in order. Raises if unreadable."""
+        self._touched.add(list_name)
+        entries = self._entries.get(list_name)
+        if entries is None:
+            entries = self._entries[list_name] = self.mio.read_entries(
+                self.manifests(list_name))
+        return entries
+
+    def index_files(self, index_manifest: str) -> List[str]:
+        """Names (under index/) an index manifest lists. Raises if unreadable."""
+        self._touched.add(index_manifest)
+        names = self._index.get(index_manifest)
+        if names is None:
+            names = self._index[index_manifest] = self.mio.read_index_file_names(index_manifest)
+        return names
+
+    # --- paths ---------------------------------------------------------------------------
+    def data_path(self, e: ManifestEntry) -> Optional[str]:
+        """Where a data or changelog file is; None when it lives outside the table root
+        (external paths are never ours to delete). ValueError for a hostile name."""
+        if e.file.external_path:
+            return None
+        return self.store.data_file_path(e)
+
+    def file_paths(self, e: ManifestEntry) -> List[str]:
+        """The file of an entry and its extra files (e.g. file indexes), [] if external."""
+        path = self.data_path(e)
+        if path is None:
+            return []
+        out = [path]
+        for extra in e.file.extra_files:
+            P.validate_bare_file_name(extra, "extra file name")
+            out.append(self.io.join(os.path.dirname(path), extra))
+        return out
+
+    def path(self, kind: str, name: str) -> str:
+        """Path of a metadata file named in a snapshot or list, by kind."""
+        if kind in self._dirs:
+            return self.io.join(self._dirs[kind], P.validate_bare_file_name(name, f"{kind} file"))
+        return self.mio.path(name)
+
+    # --- what roots use: strict ----------------------------------------------------------
+    def metadata_names(self, root: Root) -> Set[str]:
+        """Names of every metadata file a root uses: lists, manifests, index manifest,
+        index files, statistics. Raises Unreadable if a needed one cannot be read."""
+        s = root.snapshot
+        out: Set[str] = set()
+        try:
+            for name, needed in root.lists():
+                try:
+                    out.update(m.file_name for m in self.manifests(name))
+                except FileNotFoundError:
+                    if needed:
+                        raise
+                    continue
+                out.add(name)
+            if s.index_manifest:
+                try:
+                    out.update(self.index_files(s.index_manifest))
+                    out.add(s.index_manifest)
+                except FileNotFoundError:
+                    # A changelog's index manifest is its snapshot's: expiration removes it.
+                    if root.kind != "changelog":
+                        raise
+        except UNREADABLE as e:
+            raise Unreadable(root.where, e) from None
+        if s.statistics:
+            out.add(s.statistics)
+        return out
+
+    def kept_metadata(self, roots: Iterable[Root]) -> Set[str]:
+        out: Set[str] = set()
+        for r in roots:
+            out |= self.metadata_names(r)
+        return out
+
+    def live_files(self, snapshot: Snapshot, where: str) -> Dict[str, int]:
+        """path -> size of the data files live in a snapshot (merged base + delta), with
+        their extra files. Raises Unreadable."""
+        try:
+            entries = self.mio.read_entries(self.manifests(snapshot.base_manifest_list)) + \
+                self.entries(snapshot.delta_manifest_list)
+            out: Dict[str, int] = {}
+            for e in live_entries(entries):
+                for i, p in enumerate(self.file_paths(e)):
+                    out[p] = 0 if i else e.file.file_size
+            return out
+        except (ValueError,) + UNREADABLE as e:
+            raise Unreadable(where, e) from None
+
+    def live_data(self, snapshot: Snapshot, where: str) -> Set[str]:
+        return set(self.live_files(snapshot, where))
+
+    def added_after(self, snapshots: Iterable[Snapshot]) -> Set[str]:
+        """Paths ADDed by the deltas of `snapshots`. Raises Unreadable."""
+        out: Set[str] = set()
+        for s in snapshots:
+            try:
+                for e in self.entries(s.delta_manifest_list):
+                    if e.kind == FileKind.ADD:
+                        out.update(self.file_paths(e))
+            except (ValueError,) + UNREADABLE as e:
+                raise Unreadable(f"snapshot {s.id}", e) from None
+        return out
+
+    def changelog_data(self, root: Root) -> Set[str]:
+        """Paths a long-lived changelog's readers read: ADDs of its changelog list, or of
+        its delta list without one. Raises Unreadable."""
+        s = root.snapshot
+        name = s.changelog_manifest_list or s.delta_manifest_list
+        try:
+            return {p for e in self.entries(name) if e.kind == FileKind.ADD
+                    for p in self.file_paths(e)}
+        except (ValueError,) + UNREADABLE as e:
+            raise Unreadable(root.where, e) from None
+
+    def used_metadata(self, roots: Iterable[Root]) -> Tuple[Set[str], Set[str]]:
+        """(names of every metadata file the roots use, names of their manifests).
+        Raises Unreadable."""
+        names: Set[str] = set()
+        manifests: Set[str] = set()
+        for r in roots:
+            used = self.metadata_names(r)
+            names |= used
+            for lst, _ in r.lists():
+                if lst in used:
+                    manifests.update(m.file_name for m in self.manifests(lst))
+        return names, manifests
+
+    def used_names(self, roots: Iterable[Root]) -> Set[str]:
+        """File names (not paths: Paimon's orphan cleanup matches names) of everything the
+        roots use, files of ADD and DELETE entries included. Raises Unreadable."""
+        names, manifests = self.used_metadata(roots)
+        for m in manifests:
+            try:
+                names.update(entry_names(self.mio.read_manifest(m)))
+            except UNREADABLE as e:
+                raise Unreadable(f"manifest {m}", e) from None
+        return names
+
+    # --- what may be deleted: tolerant ---------------------------------------------------
+    def unused_metadata(self, s: Snapshot, lists: Iterable[str], keep: Set[str],
+                        skip: Callable[[str], None], index_and_statistics: bool = True
+                        ) -> Dict[str, Tuple[str, int]]:
+        """path -> (kind, size) of the metadata of `s` that nothing in `keep` uses: the
+        given lists and their manifests, its index manifest and index files, its statistics
+        file. Unreadable parts contribute nothing (reported through `skip`)."""
+        out: Dict[str, Tuple[str, int]] = {}
+        sizes = {s.base_manifest_list: s.base_manifest_list_size,
+                 s.delta_manifest_list: s.delta_manifest_list_size,
+                 s.changelog_manifest_list: s.changelog_manifest_list_size}
+        for name in lists:
+            if not name or name in keep:
+                continue
+            try:
+                refs = self.manifests(name)
+            except FileNotFoundError:
+                continue   # deleted by an earlier, interrupted run
+            except CorruptMetadataError as e:
+                skip(f"{e}; its manifests are left for orphan cleanup")
+                refs = []
+            for m in refs:
+                if m.file_name not in keep:
+                    out[self.mio.path(m.file_name)] = ("manifest", m.file_size)
+            out[self.mio.path(name)] = ("manifest-list", sizes.get(name) or 0)
+        if index_and_statistics and s.index_manifest and s.index_manifest not in keep:
+            try:
+                files = self.index_files(s.index_manifest)
+            except FileNotFoundError:
+                files = None
+            except CorruptMetadataError as e:
+                skip(f"index manifest {s.index_manifest} is unreadable ({e}); kept")
+                files = None
+            if files is not None:
+                for f in files:
+                    if f not in keep:
+                        out[self.path("index", f)] = ("index", 0)
+                out[self.mio.path(s.index_manifest)] = ("index", 0)
+        if index_and_statistics and s.statistics and s.statistics not in keep:
+            try:
+                out[self.path("statistics", s.statistics)] = ("statistics", 0)
+            except ValueError as e:
+                skip(str(e))
+        return out
+
+    def added_files(self, list_name: str, skip: Callable[[str], None]) -> Dict[str, int]:
+        """path -> size of the files ADDed in a list (changelog files of a changelog list).
+        An unreadable list gives nothing."""
+        out: Dict[str, int] = {}
+        try:
+            entries = self.entries(list_name)
+        except UNREADABLE as e:
+            skip(f"changelog manifests of {list_name} unreadable ({e}); their files are left")
+            return out
+        for e in entries:
+            if e.kind != FileKind.ADD:
+                continue
+            try:
+                for p in self.file_paths(e):
+                    out.setdefault(p, e.file.file_size)
+            except ValueError as err:
+                skip(str(err))
+        return out
+
+    def deleted_files(self, lineage: List[Tuple[int, Optional[Snapshot]]], until: int,
+                      protected: Callable[[], Set[str]], skip: Callable[[str], None],
+                      keep_entry: Callable[[ManifestEntry], bool] = lambda e: False
+                      ) -> Dict[str, int]:
+        """path -> size of the files DELETEd by the deltas of `lineage` (ascending ids, None
+        for a missing one) with id <= `until`, that nothing still needs:
+        - not in `protected()` (files live in a tag, ...; read only when there are
+          candidates; if it raises Unreadable nothing is returned) nor kept by `keep_entry`;
+        - not ADDed again by any later delta of the lineage (an upgrade to another level in
+          the same delta, a rollback-to-as-latest, a manual re-commit);
+        - not deleted at or before a delta that could not be read (it could have re-added
+          them): those are left for orphan cleanup."""
+        last_add: Dict[str, Tuple[int, int]] = {}
+        candidates: List[Tuple[Tuple[int, int], ManifestEntry, List[str]]] = []
+        blind_before = 0
+        for sid, s in lineage:
+            if s is None:
+                blind_before = sid
+                continue
+            try:
+                entries = self.entries(s.delta_manifest_list)
+            except UNREADABLE as e:
+                skip(f"delta of snapshot {sid} is unreadable ({e}); data files deleted at or "
+                     f"before it are left for orphan cleanup")
+                blind_before = sid
+                continue
+            for pos, e in enumerate(entries):
+                try:
+                    paths = self.file_paths(e)
+                except ValueError as err:
+                    skip(f"snapshot {sid}: {err}")
+                    continue
+                if not paths:
+                    continue
+                if e.kind == FileKind.ADD:
+                    last_add[paths[0]] = (sid, pos)
+                elif sid <= until:
+                    candidates.append(((sid, pos), e, paths))
+        out: Dict[str, int] = {}
+        if not candidates:
+            return out
+        try:
+            kept = protected()
+        except Unreadable as e:
+            skip(f"{e}; no data file is deleted")
+            return out
+        for pos, e, paths in candidates:
+            path = paths[0]
+            if pos[0] <= blind_before or path in kept or keep_entry(e) \
+                    or last_add.get(path, (0, -1)) > pos:
+                continue
+            refused = self.io.deletion_refused(path)
+            if refused:
+                skip(f"snapshot {pos[0]}: {refused}")
+                continue
+            out[path] = e.file.file_size
+            for extra in paths[1:]:
+                out.setdefault(extra, 0)
+        return out
+
+
+def entry_names(entries: Iterable[ManifestEntry]) -> Iterable[str]:
+    """Names an entry makes used: its file, its extra files, an external file's name."""
+    for e in entries:
+        f = e.file
+        yield f.file_name
+        yield from f.extra_files
+        if f.external_path:
+            yield f.external_path.rsplit("/", 1)[-1]
