@@ -418,7 +418,6 @@ class PyArrowFileIO(FileIO):
         return norm
 
     def read_bytes(self, path: str) -> bytes:
-        from pyarrow.lib import ArrowIOError  # noqa: F401  (error type for callers)
         try:
             with self.fs.open_input_stream(path) as f:
                 return f.read()

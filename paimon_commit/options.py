@@ -43,7 +43,6 @@ _SIZE_UNITS = {
 _SIZE_RE = re.compile(r"^\s*(\d+)\s*([a-z]*)\s*$", re.IGNORECASE)
 
 INT_MAX = 2147483647
-LONG_MAX = 9223372036854775807
 
 
 def parse_duration_ms(text: Any, what: str = "duration") -> int:
@@ -129,10 +128,6 @@ class ConfigOption:
 
 def _at_least(n: int) -> Callable[[int], Optional[str]]:
     return lambda v: None if v >= n else f"must be >= {n}"
-
-
-def _one_of(*choices: str) -> Callable[[str], Optional[str]]:
-    return lambda v: None if v in choices else f"must be one of {', '.join(choices)}"
 
 
 def _enum(*choices: str) -> Callable[[Any, str], str]:

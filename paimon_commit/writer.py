@@ -5,7 +5,7 @@ import calendar
 import logging
 import time
 import uuid
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc

@@ -70,7 +70,6 @@ _EPOCH_ORDINAL = datetime.date(1970, 1, 1).toordinal()
 _EPOCH = datetime.datetime(1970, 1, 1)
 _EPOCH_UTC = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 _ZEROS = bytes(16)
-_MICROS_PER_DAY = 86400 * 1000000
 _MILLIS_PER_DAY = 86400 * 1000
 
 # An encoder writes one non-null value: (value, buffer, slot offset, variable parts, cursor)

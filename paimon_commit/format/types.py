@@ -66,12 +66,6 @@ _KNOWN_UNSUPPORTED_ATOMIC = frozenset({"VARIANT", "BLOB"})
 # Nested roots pypaimon can write that this library does not support.
 _KNOWN_UNSUPPORTED_NESTED = frozenset({"VECTOR"})
 
-_ATOMIC_ROOTS = frozenset({
-    "BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DECIMAL",
-    "CHAR", "VARCHAR", "BINARY", "VARBINARY", "DATE", "TIME", "TIMESTAMP", "TIMESTAMP_LTZ",
-})
-
-
 @dataclass(frozen=True)
 class AtomicType:
     """A parsed atomic Paimon type.

@@ -14,10 +14,10 @@ import random
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set
+from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence, Set
 
 from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt, \
-    stop_after_delay, stop_never
+    stop_after_delay
 
 from ..errors import CommitConflictError, CommitFailedError
 from ..format.commit_message import CommitMessage

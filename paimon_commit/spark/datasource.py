@@ -18,9 +18,7 @@ Options:
 """
 from __future__ import annotations
 
-import datetime
 import logging
-import os
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
@@ -33,7 +31,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from ..errors import OptionError, PaimonCommitError, TableNotFoundError
+from ..errors import OptionError, TableNotFoundError
 from ..format import types as ptypes
 from ..format.commit_message import CommitMessage
 from ..options import OPTIONS, validate_options
@@ -43,10 +41,6 @@ from ..writer import SchemaMismatchError, message_paths
 log = logging.getLogger(__name__)
 
 __all__ = ["PaimonDataSource", "register"]
-
-_WRITE_ONLY_KEYS = {"path", "partition-keys", "overwrite-partition", "commit-user",
-                    "checkpointLocation", "snapshot-id", "tag"}
-
 
 def register(spark) -> None:
     """Make `format("paimon")` available in this session. Also turns on Python data source
@@ -254,7 +248,6 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
                 c.abort(msgs)
                 return
             _commit_then_maintain(lambda: c.commit(msgs, commit_identifier=batchId), c)
-            _fault_point("after-publish", batchId)
 
     def abort(self, messages, batchId: int) -> None:
         table = Table.open(self.path)
@@ -264,14 +257,6 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
                           batchId)
                 return
         _abort(self.path, messages, self.commit_user, table.store.snapshots.latest_snapshot_id())
-
-
-def _fault_point(name: str, batch_id: int) -> None:
-    """Test hook: PAIMON_COMMIT_TEST_KILL=after-publish:<batch> kills the driver right after
-    that batch's snapshot is published, before Spark records the batch in its checkpoint."""
-    spec = os.environ.get("PAIMON_COMMIT_TEST_KILL")
-    if spec and spec == f"{name}:{batch_id}":
-        os._exit(137)
 
 
 def _checkpoint_commit_user(checkpoint: Optional[str]) -> str:

@@ -153,9 +153,28 @@ STREAM = textwrap.dedent("""
              .config("spark.sql.shuffle.partitions", "2").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
+    from paimon_commit.spark.datasource import PaimonDataSource, PaimonStreamWriter
+
+    class KilledAfterPublish(PaimonStreamWriter):
+        # KILL_AFTER_PUBLISH=<batch>: the committing process dies right after that batch's
+        # snapshot is published, before Spark records the batch in its checkpoint.
+        def commit(self, messages, batchId):
+            super().commit(messages, batchId)
+            if os.environ.get("KILL_AFTER_PUBLISH") == str(batchId):
+                os._exit(137)
+
+    class KillableSource(PaimonDataSource):
+        @classmethod
+        def name(cls):
+            return "paimon_killable"
+
+        def streamWriter(self, schema, overwrite):
+            return KilledAfterPublish(self.options, schema, overwrite)
+
+    spark.dataSource.register(KillableSource)
     q = (spark.readStream.schema("id long, name string, dt date, hr int")
          .option("maxFilesPerTrigger", 1).parquet(src)
-         .writeStream.format("paimon").option("checkpointLocation", ckpt)
+         .writeStream.format("paimon_killable").option("checkpointLocation", ckpt)
          .option("partition-keys", "dt").trigger(availableNow=True).start(table))
     q.awaitTermination()
     spark.stop()
@@ -179,8 +198,8 @@ def test_streaming_restart_after_kill_is_exactly_once(path, tmp_path):
     args = [sys.executable, str(script), str(src), str(path), str(ckpt)]
     # Batch 2 is published, then the process committing it is killed (os._exit) before
     # Spark records the batch in its checkpoint; the query dies.
-    killed = subprocess.run(args, env={**os.environ, "PAIMON_COMMIT_TEST_KILL":
-                                       "after-publish:2"}, capture_output=True, timeout=300)
+    killed = subprocess.run(args, env={**os.environ, "KILL_AFTER_PUBLISH": "2"},
+                            capture_output=True, timeout=300)
     assert killed.returncode != 0
     assert b"crashed" in killed.stderr or killed.returncode == 137
     t = Table.open(str(path))
