@@ -44,8 +44,11 @@ class SchemaManager:
 
 
 class PartitionSpec:
-    """A validated (possibly partial) partition spec: key index -> typed value (None = the
-    default partition)."""
+    """A validated (possibly partial) partition spec: key index -> typed value.
+
+    As in Paimon Java, None and the default partition name mean NULL; every other value,
+    the empty string included, means itself. NULL and blank strings share the default
+    partition's directory but stay apart in the partition row."""
 
     def __init__(self, schema: TableSchema, spec: Mapping[str, Any], default_name: str):
         if not isinstance(spec, Mapping):
@@ -63,12 +66,10 @@ class PartitionSpec:
                 raise ValueError(f"unknown partition key {k!r} in {dict(spec)!r} "
                                  f"(partition keys: {keys})")
             i = keys.index(k)
-            if v is None or v == "" or v == default_name:
+            if v is None or v == default_name:
                 v = None
             else:
                 ptypes.check_python_value(v, types[i], f"partition key {k!r}")
-                if isinstance(v, str) and not v.strip():
-                    v = None
             self.items.append((i, v))
         self.spec = dict(spec)
 

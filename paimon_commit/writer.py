@@ -168,9 +168,8 @@ class TableWriter:
             offset += n
 
     def _buffer(self, values: Tuple[Any, ...], data: pa.Table, nbytes: int) -> None:
-        # "" / whitespace-only strings land in the default partition: the BinaryRow must say
-        # null so that readers and drop_partitions agree.
-        values = tuple(None if isinstance(v, str) and not v.strip() else v for v in values)
+        # A blank string stays itself in the partition row, as Java's writer keeps it; only
+        # the directory is the default partition's, shared with NULL.
         b = self._buffers.get(values)
         if b is None:
             b = self._buffers[values] = _Buffer()

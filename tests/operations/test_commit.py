@@ -124,9 +124,17 @@ def test_drop_partitions_default_partition(table_path):
         {"id": 2, "name": "", "dt": D1, "hr": 1},
         {"id": 3, "name": "x", "dt": D1, "hr": 1}], schema=SCHEMA)
     write(t, data)
+    # NULL and '' share the default partition's directory, but not the partition row.
     assert (table_path / "name=__DEFAULT_PARTITION__" / "bucket-0").is_dir()
+    assert sorted(repr(f.partition["name"]) for f in t.live_files()) == ["''", "'x'", "None"]
+    assert {r["id"]: r["name"] for r in rows(pp_read(table_path))} == {1: None, 2: "", 3: "x"}
+    assert {r["id"]: r["name"] for r in t.read_arrow().to_pylist()} == \
+        {1: None, 2: "", 3: "x"}
     with t.new_commit() as c:
-        c.drop_partitions([{"name": None}])
+        c.drop_partitions([{"name": None}])          # NULL only, as in Paimon Java
+    assert [r["id"] for r in rows(pp_read(table_path))] == [2, 3]
+    with t.new_commit() as c:
+        c.drop_partitions([{"name": ""}])            # '' only
     assert [r["id"] for r in rows(pp_read(table_path))] == [3]
 
 
