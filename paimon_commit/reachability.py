@@ -58,10 +58,13 @@ class Root:
     kind: str = "snapshot"      # "snapshot", "tag" or "changelog"
 
     def lists(self) -> Tuple[Tuple[str, bool], ...]:
-        """(manifest list, needed) pairs; a list that is not needed may be gone."""
+        """(manifest list, needed) pairs. One that is not needed may be gone: a tag's
+        changelog list (Paimon's expiration deletes a tagged snapshot's changelog; tags are
+        read as batches), a long-lived changelog's lists other than the one it is read by."""
         s = self.snapshot
         if self.kind != "changelog":
-            return tuple((n, True) for n in s.manifest_lists())
+            return tuple((n, self.kind != "tag" or n != s.changelog_manifest_list)
+                         for n in s.manifest_lists())
         out = [(s.base_manifest_list, False)]
         if s.changelog_manifest_list:
             out += [(s.delta_manifest_list, False), (s.changelog_manifest_list, True)]
@@ -149,13 +152,16 @@ class Reachability:
         return self.mio.path(name)
 
     # --- what roots use: strict ----------------------------------------------------------
-    def metadata_names(self, root: Root) -> Set[str]:
+    def metadata_names(self, root: Root, keep: bool = False) -> Set[str]:
         """Names of every metadata file a root uses: lists, manifests, index manifest,
-        index files, statistics. Raises Unreadable if a needed one cannot be read."""
+        index files, statistics. Raises Unreadable if a needed one cannot be read. With
+        `keep`, what expiration must keep for it (a tag does not keep its changelog)."""
         s = root.snapshot
         out: Set[str] = set()
         try:
             for name, needed in root.lists():
+                if keep and root.kind == "tag" and name == s.changelog_manifest_list:
+                    continue
                 try:
                     out.update(m.file_name for m in self.manifests(name))
                 except FileNotFoundError:
@@ -180,7 +186,7 @@ class Reachability:
     def kept_metadata(self, roots: Iterable[Root]) -> Set[str]:
         out: Set[str] = set()
         for r in roots:
-            out |= self.metadata_names(r)
+            out |= self.metadata_names(r, keep=True)
         return out
 
     def live_files(self, snapshot: Snapshot, where: str) -> Dict[str, int]:
@@ -298,7 +304,9 @@ class Reachability:
         out: Dict[str, int] = {}
         try:
             entries = self.entries(list_name)
-        except UNREADABLE as e:
+        except FileNotFoundError:
+            return out   # an earlier run (or Paimon, for a tag's changelog) deleted it
+        except CorruptMetadataError as e:
             skip(f"changelog manifests of {list_name} unreadable ({e}); their files are left")
             return out
         for e in entries:
