@@ -57,16 +57,21 @@ def cmd_maintain(args) -> Dict[str, Any]:
     older = None
     if args.older_than_duration is not None:
         older = int(time.time() * 1000) - args.older_than_duration
-    tables = find_tables(args.warehouse, args.database, args.table)   # invalid input: exit 2
+    from . import cli
+    warehouse = cli._Run.raw_paths.get(args.table, args.table)   # the positional WAREHOUSE
+    storage = dict(cli._Run.storage)
+    tables = find_tables(warehouse, args.database, args.table_glob,
+                         storage_options=storage)    # a missing warehouse: exit 2
     progress = terminal_progress(args.json)
     try:
-        results = maintain_warehouse(args.warehouse, orphans=args.orphans,
+        results = maintain_warehouse(warehouse, orphans=args.orphans,
                                      older_than_ms=older, parallelism=args.parallelism,
-                                     dry_run=args.dry_run, progress=progress, tables=tables)
+                                     dry_run=args.dry_run, progress=progress, tables=tables,
+                                     storage_options=storage)
     finally:
         if progress is not None:
             progress.close()
-    out = {"warehouse": args.warehouse, "dry_run": args.dry_run,
+    out = {"warehouse": args.table, "dry_run": args.dry_run,
            "tables": [r.to_dict() for r in results],
            "ok": sum(r.status == "ok" for r in results),
            "failed": sum(r.status == "failed" for r in results),
@@ -138,7 +143,9 @@ def _each_table(run: Callable) -> Callable:
         if not is_table_pattern(args.table):
             return run(args)
         from .errors import PaimonCommitError
-        refs = resolve_table_pattern(args.table)
+        from . import cli
+        refs = resolve_table_pattern(cli._Run.raw_paths.get(args.table, args.table),
+                                     storage_options=dict(cli._Run.storage))
         if not refs:
             raise ValueError(f"no table matches {args.table}")
         pattern = args.table
@@ -184,7 +191,7 @@ def add_commands(sub, command: Callable) -> None:
         sub: the argparse subparsers object of cli.build_parser.
         command: cli.build_parser's helper that adds a TABLE command.
     """
-    from .cli import _duration, _int_at_least, _timestamp_ms
+    from .cli import _duration, _int_at_least, _key_value, _timestamp_ms
     c = command("expire-tags", cmd_expire_tags,
                 "expire tags past their retention (and, with --older-than, tags created "
                 "before it); the files only they kept are deleted",
@@ -202,11 +209,14 @@ def add_commands(sub, command: Callable) -> None:
                        epilog="example:\n  paimon-commit maintain /data/wh --database sales "
                               "--orphans --older-than-duration '2 d' --parallelism 4",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    m.add_argument("warehouse", help="warehouse path (local path, file://, hdfs://, s3://)")
+    m.add_argument("table", metavar="WAREHOUSE",
+                   help="warehouse path (local path, file://, hdfs://, s3://)")
     m.add_argument("--json", action="store_true", help="print one JSON object")
+    m.add_argument("--option", action="append", default=[], type=_key_value,
+                   metavar="KEY=VALUE", help="storage option, repeatable (e.g. s3.endpoint=...)")
     m.add_argument("--database", metavar="D", help="only this database (glob accepted)")
-    m.add_argument("--table", metavar="GLOB", help="only tables whose name matches "
-                                                   "(db.table when the glob has a dot)")
+    m.add_argument("--table", dest="table_glob", metavar="GLOB",
+                   help="only tables whose name matches (db.table when the glob has a dot)")
     m.add_argument("--orphans", action="store_true", help="also remove orphan files")
     m.add_argument("--older-than-duration", type=_duration, metavar="DURATION",
                    help="orphans must be older than this (default '1 d')")

@@ -13,7 +13,8 @@ others. A table whose metadata cannot be read (no readable schema, a bad option,
 snapshot or tag) is skipped with its reason; nothing of it is deleted or "repaired".
 
 Tables run in worker processes (`workers="process"`, the default when parallelism > 1: the
-work is CPU-bound decoding, which threads would serialise on the GIL) or threads.
+work is CPU-bound decoding, which threads would serialise on the GIL) or threads. Workers are
+forked when the caller has no other thread, else started through a fork server.
 """
 from __future__ import annotations
 
@@ -104,8 +105,8 @@ def _join(base: str, *parts: str) -> str:
 
 
 def find_tables(warehouse: str, database: Optional[str] = None,
-                table_glob: Optional[str] = None, file_io: Optional[FileIO] = None
-                ) -> List[TableRef]:
+                table_glob: Optional[str] = None, file_io: Optional[FileIO] = None,
+                storage_options: Optional[Dict[str, str]] = None) -> List[TableRef]:
     """Every table `<warehouse>/<db>.db/<table>` (a directory holding `schema/schema-N`).
 
     Args:
@@ -113,6 +114,7 @@ def find_tables(warehouse: str, database: Optional[str] = None,
         database: only this database (a glob such as `sales_*` is accepted).
         table_glob: only tables whose name (or `db.table`, when the glob has a dot) matches.
         file_io: storage to use (default: chosen from the warehouse URI).
+        storage_options: how to reach the storage (`s3.endpoint`, ...), when no file_io.
 
     Returns:
         TableRefs sorted by `db.table`.
@@ -120,7 +122,7 @@ def find_tables(warehouse: str, database: Optional[str] = None,
     Raises:
         TableNotFoundError: the warehouse directory does not exist or holds no database.
     """
-    io = file_io or FileIO.for_path(warehouse)
+    io = file_io or FileIO.for_path(warehouse, dict(storage_options or {}))
     root = io.root
     dbs = [st for st in io.list_status(root) if st.is_dir and st.name.endswith(".db")
            and not getattr(st, "is_symlink", False)]
@@ -150,12 +152,14 @@ def is_table_pattern(path: str) -> bool:
     return any(c in _GLOB_CHARS for c in str(path))
 
 
-def resolve_table_pattern(pattern: str, file_io: Optional[FileIO] = None) -> List[TableRef]:
+def resolve_table_pattern(pattern: str, file_io: Optional[FileIO] = None,
+                          storage_options: Optional[Dict[str, str]] = None) -> List[TableRef]:
     """Tables matching `<warehouse>/<db glob>.db/<table glob>` (like Paimon's `db.*`).
 
     Args:
         pattern: e.g. `/data/wh/sales.db/*`, `/data/wh/*.db/events_*`.
         file_io: storage of the warehouse (default: from the URI).
+        storage_options: how to reach the storage, when no file_io.
 
     Returns:
         The matching tables (possibly none).
@@ -169,7 +173,7 @@ def resolve_table_pattern(pattern: str, file_io: Optional[FileIO] = None) -> Lis
         raise ValueError(f"table pattern {pattern!r} must look like WAREHOUSE/db.db/* or "
                          f"WAREHOUSE/*.db/name* (globs only in the database and table parts)")
     warehouse, db_glob, table_glob = parts[0] or "/", parts[1][:-3], parts[2]
-    return find_tables(warehouse, db_glob, table_glob, file_io)
+    return find_tables(warehouse, db_glob, table_glob, file_io, storage_options)
 
 
 # --- one table -----------------------------------------------------------------------------
@@ -177,7 +181,9 @@ def resolve_table_pattern(pattern: str, file_io: Optional[FileIO] = None) -> Lis
 def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
                    older_than_ms: Optional[int] = None, dry_run: bool = False,
                    clock: Callable[[], float] = time.time,
-                   progress: Optional[ProgressCallback] = None) -> TableMaintenanceResult:
+                   progress: Optional[ProgressCallback] = None,
+                   storage_options: Optional[Dict[str, str]] = None
+                   ) -> TableMaintenanceResult:
     """Maintain one table as its options ask (see the module docstring); never raises for a
     table-level problem, which is reported in the result instead.
 
@@ -189,6 +195,7 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
         dry_run: report what would be done, change nothing.
         clock: seconds since the epoch.
         progress: optional callback (phases per step).
+        storage_options: how to reach the storage (`s3.endpoint`, ...).
 
     Returns:
         TableMaintenanceResult with status `ok`, `failed` or `skipped`.
@@ -199,7 +206,7 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
     step = "opening"
     try:
         from .table import Table
-        table = Table.open(str(path))
+        table = Table.open(str(path), options=storage_options)
         store, options = table.store, table.store.options
         from .operations.tag_lifecycle import TagLifecycleConfig, expire_tags
         tag_config = TagLifecycleConfig.from_options(options)   # before any change
@@ -247,8 +254,9 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
             step = "orphan cleanup"
             emit(progress, step, 0, None, "files", name)
             from .operations.orphan import CleanContext, OrphanFilesCleaner
-            orr = OrphanFilesCleaner(CleanContext(str(path), older_than_ms=older_than_ms,
-                                                  dry_run=dry_run, clock=clock)).clean()
+            orr = OrphanFilesCleaner(CleanContext(
+                str(path), older_than_ms=older_than_ms, dry_run=dry_run, clock=clock,
+                file_io=FileIO.for_path(str(path), dict(storage_options or {})))).clean()
             result.orphans_deleted = orr.deleted_files
             result.deleted_files += orr.deleted_files
             result.deleted_bytes += orr.deleted_bytes
@@ -275,8 +283,9 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
 
 def _maintain_one(args: Tuple) -> Dict[str, Any]:
     """Process-pool entry point: returns the result as a dict (picklable)."""
-    path, name, orphans, older_than_ms, dry_run = args
-    r = maintain_table(path, name, orphans, older_than_ms, dry_run)
+    path, name, orphans, older_than_ms, dry_run, storage_options = args
+    r = maintain_table(path, name, orphans, older_than_ms, dry_run,
+                       storage_options=storage_options)
     return r.__dict__
 
 
@@ -288,7 +297,8 @@ def maintain_warehouse(warehouse: str, database: Optional[str] = None,
                        dry_run: bool = False, progress: Optional[ProgressCallback] = None,
                        workers: Optional[str] = None,
                        clock: Callable[[], float] = time.time,
-                       tables: Optional[Sequence[TableRef]] = None
+                       tables: Optional[Sequence[TableRef]] = None,
+                       storage_options: Optional[Dict[str, str]] = None
                        ) -> List[TableMaintenanceResult]:
     """Maintain every table of a warehouse (see the module docstring), `parallelism` tables
     at a time, going on past tables that fail.
@@ -307,6 +317,7 @@ def maintain_warehouse(warehouse: str, database: Optional[str] = None,
             `clock` needs `thread` (or parallelism 1): it is not sent to other processes.
         clock: seconds since the epoch.
         tables: maintain exactly these (skips discovery).
+        storage_options: how to reach the storage (`s3.endpoint`, ...).
 
     Returns:
         One TableMaintenanceResult per table, sorted by `db.table`.
@@ -322,7 +333,7 @@ def maintain_warehouse(warehouse: str, database: Optional[str] = None,
     if workers not in ("process", "thread"):
         raise ValueError(f"workers must be 'process' or 'thread', got {workers!r}")
     refs = list(tables) if tables is not None else \
-        find_tables(warehouse, database, table_glob)
+        find_tables(warehouse, database, table_glob, storage_options=storage_options)
     total = len(refs)
     emit(progress, MAINTAINING, 0, total, "tables")
     results: List[TableMaintenanceResult] = []
@@ -335,19 +346,21 @@ def maintain_warehouse(warehouse: str, database: Optional[str] = None,
     if parallelism == 1 or total <= 1:
         for ref in refs:
             finished(maintain_table(ref.path, ref.full_name, orphans, older_than_ms, dry_run,
-                                    clock, progress=_per_table(progress, len(results), total)))
+                                    clock, progress=_per_table(progress, len(results), total),
+                                    storage_options=storage_options))
     elif workers == "thread":
         with concurrent.futures.ThreadPoolExecutor(parallelism) as pool:
             futures = [pool.submit(maintain_table, ref.path, ref.full_name, orphans,
-                                   older_than_ms, dry_run, clock) for ref in refs]
+                                   older_than_ms, dry_run, clock, None, storage_options)
+                       for ref in refs]
             for f in concurrent.futures.as_completed(futures):
                 finished(f.result())
     else:
-        ctx = multiprocessing.get_context("spawn")
+        ctx = _process_context()
         with concurrent.futures.ProcessPoolExecutor(min(parallelism, total),
                                                     mp_context=ctx) as pool:
             futures = {pool.submit(_maintain_one, (ref.path, ref.full_name, orphans,
-                                                   older_than_ms, dry_run)): ref
+                                                   older_than_ms, dry_run, storage_options)): ref
                        for ref in refs}
             for f in concurrent.futures.as_completed(futures):
                 ref = futures[f]
@@ -361,6 +374,21 @@ def maintain_warehouse(warehouse: str, database: Optional[str] = None,
     log.info("maintained %d table(s) of %s: %d ok, %d failed or skipped", total, warehouse,
              total - len(failed), len(failed))
     return results
+
+
+def _process_context():
+    """fork when this process has no other thread (workers start in milliseconds: spawning
+    each made a 20-table run 7x slower than its work); otherwise forkserver (a child forked
+    while another thread holds a lock could deadlock on it), else spawn."""
+    import threading
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    if "forkserver" in methods:
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["paimon_commit.warehouse"])
+        return ctx
+    return multiprocessing.get_context("spawn")
 
 
 def _per_table(progress: Optional[ProgressCallback], done: int, total: int

@@ -1,0 +1,179 @@
+"""Warehouse maintenance benchmark: `maintain_warehouse` over T tables of S snapshots each, vs
+the same tables maintained one at a time.
+
+Build (untimed): one template append table (2 partitions) with S one-file snapshots committed
+write-only, options `snapshot.num-retained.min = 10`, `snapshot.time-retained = 0 ms`,
+`snapshot.expire.limit = S`, plus a tag whose retention is over; it is copied T times into
+`<wh>/db<k>.db/t<i>` (4 databases). Maintaining a table expires S - 10 snapshots and the tag.
+
+Measured, each on its own fresh copy of the warehouse:
+  * per-table: `maintain_table(path)` for every table, one after the other, in this process;
+    the sum of the per-table wall times is the work;
+  * maintain:  `maintain_warehouse(wh, parallelism=P)` (worker processes), wall time including
+    starting the workers.
+
+Target: maintain <= 1.5 x (sum of per-table runs / P). The ratio is printed.
+
+Checked (untimed): every table ok with exactly 10 snapshots and no tag left, the same in both
+runs, and pypaimon reads the expected rows of the latest snapshot of the first and last table.
+A mismatch exits 1; missing the target prints FAIL (exit 0).
+
+    python benchmarks/bench_maintain.py            # 100 tables x 100 snapshots, P = 2
+    python benchmarks/bench_maintain.py --quick    # 20 tables x 30 snapshots
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from typing import Any, Dict, List
+
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+for _p in (_REPO, os.path.dirname(os.path.abspath(__file__))):
+    if _p not in sys.path:
+        sys.path.insert(0, _p)
+
+from _common import finish, loadavg, ours_version, safe_version  # noqa: E402
+
+import pyarrow as pa  # noqa: E402
+
+DEFAULT_OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
+                           "bench_maintain.json")
+RETAIN = 10
+TARGET = 1.5
+SCHEMA = pa.schema([("id", pa.int64()), ("part", pa.int32())])
+
+
+def build_template(path: str, snapshots: int) -> None:
+    from paimon_commit import Table
+    from paimon_commit.format.snapshot import Tag
+    from paimon_commit.tags import TagManager
+    t = Table.create(path, SCHEMA, ["part"], {
+        "snapshot.num-retained.min": str(RETAIN), "snapshot.time-retained": "0 ms",
+        "snapshot.expire.limit": str(snapshots), "write-only": "false"})
+    with t.new_commit(commit_user="bench", options={"write-only": "true"}) as c:
+        for i in range(1, snapshots + 1):
+            w = t.new_writer()
+            w.write_arrow(pa.table({"id": [i], "part": [i % 2]}, schema=SCHEMA))
+            c.commit(w.prepare_commit(), i)
+    TagManager(t.store.io, t.store.root).create(
+        Tag("expired", t.snapshot(snapshots // 2), datetime.datetime(2001, 1, 1), 1000))
+
+
+def build_warehouse(root: str, template: str, tables: int) -> str:
+    wh = os.path.join(root, "wh")
+    for i in range(tables):
+        shutil.copytree(template, os.path.join(wh, f"db{i % 4}.db", f"t{i:03d}"))
+    return wh
+
+
+def check(wh: str, results, snapshots: int, errors: List[str], read_back: bool) -> None:
+    from paimon_commit import Table
+    bad = [r.table for r in results if r.status != "ok"]
+    if bad:
+        errors.append(f"tables not ok: {bad[:5]} ({results[0].reason if results else ''})")
+    for r in results:
+        t = Table.open(r.path)
+        ids = [s.id for s in t.snapshots()]
+        if ids != list(range(snapshots - RETAIN + 1, snapshots + 1)) or t.tags():
+            errors.append(f"{r.table}: snapshots {ids[:3]}..., tags {[x.name for x in t.tags()]}")
+            break
+    if read_back and results:
+        from tests.oracle import pp_read
+        for r in (results[0], results[-1]):
+            got = sorted(pp_read(r.path).column("id").to_pylist())
+            if got != list(range(1, snapshots + 1)):
+                errors.append(f"{r.table}: pypaimon read {len(got)} rows")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--tables", type=int, default=None, help="tables (default 100)")
+    ap.add_argument("--snapshots", type=int, default=None, help="snapshots per table (100)")
+    ap.add_argument("--parallelism", type=int, default=2, help="maintain parallelism (2)")
+    ap.add_argument("--quick", action="store_true", help="20 tables x 30 snapshots")
+    ap.add_argument("--dir", default=None, help="where to build (default: a temp dir)")
+    ap.add_argument("--out", default=DEFAULT_OUT, help=f"JSON results (default {DEFAULT_OUT})")
+    ap.add_argument("--keep", action="store_true", help="keep the warehouses after the run")
+    args = ap.parse_args(argv)
+    n_tables = args.tables or (20 if args.quick else 100)
+    n_snaps = args.snapshots or (30 if args.quick else 100)
+    par = args.parallelism
+    from paimon_commit.warehouse import find_tables, maintain_table, maintain_warehouse
+
+    run_dir = tempfile.mkdtemp(prefix="bench_maintain-", dir=args.dir)
+    load_before = loadavg()
+    t_start = time.perf_counter()
+    template = os.path.join(run_dir, "template", "db.db", "t")
+    t0 = time.perf_counter()
+    build_template(template, n_snaps)
+    wh_a = build_warehouse(os.path.join(run_dir, "a"), template, n_tables)
+    wh_b = build_warehouse(os.path.join(run_dir, "b"), template, n_tables)
+    build_s = time.perf_counter() - t0
+    print(f"built 2 x {n_tables} tables of {n_snaps} snapshots in {build_s:.1f} s")
+
+    errors: List[str] = []
+    # 1. per table, one after the other
+    per_table: List[float] = []
+    seq_results = []
+    for ref in find_tables(wh_a):
+        t = time.perf_counter()
+        seq_results.append(maintain_table(ref.path, ref.full_name))
+        per_table.append(time.perf_counter() - t)
+    work = sum(per_table)
+    check(wh_a, seq_results, n_snaps, errors, read_back=True)
+    # 2. the whole warehouse, `par` at a time
+    t = time.perf_counter()
+    par_results = maintain_warehouse(wh_b, parallelism=par)
+    wall = time.perf_counter() - t
+    check(wh_b, par_results, n_snaps, errors, read_back=False)
+    if [(r.table, r.deleted_files) for r in seq_results] != \
+            [(r.table, r.deleted_files) for r in par_results]:
+        errors.append("the parallel run deleted other files than the per-table runs")
+    bound = work / par
+    ratio = wall / bound if bound else float("inf")
+    ok = ratio <= TARGET
+    print(f"per-table runs: sum {work:.2f} s (median {sorted(per_table)[len(per_table) // 2]:.3f}"
+          f" s); maintain --parallelism {par}: {wall:.2f} s; sum/parallelism {bound:.2f} s")
+    print(f"ratio maintain / (sum / parallelism) = {ratio:.2f} (target <= {TARGET}): "
+          f"{'PASS' if ok else 'FAIL'}")
+    for e in errors:
+        print(f"ERROR: {e}")
+    result: Dict[str, Any] = {
+        "benchmark": "bench_maintain",
+        "description": f"maintain a warehouse of {n_tables} tables x {n_snaps} snapshots "
+                       f"(expire {n_snaps - RETAIN} snapshots and one tag per table) with "
+                       f"parallelism {par}, vs the sum of per-table runs / {par}",
+        "timestamp_utc": datetime.datetime.now(datetime.timezone.utc)
+        .strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "config": {"tables": n_tables, "snapshots": n_snaps, "parallelism": par,
+                   "retain_min": RETAIN, "workers": "process (spawn)"},
+        "environment": {"paimon_commit": ours_version(), "pypaimon": safe_version("pypaimon"),
+                        "python": platform.python_version(), "platform": platform.platform(),
+                        "cpu_count": os.cpu_count(), "loadavg_1min_before": load_before,
+                        "loadavg_1min_after": loadavg()},
+        "build_seconds": round(build_s, 3),
+        "per_table_sum_seconds": round(work, 3),
+        "per_table_median_seconds": round(sorted(per_table)[len(per_table) // 2], 4),
+        "maintain_seconds": round(wall, 3),
+        "ratio": round(ratio, 3),
+        "deleted_files_per_table": par_results[0].deleted_files if par_results else 0,
+        "targets": {"parallel": {
+            "metric": f"maintain wall / (sum of per-table runs / {par}), {n_tables} tables x "
+                      f"{n_snaps} snapshots",
+            "target": TARGET, "value": round(ratio, 3), "pass": ok}},
+        "errors": errors,
+        "verdict": "ERROR" if errors else ("PASS" if ok else "FAIL"),
+        "wall_seconds": round(time.perf_counter() - t_start, 3),
+    }
+    return finish(result, args.out, run_dir, errors, args.keep)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
