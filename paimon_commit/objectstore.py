@@ -188,6 +188,8 @@ def _build_store(scheme: str, bucket: str, account: Optional[str],
     if creds:
         secrets += [c for c in creds if c]
     where = redact_uri(endpoint) if endpoint else "default endpoint"
+    if kind == "azure" and config.get("account_name"):
+        where += f", account {config['account_name']}"
     return store, f"{kind} store at {where}", secrets, endpoint or ""
 
 

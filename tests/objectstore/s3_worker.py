@@ -1,5 +1,5 @@
-"""A process of the concurrency test: `writer URI ID N` commits N one-file appends (ids
-ID*100000 + i) with default options and prints the snapshot ids it was given as JSON;
+"""A process of the concurrency test: `writer URI ID N [OPTIONS_JSON]` commits N one-file
+appends (ids ID*100000 + i), with default options unless given and prints the snapshot ids it was given as JSON;
 `expirer URI SECONDS` expires snapshots in a loop; `cleaner URI SECONDS CUTOFF_MS` runs orphan
 cleanup in a loop (only files older than CUTOFF_MS, which precedes every writer's files)."""
 import json
@@ -13,10 +13,10 @@ from paimon_commit import CleanContext, ExpireConfig, ExpireSnapshots, OrphanFil
 SCHEMA = pa.schema([("id", pa.int64()), ("w", pa.int32())])
 
 
-def writer(uri: str, wid: int, n: int) -> None:
+def writer(uri: str, wid: int, n: int, options: dict) -> None:
     t = Table.open(uri)
     ids = []
-    with t.new_commit() as c:
+    with t.new_commit(options=options) as c:
         for i in range(n):
             w = t.new_writer()
             w.write_arrow(pa.table({"id": pa.array([wid * 100000 + i], pa.int64()),
@@ -50,7 +50,8 @@ def cleaner(uri: str, seconds: float, cutoff_ms: int) -> None:
 if __name__ == "__main__":
     kind = sys.argv[1]
     if kind == "writer":
-        writer(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+        writer(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]),
+               json.loads(sys.argv[5]) if len(sys.argv) > 5 else {})
     elif kind == "expirer":
         expirer(sys.argv[2], float(sys.argv[3]))
     else:

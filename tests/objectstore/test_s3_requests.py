@@ -1,0 +1,62 @@
+"""The request bill of the object-store FileIO, read from the server's log: what a commit
+costs, and the patterns that made it grow before (HEAD before GET, directory markers,
+multipart uploads of small files, temp-file + copy publishes, one DELETE per file)."""
+from conftest import SCHEMA, make_rows, write
+from paimon_commit import Table
+
+
+def _table_with_history(s3, n):
+    t = Table.create(s3.table_uri(), SCHEMA, partition_keys=["dt", "hr"],
+                     options={"write-only": "true"})
+    with t.new_commit() as c:
+        for i in range(n):
+            write(t, make_rows([i]), commit=c)
+    return t
+
+
+def test_a_write_only_commit_of_one_file_costs_at_most_15_requests(s3):
+    t = _table_with_history(s3, 30)
+    mark = s3.server.mark()
+    sid = write(t, make_rows([99]))
+    reqs = s3.server.requests_since(mark)
+    assert sid == 31
+    assert len(reqs) <= 15, reqs
+    puts = [p for m, p, _ in reqs if m == "PUT"]
+    assert len([p for p in puts if p.endswith(".parquet")]) == 1       # the data file
+    assert [p for p in puts if "/snapshot/snapshot-" in p] == [
+        f"/{s3.name}/db.db/t/snapshot/snapshot-31"]                      # published in place
+    assert not [p for m, p, _ in reqs if "uploads" in p or "uploadId" in p], "multipart"
+    assert not [p for m, p, _ in reqs if p.endswith("/")], "directory marker"
+    assert not [p for m, p, _ in reqs if m in ("DELETE", "POST")], "temp files removed"
+    assert not [r for r in reqs if r[1].split("/")[-1].startswith(".")], "temp files"
+
+
+def test_no_head_before_a_get(s3):
+    t = _table_with_history(s3, 5)
+    mark = s3.server.mark()
+    fresh = Table.open(s3.table_uri())
+    assert len(fresh.read_arrow()) == 5
+    fresh.live_files()
+    reqs = s3.server.requests_since(mark)
+    for i, (m, p, _) in enumerate(reqs[:-1]):
+        nxt = reqs[i + 1]
+        assert not (m == "HEAD" and nxt[0] == "GET" and nxt[1] == p), f"HEAD then GET {p}"
+    # A parquet file is read with one GET, whatever the reader seeks.
+    data_gets = [p for m, p, _ in reqs if m == "GET" and p.endswith(".parquet")]
+    assert len(data_gets) == len(set(data_gets)) == 5
+
+
+def test_deletes_go_in_batches_of_1000_through_the_gate(s3):
+    t = _table_with_history(s3, 1)
+    io = t.store.io
+    keys = [f"db.db/t/dt=2024-01-01/hr=1/bucket-0/junk-{i}" for i in range(2500)]
+    import concurrent.futures
+    with concurrent.futures.ThreadPoolExecutor(16) as ex:
+        list(ex.map(s3.put, keys))
+    mark = s3.server.mark()
+    done = io.delete_files([f"{s3.name}/{k}" for k in keys])
+    reqs = s3.server.requests_since(mark)
+    assert len(done) == 2500
+    assert [(m, st) for m, _, st in reqs] == [("POST", 200)] * 3
+    assert not [k for k in s3.keys() if "junk" in k]
+    assert len(t.read_arrow()) == 1
