@@ -80,14 +80,36 @@ def _dictionary_columns(sample: pa.Table) -> List[str]:
     return out
 
 
+def _has_nanosecond_timestamps(t: pa.DataType) -> bool:
+    if pa.types.is_timestamp(t):
+        return t.unit == "ns"
+    if pa.types.is_struct(t):
+        return any(_has_nanosecond_timestamps(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_map(t):
+        return _has_nanosecond_timestamps(t.key_type) or _has_nanosecond_timestamps(t.item_type)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _has_nanosecond_timestamps(t.value_type)
+    return False
+
+
 class _RollingFile:
-    """One open parquet file of one partition."""
+    """One open parquet file of one partition.
+
+    Physical types follow Paimon Java's parquet writer, so that every Paimon reader (the
+    1.0 one included) reads our files: DECIMAL of precision <= 9 / <= 18 as INT32 / INT64,
+    wider ones as FIXED_LEN_BYTE_ARRAY; TIMESTAMP(0..3) as INT64 millis, (4..6) as INT64
+    micros, (7..9) as INT96. pyarrow chooses INT96 per file, not per column: a file with a
+    TIMESTAMP(7..9) column stores all its timestamps as INT96, which Java reads at any
+    precision."""
 
     def __init__(self, io, path: str, schema: pa.Schema, compression, dictionary):
         self.path = path
         self.sink = io.open_output_stream(path)
+        int96 = any(_has_nanosecond_timestamps(f.type) for f in schema)
         self.writer = pq.ParquetWriter(self.sink, schema, compression=compression,
-                                       use_dictionary=dictionary)
+                                       use_dictionary=dictionary,
+                                       store_decimal_as_integer=True,
+                                       use_deprecated_int96_timestamps=int96)
         self.rows = 0
         self.bytes = 0
 
