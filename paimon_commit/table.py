@@ -70,6 +70,13 @@ def _str_options(options: Optional[Mapping[str, Any]]) -> Dict[str, str]:
 
 
 class Table:
+    """A Paimon table: its snapshots, tags and rows, a writer and commit objects.
+
+    Open one with `Table.open(path)` or create an append table with `Table.create(...)`.
+    Data files are written only into bucket-unaware append tables; every kind of Paimon
+    table (append or primary-key, any bucket mode) can be inspected and maintained.
+    """
+
     def __init__(self, store: FileStore):
         self.store = store
 
@@ -135,31 +142,39 @@ class Table:
     # --- properties ----------------------------------------------------------------------
     @property
     def path(self) -> str:
+        """The table path as given (credentials removed)."""
         return self.store.path
 
     @property
     def schema(self) -> TableSchema:
+        """The latest schema (schema/schema-N with the highest N)."""
         return self.store.schema
 
     @property
     def partition_keys(self) -> List[str]:
+        """Partition columns, outermost first."""
         return list(self.store.partition_keys)
 
     @property
     def options(self) -> Dict[str, str]:
+        """The table options as stored in the schema (strings)."""
         return dict(self.store.schema.options)
 
     def arrow_schema(self) -> pa.Schema:
+        """The table's columns as an Arrow schema (what read_arrow returns)."""
         return self.store.schema.arrow_schema()
 
     # --- snapshots -----------------------------------------------------------------------
     def snapshots(self) -> List[Snapshot]:
+        """Every snapshot on storage, oldest first."""
         return list(self.store.snapshots.snapshots())
 
     def latest_snapshot(self) -> Optional[Snapshot]:
+        """The newest snapshot, or None for a table without snapshots."""
         return self.store.snapshots.latest_snapshot()
 
     def snapshot(self, snapshot_id: int) -> Snapshot:
+        """Snapshot `snapshot_id`; ValueError if it does not exist (never was, or expired)."""
         s = self.store.snapshots.try_snapshot(snapshot_id)
         if s is None:
             raise ValueError(f"snapshot {snapshot_id} does not exist in table {self.path}")
@@ -176,11 +191,14 @@ class Table:
     # --- reading -------------------------------------------------------------------------
     def live_entries(self, snapshot_id: Optional[int] = None, tag: Optional[str] = None
                      ) -> List[ManifestEntry]:
+        """The ADD manifest entries live in a snapshot (default: the latest) or a tag."""
         s = self.resolve_snapshot(snapshot_id, tag)
         return [] if s is None else self.store.live_entries(s)
 
     def live_files(self, snapshot_id: Optional[int] = None, tag: Optional[str] = None
                    ) -> List[LiveFile]:
+        """The data files live in a snapshot (default: the latest) or a tag, with their
+        partition values, bucket and path."""
         st = self.store
         return [LiveFile(st.partition_dict(st.manifests.decode_partition(e.partition)),
                          e.bucket, st.data_file_path(e), e.file)
@@ -210,6 +228,7 @@ class Table:
 
     # --- tags, rollback, consumers ------------------------------------------------------
     def tags(self) -> List[Tag]:
+        """Every tag, by name."""
         return TagManager(self.store.io, self.store.root).tags()
 
     def create_tag(self, name: str, snapshot_id: Optional[int] = None,
@@ -222,6 +241,15 @@ class Table:
         return TagOperations(self.store).create_tag(name, snapshot_id, ms)
 
     def delete_tag(self, name: str) -> TagDeleteResult:
+        """Delete a tag and the files only it kept (its snapshot may have expired).
+        Crash-safe: running it again after an interruption finishes the job.
+
+        Returns:
+            TagDeleteResult (deleted files, bytes and paths).
+
+        Raises:
+            ValueError: no such tag (and no unfinished deletion of it).
+        """
         return TagOperations(self.store).delete_tag(name)
 
     def unfinished_tag_deletions(self) -> List[str]:
@@ -246,9 +274,19 @@ class Table:
 
     def rollback_to(self, snapshot_id: Optional[int] = None, tag: Optional[str] = None
                     ) -> RollbackResult:
+        """Make a snapshot (or a tag's snapshot) the latest again: newer snapshots and newer
+        tags are deleted; their data files are left for orphan cleanup.
+
+        Returns:
+            RollbackResult (the snapshot rolled back to, the snapshots and tags removed).
+
+        Raises:
+            ValueError: neither or both of `snapshot_id` and `tag`, or an unknown one.
+        """
         return TagOperations(self.store).rollback_to(snapshot_id, tag)
 
     def consumers(self) -> List[Consumer]:
+        """Streaming consumers (consumer/consumer-<id>) and the next snapshot each reads."""
         return ConsumerManager(self.store.io, self.store.root).consumers()
 
     def _resolve_tag(self, tag: str) -> Snapshot:
@@ -259,10 +297,26 @@ class Table:
 
     # --- writing -------------------------------------------------------------------------
     def new_writer(self) -> TableWriter:
+        """A writer of parquet data files (one per task; not thread-safe).
+
+        Raises:
+            UnsupportedTableError: the table is not a bucket-unaware append table, or has
+                a layout option this library does not write (nothing is written).
+        """
         return TableWriter(self.store)
 
     def new_commit(self, commit_user: Optional[str] = None,
                    options: Optional[Mapping[str, Any]] = None) -> TableCommit:
+        """A commit object with post-commit maintenance (see TableCommit).
+
+        Args:
+            commit_user: stable name of the logical writer (exactly-once needs one);
+                default: a random UUID.
+            options: table options overriding the table's for this object only.
+
+        Raises:
+            OptionError: an option is invalid (before any I/O).
+        """
         return TableCommit(self.store, commit_user, options)
 
     def __repr__(self) -> str:

@@ -46,6 +46,8 @@ class MaintenanceError(PaimonCommitError):
 
 @dataclass
 class MaintenanceResult:
+    """What one post-commit maintenance run did (TableCommit.last_maintenance)."""
+
     partitions: Any = None            # PartitionExpireResult or None
     consumers_expired: List[str] = field(default_factory=list)
     snapshots: Optional[ExpireResult] = None
@@ -54,6 +56,15 @@ class MaintenanceResult:
 
 
 class TableCommit:
+    """The commit object a job holds: publishes snapshots (FileStoreCommit) and runs
+    post-commit maintenance after each (see the module docstring). Use it as a context
+    manager, or call close(), so queued asynchronous maintenance finishes.
+
+    Args (through Table.new_commit):
+        commit_user: stable name of the logical writer; exactly-once needs one.
+        options: table options overriding the table's (validated before any I/O).
+    """
+
     def __init__(self, store: FileStore, commit_user: Optional[str] = None,
                  options: Optional[Mapping[str, Any]] = None, clock=time.time):
         if options:
@@ -91,6 +102,7 @@ class TableCommit:
 
     @property
     def commit_user(self) -> str:
+        """The commit user written into every snapshot of this object."""
         return self._commit.commit_user
 
     @property
@@ -105,8 +117,23 @@ class TableCommit:
     # --- commits -------------------------------------------------------------------------
     def commit(self, messages: Sequence[CommitMessage],
                commit_identifier: Optional[int] = None) -> Optional[int]:
-        """Publish the messages as one snapshot; returns its id, or None if nothing was
-        committed (no files and snapshot.ignore-empty-commit = true)."""
+        """Publish the messages as one APPEND snapshot, then run maintenance.
+
+        Args:
+            messages: CommitMessages from TableWriter.prepare_commit (any process).
+            commit_identifier: increasing id of this commit for exactly-once (e.g. a
+                streaming batch id); None = a one-shot batch commit.
+
+        Returns:
+            The new snapshot id, or None when nothing was committed (no files and
+            snapshot.ignore-empty-commit = true).
+
+        Raises:
+            UnsupportedTableError: the table is not one this library writes to.
+            CommitConflictError: a file is no longer live / already live (no retry helps).
+            CommitFailedError: the retry budget ran out (commit.max-retries / .timeout).
+            MaintenanceError: an earlier maintenance run failed (this commit did publish).
+        """
         self._check_open()
         self.last_result = self._commit.commit(list(messages), commit_identifier)
         self._maintain(commit_identifier)
@@ -115,6 +142,17 @@ class TableCommit:
     def overwrite(self, messages: Sequence[CommitMessage],
                   partition: Optional[Mapping[str, Any]] = None,
                   commit_identifier: Optional[int] = None) -> Optional[int]:
+        """Publish an OVERWRITE snapshot replacing partitions with the new files: exactly
+        `partition` if given, else the partitions present in the new files
+        (dynamic-partition-overwrite = true), else the whole table. The files replaced are
+        recomputed from the latest snapshot on every retry.
+
+        Returns:
+            The new snapshot id, or None when nothing was committed.
+
+        Raises:
+            ValueError: a new file lies outside `partition`; and as commit().
+        """
         self._check_open()
         self.last_result = self._commit.overwrite(list(messages), partition, commit_identifier)
         self._maintain(commit_identifier)
@@ -122,16 +160,35 @@ class TableCommit:
 
     def drop_partitions(self, partitions: Sequence[Mapping[str, Any]],
                         commit_identifier: Optional[int] = None) -> Optional[int]:
+        """Publish one OVERWRITE snapshot with a DELETE entry for every live file of the
+        matching partitions (works on every table kind). Specs may be partial; None or the
+        default partition name mean NULL, '' means ''.
+
+        Returns:
+            The new snapshot id, or None when no live file matched.
+
+        Raises:
+            TypeError / ValueError: a malformed spec, unknown key or wrongly typed value.
+        """
         self._check_open()
         self.last_result = self._commit.drop_partitions(partitions, commit_identifier)
         self._maintain(commit_identifier)
         return self.last_result.snapshot_id
 
     def filter_committed(self, identifiers) -> List[int]:
+        """The identifiers this commit user has not committed yet (they must increase)."""
         return self._commit.filter_committed(identifiers)
 
     def filter_and_commit(self, by_identifier: Mapping[int, Sequence[CommitMessage]]
                           ) -> List[Optional[int]]:
+        """After a restart: commit, in order, only the identifiers not committed yet.
+
+        Returns:
+            The snapshot ids of the commits made.
+
+        Raises:
+            CommitConflictError: a data file of a pending commit has vanished.
+        """
         self._check_open()
         results = self._commit.filter_and_commit(by_identifier)
         if results:
@@ -242,7 +299,9 @@ class TableCommit:
             self._executor.shutdown(wait=False, cancel_futures=True)
 
     def __enter__(self) -> "TableCommit":
+        """Use as a context manager: close() on exit."""
         return self
 
     def __exit__(self, *exc) -> None:
+        """close() with the default timeout."""
         self.close()
