@@ -341,11 +341,18 @@ class JavaOracle:
         modulo `dynamic_buckets` (a key always lands in the same bucket, as the assigner
         guarantees). Returns the latest snapshot id afterwards."""
         t = self.table(path, options)
-        wb = self._inv.getBatchWriteBuilder(t)
+        # A write-only table's writers cannot compact: the compacting writer comes from a copy
+        # without write-only, while the commit keeps the table's options (so a write-only
+        # table is still never expired by Java's commit).
+        wt = self.table(path, {**(options or {}), "write-only": "false"}) if compact else t
+        wb, cb = self._inv.getBatchWriteBuilder(wt), self._inv.getBatchWriteBuilder(t)
         if overwrite is not None:
             wb = wb.withOverwrite(self._map(overwrite))
+            cb = cb.withOverwrite(self._map(overwrite))
         write = wb.newWrite()
-        commit = wb.newCommit()
+        # Lookup compaction (changelog-producer lookup, deletion vectors) spills to disk.
+        write.withIOManager(self.jvm.org.apache.paimon.disk.IOManager.create(self._tmp))
+        commit = cb.newCommit()
         try:
             if data is not None and data.num_rows:
                 mode = str(t.bucketMode().name())
@@ -429,8 +436,10 @@ class JavaOracle:
     def _partition_buckets(self, t) -> List[Tuple[Any, int]]:
         seen = set()
         out = []
-        for split in self._inv.getReadBuilder(t).newScan().plan().splits():
-            part, bucket = split.partition(), int(split.bucket())
+        # The store's scan, not the table's: a table read skips level-0 files when deletion
+        # vectors are on, and those are exactly the ones that need compacting.
+        for entry in t.store().newScan().plan().files():
+            part, bucket = entry.partition(), int(entry.bucket())
             key = (int(part.hashCode()), bucket, str(part.toString()))
             if key not in seen:
                 seen.add(key)
