@@ -59,8 +59,9 @@ class Root:
 
     def lists(self) -> Tuple[Tuple[str, bool], ...]:
         """(manifest list, needed) pairs. One that is not needed may be gone: a tag's
-        changelog list (Paimon's expiration deletes a tagged snapshot's changelog; tags are
-        read as batches), a long-lived changelog's lists other than the one it is read by."""
+        changelog list (Paimon's expiration deletes a tagged snapshot's changelog; ours keeps
+        it while the tag exists, because Paimon 1.0's orphan cleanup then drops the tag's
+        other lists), a long-lived changelog's lists other than the one it is read by."""
         s = self.snapshot
         if self.kind != "changelog":
             return tuple((n, self.kind != "tag" or n != s.changelog_manifest_list)
@@ -152,16 +153,13 @@ class Reachability:
         return self.mio.path(name)
 
     # --- what roots use: strict ----------------------------------------------------------
-    def metadata_names(self, root: Root, keep: bool = False) -> Set[str]:
+    def metadata_names(self, root: Root) -> Set[str]:
         """Names of every metadata file a root uses: lists, manifests, index manifest,
-        index files, statistics. Raises Unreadable if a needed one cannot be read. With
-        `keep`, what expiration must keep for it (a tag does not keep its changelog)."""
+        index files, statistics. Raises Unreadable if a needed one cannot be read."""
         s = root.snapshot
         out: Set[str] = set()
         try:
             for name, needed in root.lists():
-                if keep and root.kind == "tag" and name == s.changelog_manifest_list:
-                    continue
                 try:
                     out.update(m.file_name for m in self.manifests(name))
                 except FileNotFoundError:
@@ -186,7 +184,7 @@ class Reachability:
     def kept_metadata(self, roots: Iterable[Root]) -> Set[str]:
         out: Set[str] = set()
         for r in roots:
-            out |= self.metadata_names(r, keep=True)
+            out |= self.metadata_names(r)
         return out
 
     def live_files(self, snapshot: Snapshot, where: str) -> Dict[str, int]:

@@ -1,0 +1,267 @@
+"""Changelog-bearing tables and primary-key metadata, built by hand (no JVM needed): snapshot
+expiration with and without the decoupled changelog lifecycle, changelog expiration, orphan
+cleanup and delete_tag with index manifests, index files and statistics. Java-written tables
+of every changelog producer are in tests/java/test_changelog_lifecycle.py."""
+import dataclasses
+import io
+import os
+import time
+import uuid
+
+import fastavro
+import pytest
+
+from conftest import files_under, make_rows, write
+from invariants import assert_intact
+
+from paimon_commit import Table
+from paimon_commit.format.manifest import FileKind
+from paimon_commit.manifests import ManifestWriteSession
+from paimon_commit.operations.expire import ExpireConfig, ExpireSnapshots
+from paimon_commit.operations.orphan import CleanContext, OrphanCleanAborted, OrphanFilesCleaner
+from paimon_commit.snapshots import ChangelogManager
+
+FAR_FUTURE = lambda: time.time() + 10 * 365 * 86400  # noqa: E731
+OLD = time.time() - 3 * 86400
+
+INDEX_SCHEMA = fastavro.parse_schema({"type": "record", "name": "IndexManifestEntry", "fields": [
+    {"name": "_VERSION", "type": "int"}, {"name": "_KIND", "type": "int"},
+    {"name": "_PARTITION", "type": "bytes"}, {"name": "_BUCKET", "type": "int"},
+    {"name": "_INDEX_TYPE", "type": "string"}, {"name": "_FILE_NAME", "type": "string"},
+    {"name": "_FILE_SIZE", "type": "long"}, {"name": "_ROW_COUNT", "type": "long"}]})
+
+
+def rewrite_snapshot(table, sid, **changes):
+    """Give a just-committed snapshot (nothing has read it yet) more metadata, as Paimon's
+    primary-key writers do. Returns the new snapshot."""
+    sm = table.store.snapshots
+    s = sm.snapshot(sid).with_(**changes)
+    with open(sm.snapshot_path(sid), "wb") as f:
+        f.write(s.to_json())
+    return s
+
+
+def add_changelog(table, sid):
+    """Snapshot `sid` gets a changelog list with one changelog file next to its data (what a
+    changelog producer writes). Returns the changelog file's path."""
+    st = table.store
+    add = next(e for e in st.delta_entries(st.snapshots.snapshot(sid)) if e.kind == FileKind.ADD)
+    name = f"changelog-{uuid.uuid4()}-0.parquet"
+    path = os.path.join(os.path.dirname(st.data_file_path(add)), name)
+    with open(path, "wb") as f:
+        f.write(b"c" * 40)
+    entry = dataclasses.replace(add, file=dataclasses.replace(add.file, file_name=name,
+                                                              file_size=40))
+    session = ManifestWriteSession(st.manifests)
+    lst, size = session.write_list(session.write_manifests([entry]))
+    rewrite_snapshot(table, sid, changelog_manifest_list=lst, changelog_manifest_list_size=size,
+                     changelog_record_count=1)
+    return path
+
+
+def add_index_and_statistics(table, sid, index_files, stats=None):
+    """Snapshot `sid` gets an index manifest listing `index_files` (deletion vectors, hash
+    index: files under index/) and optionally a statistics file."""
+    root = table.store.root
+    os.makedirs(os.path.join(root, "index"), exist_ok=True)
+    for n in index_files:
+        with open(os.path.join(root, "index", n), "wb") as f:
+            f.write(b"dv")
+    buf = io.BytesIO()
+    fastavro.writer(buf, INDEX_SCHEMA, [
+        {"_VERSION": 1, "_KIND": 0, "_PARTITION": b"", "_BUCKET": 0,
+         "_INDEX_TYPE": "DELETION_VECTORS", "_FILE_NAME": n, "_FILE_SIZE": 2, "_ROW_COUNT": 1}
+        for n in index_files])
+    manifest = f"index-manifest-{uuid.uuid4()}-0"
+    with open(os.path.join(root, "manifest", manifest), "wb") as f:
+        f.write(buf.getvalue())
+    if stats:
+        os.makedirs(os.path.join(root, "statistics"), exist_ok=True)
+        with open(os.path.join(root, "statistics", stats), "wb") as f:
+            f.write(b"{}")
+    rewrite_snapshot(table, sid, index_manifest=manifest, statistics=stats)
+    return manifest
+
+
+@pytest.fixture
+def cl_table(table_path):
+    def make(**options):
+        return Table.create(str(table_path), make_rows([]).schema, partition_keys=["dt", "hr"],
+                            options={"write-only": "true", **options})
+    return make
+
+
+def history(table, n, with_changelog=True, drop_at=()):
+    """n snapshots, each one row into hr = i % 2 (a changelog file each); at `drop_at`, hr=0
+    is dropped instead. Returns {snapshot id: changelog file path}."""
+    changelogs = {}
+    for i in range(1, n + 1):
+        if i in drop_at:
+            with table.new_commit() as c:
+                c.drop_partitions([{"hr": 0}])
+        else:
+            write(table, make_rows([i], hr=i % 2))
+            if with_changelog:
+                changelogs[i] = add_changelog(table, i)
+    return changelogs
+
+
+def expire(table, **cfg):
+    """Expiration with the table's options (changelog-producer) and `cfg`."""
+    cfg = ExpireConfig.from_options(table.store.options, **{
+        "time_retained_ms": 0, "max_deletes": 1000, **cfg})
+    return ExpireSnapshots(table.store, cfg, clock=FAR_FUTURE).expire()
+
+
+def changelog_ids(path):
+    return sorted(int(n[len("changelog-"):]) for n in os.listdir(path / "changelog")
+                  if n.startswith("changelog-"))
+
+
+def assert_changelogs_readable(table):
+    """Every long-lived changelog's changelog list (or, without one, its delta list), the
+    manifests in it and the files they add exist: what a streaming reader reads."""
+    st = table.store
+    for c in ChangelogManager(st.io, st.root).snapshots():
+        for m in st.manifests.read_list(c.changelog_manifest_list or c.delta_manifest_list):
+            for e in st.manifests.read_manifest(m.file_name):
+                if e.kind == FileKind.ADD:
+                    assert os.path.exists(st.data_file_path(e)), f"changelog {c.id}: {e}"
+
+
+def test_not_decoupled_changelog_files_go_with_their_snapshot(cl_table, table_path):
+    t = cl_table(**{"changelog-producer": "input"})
+    changelogs = history(t, 6)
+    r = expire(t, retain_min=2)
+    assert r.expired_ids == [1, 2, 3, 4] and r.expired_changelogs == []
+    assert r.by_kind["changelog"]["files"] == 4
+    assert [os.path.exists(changelogs[i]) for i in range(1, 7)] == [False] * 4 + [True] * 2
+    assert not (table_path / "changelog").exists()
+    assert_intact(table_path)
+
+
+def test_decoupled_snapshots_live_on_as_changelogs_then_expire(cl_table, table_path):
+    t = cl_table(**{"changelog-producer": "input"})
+    changelogs = history(t, 8)
+    raw = {i: (table_path / "snapshot" / f"snapshot-{i}").read_bytes() for i in range(1, 9)}
+    lists = {i: t.snapshot(i) for i in range(1, 9)}
+    r = expire(t, retain_min=2, changelog_retain_min=5)
+    assert r.expired_ids == list(range(1, 7))
+    # Changelogs 1..6 were written, 1..3 expired again (5 retained counting the snapshots).
+    assert r.expired_changelogs == [1, 2, 3]
+    assert changelog_ids(table_path) == [4, 5, 6]
+    for i in (4, 5, 6):   # the snapshot's JSON, byte for byte (Paimon's Changelog format)
+        assert (table_path / "changelog" / f"changelog-{i}").read_bytes() == raw[i]
+    assert (table_path / "changelog" / "LATEST").read_text() == "6"
+    assert (table_path / "changelog" / "EARLIEST").read_text() == "4"
+    assert [os.path.exists(changelogs[i]) for i in range(1, 9)] == [False] * 3 + [True] * 5
+    manifest = table_path / "manifest"
+    for i in range(1, 7):   # producer input: base and delta lists go with the snapshot
+        assert not (manifest / lists[i].base_manifest_list).exists()
+        assert (manifest / lists[i].changelog_manifest_list).exists() == (i >= 4)
+    assert r.by_kind["long-lived-changelog"]["files"] == 3
+    assert_changelogs_readable(t)
+    assert_intact(table_path)
+    # Nothing left to do: a second run expires nothing and deletes nothing.
+    before = files_under(table_path)
+    again = expire(Table.open(str(table_path)), retain_min=2, changelog_retain_min=5)
+    assert (again.expired_ids, again.expired_changelogs, again.deleted_files) == ([], [], 0)
+    assert files_under(table_path) == before
+
+
+def test_producer_none_keeps_append_files_until_their_changelog_expires(cl_table, table_path):
+    t = cl_table()
+    history(t, 8, with_changelog=False, drop_at=(5,))
+    dropped = [f.path for f in t.live_files(4) if f.partition["hr"] == 0]
+    lists = {i: t.snapshot(i) for i in range(1, 9)}
+    r = expire(t, retain_min=2, changelog_retain_min=6)
+    assert r.expired_ids == list(range(1, 7)) and r.expired_changelogs == [1, 2]
+    # The deltas are the changelog: the files snapshot 5 dropped wait for changelog 5.
+    assert dropped and all(os.path.exists(p) for p in dropped)
+    for i in range(3, 7):   # every list of a retained changelog stays
+        assert (table_path / "manifest" / lists[i].delta_manifest_list).exists()
+        assert (table_path / "manifest" / lists[i].base_manifest_list).exists()
+    assert_changelogs_readable(t)
+    r = expire(Table.open(str(table_path)), retain_min=2, changelog_retain_min=3)
+    assert r.expired_changelogs == [3, 4, 5] and changelog_ids(table_path) == [6]
+    assert not any(os.path.exists(p) for p in dropped)
+    assert_changelogs_readable(t)
+    assert_intact(table_path, {7: [1, 3, 6, 7], 8: [1, 3, 6, 7, 8]})
+
+
+def test_tag_protects_what_changelog_expiration_would_delete(cl_table, table_path):
+    t = cl_table()
+    history(t, 8, with_changelog=False, drop_at=(5,))
+    t.create_tag("t4", 4)
+    expire(t, retain_min=2, changelog_retain_min=6)
+    expire(Table.open(str(table_path)), retain_min=2, changelog_retain_min=3)
+    assert changelog_ids(table_path) == [6]
+    assert_intact(table_path, expected_by_tag={"t4": [1, 2, 3, 4]})
+
+
+def test_orphan_cleanup_needs_only_a_changelogs_changelog_list(cl_table, table_path):
+    t = cl_table(**{"changelog-producer": "input"})
+    changelogs = history(t, 6)
+    expire(t, retain_min=2, changelog_retain_min=4)
+    cid = changelog_ids(table_path)[0]
+    c = ChangelogManager(t.store.io, t.store.root).snapshot(cid)
+    # Our expiration deleted its base and delta lists, as Java's does.
+    assert not (table_path / "manifest" / c.base_manifest_list).exists()
+    for root, dirs, names in os.walk(table_path):
+        for n in names + dirs:
+            os.utime(os.path.join(root, n), (OLD, OLD))
+    r = OrphanFilesCleaner(CleanContext(str(table_path))).clean()
+    assert r.deleted_files == 0
+    assert os.path.exists(changelogs[cid])
+    assert_changelogs_readable(t)
+    # Without its changelog list nothing proves what the changelog needs: abort.
+    os.unlink(table_path / "manifest" / c.changelog_manifest_list)
+    before = files_under(table_path)
+    with pytest.raises(OrphanCleanAborted, match=f"changelog-{cid}"):
+        OrphanFilesCleaner(CleanContext(str(table_path))).clean()
+    assert files_under(table_path) == before
+
+
+def test_rollback_deletes_changelogs_past_the_target(cl_table, table_path):
+    t = cl_table(**{"changelog-producer": "input"})
+    history(t, 8)
+    t.create_tag("t3", 3)
+    expire(t, retain_min=2, changelog_retain_min=8)
+    assert changelog_ids(table_path) == [1, 2, 3, 4, 5, 6]
+    t.rollback_to(tag="t3")
+    assert changelog_ids(table_path) == [1, 2, 3]
+    assert (table_path / "changelog" / "LATEST").read_text() == "3"
+    assert [s.id for s in t.snapshots()] == [3]
+
+
+def test_index_files_and_statistics_follow_their_snapshots(table, table_path):
+    for i in range(1, 7):
+        write(table, make_rows([i], hr=i % 2))
+    # Snapshot 2's index file stays in use up to 4; 5 and 6 have their own.
+    add_index_and_statistics(table, 2, ["index-a-0"], "stat-2")
+    for i in (3, 4):
+        man = add_index_and_statistics(table, i, ["index-a-0", f"index-b{i}-0"])
+    add_index_and_statistics(table, 5, ["index-c-0"], "stat-5")
+    add_index_and_statistics(table, 6, ["index-c-0", "index-d-0"], "stat-5")
+    table.create_tag("t4", 4)
+    index = table_path / "index"
+    r = expire(table, retain_min=2)
+    assert r.expired_ids == [1, 2, 3, 4]
+    assert sorted(os.listdir(index)) == ["index-a-0", "index-b4-0", "index-c-0", "index-d-0"]
+    assert not (table_path / "statistics" / "stat-2").exists()
+    assert (table_path / "statistics" / "stat-5").exists()
+    assert (table_path / "manifest" / man).exists()         # the tag's index manifest
+    # The tag was the last to use index-a and index-b4: they go with it.
+    d = table.delete_tag("t4")
+    assert d.skipped == []
+    assert sorted(os.listdir(index)) == ["index-c-0", "index-d-0"]
+    assert not (table_path / "manifest" / man).exists()
+    # Orphan cleanup keeps every index file in use and takes an unreferenced one.
+    (index / "index-stray-0").write_bytes(b"x")
+    for root, dirs, names in os.walk(table_path):
+        for n in names + dirs:
+            os.utime(os.path.join(root, n), (OLD, OLD))
+    r = OrphanFilesCleaner(CleanContext(str(table_path))).clean()
+    assert r.deleted_paths == ["index/index-stray-0"]
+    assert sorted(os.listdir(index)) == ["index-c-0", "index-d-0"]
+    assert_intact(table_path)
