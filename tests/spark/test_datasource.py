@@ -228,3 +228,18 @@ def test_maintenance_failure_after_publish_neither_fails_nor_deletes(sp, path):
     assert ids_of(path) == [0, 1, 2, 3, 4, 10, 11, 12]
     missing = [f.path for f in Table.open(str(path)).live_files() if not os.path.exists(f.path)]
     assert missing == []
+
+
+def test_save_into_a_primary_key_table_is_refused_on_the_driver(sp, path):
+    import dataclasses
+    frame(sp, range(5)).write.format("paimon").option("partition-keys", "dt") \
+        .mode("append").save(str(path))
+    t = Table.open(str(path))
+    pk = dataclasses.replace(t.schema, id=1, primary_keys=("id", "dt"))
+    (path / "schema" / "schema-1").write_bytes(pk.to_json())   # as Java's ALTER TABLE would
+    before = sorted(str(p.relative_to(path)) for p in path.rglob("*") if p.is_file())
+    with pytest.raises(Exception, match=r"primary-key table \(dynamic bucket\)"):
+        frame(sp, range(5, 10)).write.format("paimon").mode("append").save(str(path))
+    with pytest.raises(Exception, match="need a merge by key"):
+        sp.read.format("paimon").load(str(path)).collect()
+    assert sorted(str(p.relative_to(path)) for p in path.rglob("*") if p.is_file()) == before
