@@ -7,7 +7,19 @@
 
 
 def register(spark) -> None:
-    """Make `format("paimon")` available in `spark`."""
+    """Make `format("paimon")` available in a SparkSession.
+
+    Registers the Python data source (batch write, streaming write, read with partition
+    pruning, time travel by `snapshot-id` or `tag`) and enables Spark's Python data source
+    filter pushdown, which partition pruning needs.
+
+    Args:
+        spark: the SparkSession (PySpark >= 4.0).
+
+    Returns:
+        None. Writes to a table this library does not write (primary-key, fixed-bucket, …)
+        then fail on the driver with UnsupportedTableError before any task runs.
+    """
     from .datasource import register as _register
     _register(spark)
 
