@@ -117,8 +117,12 @@ class TerminalProgress:
             if self._bar is None or key != self._key:
                 self._close_bar()
                 desc = f"{self.prefix}{event.phase}"
+                # A terminal that reports no size (a bare pty) has 0 rows and columns, where
+                # tqdm draws nothing: assume 100 x 24 there.
+                sized = _columns(self.stream) > 0
                 self._bar = tqdm(total=event.total, unit=f" {event.unit}", desc=desc,
-                                 file=self.stream, leave=False, dynamic_ncols=True,
+                                 file=self.stream, leave=False, dynamic_ncols=sized,
+                                 ncols=None if sized else 100, nrows=None if sized else 24,
                                  mininterval=0.1)
                 self._key = key
             bar = self._bar
@@ -126,6 +130,8 @@ class TerminalProgress:
                 bar.set_postfix_str(event.table[-40:], refresh=False)
             if event.done > bar.n:
                 bar.update(event.done - bar.n)
+            if event.total is not None and event.done >= event.total:
+                bar.refresh()   # the end of a phase is always drawn (update() throttles)
             if event.message:
                 bar.write(event.message, file=self.stream)
 
@@ -144,6 +150,14 @@ class TerminalProgress:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _columns(stream) -> int:
+    import os
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, OSError, ValueError):
+        return 0
 
 
 def terminal_progress(json_output: bool = False, stream=None) -> Optional[TerminalProgress]:
