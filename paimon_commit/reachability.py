@@ -227,28 +227,26 @@ class Reachability:
         except (ValueError,) + UNREADABLE as e:
             raise Unreadable(root.where, e) from None
 
-    def used_metadata(self, roots: Iterable[Root]) -> Tuple[Set[str], Set[str]]:
-        """(names of every metadata file the roots use, names of their manifests).
-        Raises Unreadable."""
+    def used_metadata(self, roots: Iterable[Root]) -> Tuple[Set[str], Dict[str, bool]]:
+        """(names of every metadata file the roots use, {manifest name: needed}); a manifest
+        only lists that may be gone name may be gone too. Raises Unreadable."""
         names: Set[str] = set()
-        manifests: Set[str] = set()
+        manifests: Dict[str, bool] = {}
         for r in roots:
             used = self.metadata_names(r)
             names |= used
-            for lst, _ in r.lists():
+            for lst, needed in r.lists():
                 if lst in used:
-                    manifests.update(m.file_name for m in self.manifests(lst))
+                    for m in self.manifests(lst):
+                        manifests[m.file_name] = needed or manifests.get(m.file_name, False)
         return names, manifests
 
     def used_names(self, roots: Iterable[Root]) -> Set[str]:
         """File names (not paths: Paimon's orphan cleanup matches names) of everything the
         roots use, files of ADD and DELETE entries included. Raises Unreadable."""
         names, manifests = self.used_metadata(roots)
-        for m in manifests:
-            try:
-                names.update(entry_names(self.mio.read_manifest(m)))
-            except UNREADABLE as e:
-                raise Unreadable(f"manifest {m}", e) from None
+        for m, needed in manifests.items():
+            names.update(manifest_names(self.mio, m, needed))
         return names
 
     # --- what may be deleted: tolerant ---------------------------------------------------
@@ -378,11 +376,20 @@ class Reachability:
         return out
 
 
-def entry_names(entries: Iterable[ManifestEntry]) -> Iterable[str]:
-    """Names an entry makes used: its file, its extra files, an external file's name."""
+def manifest_names(mio, manifest: str, needed: bool = True) -> List[str]:
+    """Names a manifest's entries make used: files, extra files, external files' names. A
+    manifest that is not needed may be gone (Unreadable only if it is needed)."""
+    try:
+        entries = mio.read_manifest(manifest)
+    except UNREADABLE as e:
+        if needed or not isinstance(e, FileNotFoundError):
+            raise Unreadable(f"manifest {manifest}", e) from None
+        return []
+    out: List[str] = []
     for e in entries:
         f = e.file
-        yield f.file_name
-        yield from f.extra_files
+        out.append(f.file_name)
+        out.extend(f.extra_files)
         if f.external_path:
-            yield f.external_path.rsplit("/", 1)[-1]
+            out.append(f.external_path.rsplit("/", 1)[-1])
+    return out

@@ -17,7 +17,7 @@ from ..operations.orphan import (
     CleanContext, OrphanCleanAborted, OrphanCleanResult, OrphanFilesCleaner, _Candidate,
     _is_symlink, classify,
 )
-from ..reachability import Reachability, Unreadable, entry_names
+from ..reachability import Reachability, Unreadable, manifest_names
 
 log = logging.getLogger(__name__)
 
@@ -34,11 +34,12 @@ def _list_bucket_files(table_path: str, dirs: Iterable[str]) -> Iterator[_Row]:
                 yield st.path, st.name, st.size, st.mtime_ms, classify(st.name, "data")
 
 
-def _used_names_of_manifests(table_path: str, names: Iterable[str]) -> Iterator[str]:
+def _used_names_of_manifests(table_path: str, manifests: Iterable[Tuple[str, bool]]
+                             ) -> Iterator[str]:
     from ..store import FileStore
-    store = FileStore.open(table_path)
-    for name in names:
-        yield from entry_names(store.manifests.read_manifest(name))
+    mio = FileStore.open(table_path).manifests
+    for name, needed in manifests:
+        yield from manifest_names(mio, name, needed)
 
 
 def _delete_paths(table_path: str, paths: Iterable[str]) -> Iterator[str]:
@@ -85,8 +86,7 @@ class DistributedOrphanFilesCleaner(OrphanFilesCleaner):
             names, manifests = Reachability(self.store).used_metadata(roots)
         except Unreadable as e:
             raise OrphanCleanAborted(f"{e}; nothing was deleted") from None
-        names |= manifests
-        manifest_list = sorted(manifests)
+        manifest_list = sorted(manifests.items())
         try:
             used_rdd = sc.parallelize(sorted(names), 1).union(
                 sc.parallelize(manifest_list, max(1, min(n, len(manifest_list))))

@@ -126,3 +126,17 @@ def test_reads_are_cached_by_file_name_and_pruned(five, table_path):
     reach.manifests(five.snapshot(5).delta_manifest_list)   # the next run touches only this
     reach.prune()
     assert s4.delta_manifest_list not in reach._entries   # what the last run did not touch
+
+
+def test_a_changelog_needs_only_the_manifests_of_the_list_it_is_read_by(five, table_path):
+    s4 = five.snapshot(4)
+    st = Table.open(str(table_path)).store
+    delta = {m.file_name for m in st.manifests.read_list(s4.delta_manifest_list)}
+    base_only = {m.file_name for m in st.manifests.read_list(s4.base_manifest_list)} - delta
+    assert base_only
+    for m in base_only:    # an interrupted changelog expiration (manifests go before lists)
+        os.unlink(table_path / "manifest" / m)
+    used = fresh(table_path).used_names([Root("changelog-4", s4, "changelog")])
+    assert delta <= used and s4.base_manifest_list in used
+    with pytest.raises(Unreadable, match="manifest-"):
+        fresh(table_path).used_names([Root("snapshot-4", s4)])
