@@ -6,7 +6,9 @@ write-only, options `snapshot.num-retained.min = 10`, `snapshot.time-retained = 
 `snapshot.expire.limit = S`, plus a tag whose retention is over; it is copied T times into
 `<wh>/db<k>.db/t<i>` (4 databases). Maintaining a table expires S - 10 snapshots and the tag.
 
-Measured, each on its own fresh copy of the warehouse:
+Measured R times (order alternating; medians reported), each on its own fresh copy of the
+warehouse (the machine is shared: alternating repetitions keep a load spike from landing on one
+side only):
   * per-table: `maintain_table(path)` for every table, one after the other, in this process;
     the sum of the per-table wall times is the work;
   * maintain:  `maintain_warehouse(wh, parallelism=P)` (worker processes), wall time including
@@ -97,6 +99,7 @@ def main(argv=None) -> int:
     ap.add_argument("--tables", type=int, default=None, help="tables (default 100)")
     ap.add_argument("--snapshots", type=int, default=None, help="snapshots per table (100)")
     ap.add_argument("--parallelism", type=int, default=2, help="maintain parallelism (2)")
+    ap.add_argument("--reps", type=int, default=3, help="repetitions per side (default 3)")
     ap.add_argument("--quick", action="store_true", help="20 tables x 30 snapshots")
     ap.add_argument("--dir", default=None, help="where to build (default: a temp dir)")
     ap.add_argument("--out", default=DEFAULT_OUT, help=f"JSON results (default {DEFAULT_OUT})")
@@ -113,34 +116,61 @@ def main(argv=None) -> int:
     template = os.path.join(run_dir, "template", "db.db", "t")
     t0 = time.perf_counter()
     build_template(template, n_snaps)
-    wh_a = build_warehouse(os.path.join(run_dir, "a"), template, n_tables)
-    wh_b = build_warehouse(os.path.join(run_dir, "b"), template, n_tables)
     build_s = time.perf_counter() - t0
-    print(f"built 2 x {n_tables} tables of {n_snaps} snapshots in {build_s:.1f} s")
+    print(f"built a template table of {n_snaps} snapshots in {build_s:.1f} s")
 
     errors: List[str] = []
-    # 1. per table, one after the other
+    works: List[float] = []
+    walls: List[float] = []
     per_table: List[float] = []
-    seq_results = []
-    for ref in find_tables(wh_a):
+    seq_results = par_results = []
+
+    def sequential(wh: str, first: bool) -> None:
+        nonlocal seq_results
+        times, res = [], []
+        for ref in find_tables(wh):
+            t = time.perf_counter()
+            res.append(maintain_table(ref.path, ref.full_name))
+            times.append(time.perf_counter() - t)
+        works.append(sum(times))
+        per_table.extend(times)
+        check(wh, res, n_snaps, errors, read_back=first)
+        seq_results = res
+
+    def parallel(wh: str) -> None:
+        nonlocal par_results
         t = time.perf_counter()
-        seq_results.append(maintain_table(ref.path, ref.full_name))
-        per_table.append(time.perf_counter() - t)
-    work = sum(per_table)
-    check(wh_a, seq_results, n_snaps, errors, read_back=True)
-    # 2. the whole warehouse, `par` at a time
-    t = time.perf_counter()
-    par_results = maintain_warehouse(wh_b, parallelism=par)
-    wall = time.perf_counter() - t
-    check(wh_b, par_results, n_snaps, errors, read_back=False)
+        res = maintain_warehouse(wh, parallelism=par)
+        walls.append(time.perf_counter() - t)
+        check(wh, res, n_snaps, errors, read_back=False)
+        par_results = res
+
+    for r in range(args.reps):
+        wh_a = build_warehouse(os.path.join(run_dir, f"a{r}"), template, n_tables)
+        wh_b = build_warehouse(os.path.join(run_dir, f"b{r}"), template, n_tables)
+        if r % 2 == 0:
+            sequential(wh_a, r == 0)
+            parallel(wh_b)
+        else:
+            parallel(wh_b)
+            sequential(wh_a, False)
+        print(f"rep {r + 1}: per-table sum {works[-1]:.2f} s, maintain {walls[-1]:.2f} s "
+              f"(load {loadavg()})")
+        if not args.keep:
+            shutil.rmtree(wh_a, ignore_errors=True)
+            shutil.rmtree(wh_b, ignore_errors=True)
     if [(r.table, r.deleted_files) for r in seq_results] != \
             [(r.table, r.deleted_files) for r in par_results]:
         errors.append("the parallel run deleted other files than the per-table runs")
+    import statistics
+    work = statistics.median(works)
+    wall = statistics.median(walls)
     bound = work / par
     ratio = wall / bound if bound else float("inf")
     ok = ratio <= TARGET
-    print(f"per-table runs: sum {work:.2f} s (median {sorted(per_table)[len(per_table) // 2]:.3f}"
-          f" s); maintain --parallelism {par}: {wall:.2f} s; sum/parallelism {bound:.2f} s")
+    print(f"per-table runs: sum {work:.2f} s (median of {args.reps}; one table "
+          f"{sorted(per_table)[len(per_table) // 2]:.3f} s); maintain --parallelism {par}: "
+          f"{wall:.2f} s; sum/parallelism {bound:.2f} s")
     print(f"ratio maintain / (sum / parallelism) = {ratio:.2f} (target <= {TARGET}): "
           f"{'PASS' if ok else 'FAIL'}")
     for e in errors:
@@ -149,10 +179,12 @@ def main(argv=None) -> int:
         "benchmark": "bench_maintain",
         "description": f"maintain a warehouse of {n_tables} tables x {n_snaps} snapshots "
                        f"(expire {n_snaps - RETAIN} snapshots and one tag per table) with "
-                       f"parallelism {par}, vs the sum of per-table runs / {par}",
+                       f"parallelism {par}, vs the sum of per-table runs / {par}; medians of "
+                       f"{args.reps} alternating repetitions",
         "timestamp_utc": datetime.datetime.now(datetime.timezone.utc)
         .strftime("%Y-%m-%dT%H:%M:%SZ"),
         "config": {"tables": n_tables, "snapshots": n_snaps, "parallelism": par,
+                   "repetitions": args.reps,
                    "retain_min": RETAIN, "workers": "process (spawn)"},
         "environment": {"paimon_commit": ours_version(), "pypaimon": safe_version("pypaimon"),
                         "python": platform.python_version(), "platform": platform.platform(),
@@ -160,6 +192,8 @@ def main(argv=None) -> int:
                         "loadavg_1min_after": loadavg()},
         "build_seconds": round(build_s, 3),
         "per_table_sum_seconds": round(work, 3),
+        "per_table_sum_seconds_all": [round(x, 3) for x in works],
+        "maintain_seconds_all": [round(x, 3) for x in walls],
         "per_table_median_seconds": round(sorted(per_table)[len(per_table) // 2], 4),
         "maintain_seconds": round(wall, 3),
         "ratio": round(ratio, 3),
