@@ -277,3 +277,32 @@ def test_bad_batch_tag_name_fails_before_commit(table):
     with pytest.raises(OptionError, match="tag.batch.customized-name"):
         TableCommit(table.store, options={"tag.automatic-creation": "batch",
                                           "tag.batch.customized-name": "a/b"})
+
+
+def test_interrupted_tag_expiry_is_finished_by_the_next_run(table_path, clock, monkeypatch):
+    from paimon_commit.fileio import LocalFileIO
+    t = Table.create(str(table_path), SCHEMA, ["dt", "hr"],
+                     {"snapshot.num-retained.min": "1", "snapshot.time-retained": "0 ms"})
+    with TableCommit(t.store, "job", clock=clock) as c:
+        commit_rows(t, c, [1], 1)
+        TagManager(t.store.io, t.store.root).create(
+            Tag("t1", t.latest_snapshot(), datetime.datetime(2024, 1, 1, 9), 86_400_000))
+        pinned = [n for n in files_under(table_path) if n.endswith(".parquet")]
+        w = t.new_writer()
+        w.write_arrow(make_rows([2], hr=1))
+        c.overwrite(w.prepare_commit(), commit_identifier=2)   # snapshot 1 expires
+    assert len(pinned) == 1 and (table_path / pinned[0]).exists()
+    orig = LocalFileIO._unlink
+    monkeypatch.setattr(LocalFileIO, "_unlink",
+                        lambda self, p: False if p.endswith(".parquet") else orig(self, p))
+    clock.set(datetime.datetime(2024, 1, 3))
+    r = expire_tags(t.store, clock=clock)
+    assert r.expired_tags == ["t1"] and any("again to finish" in s for s in r.skipped)
+    assert (table_path / pinned[0]).exists() and t.tags() == []
+    assert t.unfinished_tag_deletions() == ["t1"]
+    monkeypatch.setattr(LocalFileIO, "_unlink", orig)
+    r = expire_tags(t.store, clock=clock)          # the next run (a commit would do the same)
+    assert r.finished_deletions == ["t1"] and r.deleted_files >= 1
+    assert not (table_path / pinned[0]).exists()
+    assert t.unfinished_tag_deletions() == []
+    assert [x["id"] for x in rows(pp_read(table_path))] == [2]
