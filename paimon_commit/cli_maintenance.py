@@ -95,6 +95,8 @@ def _print_maintain(r: Dict[str, Any]) -> None:
                   f"{t['deleted_bytes']} bytes")
         else:
             print(f"{t['table']:<32} {t['status']:<8} {t['reason']}")
+        for w in t["warnings"]:
+            print(f"{'':<32} warning  {w}")
     print(f"{len(r['tables'])} table(s): {r['ok']} ok, {r['failed']} failed, "
           f"{r['skipped']} skipped; {verb} {r['deleted_files']} file(s), "
           f"{r['deleted_bytes']} bytes")

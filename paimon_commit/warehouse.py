@@ -74,6 +74,7 @@ class TableMaintenanceResult:
     deleted_bytes: int = 0
     seconds: float = 0.0
     steps: Dict[str, Any] = field(default_factory=dict)
+    warnings: List[str] = field(default_factory=list)   # e.g. partitions kept: no time
 
     @property
     def ok(self) -> bool:
@@ -95,7 +96,8 @@ class TableMaintenanceResult:
                 "snapshots_expired": self.snapshots_expired,
                 "orphans_deleted": self.orphans_deleted,
                 "deleted_files": self.deleted_files, "deleted_bytes": self.deleted_bytes,
-                "seconds": round(self.seconds, 6), "steps": self.steps}
+                "seconds": round(self.seconds, 6), "warnings": self.warnings,
+                "steps": self.steps}
 
 
 # --- finding tables ------------------------------------------------------------------------
@@ -205,11 +207,23 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
     result = TableMaintenanceResult(name, str(path), dry_run=dry_run)
     step = "opening"
     try:
+        from .operations.expire import ExpireConfig, ExpireSnapshots
+        from .operations.tag_lifecycle import TagLifecycleConfig, expire_tags
         from .table import Table
+        from .table_commit import TableCommit
         table = Table.open(str(path), options=storage_options)
         store, options = table.store, table.store.options
-        from .operations.tag_lifecycle import TagLifecycleConfig, expire_tags
-        tag_config = TagLifecycleConfig.from_options(options)   # before any change
+        # Every configuration (and the partition formatter) before the first change: a bad
+        # option skips the table untouched.
+        tag_config = TagLifecycleConfig.from_options(options)
+        expire_config = ExpireConfig.from_options(options)
+        partition_expire = None
+        if options["partition.expiration-time"] is not None and store.partition_keys:
+            from .operations.partition_expire import PartitionExpire, PartitionExpireConfig
+            commit = TableCommit(store, options={"write-only": "true"}, clock=clock)
+            partition_expire = PartitionExpire(store, commit._commit,
+                                               PartitionExpireConfig.from_options(options),
+                                               clock=clock)
         # Refuse to act on a table we cannot fully read: every snapshot file listed must
         # parse before anything is deleted (expiration re-checks what it touches).
         step = "reading metadata"
@@ -223,17 +237,17 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
             result.tags_expired = list(r.expired_tags)
             result.deleted_files += r.deleted_files
             result.deleted_bytes += r.deleted_bytes
+            result.warnings.extend(r.skipped)
             result.steps["tags"] = r.to_dict()
-        if options["partition.expiration-time"] is not None and store.partition_keys:
+        if partition_expire is not None:
             step = "partition expiration"
             emit(progress, step, 0, None, "partitions", name)
-            from .operations.partition_expire import PartitionExpire, PartitionExpireConfig
-            from .table_commit import TableCommit
-            with TableCommit(store, options={"write-only": "true"}, clock=clock) as c:
-                pr = PartitionExpire(store, c._commit, PartitionExpireConfig.from_options(
-                    options), clock=clock).expire(force=True, dry_run=dry_run)
+            pr = partition_expire.expire(force=True, dry_run=dry_run)
             result.partitions_expired = [{k: str(v) for k, v in p.items()}
                                          for p in pr.expired_partitions]
+            for sk in pr.skipped:
+                spec = ",".join(f"{k}={v}" for k, v in sk.to_dict()["partition"].items())
+                result.warnings.append(f"partition {spec} kept: {sk.reason}")
             result.steps["partitions"] = pr.to_dict()
         ttl = options["consumer.expiration-time"]
         if ttl is not None:
@@ -243,12 +257,11 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
                 int(clock() * 1000) - ttl, dry_run=dry_run)
         step = "snapshot expiration"
         emit(progress, step, 0, None, "snapshots", name)
-        from .operations.expire import ExpireConfig, ExpireSnapshots
-        er = ExpireSnapshots(store, ExpireConfig.from_options(options), clock=clock) \
-            .expire(dry_run=dry_run)
+        er = ExpireSnapshots(store, expire_config, clock=clock).expire(dry_run=dry_run)
         result.snapshots_expired = er.expired_snapshots
         result.deleted_files += er.deleted_files
         result.deleted_bytes += er.deleted_bytes
+        result.warnings.extend(er.skipped)
         result.steps["snapshots"] = er.to_dict()
         if orphans:
             step = "orphan cleanup"

@@ -199,3 +199,32 @@ def test_progress_callback_errors_are_ignored(warehouse):
         raise RuntimeError("display gone")
     results = maintain_warehouse(str(warehouse), database="sales", progress=broken)
     assert all(r.status == "ok" for r in results)
+
+
+def test_partition_formatter_problems(tmp_path):
+    wh = tmp_path / "wh"
+    keep = Table.create(str(wh / "db.db" / "unparsable"), SCHEMA, ["dt", "hr"], {
+        "partition.expiration-time": "1 d", "partition.timestamp-pattern": "$hr",
+        "partition.timestamp-formatter": "yyyyMMdd"})
+    commits(keep, 1)
+    bad = Table.create(str(wh / "db.db" / "badfmt"), SCHEMA, ["dt", "hr"])
+    commits(bad, 1)
+    TagManager(bad.store.io, bad.store.root).create(
+        Tag("old", bad.latest_snapshot(), datetime.datetime(2001, 1, 1), DAY))
+    p = wh / "db.db" / "badfmt" / "schema" / "schema-0"
+    schema = json.loads(p.read_text())
+    schema["options"].update({"partition.expiration-time": "1 d",
+                              "partition.timestamp-formatter": "yyyy-QQ"})
+    p.write_text(json.dumps(schema))
+    results = {r.table: r for r in maintain_warehouse(str(wh))}
+    # a value the formatter cannot parse: the partition is kept, and the run says so
+    r = results["db.unparsable"]
+    assert r.status == "ok" and r.partitions_expired == []
+    assert len(r.warnings) == 1 and r.warnings[0].startswith("partition dt=2024-01-01,hr=1 kept")
+    assert "yyyyMMdd" in r.warnings[0]
+    assert [x["id"] for x in rows(pp_read(wh / "db.db" / "unparsable"))] == [1]
+    # a formatter that is not valid: skipped before any change (its expired tag is still there)
+    r = results["db.badfmt"]
+    assert r.status == "skipped" and "partition.timestamp-formatter" in r.reason
+    assert "nothing was changed" in r.reason
+    assert [t.name for t in Table.open(str(wh / "db.db" / "badfmt")).tags()] == ["old"]
