@@ -27,7 +27,8 @@ before that time, using the tag file's modification time when the tag has no cre
 
 Every deletion goes through `TagOperations.delete_tag`: the files only that tag kept are
 deleted, crash-safe and finishable (a deletion marker lets a rerun finish). Unfinished
-deletions found at the start of an expiration run are finished first.
+deletions found at the start of an explicit expiration run (expire_tags, `maintain`) are
+finished first; post-commit runs skip that listing (one storage request per commit).
 """
 from __future__ import annotations
 
@@ -280,7 +281,8 @@ def _retention_over(tag: Tag, now: datetime.datetime) -> bool:
 
 
 def expire_tags(store: FileStore, older_than_ms: Optional[int] = None, dry_run: bool = False,
-                clock: Callable[[], float] = time.time) -> TagExpireResult:
+                clock: Callable[[], float] = time.time,
+                finish_pending: bool = True) -> TagExpireResult:
     """Expire tags now: every tag past its own retention (create time + time retained), and,
     with `older_than_ms`, every tag created before that time (tags without a create time use
     their file's modification time). Tags without retention are only expired through
@@ -291,6 +293,8 @@ def expire_tags(store: FileStore, older_than_ms: Optional[int] = None, dry_run: 
         older_than_ms: epoch milliseconds; None = retention only.
         dry_run: report what would be expired; delete nothing (file counts stay 0).
         clock: seconds since the epoch (tests pass a fake clock).
+        finish_pending: first finish tag deletions an earlier run left unfinished (one more
+            listing; post-commit maintenance leaves this to explicit runs and `maintain`).
 
     Returns:
         TagExpireResult.
@@ -301,7 +305,7 @@ def expire_tags(store: FileStore, older_than_ms: Optional[int] = None, dry_run: 
     """
     tags = TagManager(store.io, store.root)
     result = TagExpireResult(dry_run=dry_run)
-    if not dry_run:
+    if finish_pending and not dry_run:
         result.finished_deletions = _finish_pending(store, tags, result)
     now = _now_local(clock)
     older = _local(older_than_ms) if older_than_ms is not None else None
@@ -470,7 +474,7 @@ class TagLifecycle:
         if self.auto is not None:
             self.auto.run(result)
         if self.config.time_expire_enabled:
-            r = expire_tags(self.store, clock=self.clock)
+            r = expire_tags(self.store, clock=self.clock, finish_pending=False)
             result.expired.extend(r.expired_tags)
             result.deleted_files += r.deleted_files
             result.deleted_bytes += r.deleted_bytes
