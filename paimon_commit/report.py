@@ -179,7 +179,8 @@ def build_report(table, progress: Optional[ProgressCallback] = None,
         retained = t.time_retained_ms
         expires = None
         if t.create_time is not None and retained is not None:
-            expires = (t.create_time + datetime.timedelta(milliseconds=retained)).isoformat()
+            expires = (t.create_time + datetime.timedelta(milliseconds=retained)) \
+                .isoformat(sep=" ", timespec="seconds")
         rep.tags.append({
             "name": t.name, "snapshot_id": t.id,
             "snapshot_expired": not any(s.id == t.id for s in snaps),
@@ -369,7 +370,8 @@ def render_html(rep: HealthReport) -> str:
     pts = [(h["time_millis"], h["live_bytes"]) for h in rep.history]
     out.append(_line_chart("live bytes", pts, "bytes", _fmt_bytes))
     pts = [(h["time_millis"], i + 1) for i, h in enumerate(rep.history)]
-    out.append(_line_chart("retained snapshots", pts, "count"))
+    out.append(_line_chart("retained snapshots", pts, "count",
+                           lambda v: f"{v:,.0f}" if v == int(v) else f"{v:,.1f}"))
     out.append("</section>")
     out.append('<section id="partitions"><h2>Largest partitions</h2><table><thead><tr>'
                '<th>partition</th><th class="n">files</th><th class="n">records</th>'
