@@ -23,7 +23,7 @@ import posixpath
 import time
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Set, Tuple
+from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Set, Tuple
 
 from ..deletion import remove_empty_dirs, run_deletions
 from ..errors import CorruptMetadataError, OptionError, PaimonCommitError, TableNotFoundError

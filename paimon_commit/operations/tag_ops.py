@@ -4,7 +4,7 @@ from __future__ import annotations
 import datetime
 import logging
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Set
+from typing import Dict, List, Optional
 
 from ..deletion import Deleter
 from ..format.snapshot import Tag
