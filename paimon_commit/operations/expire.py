@@ -230,9 +230,13 @@ class ExpireSnapshots:
         try:
             return self._plan()
         finally:
-            self.reach.prune()
-            for key in [k for k in self._raw_memo if k not in self._memo]:
-                del self._raw_memo[key]
+            if not self.config.changelog_decoupled:   # else after plan_changelogs()
+                self._prune()
+
+    def _prune(self) -> None:
+        self.reach.prune()
+        for key in [k for k in self._raw_memo if k not in self._memo]:
+            del self._raw_memo[key]
 
     def _plan(self) -> ExpirePlan:
         sm = self.store.snapshots
@@ -412,13 +416,13 @@ class ExpireSnapshots:
 
     # --- changelog expiration (Paimon's ExpireChangelogImpl) -----------------------------
     def plan_changelogs(self) -> ExpirePlan:
-        """The changelog expiration this run would do (nothing is deleted)."""
+        """The changelog expiration this run would do (nothing is deleted). Runs after
+        `plan()`: what both read stays cached for the next run."""
         self._memo = {}
-        self.reach.start()
         try:
             return self._plan_changelogs()
         finally:
-            self.reach.prune()
+            self._prune()
 
     def _plan_changelogs(self) -> ExpirePlan:
         cfg, sm, cm = self.config, self.store.snapshots, self.changelogs

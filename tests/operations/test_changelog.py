@@ -265,3 +265,26 @@ def test_index_files_and_statistics_follow_their_snapshots(table, table_path):
     assert r.deleted_paths == ["index/index-stray-0"]
     assert sorted(os.listdir(index)) == ["index-c-0", "index-d-0"]
     assert_intact(table_path)
+
+
+def test_post_commit_maintenance_keeps_and_expires_changelogs(table_path):
+    """One commit object, its expirer reused after every commit (what a streaming job
+    does): at every point 2 snapshots and 2 more long-lived changelogs are readable."""
+    t = Table.create(str(table_path), make_rows([]).schema, partition_keys=["dt", "hr"],
+                     options={"snapshot.num-retained.min": "2",
+                              "snapshot.num-retained.max": "2", "snapshot.time-retained": "0 s",
+                              "changelog.num-retained.min": "4",
+                              "changelog.num-retained.max": "4", "snapshot.expire.limit": "100"})
+    with t.new_commit(commit_user="job") as c:
+        for i in range(1, 13):
+            if i % 4 == 0:
+                c.drop_partitions([{"hr": 0}], commit_identifier=i)
+            else:
+                w = t.new_writer()
+                w.write_arrow(make_rows([i], hr=i % 2))
+                c.commit(w.prepare_commit(), commit_identifier=i)
+            if i >= 4:
+                assert [s.id for s in t.snapshots()] == [i - 1, i]
+                assert changelog_ids(table_path) == [i - 3, i - 2]
+                assert_changelogs_readable(t)
+    assert_intact(table_path)
