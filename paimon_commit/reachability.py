@@ -175,7 +175,7 @@ class Reachability:
                     # A changelog's index manifest is its snapshot's: expiration removes it.
                     if root.kind != "changelog":
                         raise
-        except UNREADABLE as e:
+        except UNREADABLE as e:   # (a hostile file name raises ValueError: loudly)
             raise Unreadable(root.where, e) from None
         if s.statistics:
             out.add(s.statistics)

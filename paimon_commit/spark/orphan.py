@@ -85,6 +85,7 @@ class DistributedOrphanFilesCleaner(OrphanFilesCleaner):
         try:
             names, manifests = Reachability(self.store).used_metadata(roots)
         except Unreadable as e:
+            candidates.unpersist()
             raise OrphanCleanAborted(f"{e}; nothing was deleted") from None
         manifest_list = sorted(manifests.items())
         try:
