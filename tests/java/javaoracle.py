@@ -478,6 +478,27 @@ class JavaOracle:
         else:
             t.rollbackTo(int(snapshot_id))
 
+    def changelog_files(self, path, tag: str) -> List[str]:
+        """What the changelog of a tagged snapshot consists of, read by Java: its changelog
+        manifest list, the manifests in it and the changelog files they add (paths relative
+        to the table root). Empty when the snapshot has no changelog."""
+        t = self.table(path)
+        snap = t.tagManager().taggedSnapshot(tag)
+        lst = snap.changelogManifestList()
+        if lst is None:
+            return []
+        root = os.path.abspath(str(path))
+        out = [f"manifest/{lst}"]
+        paths = t.store().pathFactory()
+        for meta in t.manifestListReader().read(lst):
+            out.append(f"manifest/{meta.fileName()}")
+            for entry in t.manifestFileReader().read(meta.fileName()):
+                bucket_dir = str(paths.bucketPath(entry.partition(), entry.bucket()).toUri()
+                                 .getPath())
+                out.append(os.path.relpath(os.path.join(bucket_dir, entry.file().fileName()),
+                                           root))
+        return sorted(set(out))
+
     # --- maintenance --------------------------------------------------------------------
     def expire(self, path, options: Optional[Mapping[str, Any]] = None) -> Tuple[int, int]:
         """Java's post-commit expiration, run explicitly: snapshot expiration with the table's

@@ -272,6 +272,28 @@ def test_java_reads_high_precision_timestamps_we_write(java, wh, precision):
         [(i, ns[i], ns[i]) for i in range(5)]
 
 
+def test_java_reads_mixed_timestamp_precisions_in_one_file(java, wh):
+    """TIMESTAMP(9) next to TIMESTAMP(3)/(6) columns: each column must get the physical type
+    Java's writer gives its precision (INT64 millis / micros, INT96 for 7..9) — a file-wide
+    INT96 switch makes Java 1.0 fail on the (6) column (ClassCastException)."""
+    path = str(wh / "mixed")
+    schema = pa.schema([("id", pa.int32()), ("ts3", pa.timestamp("ms")),
+                        ("ts6", pa.timestamp("us")), ("ts9", pa.timestamp("ns")),
+                        ("ltz6", pa.timestamp("us", tz="UTC"))])
+    table = Table.create(path, schema)
+    ns = 1_700_000_000_123_456_789
+    data = pa.table({"id": pa.array([1, 2], pa.int32()),
+                     "ts3": pa.array([ns // 10 ** 6, None], pa.timestamp("ms")),
+                     "ts6": pa.array([ns // 1000, ns // 1000 + 1], pa.timestamp("us")),
+                     "ts9": pa.array([ns, None], pa.timestamp("ns")),
+                     "ltz6": pa.array([None, ns // 1000], pa.timestamp("us", tz="UTC"))},
+                    schema=schema)
+    _write(table, data)
+    got = java.read(path)
+    assert sorted_rows(got, schema) == sorted_rows(data, schema)
+    assert sorted_rows(table.read_arrow(), schema) == sorted_rows(data, schema)
+
+
 def test_java_reads_ours_after_rollback_and_tag_deletion(java, wh):
     path = str(wh / "rb")
     schema = _schema(pa.date32())
