@@ -101,14 +101,13 @@ class Deleter:
 
     def files(self, kind: str, paths: Sequence[str], must_finish: bool = False) -> bool:
         """Delete `paths` in parallel. With `must_finish`, False if any of them is still
-        there afterwards (`left` names them): the caller stops, keeping its records."""
+        there afterwards (added to `left`): the caller stops, keeping its records."""
         paths = list(paths)
         done = run_deletions(self.io, paths, self._pool() if len(paths) >= 64 else None)
         self.deleted.setdefault(kind, []).extend(done)
-        if must_finish:
-            self.left = still_there(self.io, paths, done)
-            return not self.left
-        return True
+        left = still_there(self.io, paths, done) if must_finish else []
+        self.left.extend(left)
+        return not left
 
     def in_order(self, kind: str, paths: Sequence[str]) -> int:
         """Delete one by one in the given order, stopping at the first file that could not
@@ -119,7 +118,7 @@ class Deleter:
             if self.io.delete_quietly(p):
                 done.append(p)
             elif self.io.exists(p):
-                self.left = [p]
+                self.left.append(p)
                 return i
         return len(paths)
 

@@ -128,18 +128,12 @@ class Reachability:
         return names
 
     # --- paths ---------------------------------------------------------------------------
-    def data_path(self, e: ManifestEntry) -> Optional[str]:
-        """Where a data or changelog file is; None when it lives outside the table root
-        (external paths are never ours to delete). ValueError for a hostile name."""
-        if e.file.external_path:
-            return None
-        return self.store.data_file_path(e)
-
     def file_paths(self, e: ManifestEntry) -> List[str]:
-        """The file of an entry and its extra files (e.g. file indexes), [] if external."""
-        path = self.data_path(e)
-        if path is None:
+        """Where an entry's file and its extra files (e.g. file indexes) are; [] when it
+        lives outside the table root (never ours to delete). ValueError for a hostile name."""
+        if e.file.external_path:
             return []
+        path = self.store.data_file_path(e)
         out = [path]
         for extra in e.file.extra_files:
             P.validate_bare_file_name(extra, "extra file name")
@@ -204,28 +198,14 @@ class Reachability:
     def live_data(self, snapshot: Snapshot, where: str) -> Set[str]:
         return set(self.live_files(snapshot, where))
 
-    def added_after(self, snapshots: Iterable[Snapshot]) -> Set[str]:
-        """Paths ADDed by the deltas of `snapshots`. Raises Unreadable."""
-        out: Set[str] = set()
-        for s in snapshots:
-            try:
-                for e in self.entries(s.delta_manifest_list):
-                    if e.kind == FileKind.ADD:
-                        out.update(self.file_paths(e))
-            except (ValueError,) + UNREADABLE as e:
-                raise Unreadable(f"snapshot {s.id}", e) from None
-        return out
-
-    def changelog_data(self, root: Root) -> Set[str]:
-        """Paths a long-lived changelog's readers read: ADDs of its changelog list, or of
-        its delta list without one. Raises Unreadable."""
-        s = root.snapshot
-        name = s.changelog_manifest_list or s.delta_manifest_list
+    def added(self, lists: Iterable[str], where: str) -> Set[str]:
+        """Paths ADDed in the given lists (deltas of later snapshots, a changelog's list).
+        Raises Unreadable."""
         try:
-            return {p for e in self.entries(name) if e.kind == FileKind.ADD
+            return {p for name in lists for e in self.entries(name) if e.kind == FileKind.ADD
                     for p in self.file_paths(e)}
         except (ValueError,) + UNREADABLE as e:
-            raise Unreadable(root.where, e) from None
+            raise Unreadable(where, e) from None
 
     def used_metadata(self, roots: Iterable[Root]) -> Tuple[Set[str], Dict[str, bool]]:
         """(names of every metadata file the roots use, {manifest name: needed}); a manifest

@@ -40,7 +40,7 @@ from ..tags import ConsumerManager, TagManager
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ExpireConfig", "ExpireSnapshots", "ExpirePlan", "ExpireResult", "DeletionSet"]
+__all__ = ["ExpireConfig", "ExpireSnapshots", "ExpirePlan", "ExpireResult"]
 
 KINDS = ("data", "changelog", "manifest", "manifest-list", "index", "statistics", "snapshot",
          "long-lived-changelog", "directory")
@@ -131,35 +131,16 @@ class ExpireConfig:
 
 
 @dataclass
-class DeletionSet:
-    """Files of one kind to delete: path -> size (bytes; 0 when unknown)."""
-    kind: str
-    files: Dict[str, int] = field(default_factory=dict)
-
-    def add(self, path: str, size: int = 0) -> None:
-        self.files.setdefault(path, size or 0)
-
-    def __len__(self) -> int:
-        return len(self.files)
-
-
-@dataclass
 class ExpirePlan:
-    """What one run would delete. For changelog expiration (`changelogs` True) the ids are
-    long-lived changelog ids and `snapshots` holds changelog files."""
+    """What one run would delete: kind -> path -> size (0 when unknown), kinds in deletion
+    order. For changelog expiration (`changelogs`) the ids are long-lived changelog ids."""
     earliest: Optional[int]
     latest: Optional[int]
     begin: Optional[int] = None
     end: Optional[int] = None
     expiring: List[int] = field(default_factory=list)
     changelogs: bool = False
-    data: DeletionSet = field(default_factory=lambda: DeletionSet("data"))
-    changelog: DeletionSet = field(default_factory=lambda: DeletionSet("changelog"))
-    manifests: DeletionSet = field(default_factory=lambda: DeletionSet("manifest"))
-    lists: DeletionSet = field(default_factory=lambda: DeletionSet("manifest-list"))
-    index: DeletionSet = field(default_factory=lambda: DeletionSet("index"))
-    statistics: DeletionSet = field(default_factory=lambda: DeletionSet("statistics"))
-    snapshots: DeletionSet = field(default_factory=lambda: DeletionSet("snapshot"))
+    files: Dict[str, Dict[str, int]] = field(default_factory=lambda: {k: {} for k in KINDS})
     bucket_dirs: Set[str] = field(default_factory=set)
     tag_names: List[str] = field(default_factory=list)
     skipped: List[str] = field(default_factory=list)
@@ -169,14 +150,20 @@ class ExpirePlan:
         log.warning("expire: %s", reason)
         self.skipped.append(reason)
 
-    def sets(self) -> List[DeletionSet]:
-        return [self.data, self.changelog, self.manifests, self.lists, self.index,
-                self.statistics, self.snapshots]
+    def add(self, kind: str, files: Dict[str, int]) -> None:
+        for path, size in files.items():
+            self.files[kind].setdefault(path, size or 0)
+            if kind in ("data", "changelog"):
+                self.bucket_dirs.add(os.path.dirname(path))
 
     def add_metadata(self, files: Dict[str, Tuple[str, int]]) -> None:
-        by_kind = {ds.kind: ds for ds in self.sets()}
         for path, (kind, size) in files.items():
-            by_kind[kind].add(path, size)
+            self.files[kind].setdefault(path, size or 0)
+
+    @property
+    def metadata_files(self) -> Dict[str, int]:
+        """The snapshot (or long-lived changelog) files, ascending."""
+        return self.files["long-lived-changelog" if self.changelogs else "snapshot"]
 
 
 @dataclass
@@ -354,7 +341,7 @@ class ExpireSnapshots:
         cfg = self.config
         keep_append = cfg.changelog_decoupled and cfg.changelog_producer == "none"
         lineage = [(i, snaps.get(i)) for i in range(plan.begin + 1, max(snaps) + 1)]
-        self._add_data(plan, self.reach.deleted_files(
+        plan.add("data", self.reach.deleted_files(
             lineage, end, lambda: self._tag_data(tags, end), plan.skip,
             # The deltas are the changelog: APPEND files wait for changelog expiration.
             (lambda e: e.file.file_source in (None, APPEND_SOURCE)) if keep_append
@@ -373,23 +360,15 @@ class ExpireSnapshots:
             if not cfg.changelog_decoupled:
                 lists = s.manifest_lists()
                 if s.changelog_manifest_list and s.changelog_manifest_list not in keep:
-                    self._add_data(plan, self.reach.added_files(
-                        s.changelog_manifest_list, plan.skip), plan.changelog)
+                    plan.add("changelog", self.reach.added_files(s.changelog_manifest_list,
+                                                                 plan.skip))
             elif cfg.changelog_producer != "none":
                 lists = (s.base_manifest_list, s.delta_manifest_list)
             else:
                 lists = ()
             plan.add_metadata(self.reach.unused_metadata(s, lists, keep, plan.skip))
         for sid in plan.expiring:
-            plan.snapshots.add(sm.snapshot_path(sid), sizes[sid])
-
-    @staticmethod
-    def _add_data(plan: ExpirePlan, files: Dict[str, int],
-                  into: Optional[DeletionSet] = None) -> None:
-        target = plan.data if into is None else into
-        for path, size in files.items():
-            target.add(path, size)
-            plan.bucket_dirs.add(os.path.dirname(path))
+            plan.add("snapshot", {sm.snapshot_path(sid): sizes[sid]})
 
     def _tag_data(self, tags: List[Tag], end: int) -> Set[str]:
         out: Set[str] = set()
@@ -481,7 +460,7 @@ class ExpireSnapshots:
             # One lineage, changelogs then snapshots; a hole hides what it may re-add.
             lineage = [(i, changelogs.get(i) if i <= latest_cl else self._read(sm, i))
                        for i in range(earliest, latest + 1)]
-            self._add_data(plan, self.reach.deleted_files(
+            plan.add("data", self.reach.deleted_files(
                 lineage, end - 1, lambda: self._tag_data(tags, end), plan.skip))
         for cid in expiring:
             c = changelogs[cid]
@@ -489,15 +468,15 @@ class ExpireSnapshots:
                 continue
             if c.changelog_manifest_list:
                 if c.changelog_manifest_list not in keep:
-                    self._add_data(plan, self.reach.added_files(c.changelog_manifest_list,
-                                                                plan.skip), plan.changelog)
+                    plan.add("changelog", self.reach.added_files(c.changelog_manifest_list,
+                                                                 plan.skip))
                 lists: Tuple[str, ...] = (c.changelog_manifest_list,)
             else:
                 lists = (c.delta_manifest_list, c.base_manifest_list)
             # Index and statistics files belong to the snapshot: its expiration removed them.
             plan.add_metadata(self.reach.unused_metadata(c, lists, keep, plan.skip,
                                                          index_and_statistics=False))
-            plan.snapshots.add(cm.snapshot_path(cid), 0)
+            plan.add("long-lived-changelog", {cm.snapshot_path(cid): 0})
         return plan
 
     # --- acting --------------------------------------------------------------------------
@@ -531,10 +510,12 @@ class ExpireSnapshots:
                       f"deleted, the next run plans again")
             return
         manager = self.changelogs if plan.changelogs else self.store.snapshots
+        keep_as_changelog = self.config.changelog_decoupled and not plan.changelogs
+        earliest = plan.end
         with Deleter(self.store.io, self.executor, self.config.thread_num) as d:
             plan.deleted = d.deleted
-            if not d.files("data", list(plan.data.files) + list(plan.changelog.files),
-                           must_finish=True):
+            if not all([d.files(k, list(plan.files[k]), must_finish=True)
+                        for k in ("data", "changelog")]):
                 # The manifests and snapshot files are the only record of these files: keep
                 # them, so that the next run (or a retry) deletes what failed now.
                 plan.skip(f"{len(d.left)} data file(s) could not be deleted (e.g. "
@@ -543,20 +524,19 @@ class ExpireSnapshots:
                 return
             if self.config.clean_empty_directories:
                 d.dirs(self.store.root, plan.bucket_dirs)
-            for ds in (plan.manifests, plan.lists, plan.index, plan.statistics):
-                d.files(ds.kind, list(ds.files))
-            earliest = plan.end
-            for sid, path in zip(plan.expiring, plan.snapshots.files):
+            for kind in ("manifest", "manifest-list", "index", "statistics"):
+                d.files(kind, list(plan.files[kind]))
+            kind = "long-lived-changelog" if plan.changelogs else "snapshot"
+            for sid, path in zip(plan.expiring, plan.metadata_files):
                 # Ascending: a crash or a failure leaves a contiguous suffix.
-                if self.config.changelog_decoupled and not plan.changelogs:
-                    if (self.store.snapshots.snapshot_dir, sid) not in self._raw_memo:
+                if keep_as_changelog:
+                    if (manager.snapshot_dir, sid) not in self._raw_memo:
                         plan.skip(f"snapshot {sid} is unreadable and cannot be kept as a "
                                   f"changelog; EARLIEST stays at {sid}")
                         earliest = sid
                         break
-                    self.changelogs.commit_changelog(sid, self._raw(self.store.snapshots, sid))
-                if d.in_order("long-lived-changelog" if plan.changelogs else "snapshot",
-                              [path]) == 0:
+                    self.changelogs.commit_changelog(sid, self._raw(manager, sid))
+                if d.in_order(kind, [path]) == 0:
                     plan.skip(f"{path} could not be deleted; EARLIEST stays at {sid}")
                     earliest = sid
                     break
@@ -564,49 +544,29 @@ class ExpireSnapshots:
 
     def _result(self, plans: List[ExpirePlan], dry_run: bool,
                 seconds: Dict[str, float]) -> ExpireResult:
-        sizes: Dict[str, int] = {}
-        deleted: Dict[str, List[str]] = {}
+        sizes: Dict[str, int] = {p: n for plan in plans for f in plan.files.values()
+                                 for p, n in f.items()}
+        deleted: Dict[str, List[str]] = {k: [] for k in KINDS}
         for plan in plans:
-            for ds in plan.sets():
-                sizes.update(ds.files)
-                kind = "long-lived-changelog" if plan.changelogs and ds.kind == "snapshot" \
-                    else ds.kind
-                if dry_run:
-                    deleted.setdefault(kind, []).extend(ds.files)
-            if not dry_run:
-                for kind, paths in plan.deleted.items():
-                    if kind == "data":   # changelog files were deleted in the data step
-                        for p in paths:
-                            k = "changelog" if p in plan.changelog.files else "data"
-                            deleted.setdefault(k, []).append(p)
-                    else:
-                        deleted.setdefault(kind, []).extend(paths)
-        by_kind = {}
-        total_files = total_bytes = 0
-        paths: List[str] = []
-        for kind in KINDS:
-            files = deleted.get(kind, [])
-            b = sum(sizes.get(p, 0) for p in files)
-            if files:
-                by_kind[kind] = {"files": len(files), "bytes": b}
-            if kind != "directory":
-                total_files += len(files)
-                total_bytes += b
-            paths.extend(files)
-        expired = self._expired(plans[0], deleted.get("snapshot", []), dry_run)
-        changelogs = self._expired(plans[1], deleted.get("long-lived-changelog", []),
-                                   dry_run) if len(plans) > 1 else []
-        plan = plans[0]
-        earliest = plan.earliest
-        if expired and not dry_run:
+            for kind, paths in (plan.files if dry_run else plan.deleted).items():
+                deleted[kind].extend(paths)
+        by_kind = {k: {"files": len(v), "bytes": sum(sizes.get(p, 0) for p in v)}
+                   for k, v in deleted.items() if v}
+        files = [k for k in KINDS if k != "directory"]
+        expired = [self._expired(plan, deleted, dry_run) for plan in plans] + [[]]
+        earliest = plans[0].earliest
+        if expired[0] and not dry_run:
             earliest = self.store.snapshots.earliest_snapshot_id()
-        return ExpireResult(len(expired), expired, total_files, total_bytes, by_kind,
-                            earliest, plan.latest, dry_run,
-                            [s for p in plans for s in p.skipped], paths, seconds, changelogs)
+        return ExpireResult(len(expired[0]), expired[0],
+                            sum(by_kind.get(k, {}).get("files", 0) for k in files),
+                            sum(by_kind.get(k, {}).get("bytes", 0) for k in files), by_kind,
+                            earliest, plans[0].latest, dry_run,
+                            [s for p in plans for s in p.skipped],
+                            [p for k in KINDS for p in deleted[k]], seconds, expired[1])
 
     @staticmethod
-    def _expired(plan: ExpirePlan, deleted: List[str], dry_run: bool) -> List[int]:
+    def _expired(plan: ExpirePlan, deleted: Dict[str, List[str]], dry_run: bool) -> List[int]:
         if dry_run:
             return list(plan.expiring)
-        gone = set(deleted)
-        return [i for i, p in zip(plan.expiring, plan.snapshots.files) if p in gone]
+        gone = set(deleted["long-lived-changelog" if plan.changelogs else "snapshot"])
+        return [i for i, p in zip(plan.expiring, plan.metadata_files) if p in gone]

@@ -143,13 +143,14 @@ class TagOperations:
             [Root(self.tags.tag_path(t.name), t.snapshot, "tag") for t in others]
         used_meta = reach.kept_metadata(roots)
         # Data any retained snapshot can reach: live in the earliest, or added after it.
-        used_data = reach.added_after(retained[1:])
+        used_data = reach.added([s.delta_manifest_list for s in retained[1:]], "a snapshot")
         if retained:
             used_data |= reach.live_data(retained[0], sm.snapshot_path(retained[0].id))
         for t in others:
             used_data |= reach.live_data(t.snapshot, f"tag {t.name}")
-        for c in changelogs:
-            used_data |= reach.changelog_data(c)
+        for c in changelogs:   # what its readers read
+            used_data |= reach.added([c.snapshot.changelog_manifest_list
+                                      or c.snapshot.delta_manifest_list], c.where)
         data = {p: n for p, n in reach.live_files(tag.snapshot, f"tag {tag.name}").items()
                 if p not in used_data}
         s = tag.snapshot
