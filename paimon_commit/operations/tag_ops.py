@@ -185,20 +185,21 @@ class TagOperations:
         sm.commit_latest_hint(target.id)
         # Every *listed* id above the target, newest first: hints can look valid after a
         # crashed rollback (the restored snapshot has no successor on disk), and a newer
-        # snapshot left behind would come back as the latest after the next commit.
-        deleted = []
-        for sid in sorted((i for i in sm.list_snapshot_ids() if i > target.id), reverse=True):
-            if self.store.io.delete_quietly(sm.snapshot_path(sid)):
-                deleted.append(sid)
-        deleted_tags = []
-        for t in self.tags.tags():
-            if t.id > target.id and self.tags.delete_file(t.name):
-                deleted_tags.append(t.name)
-        # Long-lived changelogs past the target describe changes that no longer happened.
+        # snapshot left behind would come back as the latest after the next commit. Long-lived
+        # changelogs past the target describe changes that no longer happened. No data file
+        # is deleted (as in Paimon): orphan cleanup finds what nothing uses any more.
         cm = ChangelogManager(sm.io, self.store.root)
+        newer = {sm.snapshot_path(i): i for i in sorted(
+            (i for i in sm.list_snapshot_ids() if i > target.id), reverse=True)}
+        tags = {self.tags.tag_path(t.name): t.name for t in self.tags.tags() if t.id > target.id}
+        with Deleter(self.store.io) as d:
+            d.in_order("snapshot", list(newer))
+            d.files("tag", list(tags))
+            d.in_order("changelog", [cm.snapshot_path(i) for i in sorted(
+                (i for i in cm.list_snapshot_ids() if i > target.id), reverse=True)])
+        deleted = [newer[p] for p in d.deleted["snapshot"]]
+        deleted_tags = [tags[p] for p in d.deleted["tag"]]
         kept = [i for i in cm.list_snapshot_ids() if i <= target.id]
-        for cid in sorted((i for i in cm.list_snapshot_ids() if i > target.id), reverse=True):
-            self.store.io.delete_quietly(cm.snapshot_path(cid))
         if kept:
             cm.commit_latest_hint(kept[-1])
         left = [i for i in sm.list_snapshot_ids() + cm.list_snapshot_ids() if i > target.id]
