@@ -147,11 +147,15 @@ class Reachability:
         return self.mio.path(name)
 
     # --- what roots use: strict ----------------------------------------------------------
-    def metadata_names(self, root: Root) -> Set[str]:
+    def metadata_names(self, root: Root, keep: bool = False) -> Set[str]:
         """Names of every metadata file a root uses: lists, manifests, index manifest,
-        index files, statistics. Raises Unreadable if a needed one cannot be read."""
+        index files, statistics. Raises Unreadable if a needed one cannot be read. With
+        `keep`: what expiration must keep for it (a long-lived changelog does not keep its
+        snapshot's index and statistics files: Paimon deletes them with the snapshot)."""
         s = root.snapshot
         out: Set[str] = set()
+        if keep and root.kind == "changelog":
+            s = s.with_(index_manifest=None, statistics=None)
         try:
             for name, needed in root.lists():
                 try:
@@ -178,7 +182,7 @@ class Reachability:
     def kept_metadata(self, roots: Iterable[Root]) -> Set[str]:
         out: Set[str] = set()
         for r in roots:
-            out |= self.metadata_names(r)
+            out |= self.metadata_names(r, keep=True)
         return out
 
     def live_files(self, snapshot: Snapshot, where: str) -> Dict[str, int]:

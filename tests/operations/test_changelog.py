@@ -288,3 +288,26 @@ def test_post_commit_maintenance_keeps_and_expires_changelogs(table_path):
                 assert changelog_ids(table_path) == [i - 3, i - 2]
                 assert_changelogs_readable(t)
     assert_intact(table_path)
+
+
+def test_long_lived_changelogs_leave_index_files_to_their_snapshots(cl_table, table_path):
+    """Index and statistics files go when no retained snapshot or tag uses them, whether or
+    not a long-lived changelog names them (Paimon: they belong to the snapshot)."""
+    t = cl_table(**{"changelog-producer": "input"})
+    history(t, 6)
+    shared = add_index_and_statistics(t, 2, ["index-2-0"])
+    rewrite_snapshot(t, 3, index_manifest=shared)      # carried forward, as Paimon does
+    for i in (4, 5, 6):
+        add_index_and_statistics(t, i, [f"index-{i}-0"])
+    expire(t, retain_min=4, changelog_retain_min=6)    # 1, 2 -> changelogs; 3 keeps it
+    assert (table_path / "manifest" / shared).exists()
+    expire(Table.open(str(table_path)), retain_min=2, changelog_retain_min=6)
+    assert changelog_ids(table_path) == [1, 2, 3, 4]
+    assert not (table_path / "manifest" / shared).exists()
+    assert sorted(os.listdir(table_path / "index")) == ["index-5-0", "index-6-0"]
+    for root, dirs, names in os.walk(table_path):
+        for n in names + dirs:
+            os.utime(os.path.join(root, n), (OLD, OLD))
+    assert OrphanFilesCleaner(CleanContext(str(table_path))).clean().deleted_files == 0
+    assert_changelogs_readable(t)
+    assert_intact(table_path)
