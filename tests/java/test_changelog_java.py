@@ -26,6 +26,8 @@ RETENTION = {"snapshot.num-retained.min": "2", "snapshot.num-retained.max": "2",
              "changelog.num-retained.min": "5", "changelog.num-retained.max": "5",
              "snapshot.expire.limit": "100"}
 PRODUCERS = ["input", "lookup", "full-compaction"]
+
+pytestmark = pytest.mark.slow   # about 20 s: three Java tables with 8-16 commits each
 WRITES = 8
 
 
