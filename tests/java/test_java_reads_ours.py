@@ -227,7 +227,8 @@ def _column_view(table: pa.Table):
 
 
 def _java_view(java_table: pa.Table):
-    """Java's Arrow types cast to ours (Java returns e.g. ns timestamps for TIMESTAMP(9))."""
+    """Another reader's Arrow types cast to ours (Java returns e.g. ns timestamps for
+    TIMESTAMP(9)); also used for pypaimon's reads."""
     cols = []
     for f in COLUMN_TYPES:
         col = java_table.column(f.name)
@@ -246,6 +247,8 @@ def test_java_reads_every_column_type_we_write(java, wh):
     want2 = {**want1, **_column_view(data2)}
     assert _column_view(table.read_arrow(snapshot_id=s1)) == want1
     assert _column_view(table.read_arrow()) == want2
+    assert _java_view(pp_read(path, snapshot_id=s1)) == want1
+    assert _java_view(pp_read(path)) == want2
     assert _java_view(java.read(path, snapshot_id=s1)) == want1
     assert _java_view(java.read(path)) == want2
     assert _java_view(java.read(path, tag="v1")) == want1
