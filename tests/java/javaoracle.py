@@ -611,6 +611,8 @@ class JavaOracle:
                 break
             splits = plan.splits()
             sid = int(scan.checkpoint()) - 1
+            if sid > end:
+                break
             if len(splits):
                 out.append((sid, self._read_splits(read, audit.rowType(), splits)))
         return out
