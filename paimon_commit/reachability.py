@@ -57,21 +57,24 @@ class Root:
     snapshot: Snapshot
     kind: str = "snapshot"      # "snapshot", "tag" or "changelog"
 
-    def lists(self) -> Tuple[Tuple[str, bool], ...]:
+    def lists(self, producer: str = "none") -> Tuple[Tuple[str, bool], ...]:
         """(manifest list, needed) pairs. One that is not needed may be gone: a tag's
         changelog list (Paimon's expiration deletes a tagged snapshot's changelog; ours keeps
         it while the tag exists, because Paimon 1.0's orphan cleanup then drops the tag's
-        other lists), a long-lived changelog's lists other than the one it is read by."""
+        other lists), a long-lived changelog's lists other than the one it is read by: its
+        changelog list, or with `changelog-producer` none its delta list (with another
+        producer, a changelog without a changelog list has nothing to read)."""
         s = self.snapshot
         if self.kind != "changelog":
             return tuple((n, self.kind != "tag" or n != s.changelog_manifest_list)
                          for n in s.manifest_lists())
-        out = [(s.base_manifest_list, False)]
-        if s.changelog_manifest_list:
-            out += [(s.delta_manifest_list, False), (s.changelog_manifest_list, True)]
-        else:
-            out.append((s.delta_manifest_list, True))
-        return tuple(out)
+        return tuple((n, n == self.read_by(producer)) for n in s.manifest_lists())
+
+    def read_by(self, producer: str) -> Optional[str]:
+        """The list a long-lived changelog's streaming readers read (None: nothing)."""
+        s = self.snapshot
+        return s.changelog_manifest_list or (s.delta_manifest_list if producer == "none"
+                                             else None)
 
 
 class Reachability:
@@ -88,6 +91,7 @@ class Reachability:
         self._entries: Dict[str, List[ManifestEntry]] = {}
         self._index: Dict[str, List[str]] = {}
         self._touched: Set[str] = set()
+        self.producer = store.options.get("changelog-producer") or "none"
         self._dirs = {"index": store.io.join(store.root, P.INDEX_DIR),
                       "statistics": store.io.join(store.root, P.STATISTICS_DIR)}
 
@@ -157,7 +161,7 @@ class Reachability:
         if keep and root.kind == "changelog":
             s = s.with_(index_manifest=None, statistics=None)
         try:
-            for name, needed in root.lists():
+            for name, needed in root.lists(self.producer):
                 try:
                     out.update(m.file_name for m in self.manifests(name))
                 except FileNotFoundError:
@@ -219,7 +223,7 @@ class Reachability:
         for r in roots:
             used = self.metadata_names(r)
             names |= used
-            for lst, needed in r.lists():
+            for lst, needed in r.lists(self.producer):
                 if lst in used:
                     for m in self.manifests(lst):
                         manifests[m.file_name] = needed or manifests.get(m.file_name, False)

@@ -149,8 +149,7 @@ class TagOperations:
         for t in others:
             used_data |= reach.live_data(t.snapshot, f"tag {t.name}")
         for c in changelogs:   # what its readers read
-            used_data |= reach.added([c.snapshot.changelog_manifest_list
-                                      or c.snapshot.delta_manifest_list], c.where)
+            used_data |= reach.added([n for n in [c.read_by(reach.producer)] if n], c.where)
         data = {p: n for p, n in reach.live_files(tag.snapshot, f"tag {tag.name}").items()
                 if p not in used_data}
         s = tag.snapshot

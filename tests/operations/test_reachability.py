@@ -140,3 +140,19 @@ def test_a_changelog_needs_only_the_manifests_of_the_list_it_is_read_by(five, ta
     assert delta <= used and s4.base_manifest_list in used
     with pytest.raises(Unreadable, match="manifest-"):
         fresh(table_path).used_names([Root("snapshot-4", s4)])
+
+
+def test_what_a_changelog_is_read_by_depends_on_the_producer(five, table_path):
+    """With a changelog producer, a snapshot that produced no changelog (e.g. the APPEND half
+    of a lookup table's write) leaves a long-lived changelog that needs nothing; Paimon
+    deleted its lists with the snapshot. With producer none its delta is its changelog."""
+    s4 = five.snapshot(4)
+    for name in s4.manifest_lists():
+        os.unlink(table_path / "manifest" / name)
+    root = Root("changelog-4", s4, "changelog")
+    reach = fresh(table_path)
+    reach.producer = "lookup"
+    assert reach.metadata_names(root) == set()
+    assert root.read_by("lookup") is None and root.read_by("none") == s4.delta_manifest_list
+    with pytest.raises(Unreadable):
+        fresh(table_path).metadata_names(root)     # this table's producer: none
