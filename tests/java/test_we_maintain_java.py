@@ -67,8 +67,9 @@ def build_java_table(java, path, kind):
     else:
         java.write(path, rows([100, 103], "o", dt=DAYS[2]), overwrite={"dt": DAYS[2]})
     java.write(path, rows(range(20, 26), "c"))
-    if kind.endswith("-dv"):
-        java.compact(path)
+    if kind.endswith("-dv") or options.get("changelog-producer") in ("lookup",
+                                                                      "full-compaction"):
+        java.compact(path)   # rows visible (deletion vectors), changelog produced
     return list(range(1, java.latest_snapshot_id(path) + 1))
 
 
@@ -89,6 +90,9 @@ def java_tables(java, tmp_path_factory):
             ids = build_java_table(java, path, kind)
             reads = {("snapshot", s): sorted_rows(java.read(path, snapshot_id=s)) for s in ids}
             reads[("tag", "java-tag")] = sorted_rows(java.read(path, tag="java-tag"))
+            if "changelog-producer" in KINDS[kind][1]:
+                for sid, t in java.read_changelog(path, 1):
+                    reads[("changelog", sid)] = sorted_rows(t)
             # Sanity: the history has rows, compaction happened.
             assert reads[("snapshot", ids[-1])] and reads[("tag", "java-tag")], kind
             if kind != "append":
@@ -168,6 +172,12 @@ def test_our_expiration_matches_javas_and_java_reads_what_is_left(java, java_tab
     assert set(only_ours) == tag_changelog - set(files_under(theirs)), \
         "the tag's changelog is not kept whole"
     assert_java_reads_as_before(java, ours, reads, retained, ["java-tag"])
+    if "changelog-producer" in KINDS[kind][1]:
+        # A streaming reader starting at the earliest retained snapshot reads what it did.
+        got = {("changelog", sid): sorted_rows(t)
+               for sid, t in java.read_changelog(ours, retained[0])}
+        want = {k: v for k, v in reads.items() if k[0] == "changelog" and k[1] >= retained[0]}
+        assert want and got == want
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
