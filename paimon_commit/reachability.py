@@ -106,30 +106,25 @@ class Reachability:
                 del memo[name]
 
     # --- reads, once per file name -------------------------------------------------------
+    def _read(self, memo: Dict[str, list], name: str, load: Callable[[str], list]) -> list:
+        self._touched.add(name)
+        value = memo.get(name)
+        if value is None:
+            value = memo[name] = load(name)
+        return value
+
     def manifests(self, list_name: str) -> list:
         """(file_name, file_size) of each manifest a list names. Raises if unreadable."""
-        self._touched.add(list_name)
-        refs = self._lists.get(list_name)
-        if refs is None:
-            refs = self._lists[list_name] = self.mio.read_list_refs(list_name)
-        return refs
+        return self._read(self._lists, list_name, self.mio.read_list_refs)
 
     def entries(self, list_name: str) -> List[ManifestEntry]:
         """Every entry of every manifest of a list, in order. Raises if unreadable."""
-        self._touched.add(list_name)
-        entries = self._entries.get(list_name)
-        if entries is None:
-            entries = self._entries[list_name] = self.mio.read_entries(
-                self.manifests(list_name))
-        return entries
+        return self._read(self._entries, list_name,
+                          lambda n: self.mio.read_entries(self.manifests(n)))
 
     def index_files(self, index_manifest: str) -> List[str]:
         """Names (under index/) an index manifest lists. Raises if unreadable."""
-        self._touched.add(index_manifest)
-        names = self._index.get(index_manifest)
-        if names is None:
-            names = self._index[index_manifest] = self.mio.read_index_file_names(index_manifest)
-        return names
+        return self._read(self._index, index_manifest, self.mio.read_index_file_names)
 
     # --- paths ---------------------------------------------------------------------------
     def file_paths(self, e: ManifestEntry) -> List[str]:
