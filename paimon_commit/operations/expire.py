@@ -455,8 +455,9 @@ class ExpireSnapshots:
         # Without a changelog list (producer none) a changelog's delta is its changelog:
         # the files its delta deletes were kept for it, and go now unless a tag or a later
         # re-add needs them.
-        if any(c is not None and not c.changelog_manifest_list
-               for c in (changelogs[i] for i in expiring)):
+        if cfg.changelog_producer == "none" and any(
+                c is not None and not c.changelog_manifest_list
+                for c in (changelogs[i] for i in expiring)):
             # One lineage, changelogs then snapshots; a hole hides what it may re-add.
             lineage = [(i, changelogs.get(i) if i <= latest_cl else self._read(sm, i))
                        for i in range(earliest, latest + 1)]
