@@ -463,27 +463,26 @@ class ObjectStoreFileIO(FileIO):
         path = f"{self.root}/.atomic-create-probe-{uuid.uuid4()}"
         first, second = b"probe-1 " + uuid.uuid4().bytes, b"probe-2 " + uuid.uuid4().bytes
         try:
-            self._put(path, first, mode="create")
-        except AlreadyExistsError:
-            pass  # a retried first PUT: the second one below still decides
-        except Exception as e:  # noqa: BLE001
-            if _not_supported(e):
-                return f"conditional writes are rejected: {_first_line(e)}"
-            raise self._error("create", path, e) from None
-        try:
+            try:
+                self._put(path, first, mode="create")
+            except AlreadyExistsError:
+                pass  # a retried first PUT: the second one below still decides
             try:
                 self._put(path, second, mode="create")
             except AlreadyExistsError:
                 log.debug("%s honours create-if-absent under %s", self.description,
                           self.uri(self.root))
                 return None
-            except Exception as e:  # noqa: BLE001
-                if _not_supported(e):
-                    return f"conditional writes are rejected: {_first_line(e)}"
-                raise self._error("create", path, e) from None
             return "a second create of one key succeeded: the store ignores If-None-Match"
+        except Exception as e:  # noqa: BLE001
+            if _not_supported(e):
+                return f"conditional writes are rejected: {_first_line(e)}"
+            raise self._error("create", path, e) from None
         finally:
-            self.delete_quietly(path)
+            try:  # whatever happened, the probe object may exist: remove it (through the gate)
+                self.delete_quietly(path)
+            except Exception as e:  # noqa: BLE001 - an unreachable store already raised
+                log.debug("could not remove %s: %s", self.uri(path), e)
 
     def open_output_stream(self, path: str):
         return _CountingWriter(self, path)

@@ -8,7 +8,8 @@ import time
 
 import pyarrow as pa
 
-from paimon_commit import CleanContext, ExpireConfig, ExpireSnapshots, OrphanFilesCleaner, Table
+from paimon_commit import (CleanContext, ExpireConfig, ExpireSnapshots, OrphanCleanAborted,
+                           OrphanFilesCleaner, Table)
 
 SCHEMA = pa.schema([("id", pa.int64()), ("w", pa.int32())])
 
@@ -38,13 +39,16 @@ def expirer(uri: str, seconds: float) -> None:
 
 
 def cleaner(uri: str, seconds: float, cutoff_ms: int) -> None:
-    end, runs, deleted = time.monotonic() + seconds, 0, []
+    end, runs, aborted, deleted = time.monotonic() + seconds, 0, 0, []
     while time.monotonic() < end:
-        r = OrphanFilesCleaner(CleanContext(uri, older_than_ms=cutoff_ms)).clean()
+        try:
+            r = OrphanFilesCleaner(CleanContext(uri, older_than_ms=cutoff_ms)).clean()
+            deleted.extend(r.deleted_paths)
+        except OrphanCleanAborted:
+            aborted += 1   # a concurrent expiration removed what it was reading: nothing deleted
         runs += 1
-        deleted.extend(r.deleted_paths)
         time.sleep(0.3)
-    print(json.dumps({"runs": runs, "deleted": deleted}))
+    print(json.dumps({"runs": runs, "aborted": aborted, "deleted": deleted}))
 
 
 if __name__ == "__main__":
