@@ -7,6 +7,7 @@ delete exactly the files Java's own would on the same table (issue 11, items 1, 
 Every table is built once per module by Java (write-only, so Java never expires anything by
 itself) and copied for each test.
 """
+import json
 import os
 import shutil
 import time
@@ -365,3 +366,24 @@ def test_drop_of_empty_string_and_null_partitions_matches_java(java, wh, ours_sp
     assert got == sorted_rows(java.read(theirs))
     assert len(got) == 2 and {r["id"] for r in got} >= {3}
     assert sorted_rows(Table.open(ours).read_arrow()) == got
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_we_expire_partitions_of_java_tables(java, java_tables, wh, kind, capsys):
+    """Partition expiration (command line): the dropped partitions are gone for Java, every
+    other row and every retained snapshot and tag read as before, and Java keeps writing."""
+    src, ids, reads = java_tables(kind)
+    path = copy_table(src, wh, "t")
+    capsys.readouterr()
+    assert cli_main(["expire-partitions", path, "--expiration-time", "1 d",
+                     "--max-expires", "1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    expired = [p["dt"] for p in out["expired_partitions"]]
+    assert expired == [DAYS[0]], out                    # the oldest one, and only that one
+    latest = ids[-1]
+    assert java.latest_snapshot_id(path) == latest + 1
+    assert sorted_rows(java.read(path)) == \
+        [r for r in reads[("snapshot", latest)] if r["dt"] not in expired]
+    assert_java_reads_as_before(java, path, reads, ids, ["java-tag"])
+    java.write(path, rows([60, 63], "f", dt=DAYS[0]), compact=kind != "append")
+    assert {60, 63} <= {r["id"] for r in java.read(path).to_pylist()}
