@@ -403,3 +403,26 @@ def test_java_reads_sql_only_types_we_write_into_a_java_table(java, wh):
     schema = table.arrow_schema()
     assert sorted_rows(got, schema) == sorted_rows(table.read_arrow(), schema)
     assert sorted_rows(got, schema) == sorted_rows(data, schema)
+
+
+def test_java_streams_the_appends_we_commit(java, wh):
+    """A Java (Flink-style) streaming reader of a table we write gets each APPEND snapshot's
+    rows once, as +I, and skips our OVERWRITE and drop snapshots (Paimon's default)."""
+    schema = _schema(pa.int32())
+    path = str(wh / "stream")
+    table = Table.create(path, schema, partition_keys=["p"])
+    batches = {}
+    for k in range(3):
+        data = _rows(schema, range(10 * k, 10 * k + 4), [1, 2])
+        batches[_write(table, data)] = data
+    _write(table, _rows(schema, [100], [1]), overwrite={"p": 1})
+    with table.new_commit() as c:
+        c.drop_partitions([{"p": 2}])
+    data = _rows(schema, [200, 201], [3])
+    batches[_write(table, data)] = data
+    got = java.read_changelog(path, 1)
+    assert [sid for sid, _ in got] == sorted(batches)
+    for sid, rows in got:
+        assert set(rows.column("rowkind").to_pylist()) == {"+I"}
+        assert sorted_rows(rows.drop_columns(["rowkind"]), schema) == \
+            sorted_rows(batches[sid], schema)
