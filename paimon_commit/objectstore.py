@@ -30,7 +30,7 @@ from .fileio import FileIO, FileStatus
 log = logging.getLogger(__name__)
 
 __all__ = ["ObjectStoreFileIO", "ObjectStoreError", "AtomicCreateUnsupportedError",
-           "redact_uri", "SINGLE_WRITER_OPTION"]
+           "redact_uri", "storage_options", "SINGLE_WRITER_OPTION"]
 
 #: Declared in options.py as CoreOptions.COMMIT_SINGLE_WRITER; repeated here for messages.
 SINGLE_WRITER_OPTION = "commit.single-writer"
@@ -96,6 +96,26 @@ def redact_uri(uri: str) -> str:
         if ":" in userinfo or scheme.lower() in _S3_SCHEMES:
             authority = host
     return f"{scheme}://{authority}{sep}{tail}"
+
+
+_STORAGE_PREFIXES = ("s3.", "fs.s3a.", "fs.s3.", "fs.gs.", "gcs.", "gs.", "fs.azure.", "azure.",
+                     "aws_", "google_", "azure_", "object-store.")
+
+
+def storage_options(options: Mapping[str, str], path: Optional[str] = None) -> Dict[str, str]:
+    """The storage options among `options` (Paimon's `s3.*`, Hadoop's `fs.s3a.*`, ...), plus
+    the credentials of `path`'s user-info, so that a credential-free path and these options
+    reach the same store (Spark ships both to its executors)."""
+    out = {str(k): str(v) for k, v in options.items()
+           if str(k).lower().startswith(_STORAGE_PREFIXES)}
+    if path and "://" in path:
+        scheme = path.split("://", 1)[0].lower()
+        authority = path.split("://", 1)[1].split("/", 1)[0]
+        if scheme in _S3_SCHEMES and "@" in authority:
+            key, _, secret = authority.rsplit("@", 1)[0].partition(":")
+            out.setdefault("s3.access-key", unquote(key))
+            out.setdefault("s3.secret-key", unquote(secret))
+    return out
 
 
 def _truthy(value: str) -> bool:

@@ -32,6 +32,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from ..errors import OptionError, TableNotFoundError
+from ..objectstore import redact_uri, storage_options
 from ..format import types as ptypes
 from ..format.commit_message import CommitMessage
 from ..options import OPTIONS, validate_options
@@ -99,11 +100,12 @@ def _open_or_create(options: Mapping[str, str], schema: StructType) -> Table:
     if not path:
         raise OptionError("the paimon data source needs a table path: .save(PATH)")
     try:
-        return Table.open(path)
+        return Table.open(path, options=storage_options(options, path))
     except TableNotFoundError:
         keys = [k.strip() for k in options.get("partition-keys", "").split(",") if k.strip()]
         log.info("creating Paimon table %s partitioned by %s", path, keys)
-        return Table.create(path, _to_arrow_schema(schema), keys, _table_options(options))
+        return Table.create(path, _to_arrow_schema(schema), keys, _table_options(options),
+                            storage_options=storage_options(options, path))
 
 
 def _check_schema(table: Table, schema: StructType) -> None:
@@ -134,8 +136,9 @@ class PaimonWriterMessage(WriterCommitMessage):
     messages: List[CommitMessage] = field(default_factory=list)
 
 
-def _write_task(path: str, iterator: Iterator[pa.RecordBatch]) -> PaimonWriterMessage:
-    table = Table.open(path)
+def _write_task(path: str, iterator: Iterator[pa.RecordBatch],
+                storage: Optional[Dict[str, str]] = None) -> PaimonWriterMessage:
+    table = Table.open(path, options=storage)
     writer = table.new_writer()
     try:
         for batch in iterator:
@@ -161,8 +164,9 @@ def _published_since(table: Table, commit_user: str, base_id: Optional[int]) -> 
     return None
 
 
-def _abort(path: str, messages, commit_user: str, base_id: Optional[int]) -> None:
-    table = Table.open(path)
+def _abort(path: str, messages, commit_user: str, base_id: Optional[int],
+           storage: Optional[Dict[str, str]] = None) -> None:
+    table = Table.open(path, options=storage)
     published = _published_since(table, commit_user, base_id)
     if published is not None:
         # Spark aborts when commit() raised, even if the snapshot was already published
@@ -196,6 +200,7 @@ class PaimonBatchWriter(DataSourceArrowWriter):
         _check_schema(table, schema)
         validate_options({**table.options, **self.write_options})
         self.path = table.path
+        self.storage = storage_options(options, options.get("path"))  # s3.endpoint, ...
         self.overwrite = overwrite
         self.static = _parse_spec(options["overwrite-partition"], table) \
             if options.get("overwrite-partition") else None
@@ -205,10 +210,10 @@ class PaimonBatchWriter(DataSourceArrowWriter):
         self.base_snapshot_id = table.store.snapshots.latest_snapshot_id()
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PaimonWriterMessage:
-        return _write_task(self.path, iterator)
+        return _write_task(self.path, iterator, self.storage)
 
     def commit(self, messages) -> None:
-        table = Table.open(self.path)
+        table = Table.open(self.path, options=self.storage)
         msgs = _messages(messages)
         with table.new_commit(self.commit_user, self.write_options) as c:
             if self.overwrite:
@@ -217,7 +222,7 @@ class PaimonBatchWriter(DataSourceArrowWriter):
                 _commit_then_maintain(lambda: c.commit(msgs), c)
 
     def abort(self, messages) -> None:
-        _abort(self.path, messages, self.commit_user, self.base_snapshot_id)
+        _abort(self.path, messages, self.commit_user, self.base_snapshot_id, self.storage)
 
 
 class PaimonStreamWriter(DataSourceStreamArrowWriter):
@@ -230,14 +235,15 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
         _check_schema(table, schema)
         validate_options({**table.options, **self.write_options})
         self.path = table.path
+        self.storage = storage_options(options, options.get("path"))  # s3.endpoint, ...
         self.commit_user = options.get("commit-user") or \
             _checkpoint_commit_user(options.get("checkpointLocation"))
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PaimonWriterMessage:
-        return _write_task(self.path, iterator)
+        return _write_task(self.path, iterator, self.storage)
 
     def commit(self, messages, batchId: int) -> None:
-        table = Table.open(self.path)
+        table = Table.open(self.path, options=self.storage)
         msgs = _messages(messages)
         with table.new_commit(self.commit_user, self.write_options) as c:
             if not c.filter_committed([batchId]):
@@ -250,13 +256,14 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
             _commit_then_maintain(lambda: c.commit(msgs, commit_identifier=batchId), c)
 
     def abort(self, messages, batchId: int) -> None:
-        table = Table.open(self.path)
+        table = Table.open(self.path, options=self.storage)
         with table.new_commit(self.commit_user, {"write-only": "true"}) as c:
             if not c.filter_committed([batchId]):
                 log.error("not deleting files of aborted batch %d: it was already published",
                           batchId)
                 return
-        _abort(self.path, messages, self.commit_user, table.store.snapshots.latest_snapshot_id())
+        _abort(self.path, messages, self.commit_user, table.store.snapshots.latest_snapshot_id(),
+               self.storage)
 
 
 def _checkpoint_commit_user(checkpoint: Optional[str]) -> str:
@@ -285,14 +292,15 @@ class _FilePartition(InputPartition):
 
 class PaimonReader(DataSourceReader):
     def __init__(self, options: Mapping[str, str], schema: StructType):
-        self.path = options["path"]
+        self.path = redact_uri(options["path"])
+        self.storage = storage_options(options, options["path"])
         self.snapshot_id = int(options["snapshot-id"]) if options.get("snapshot-id") else None
         self.tag = options.get("tag")
         self.schema = schema
         self.filters: List[Filter] = []
 
     def pushFilters(self, filters: List[Filter]):
-        keys = set(Table.open(self.path).partition_keys)
+        keys = set(Table.open(self.path, options=self.storage).partition_keys)
         for f in filters:
             if isinstance(f, (EqualTo, In, GreaterThan, GreaterThanOrEqual, LessThan,
                               LessThanOrEqual, IsNull, IsNotNull)) \
@@ -329,7 +337,7 @@ class PaimonReader(DataSourceReader):
         return True
 
     def partitions(self) -> Sequence[InputPartition]:
-        table = Table.open(self.path)
+        table = Table.open(self.path, options=self.storage)
         table.store.check_readable(table.resolve_snapshot(self.snapshot_id, self.tag))
         files = [f for f in table.live_files(self.snapshot_id, self.tag)
                  if self._keep(f.partition)]
@@ -349,7 +357,7 @@ class PaimonReader(DataSourceReader):
         from ..fileio import FileIO
         from ..table import read_data_file
         table_schema = _to_arrow_schema(self.schema)
-        io = FileIO.for_path(self.path)
+        io = FileIO.for_path(self.path, self.storage)
         for path, values in partition.paths:
             yield from read_data_file(io, path, values, table_schema).to_batches()
 
@@ -363,7 +371,8 @@ class PaimonDataSource(DataSource):
         path = self.options.get("path")
         if not path:
             raise OptionError("the paimon data source needs a table path: .load(PATH)")
-        return _from_arrow_schema(Table.open(path).arrow_schema())
+        return _from_arrow_schema(
+            Table.open(path, options=storage_options(self.options, path)).arrow_schema())
 
     def reader(self, schema: StructType) -> PaimonReader:
         return PaimonReader(self.options, schema)

@@ -1,0 +1,54 @@
+"""The Spark data source on the store: executors write parquet files to S3 and the driver
+commits; storage options are Spark `.option(...)`s (no AWS environment anywhere)."""
+import datetime
+
+import pytest
+
+from paimon_commit import Table
+from tests.objectstore.moto_server import ACCESS_KEY, SECRET_KEY
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """The same local session as tests/spark (getOrCreate shares it). Created before any
+    test sets AWS variables, so executors see only what `.option(...)` gives them."""
+    import os
+    pytest.importorskip("pyspark")
+    from pyspark.sql import SparkSession
+    os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
+    s = (SparkSession.builder.master("local[2]").appName("paimon-commit-tests")
+         .config("spark.ui.enabled", "false")
+         .config("spark.sql.shuffle.partitions", "4")
+         .config("spark.driver.memory", "1g")
+         .getOrCreate())
+    s.sparkContext.setLogLevel("ERROR")
+    yield s
+    s.stop()
+
+
+def test_spark_writes_and_reads_the_table_on_s3_with_options(spark, s3, monkeypatch):
+    from paimon_commit.spark import register
+    register(spark)
+    for k in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"):
+        monkeypatch.delenv(k, raising=False)
+    opts = {"s3.endpoint": s3.url, "s3.access-key": ACCESS_KEY, "s3.secret-key": SECRET_KEY,
+            "s3.region": "us-east-1", "s3.path.style.access": "true"}
+    uri = s3.table_uri()
+    d1, d2 = datetime.date(2024, 1, 1), datetime.date(2024, 1, 2)
+    rows = [(i, f"n{i}", d1 if i % 2 else d2) for i in range(40)]
+    df = spark.createDataFrame(rows, "id long, name string, dt date").repartition(3)
+    df.write.format("paimon").options(**opts).option("partition-keys", "dt") \
+        .mode("append").save(uri)
+    more = spark.createDataFrame([(100, "x", d1)], "id long, name string, dt date")
+    more.write.format("paimon").options(**opts).mode("append").save(uri)
+    assert [k for k in s3.keys() if "/snapshot/snapshot-" in k] == [
+        "db.db/t/snapshot/snapshot-1", "db.db/t/snapshot/snapshot-2"]
+    assert len([k for k in s3.keys() if k.endswith(".parquet")]) >= 3   # executors wrote
+    back = spark.read.format("paimon").options(**opts).load(uri)
+    assert sorted(r.id for r in back.collect()) == list(range(40)) + [100]
+    assert back.filter("dt = date'2024-01-01'").count() == 21
+    assert sorted(s3.pp_read().column("id").to_pylist()) == list(range(40)) + [100]
+    t = Table.open(uri, options=opts)
+    assert not any(k.startswith("s3.") for k in t.options), "storage options were stored"
