@@ -380,18 +380,13 @@ class ExpireSnapshots:
     def _tag_roots(self, tags: List[Tag]) -> List[Root]:
         return [Root(self.tags.tag_path(t.name), t.snapshot, "tag") for t in tags]
 
-    def _changelog_roots(self, since: int = 0) -> List[Root]:
-        """Long-lived changelogs with id >= since. Only listed where they can exist."""
+    def _changelog_roots(self) -> List[Root]:
+        """Every long-lived changelog (an unreadable one raises: nothing is deleted)."""
         cm = self.changelogs
         if not self.config.changelog_decoupled and not self.store.io.exists(cm.snapshot_dir):
-            return []
-        out = []
-        for cid in cm.list_snapshot_ids():
-            if cid >= since:
-                c = self._read(cm, cid)   # unreadable raises: nothing is deleted
-                if c is not None:
-                    out.append(Root(cm.snapshot_path(cid), c, "changelog"))
-        return out
+            return []   # (not listed after every commit where there can be none)
+        read = ((cid, self._read(cm, cid)) for cid in cm.list_snapshot_ids())
+        return [Root(cm.snapshot_path(cid), c, "changelog") for cid, c in read if c]
 
     # --- changelog expiration (Paimon's ExpireChangelogImpl) -----------------------------
     def plan_changelogs(self) -> ExpirePlan:
