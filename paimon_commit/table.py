@@ -57,7 +57,13 @@ def read_data_file(io: FileIO, path: str, partition: Mapping[str, Any],
     cols = []
     for field in target:
         if field.name in t.column_names:
-            cols.append(t.column(field.name).cast(field.type))
+            col = t.column(field.name)
+            if pa.types.is_timestamp(field.type) and pa.types.is_int64(col.type):
+                # A plain INT64 timestamp (see writer._RollingFile): millis up to
+                # precision 3, micros above, as Paimon Java stores them.
+                unit = "ms" if field.type.unit in ("s", "ms") else "us"
+                col = col.cast(pa.timestamp(unit, tz=field.type.tz))
+            cols.append(col.cast(field.type))
         elif field.name in partition:
             cols.append(pa.array([partition[field.name]] * t.num_rows, type=field.type))
         else:

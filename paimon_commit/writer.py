@@ -98,14 +98,23 @@ class _RollingFile:
     Physical types follow Paimon Java's parquet writer, so that every Paimon reader (the
     1.0 one included) reads our files: DECIMAL of precision <= 9 / <= 18 as INT32 / INT64,
     wider ones as FIXED_LEN_BYTE_ARRAY; TIMESTAMP(0..3) as INT64 millis, (4..6) as INT64
-    micros, (7..9) as INT96. pyarrow chooses INT96 per file, not per column: a file with a
-    TIMESTAMP(7..9) column stores all its timestamps as INT96, which Java reads at any
-    precision."""
+    micros, (7..9) as INT96. pyarrow switches INT96 on for a whole file, not per column, and
+    Java 1.0 fails on an INT96 TIMESTAMP(<= 6) column; so in a file that needs INT96, the
+    other top-level timestamp columns are written as plain INT64 millis / micros, which every
+    Paimon reader (and pypaimon) reads by the table's type. Nested ones stay INT96."""
 
     def __init__(self, io, path: str, schema: pa.Schema, compression, dictionary):
         self.path = path
-        self.sink = io.open_output_stream(path)
         int96 = any(_has_nanosecond_timestamps(f.type) for f in schema)
+        # column index -> the timestamp unit its INT64 values are in
+        self.as_int64: Dict[int, pa.DataType] = {}
+        if int96:
+            for i, f in enumerate(schema):
+                if pa.types.is_timestamp(f.type) and f.type.unit != "ns":
+                    unit = "us" if f.type.unit == "us" else "ms"
+                    self.as_int64[i] = pa.timestamp(unit, tz=f.type.tz)
+                    schema = schema.set(i, pa.field(f.name, pa.int64(), f.nullable))
+        self.sink = io.open_output_stream(path)
         self.writer = pq.ParquetWriter(self.sink, schema, compression=compression,
                                        use_dictionary=dictionary,
                                        store_decimal_as_integer=True,
@@ -114,6 +123,9 @@ class _RollingFile:
         self.bytes = 0
 
     def write(self, data: pa.Table, nbytes: int) -> None:
+        for i, ts in self.as_int64.items():
+            col = data.column(i).cast(ts).cast(pa.int64())
+            data = data.set_column(i, data.schema.field(i).with_type(pa.int64()), col)
         self.writer.write_table(data, row_group_size=max(1, data.num_rows))
         self.rows += data.num_rows
         self.bytes += nbytes

@@ -46,8 +46,9 @@ def _physical(table_path):
 
 @pytest.mark.parametrize("schema, timestamps", [
     (SCHEMA, {"ts0": "INT64", "ts3": "INT64", "ts6": "INT64", "ltz3": "INT64"}),
-    # pyarrow picks INT96 per file: with a TIMESTAMP(9) column every timestamp is INT96.
-    (NANOS, {"ts0": "INT96", "ts3": "INT96", "ts6": "INT96", "ltz3": "INT96", "ts9": "INT96"}),
+    # pyarrow switches INT96 on per file: next to a TIMESTAMP(9) column the others are plain
+    # INT64 millis / micros (Java 1.0 fails on an INT96 TIMESTAMP(<= 6) column).
+    (NANOS, {"ts0": "INT64", "ts3": "INT64", "ts6": "INT64", "ltz3": "INT64", "ts9": "INT96"}),
 ], ids=["micros", "nanos"])
 def test_physical_types_are_javas(table_path, schema, timestamps):
     t = Table.create(str(table_path), schema)
@@ -60,9 +61,14 @@ def test_physical_types_are_javas(table_path, schema, timestamps):
                                      "d30": "FIXED_LEN_BYTE_ARRAY", "t": "INT32",
                                      "day": "INT32", **timestamps}
     assert t.read_arrow().to_pylist() == data
-    back = rows(pp_read(table_path))
+    # Known pypaimon 2.1 limit: it reads an unannotated INT64 in the Arrow unit of the
+    # column's type, seconds for TIMESTAMP(0), where Paimon Java (and we) read millis.
+    unreadable = ["ts0"] if "ts9" in schema.names else []
+    back = rows(pp_read(table_path).drop_columns(unreadable))
     for got, want in zip(back, data):
         for k, v in want.items():
+            if k in unreadable:
+                continue
             g = got[k]
             if hasattr(g, "to_pydatetime"):
                 g = g.to_pydatetime()
