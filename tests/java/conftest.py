@@ -9,7 +9,10 @@ import sys
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
+# Appended, not prepended: tests/ must stay ahead, or `import conftest` in processes that
+# other tests spawn (test_concurrency's workers) finds this conftest instead of tests/'.
+if os.path.dirname(__file__) not in sys.path:
+    sys.path.append(os.path.dirname(__file__))
 
 from javaoracle import JavaOracle, find_java  # noqa: E402
 
