@@ -14,7 +14,7 @@ snapshot or tag) is skipped with its reason; nothing of it is deleted or "repair
 
 Tables run in worker processes (`workers="process"`, the default when parallelism > 1: the
 work is CPU-bound decoding, which threads would serialise on the GIL) or threads. Workers are
-forked when the caller has no other thread, else started through a fork server.
+forked when the caller runs a single OS thread, else started through a fork server.
 """
 from __future__ import annotations
 
@@ -390,18 +390,27 @@ def maintain_warehouse(warehouse: str, database: Optional[str] = None,
 
 
 def _process_context():
-    """fork when this process has no other thread (workers start in milliseconds: spawning
-    each made a 20-table run 7x slower than its work); otherwise forkserver (a child forked
-    while another thread holds a lock could deadlock on it), else spawn."""
-    import threading
+    """fork when this process runs a single OS thread (workers start in milliseconds: spawning
+    each made a 20-table run 7x slower than its work); otherwise a fork server (a child forked
+    while another thread, Python or native such as the S3 client's, holds a lock can hang on
+    it forever), else spawn."""
     methods = multiprocessing.get_all_start_methods()
-    if "fork" in methods and threading.active_count() == 1:
+    if "fork" in methods and _os_threads() == 1:
         return multiprocessing.get_context("fork")
     if "forkserver" in methods:
         ctx = multiprocessing.get_context("forkserver")
         ctx.set_forkserver_preload(["paimon_commit.warehouse"])
         return ctx
     return multiprocessing.get_context("spawn")
+
+
+def _os_threads() -> int:
+    """Threads of this process as the OS sees them (native ones included); 0 if unknown."""
+    import os
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return 0
 
 
 def _per_table(progress: Optional[ProgressCallback], done: int, total: int
