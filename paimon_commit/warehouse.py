@@ -390,12 +390,14 @@ def maintain_warehouse(warehouse: str, database: Optional[str] = None,
 
 
 def _process_context():
-    """fork when this process runs a single OS thread (workers start in milliseconds: spawning
-    each made a 20-table run 7x slower than its work); otherwise a fork server (a child forked
-    while another thread, Python or native such as the S3 client's, holds a lock can hang on
-    it forever), else spawn."""
+    """fork when this process runs no thread beyond those pyarrow starts at import (workers
+    start in milliseconds: spawning each made a 20-table run 7x slower than its work);
+    otherwise a fork server (a child forked while another thread, Python or native such as the
+    S3 client's, holds a lock can hang on it forever), else spawn."""
+    import threading
     methods = multiprocessing.get_all_start_methods()
-    if "fork" in methods and _os_threads() == 1:
+    if "fork" in methods and threading.active_count() == 1 and \
+            0 < _os_threads() <= _BASE_THREADS:
         return multiprocessing.get_context("fork")
     if "forkserver" in methods:
         ctx = multiprocessing.get_context("forkserver")
@@ -411,6 +413,12 @@ def _os_threads() -> int:
         return len(os.listdir("/proc/self/task"))
     except OSError:
         return 0
+
+
+# The threads pyarrow starts when imported (jemalloc's background thread and one more, both
+# fork-aware): more than these means someone else started threads.
+import pyarrow  # noqa: E402,F401
+_BASE_THREADS = max(_os_threads(), 1)
 
 
 def _per_table(progress: Optional[ProgressCallback], done: int, total: int
