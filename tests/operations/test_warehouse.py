@@ -170,7 +170,7 @@ def test_cli_maintain_json_and_exit_code(warehouse, capsys):
 
 def test_cli_maintain_bad_input(tmp_path, capsys):
     assert main(["maintain", str(tmp_path / "nowhere")]) == 2
-    assert "warehouse" in capsys.readouterr().err
+    assert capsys.readouterr().err == f"error: warehouse {tmp_path / 'nowhere'} does not exist\n"
     assert main(["maintain", str(tmp_path), "--parallelism", "0"]) == 2
     assert "0 must be >= 1" in capsys.readouterr().err
 
