@@ -395,7 +395,16 @@ class TagAutoCreation:
         if self._next_snapshot is None:
             self._init()
         sm = self.store.snapshots
+        latest_id = sm.latest_snapshot_id()
+        latest = sm.try_snapshot(latest_id) if latest_id is not None else None
         while True:
+            if latest is not None and self._next_snapshot <= latest.id and \
+                    self._next_tag is not None and not self._due(latest):
+                # Snapshot times grow with ids: when the latest is not due, none before it
+                # is. Without this, a job opening a commit object per write would read every
+                # snapshot since the last tag after each commit.
+                self._next_snapshot = latest.id + 1
+                break
             s = sm.try_snapshot(self._next_snapshot)
             if s is not None:
                 self._maybe_tag(s, result)
@@ -407,6 +416,12 @@ class TagAutoCreation:
                 continue
             break
         return result
+
+    def _due(self, s: Snapshot) -> bool:
+        """Whether snapshot `s` would create a tag (False without a time)."""
+        t = self._time_of(s)
+        return t is not None and (self._next_tag is None or
+                                  t - self.delay >= self.handler.next_tag_time(self._next_tag))
 
     def _maybe_tag(self, s: Snapshot, result: TagLifecycleResult) -> None:
         t = self._time_of(s)

@@ -306,3 +306,26 @@ def test_interrupted_tag_expiry_is_finished_by_the_next_run(table_path, clock, m
     assert not (table_path / pinned[0]).exists()
     assert t.unfinished_tag_deletions() == []
     assert [x["id"] for x in rows(pp_read(table_path))] == [2]
+
+
+def test_a_commit_object_per_write_does_not_reread_history(table_path, clock, monkeypatch):
+    from paimon_commit.snapshots import SnapshotManager
+    t = Table.create(str(table_path), SCHEMA, ["dt", "hr"],
+                     {"tag.automatic-creation": "process-time"})
+    for i in range(1, 31):
+        clock.now += 60
+        with TableCommit(t.store, "job", clock=clock) as c:
+            commit_rows(t, c, [i], i)
+    reads = []
+    orig = SnapshotManager.try_snapshot
+    monkeypatch.setattr(SnapshotManager, "try_snapshot",
+                        lambda self, sid: reads.append(sid) or orig(self, sid))
+    clock.now += 60
+    with TableCommit(t.store, "job", clock=clock) as c:
+        commit_rows(t, c, [31], 31)
+        tag_reads = [r for r in reads]
+    assert len(tag_reads) <= 3, tag_reads
+    clock.set(datetime.datetime(2024, 1, 2, 0, 1))
+    with TableCommit(t.store, "job", clock=clock) as c:
+        commit_rows(t, c, [32], 32)
+    assert tag_ids(t) == {"2023-12-31": 1, "2024-01-01": 32}
