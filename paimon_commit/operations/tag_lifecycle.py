@@ -37,9 +37,10 @@ import logging
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from ..errors import CorruptMetadataError, OptionError
+from ..format import paths as P
 from ..format.snapshot import Snapshot, Tag
 from ..store import FileStore
 from ..tags import TagManager, validate_tag_name
@@ -47,7 +48,7 @@ from ..tags import TagManager, validate_tag_name
 log = logging.getLogger(__name__)
 
 __all__ = ["TagLifecycleConfig", "TagPeriodHandler", "TagAutoCreation", "TagLifecycle",
-           "TagLifecycleResult", "TagExpireResult", "expire_tags", "readable_tags",
+           "TagLifecycleResult", "TagExpireResult", "expire_tags", "readable_tags", "listed_tags",
            "BATCH_TAG_PREFIX"]
 
 BATCH_TAG_PREFIX = "batch-write-"
@@ -252,23 +253,48 @@ def _finish_pending(store: FileStore, tags: TagManager, into) -> List[str]:
     return done
 
 
-def readable_tags(tags: TagManager, skipped: Optional[List[str]] = None) -> List[Tag]:
-    """Every tag that can be parsed, sorted by snapshot id; an unreadable tag file is
-    skipped (and reported in `skipped`): deciding what to expire or create must not stop on
-    it, while deleting a tag still reads every tag (delete_tag) and stops there."""
+# Parsed tags by (path, size, modification time): tag files are written whole and replaced
+# whole, so a listing tells whether a parse is still good. Post-commit expiry lists tag/ after
+# every commit; this spares it a read of every tag file each time (a GET each on object
+# stores), also across the commit objects of one process.
+_TAG_CACHE: Dict[Tuple[str, int, int], Tag] = {}
+_TAG_CACHE_MAX = 10_000
+
+
+def listed_tags(tags: TagManager, skipped: Optional[List[str]] = None
+                ) -> List[Tuple[Tag, Any]]:
+    """(tag, its file status) for every tag that can be parsed, sorted by snapshot id; an
+    unreadable tag file is skipped (and reported in `skipped`): deciding what to expire or
+    create must not stop on it, while deleting a tag still reads every tag (delete_tag) and
+    stops there."""
     out = []
-    for name in tags.tag_names():
-        try:
-            t = tags.try_tag(name)
-        except CorruptMetadataError as e:
-            log.warning("tag %s is unreadable and skipped: %s", name, e)
-            if skipped is not None:
-                skipped.append(f"tag {name} is unreadable ({e}); skipped")
+    for st in tags.io.list_status(tags.tag_dir):
+        name = P.parse_tag_name(st.name)
+        if name is None or st.is_dir or P.is_temp_file(st.name):
             continue
-        if t is not None:
-            out.append(t)
-    out.sort(key=lambda t: (t.id, t.name))
+        key = (st.path, st.size, st.mtime_ms)
+        t = _TAG_CACHE.get(key)
+        if t is None or t.name != name:
+            try:
+                t = tags.try_tag(name)
+            except CorruptMetadataError as e:
+                log.warning("tag %s is unreadable and skipped: %s", name, e)
+                if skipped is not None:
+                    skipped.append(f"tag {name} is unreadable ({e}); skipped")
+                continue
+            if t is None:
+                continue
+            if len(_TAG_CACHE) >= _TAG_CACHE_MAX:
+                _TAG_CACHE.clear()
+            _TAG_CACHE[key] = t
+        out.append((t, st))
+    out.sort(key=lambda x: (x[0].id, x[0].name))
     return out
+
+
+def readable_tags(tags: TagManager, skipped: Optional[List[str]] = None) -> List[Tag]:
+    """Every tag that can be parsed, sorted by snapshot id (see listed_tags)."""
+    return [t for t, _ in listed_tags(tags, skipped)]
 
 
 def _now_local(clock: Callable[[], float]) -> datetime.datetime:
@@ -309,12 +335,9 @@ def expire_tags(store: FileStore, older_than_ms: Optional[int] = None, dry_run: 
         result.finished_deletions = _finish_pending(store, tags, result)
     now = _now_local(clock)
     older = _local(older_than_ms) if older_than_ms is not None else None
-    for tag in readable_tags(tags, result.skipped):
+    for tag, st in listed_tags(tags, result.skipped):
         created = tag.create_time
         if created is None and older is not None:
-            st = _status(store, tags.tag_path(tag.name))
-            if st is None:
-                continue
             created = _local(st.mtime_ms)
         if not (_retention_over(tag, now) or (older is not None and created is not None
                                               and created < older)):
@@ -326,15 +349,6 @@ def expire_tags(store: FileStore, older_than_ms: Optional[int] = None, dry_run: 
         log.info("tags of %s %s: %s", store.path, "would expire" if dry_run else "expired",
                  ", ".join(result.expired_tags))
     return result
-
-
-def _status(store: FileStore, path: str):
-    import posixpath
-    parent, name = posixpath.split(path)
-    for st in store.io.list_status(parent):
-        if st.name == name:
-            return st
-    return None
 
 
 # --- automatic creation --------------------------------------------------------------------
