@@ -19,6 +19,7 @@ import datetime
 import logging
 import os
 import posixpath
+import re
 import threading
 import uuid
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Tuple
@@ -39,6 +40,10 @@ _S3_SCHEMES = ("s3", "s3a", "s3n")
 _GCS_SCHEMES = ("gs", "gcs")
 _AZURE_SCHEMES = ("az", "abfs", "abfss", "azure")
 
+# Names that are files in a Paimon table, never directories: exists() needs no LIST for them.
+_FILE_NAME = re.compile(r"^(snapshot|changelog|schema)-\d+$|^(tag|consumer|manifest|index|stat)-"
+                        r"|\.(parquet|orc|avro)$|^(LATEST|EARLIEST)$|^\.")
+_SIZES_MAX = 100_000          # sizes of files this process wrote, remembered at most
 _DELETE_BATCH = 1000          # S3 DeleteObjects takes at most 1,000 keys
 _SINGLE_PUT_MAX = 64 << 20    # below this a file is one PUT (S3 allows 5 GiB)
 _WRITER_BUFFER = 16 << 20     # data files up to this size are one PUT, larger ones multipart
@@ -279,7 +284,7 @@ class _CountingWriter:
             self._w.close()
         except Exception as e:  # noqa: BLE001
             raise self._owner._error("write", self._path, e) from None
-        self._owner._sizes[self._path] = self._n
+        self._owner._remember_size(self._path, self._n)
 
     def __enter__(self):
         return self
@@ -341,6 +346,11 @@ class ObjectStoreFileIO(FileIO):
         return ObjectStoreError(self._scrub(
             f"{self.description}: {op} {self.uri(path)} failed: {reason}"))
 
+    def _remember_size(self, path: str, size: int) -> None:
+        if len(self._sizes) >= _SIZES_MAX:   # a long-running writer: forget, HEAD if asked
+            self._sizes.clear()
+        self._sizes[path] = size
+
     # --- reading -------------------------------------------------------------------------
     def read_bytes(self, path: str) -> bytes:
         import obstore
@@ -365,8 +375,19 @@ class ObjectStoreFileIO(FileIO):
             raise self._error("check", path, e) from None
 
     def exists(self, path: str) -> bool:
-        """Whether an object is at `path` (object stores have no directories)."""
-        return self._head(path) is not None
+        """Whether an object is at `path`, or objects below `path/` (a "directory"). A name
+        that can only be a file (snapshot-N, tag-..., data files, ...) costs one HEAD; any
+        other absent name also costs one LIST."""
+        if self._head(path) is not None:
+            return True
+        if _FILE_NAME.search(path.rsplit("/", 1)[-1]):
+            return False
+        import obstore
+        try:
+            page = obstore.list_with_delimiter(self.store, self._key(path.rstrip("/") + "/"))
+        except Exception as e:  # noqa: BLE001
+            raise self._error("list", path + "/", e) from None
+        return bool(page["objects"] or page["common_prefixes"])
 
     def file_size(self, path: str) -> int:
         size = self._sizes.get(path)
@@ -415,7 +436,7 @@ class ObjectStoreFileIO(FileIO):
             self._put(path, bytes(data))
         except Exception as e:  # noqa: BLE001
             raise self._error("write", path, e) from None
-        self._sizes[path] = len(data)
+        self._remember_size(path, len(data))
 
     def overwrite_atomic(self, path: str, data: bytes) -> None:
         # A PUT replaces an object atomically: readers see the old or the new one.
@@ -440,7 +461,7 @@ class ObjectStoreFileIO(FileIO):
             # then is the object byte for byte ours (snapshots carry a unique commit user).
             try:
                 if self.read_bytes(path) == data:
-                    self._sizes[path] = len(data)
+                    self._remember_size(path, len(data))
                     return True
             except FileNotFoundError:
                 pass
@@ -453,7 +474,7 @@ class ObjectStoreFileIO(FileIO):
                 self._conditional_put = False
                 return self._check_then_put(path, data)
             raise self._error("create", path, e) from None
-        self._sizes[path] = len(data)
+        self._remember_size(path, len(data))
         return True
 
     def _check_then_put(self, path: str, data: bytes) -> bool:

@@ -1,8 +1,10 @@
 """A process of the concurrency test: `writer URI ID N [OPTIONS_JSON]` commits N one-file
 appends (ids ID*100000 + i), with default options unless given and prints the snapshot ids it was given as JSON;
-`expirer URI SECONDS` expires snapshots in a loop; `cleaner URI SECONDS CUTOFF_MS` runs orphan
-cleanup in a loop (only files older than CUTOFF_MS, which precedes every writer's files)."""
+`expirer URI STOP_FILE` expires snapshots in a loop; `cleaner URI STOP_FILE CUTOFF_MS` runs orphan
+cleanup in a loop (only files older than CUTOFF_MS, which precedes every writer's files). Both
+stop after their first run that starts once STOP_FILE exists (at most 15 minutes)."""
 import json
+import os
 import sys
 import time
 
@@ -26,9 +28,15 @@ def writer(uri: str, wid: int, n: int, options: dict) -> None:
     print(json.dumps(ids))
 
 
-def expirer(uri: str, seconds: float) -> None:
-    end, runs, expired = time.monotonic() + seconds, 0, 0
-    while time.monotonic() < end:
+def _going(stop_file: str, deadline: float) -> bool:
+    return not os.path.exists(stop_file) and time.monotonic() < deadline
+
+
+def expirer(uri: str, stop_file: str) -> None:
+    deadline, runs, expired = time.monotonic() + 900, 0, 0
+    last = False
+    while not last:
+        last = not _going(stop_file, deadline)
         t = Table.open(uri)
         r = ExpireSnapshots(t.store, ExpireConfig(retain_min=3, time_retained_ms=0,
                                                   max_deletes=1000)).expire()
@@ -38,9 +46,11 @@ def expirer(uri: str, seconds: float) -> None:
     print(json.dumps({"runs": runs, "expired": expired}))
 
 
-def cleaner(uri: str, seconds: float, cutoff_ms: int) -> None:
-    end, runs, aborted, deleted = time.monotonic() + seconds, 0, 0, []
-    while time.monotonic() < end:
+def cleaner(uri: str, stop_file: str, cutoff_ms: int) -> None:
+    deadline, runs, aborted, deleted = time.monotonic() + 900, 0, 0, []
+    last = False
+    while not last:
+        last = not _going(stop_file, deadline)
         try:
             r = OrphanFilesCleaner(CleanContext(uri, older_than_ms=cutoff_ms)).clean()
             deleted.extend(r.deleted_paths)
@@ -57,6 +67,6 @@ if __name__ == "__main__":
         writer(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]),
                json.loads(sys.argv[5]) if len(sys.argv) > 5 else {})
     elif kind == "expirer":
-        expirer(sys.argv[2], float(sys.argv[3]))
+        expirer(sys.argv[2], sys.argv[3])
     else:
-        cleaner(sys.argv[2], float(sys.argv[3]), int(sys.argv[4]))
+        cleaner(sys.argv[2], sys.argv[3], int(sys.argv[4]))

@@ -23,7 +23,7 @@ def _spawn(*args):
                             stderr=subprocess.PIPE, text=True)
 
 
-def _run_writers(s3, writers: int, commits: int, maintenance_seconds: float, options=None):
+def _run_writers(s3, tmp_path, writers: int, commits: int, options=None):
     uri = s3.table_uri()
     Table.create(uri, SCHEMA)
     planted = [f"db.db/t/bucket-0/data-planted-orphan-{i}.parquet" for i in range(3)]
@@ -33,10 +33,12 @@ def _run_writers(s3, writers: int, commits: int, maintenance_seconds: float, opt
     cutoff_ms = int(time.time() * 1000) - 200   # after the orphans, before any writer's file
     procs = [_spawn("writer", uri, w, commits, json.dumps(options or {}))
              for w in range(writers)]
-    side = [_spawn("expirer", uri, maintenance_seconds),
-            _spawn("cleaner", uri, maintenance_seconds, cutoff_ms)]
+    stop = tmp_path / "writers-done"
+    side = [_spawn("expirer", uri, stop), _spawn("cleaner", uri, stop, cutoff_ms)]
     outs = []
-    for p in procs + side:
+    for i, p in enumerate(procs + side):
+        if i == writers:
+            stop.write_text("done")   # expirer and cleaner: one more run each, then stop
         out, err = p.communicate(timeout=900)
         assert p.returncode == 0, err[-3000:]
         outs.append(json.loads(out.strip().splitlines()[-1]))
@@ -50,8 +52,11 @@ def _run_writers(s3, writers: int, commits: int, maintenance_seconds: float, opt
     ids = t.read_arrow().column("id").to_pylist()
     expected = sorted(w * 100000 + i for w in range(writers) for i in range(commits))
     assert sorted(ids) == expected, "lost or duplicated rows"
-    # Every retained snapshot, read by pypaimon: its row count is its id (one row a commit).
-    for s in t.snapshots():
+    # Everything every retained snapshot references is there; then pypaimon reads the last
+    # few (each commit added one row, so a snapshot's row count is its id).
+    missing = referenced_files(t) - {f"{s3.name}/{k}" for k in s3.keys()}
+    assert not missing, f"files the table uses are gone: {sorted(missing)[:3]}"
+    for s in t.snapshots()[-8:]:
         assert s3.pp_read(snapshot_id=s.id).num_rows == s.id, f"snapshot {s.id}"
     cleaner = outs[writers + 1]
     if not set(cleaner["deleted"]) >= {k[len("db.db/t/"):] for k in planted}:
@@ -66,16 +71,15 @@ def _run_writers(s3, writers: int, commits: int, maintenance_seconds: float, opt
     return outs
 
 
-def test_writers_expirer_and_cleaner_lose_nothing(s3):
-    _run_writers(s3, writers=3, commits=6, maintenance_seconds=5)
+def test_writers_expirer_and_cleaner_lose_nothing(s3, tmp_path):
+    _run_writers(s3, tmp_path, writers=3, commits=6)
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(not FULL, reason="the 8 x 50 soak runs with PAIMON_COMMIT_FULL_FAULTS=1 "
                                      "(make soak)")
-def test_soak_8_writers_50_commits_each(s3):
+def test_soak_8_writers_50_commits_each(s3, tmp_path):
     # Default options except the retry budget: 8 writers committing back to back on one
     # table can lose a race 11 times in a row (commit.max-retries = 10 fails that commit
     # loudly; nothing is lost), as with any optimistic commit protocol.
-    _run_writers(s3, writers=8, commits=50, maintenance_seconds=40,
-                 options={"commit.max-retries": "200"})
+    _run_writers(s3, tmp_path, writers=8, commits=50, options={"commit.max-retries": "200"})

@@ -158,3 +158,16 @@ def test_a_second_table_in_the_bucket_is_out_of_reach(s3):
             io.delete_files([f"{s3.name}/db.db/t/manifest/x", bad])
     assert "db.db/t2/snapshot/snapshot-1" in s3.keys()
     assert _ids(t) == [1]
+
+
+def test_exists_sees_files_and_directories(s3):
+    t = _create(s3)
+    write(t, make_rows([1]))
+    io, root = t.store.io, f"{s3.name}/db.db/t"
+    assert io.exists(f"{root}/snapshot/snapshot-1") and not io.exists(f"{root}/snapshot/snapshot-2")
+    partition_dir = t.live_files()[0].path.split("/hr=")[0]     # .../dt=<day number>
+    assert io.exists(f"{root}/snapshot") and io.exists(partition_dir)
+    assert not io.exists(f"{root}/changelog") and not io.exists(f"{root}/tag/tag-x")
+    assert io.exists(root) and not io.exists(f"{s3.name}/db.db/nothing")
+    assert s3.keys(f"db.db/t/snapshot/") == ["db.db/t/snapshot/LATEST",
+                                            "db.db/t/snapshot/snapshot-1"]
