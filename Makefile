@@ -29,7 +29,8 @@ demo: java $(STAMP)
 
 # The full fault matrix, kill trials and concurrency soak (a reduced, seeded set runs in `test`).
 soak: java $(STAMP)
-	PAIMON_COMMIT_FULL_FAULTS=1 $(PY) -m pytest -q -p no:cacheprovider tests/faults
+	PAIMON_COMMIT_FULL_FAULTS=1 $(PY) -m pytest -q -p no:cacheprovider tests/faults \
+		tests/objectstore/test_s3_faults.py tests/objectstore/test_s3_concurrency.py
 
 bench: java $(STAMP)
 	$(PY) benchmarks/bench_commit.py
