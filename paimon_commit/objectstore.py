@@ -470,7 +470,7 @@ class ObjectStoreFileIO(FileIO):
             if _not_supported(e):
                 log.warning("%s rejects conditional writes (%s); creating %s by "
                             "check-then-write, which is safe for a single writer only",
-                            self.description, _first_line(e), self.uri(path))
+                            self.description, self._scrub(_first_line(e)), self.uri(path))
                 self._conditional_put = False
                 return self._check_then_put(path, data)
             raise self._error("create", path, e) from None
@@ -517,7 +517,7 @@ class ObjectStoreFileIO(FileIO):
             return "a second create of one key succeeded: the store ignores If-None-Match"
         except Exception as e:  # noqa: BLE001
             if _not_supported(e):
-                return f"conditional writes are rejected: {_first_line(e)}"
+                return f"conditional writes are rejected: {self._scrub(_first_line(e))}"
             raise self._error("create", path, e) from None
         finally:
             try:  # whatever happened, the probe object may exist: remove it (through the gate)
