@@ -26,24 +26,36 @@ __all__ = ["DistributedOrphanFilesCleaner"]
 _Row = Tuple[str, str, int, int, str]  # path, name, size, mtime_ms, kind
 
 
-def _list_bucket_files(table_path: str, dirs: Iterable[str]) -> Iterator[_Row]:
-    io = FileIO.for_path(table_path)
+# Executors get the driver's FileIO (pickled): the storage options it was opened with (an
+# object store's endpoint and credentials) travel with it, no executor environment needed.
+
+def _list_bucket_files(io: FileIO, dirs: Iterable[str]) -> Iterator[_Row]:
     for d in dirs:
         for st in io.list_status(d):
             if not st.is_dir and not _is_symlink(st):
                 yield st.path, st.name, st.size, st.mtime_ms, classify(st.name, "data")
 
 
-def _used_names_of_manifests(table_path: str, manifests: Iterable[Tuple[str, bool]]
+def _used_names_of_manifests(table_path: str, io: FileIO,
+                             manifests: Iterable[Tuple[str, bool]]
                              ) -> Iterator[str]:
     from ..store import FileStore
-    mio = FileStore.open(table_path).manifests
+    mio = FileStore.open(table_path, io).manifests
     for name, needed in manifests:
         yield from manifest_names(mio, name, needed)
 
 
-def _delete_paths(table_path: str, paths: Iterable[str]) -> Iterator[str]:
-    return iter(FileIO.for_path(table_path).delete_files(list(paths)))
+def _delete_paths(io: FileIO, paths: Iterable[str]) -> Iterator[str]:
+    return iter(io.delete_files(list(paths)))
+
+
+def _shippable(io: FileIO) -> FileIO:
+    """A copy of the driver's FileIO for the executors, without its deletion log (the driver
+    records what the executors report as deleted)."""
+    import copy
+    out = copy.copy(io)
+    out.deletion_log = None
+    return out
 
 
 class DistributedOrphanFilesCleaner(OrphanFilesCleaner):
@@ -62,6 +74,7 @@ class DistributedOrphanFilesCleaner(OrphanFilesCleaner):
 
         from pyspark.sql import types as T
         sc, path, n = self.spark.sparkContext, self.ctx.table_path, self.parallelism
+        io = _shippable(self.io)
         t0 = time.perf_counter()
         # 1. Candidates first. Metadata directories are few and small: the driver lists them.
         meta = [(c.status.path, c.status.name, c.status.size, c.status.mtime_ms, c.kind)
@@ -69,7 +82,7 @@ class DistributedOrphanFilesCleaner(OrphanFilesCleaner):
         buckets, dirs = self.list_bucket_dirs(executor)
         bucket_paths = [b.path for b in buckets]
         data = sc.parallelize(bucket_paths, max(1, min(n, len(bucket_paths)))) \
-            .mapPartitions(lambda it: _list_bucket_files(path, it))
+            .mapPartitions(lambda it: _list_bucket_files(io, it))
         schema = T.StructType([T.StructField("path", T.StringType()),
                                T.StructField("name", T.StringType()),
                                T.StructField("size", T.LongType()),
@@ -91,7 +104,7 @@ class DistributedOrphanFilesCleaner(OrphanFilesCleaner):
         try:
             used_rdd = sc.parallelize(sorted(names), 1).union(
                 sc.parallelize(manifest_list, max(1, min(n, len(manifest_list))))
-                .mapPartitions(lambda it: _used_names_of_manifests(path, it)))
+                .mapPartitions(lambda it: _used_names_of_manifests(path, io, it)))
             used = self.spark.createDataFrame(used_rdd.map(lambda x: (x,)), "name string") \
                 .distinct().cache()
             result.used = used.count()
@@ -118,8 +131,8 @@ class DistributedOrphanFilesCleaner(OrphanFilesCleaner):
     def delete(self, orphans: List[_Candidate], executor) -> List[_Candidate]:
         if not orphans:
             return []
-        sc, path = self.spark.sparkContext, self.ctx.table_path
+        sc, io = self.spark.sparkContext, _shippable(self.io)
         paths = [c.status.path for c in orphans]
         deleted = set(sc.parallelize(paths, max(1, min(self.parallelism, len(paths))))
-                      .mapPartitions(lambda it: _delete_paths(path, it)).collect())
+                      .mapPartitions(lambda it: _delete_paths(io, it)).collect())
         return [c for c in orphans if c.status.path in deleted]

@@ -52,3 +52,30 @@ def test_spark_writes_and_reads_the_table_on_s3_with_options(spark, s3, monkeypa
     assert sorted(s3.pp_read().column("id").to_pylist()) == list(range(40)) + [100]
     t = Table.open(uri, options=opts)
     assert not any(k.startswith("s3.") for k in t.options), "storage options were stored"
+
+
+def test_distributed_orphan_cleanup_on_s3_with_options(spark, s3, monkeypatch):
+    import time
+    from paimon_commit import CleanContext
+    from paimon_commit.spark.orphan import DistributedOrphanFilesCleaner
+    from conftest import SCHEMA, make_rows, write
+    opts = {"s3.endpoint": s3.url, "s3.access-key": ACCESS_KEY, "s3.secret-key": SECRET_KEY,
+            "s3.region": "us-east-1"}
+    t = Table.create(s3.table_uri(), SCHEMA, partition_keys=["dt", "hr"], storage_options=opts)
+    write(t, make_rows([1, 2]))
+    write(t, make_rows([3], hr=2))
+    data_dir = t.live_files()[0].path.rsplit("/", 1)[0][len(s3.name) + 1:]
+    orphans = [f"{data_dir}/data-orphan-{i}.parquet" for i in range(5)] + \
+        ["db.db/t/manifest/manifest-orphan"]
+    for k in orphans:
+        s3.put(k)
+    time.sleep(2.2)
+    for k in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"):
+        monkeypatch.delenv(k, raising=False)
+    io = Table.open(s3.table_uri(), options=opts).store.io
+    ctx = CleanContext(s3.table_uri(), older_than_ms=int(time.time() * 1000) - 1000, file_io=io)
+    r = DistributedOrphanFilesCleaner(ctx, spark=spark, parallelism=2).clean()
+    assert r.deleted_files == len(orphans)
+    assert not set(orphans) & set(s3.keys())
+    assert sorted(Table.open(s3.table_uri(), options=opts).read_arrow()
+                  .column("id").to_pylist()) == [1, 2, 3]
