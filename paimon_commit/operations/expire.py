@@ -26,7 +26,7 @@ import logging
 import os
 import time
 from concurrent.futures import Executor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
 from ..deletion import Deleter
@@ -42,6 +42,10 @@ log = logging.getLogger(__name__)
 
 __all__ = ["ExpireConfig", "ExpireSnapshots", "ExpirePlan", "ExpireResult"]
 
+_CHANGELOG_OPTIONS = (("changelog_retain_min", "changelog.num-retained.min"),
+                      ("changelog_retain_max", "changelog.num-retained.max"),
+                      ("changelog_time_retained_ms", "changelog.time-retained"),
+                      ("changelog_producer", "changelog-producer"))
 KINDS = ("data", "changelog", "manifest", "manifest-list", "index", "statistics", "snapshot",
          "long-lived-changelog", "directory")
 
@@ -62,7 +66,7 @@ class ExpireConfig:
     changelog_retain_min: Optional[int] = None
     changelog_retain_max: Optional[int] = None
     changelog_time_retained_ms: Optional[int] = None
-    changelog_producer: str = "none"
+    changelog_producer: Optional[str] = None   # None: the table's `changelog-producer`
 
     def __post_init__(self) -> None:
         def bad(name: str, value: Any, rule: str) -> None:
@@ -124,7 +128,7 @@ class ExpireConfig:
             changelog_retain_min=options.get("changelog.num-retained.min"),
             changelog_retain_max=options.get("changelog.num-retained.max"),
             changelog_time_retained_ms=options.get("changelog.time-retained"),
-            changelog_producer=options.get("changelog-producer") or "none",
+            changelog_producer=options.get("changelog-producer"),
         )
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
@@ -197,7 +201,14 @@ class ExpireSnapshots:
     def __init__(self, store: FileStore, config: Optional[ExpireConfig] = None,
                  executor: Optional[Executor] = None, clock=time.time):
         self.store = store
-        self.config = config or ExpireConfig.from_options(store.options)
+        # The changelog lifecycle is the table's (as Paimon builds ExpireConfig from the
+        # table's options): a config that does not set it takes it from the table, so that
+        # expiring a decoupled table never drops what its changelog readers still need.
+        config = config or ExpireConfig.from_options(store.options)
+        table = {k: store.options.get(o) for k, o in _CHANGELOG_OPTIONS}
+        table["changelog_producer"] = table["changelog_producer"] or "none"
+        self.config = replace(config, **{k: v for k, v in table.items()
+                                         if v is not None and getattr(config, k) is None})
         self.executor = executor
         self.clock = clock
         self.tags = TagManager(store.io, store.root)

@@ -311,3 +311,17 @@ def test_long_lived_changelogs_leave_index_files_to_their_snapshots(cl_table, ta
     assert OrphanFilesCleaner(CleanContext(str(table_path))).clean().deleted_files == 0
     assert_changelogs_readable(t)
     assert_intact(table_path)
+
+
+def test_an_explicit_config_keeps_the_tables_changelog_lifecycle(cl_table, table_path):
+    """ExpireConfig(retain_min=...) built by hand on a table whose options decouple the
+    changelog: the table's changelog retention and producer still apply."""
+    t = cl_table(**{"changelog-producer": "input", "changelog.num-retained.min": "5",
+                    "changelog.num-retained.max": "5"})
+    changelogs = history(t, 8)
+    r = ExpireSnapshots(t.store, ExpireConfig(retain_min=2, retain_max=2, time_retained_ms=0,
+                                              max_deletes=100), clock=FAR_FUTURE).expire()
+    assert r.expired_ids == list(range(1, 7)) and r.expired_changelogs == [1, 2, 3]
+    assert changelog_ids(table_path) == [4, 5, 6]
+    assert [os.path.exists(changelogs[i]) for i in range(1, 9)] == [False] * 3 + [True] * 5
+    assert_changelogs_readable(t)
