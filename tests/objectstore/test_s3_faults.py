@@ -105,7 +105,7 @@ def test_a_failed_request_anywhere_in_a_commit_loses_nothing(faulty):
     Table.create(probe_uri, SCHEMA, storage_options=opts)
     n = _count_requests(fault, lambda: _commit(Table.open(probe_uri, options=opts), [1]))
     assert 8 <= n <= 40
-    for i, (pos, kind) in enumerate(_positions(n, stride=2)):
+    for i, (pos, kind) in enumerate(_positions(n, stride=3)):
         uri = s3.table_uri(f"db.db/c{i}")          # a fresh root: the probe is in the sequence
         t = Table.create(uri, SCHEMA, storage_options=opts)
         _commit(t, [1])
@@ -144,7 +144,7 @@ def test_a_failed_request_anywhere_in_an_expiration_is_finished_by_the_next_run(
     n = _count_requests(fault, lambda: ExpireSnapshots(
         Table.open(s3.table_uri("db.db/count"), options=opts).store, cfg).expire())
     assert n > 5
-    for i, (pos, kind) in enumerate(_positions(n, stride=6)):
+    for i, (pos, kind) in enumerate(_positions(n, stride=8)):
         rel = f"db.db/e{i}/"
         uri = s3.table_uri(rel.rstrip("/"))
         _history(uri, opts)
@@ -181,7 +181,7 @@ def test_a_failed_request_anywhere_in_an_orphan_cleanup_is_finished_by_the_next_
     first = plant("count")
     time.sleep(2.2)
     n = _count_requests(fault, lambda: clean(first, int(time.time() * 1000) - 1000))
-    positions = _positions(n, stride=5)
+    positions = _positions(n, stride=8)
     roots = [first] + [plant(f"o{i}") for i in range(len(positions))]
     time.sleep(2.2)
     cutoff = int(time.time() * 1000) - 1000
