@@ -329,3 +329,20 @@ def test_a_commit_object_per_write_does_not_reread_history(table_path, clock, mo
     with TableCommit(t.store, "job", clock=clock) as c:
         commit_rows(t, c, [32], 32)
     assert tag_ids(t) == {"2023-12-31": 1, "2024-01-01": 32}
+
+
+@pytest.mark.parametrize("completion, expected", [
+    ("false", {"2023-12-31": 1, "2024-01-03": 2}),
+    ("true", {"2023-12-31": 1, "2024-01-01": 2, "2024-01-02": 3}),
+])
+def test_automatic_completion_fills_skipped_periods(table_path, clock, completion, expected):
+    t = Table.create(str(table_path), SCHEMA, ["dt", "hr"],
+                     {"tag.automatic-creation": "process-time",
+                      "tag.automatic-completion": completion})
+    with TableCommit(t.store, "job", clock=clock) as c:
+        commit_rows(t, c, [1], 1)
+        clock.set(datetime.datetime(2024, 1, 4, 1, 0))      # two days without commits
+        commit_rows(t, c, [2], 2)
+        clock.set(datetime.datetime(2024, 1, 4, 2, 0))
+        commit_rows(t, c, [3], 3)
+    assert tag_ids(t) == expected
