@@ -25,7 +25,7 @@ import uuid
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 from urllib.parse import unquote
 
-from .errors import CommitFailedError, PaimonCommitError, UnsafePathError
+from .errors import CommitFailedError, OptionError, PaimonCommitError, UnsafePathError
 from .fileio import FileIO, FileStatus
 
 log = logging.getLogger(__name__)
@@ -128,8 +128,12 @@ def _truthy(value: str) -> bool:
 
 
 def _retry_config(options: Mapping[str, str]) -> dict:
-    retries = int(options.get("object-store.max-retries", 5))
-    timeout_s = float(options.get("object-store.retry-timeout-seconds", 60))
+    try:
+        retries = int(options.get("object-store.max-retries", 5))
+        timeout_s = float(options.get("object-store.retry-timeout-seconds", 60))
+    except ValueError as e:
+        raise OptionError(f"object-store.max-retries / object-store.retry-timeout-seconds: "
+                          f"expected a number ({e})") from None
     return {"max_retries": retries,
             "retry_timeout": datetime.timedelta(seconds=timeout_s),
             "backoff": {"init_backoff": datetime.timedelta(milliseconds=100),
@@ -188,7 +192,7 @@ def _build_store(scheme: str, bucket: str, account: Optional[str],
                 config[_GCS_OPTIONS[k]] = v
             elif k.startswith("google_"):
                 config[k] = v
-        endpoint = lower.get("gcs.endpoint") or os.environ.get("GOOGLE_STORAGE_ENDPOINT")
+        endpoint = None
         kind, cls = "gcs", GCSStore
     else:
         for k, v in lower.items():
