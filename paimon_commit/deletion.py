@@ -33,6 +33,12 @@ def run_deletions(io, paths: Iterable[str], executor: Optional[Executor]) -> Lis
     paths = list(paths)
     if not paths:
         return []
+    batch = io.delete_batch_size
+    if batch:   # one request per batch: chunks of the store's size, several in flight
+        chunks = [paths[i:i + batch] for i in range(0, len(paths), batch)]
+        if executor is None or len(chunks) == 1:
+            return [p for c in chunks for p in io.delete_files(c)]
+        return [p for done in executor.map(io.delete_files, chunks) for p in done]
     if len(paths) < 64:
         return [p for p in paths if io.delete_quietly(p)]
     if executor is None:

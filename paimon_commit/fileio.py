@@ -145,6 +145,10 @@ class FileIO(ABC):
         """The normalised path if it is physically inside the root (and not the root);
         UnsafePathError otherwise."""
 
+    # Paths one request can delete where the store batches deletes (S3: 1,000); None where
+    # each file is its own system call and small chunks parallelise better.
+    delete_batch_size: Optional[int] = None
+
     # When a list, every path removed through the gate is appended to it (the CLI reports
     # what a failed run had already deleted).
     deletion_log: Optional[List[str]] = None

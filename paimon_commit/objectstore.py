@@ -300,6 +300,8 @@ class _CountingWriter:
 class ObjectStoreFileIO(FileIO):
     """One table root on S3 (or an S3-compatible server), GCS or Azure Blob."""
 
+    delete_batch_size = _DELETE_BATCH
+
     def __init__(self, store, scheme: str, bucket: str, prefix: str, description: str,
                  secrets: Iterable[str] = (), endpoint: str = ""):
         self.store = store
