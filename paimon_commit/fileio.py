@@ -106,6 +106,11 @@ class FileIO(ABC):
         """Raise if this storage cannot prove that `try_create_atomic` is atomic (several
         writers could then both publish one snapshot id). Local and HDFS storage can."""
 
+    def file_versions(self, directory: str) -> Optional[Dict[str, str]]:
+        """name -> a version of each file in a directory that changes whenever the file is
+        replaced (a cache validator), in one listing; None where the storage has none."""
+        return None
+
     def link_time_ns(self, path: str) -> Optional[int]:
         """When `path` got its name, where the storage can tell (None otherwise, or if the
         file is gone). Comparable between files of one file system."""
@@ -263,6 +268,23 @@ class LocalFileIO(FileIO):
                     continue  # removed while listing
                 append(FileStatus(e.path, e.name, st.st_size, st.st_mtime_ns // 1_000_000,
                                   e.is_dir(follow_symlinks=False), e.is_symlink()))
+        return out
+
+    def file_versions(self, directory: str) -> Optional[Dict[str, str]]:
+        # inode + change time + size: a re-created file (temp file + link) is a new inode,
+        # and a reused inode number comes with a new change time.
+        out: Dict[str, str] = {}
+        try:
+            it = os.scandir(directory)
+        except (FileNotFoundError, NotADirectoryError):
+            return out
+        with it:
+            for e in it:
+                try:
+                    st = e.stat(follow_symlinks=False)
+                except FileNotFoundError:
+                    continue
+                out[e.name] = f"{st.st_ino}:{st.st_ctime_ns}:{st.st_size}"
         return out
 
     def list_names(self, directory: str) -> List[str]:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import datetime
 import logging
 import os
-import posixpath
 import re
 import threading
 import uuid
@@ -424,6 +423,24 @@ class ObjectStoreFileIO(FileIO):
             ms = int(mtime.timestamp() * 1000) if mtime is not None else 0
             out.append(FileStatus(f"{self.bucket}/{key}", key.rsplit("/", 1)[-1],
                                   int(m["size"]), ms, False))
+        return out
+
+    def file_versions(self, directory: str) -> Optional[Dict[str, str]]:
+        """name -> ETag (else size and last-modified) of each object directly below."""
+        import obstore
+        directory = directory.rstrip("/")
+        prefix = self._key(directory + "/") if directory != self.bucket else ""
+        try:
+            listing = obstore.list_with_delimiter(self.store, prefix or None)
+        except Exception as e:  # noqa: BLE001
+            raise self._error("list", directory + "/", e) from None
+        out: Dict[str, str] = {}
+        for m in listing["objects"]:
+            key = m["path"]
+            if key.endswith("/") or key == prefix:
+                continue
+            out[key.rsplit("/", 1)[-1]] = m.get("e_tag") or \
+                f"{m['size']}:{m.get('last_modified')}"
         return out
 
     # --- writing -------------------------------------------------------------------------

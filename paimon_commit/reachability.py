@@ -56,6 +56,10 @@ class Root:
     where: str
     snapshot: Snapshot
     kind: str = "snapshot"      # "snapshot", "tag" or "changelog"
+    # Lists kept by name without reading them: the delta and changelog lists of a snapshot
+    # newer than the first retained one hold only manifests its own commit wrote, which no
+    # expiring snapshot can name (the base list, which carries older manifests, is read).
+    names_only: Tuple[str, ...] = ()
 
     def lists(self, producer: str = "none") -> Tuple[Tuple[str, bool], ...]:
         """(manifest list, needed) pairs. One that is not needed may be gone: a tag's
@@ -157,6 +161,9 @@ class Reachability:
             s = s.with_(index_manifest=None, statistics=None)
         try:
             for name, needed in root.lists(self.producer):
+                if keep and name in root.names_only:
+                    out.add(name)
+                    continue
                 try:
                     out.update(m.file_name for m in self.manifests(name))
                 except FileNotFoundError:
@@ -314,6 +321,8 @@ class Reachability:
         candidates: List[Tuple[Tuple[int, int], ManifestEntry, List[str]]] = []
         blind_before = 0
         for sid, s in lineage:
+            if sid > until and not candidates:
+                return {}   # later deltas only protect candidates: none, nothing to read
             if s is None:
                 blind_before = sid
                 continue

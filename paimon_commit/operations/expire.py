@@ -31,6 +31,7 @@ from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
 from ..deletion import Deleter
 from ..errors import CorruptMetadataError, OptionError
+from ..format import paths as P
 from ..format.snapshot import Snapshot, Tag
 from ..options import INT_MAX
 from ..reachability import APPEND_SOURCE, Reachability, Root, Unreadable
@@ -218,12 +219,17 @@ class ExpireSnapshots:
         # so that a run decodes only what is new since the last one. Snapshot files are
         # re-read every run (rollback can re-create an id) and only their parse is reused.
         self.reach = Reachability(store)
-        self._raw_memo: Dict[Tuple[str, int], Tuple[bytes, Snapshot]] = {}
+        # (dir, id) -> (bytes, parsed, version when read): a file whose listed version
+        # (FileIO.file_versions: inode + mtime locally, the ETag on object stores) is
+        # unchanged is not read again; one listing replaces a GET per retained snapshot.
+        self._raw_memo: Dict[Tuple[str, int], Tuple[bytes, Snapshot, Optional[str]]] = {}
+        self._versions: Dict[Tuple[str, int], str] = {}
 
     # --- deciding the range --------------------------------------------------------------
     def plan(self) -> ExpirePlan:
         """The snapshot expiration this run would do (nothing is deleted)."""
         self._memo: Dict[Tuple[str, int], Optional[Snapshot]] = {}
+        self._versions = {}
         self.reach.start()
         try:
             return self._plan()
@@ -249,7 +255,7 @@ class ExpireSnapshots:
         end = self._end(earliest, latest, now_ms, consumer_min)
         if end <= earliest:
             return ExpirePlan(earliest, latest)
-        ids = sm.list_snapshot_ids()
+        ids = self._list_with_versions(sm)
         if not ids:
             return ExpirePlan(None, None)
         if ids[0] != earliest or ids[-1] > latest:
@@ -294,21 +300,39 @@ class ExpireSnapshots:
         if key in self._memo:
             return self._memo[key]
         path = manager.snapshot_path(sid)
+        version = self._versions.get(key)
+        known = self._raw_memo.get(key)
+        if version is not None and known is not None and known[2] == version:
+            self._memo[key] = known[1]
+            return known[1]
         try:
             data = self.store.io.read_bytes(path)
         except FileNotFoundError:
             self._memo[key] = None
             return None
-        known = self._raw_memo.get(key)
         if known is not None and known[0] == data:
             snap = known[1]
         else:
             snap = Snapshot.from_json(data, path)
-            self._raw_memo[key] = (data, snap)
+        self._raw_memo[key] = (data, snap, version)
         if snap.id != sid:
             raise CorruptMetadataError(path, f"holds id {snap.id}, but its name says {sid}")
         self._memo[key] = snap
         return snap
+
+    def _list_with_versions(self, manager: SnapshotManager) -> List[int]:
+        """The snapshot ids in a directory, noting each file's version where the storage
+        lists one (then unchanged files are not read again)."""
+        versions = self.store.io.file_versions(manager.snapshot_dir)
+        if versions is None:
+            return manager.list_snapshot_ids()
+        ids = []
+        for name, version in versions.items():
+            sid = P.parse_snapshot_id(name)
+            if sid is not None:
+                ids.append(sid)
+                self._versions[(manager.snapshot_dir, sid)] = version
+        return sorted(ids)
 
     def _raw(self, manager: SnapshotManager, sid: int) -> bytes:
         return self._raw_memo[(manager.snapshot_dir, sid)][0]
@@ -357,7 +381,9 @@ class ExpireSnapshots:
             # The deltas are the changelog: APPEND files wait for changelog expiration.
             (lambda e: e.file.file_source in (None, APPEND_SOURCE)) if keep_append
             else (lambda e: False)))
-        roots = [Root(sm.snapshot_path(i), s) for i, s in snaps.items() if i >= end]
+        roots = [Root(sm.snapshot_path(i), s, names_only=() if i == end else
+                      (s.delta_manifest_list, s.changelog_manifest_list))
+                 for i, s in snaps.items() if i >= end]
         try:
             keep = self.reach.kept_metadata(roots + self._tag_roots(tags)
                                             + self._changelog_roots())
