@@ -38,14 +38,17 @@ class LiveFile:
 
     @property
     def file_name(self) -> str:
+        """The data file's name."""
         return self.file.file_name
 
     @property
     def row_count(self) -> int:
+        """Rows in the file."""
         return self.file.row_count
 
     @property
     def file_size(self) -> int:
+        """Bytes on storage."""
         return self.file.file_size
 
 

@@ -55,6 +55,9 @@ class CommitConfig:
 
 @dataclass
 class CommitResult:
+    """One commit call: the snapshot published (None: nothing committed), attempts made,
+    its kind, files added and deleted, and the time it took."""
+
     snapshot_id: Optional[int]   # None: nothing was committed
     attempts: int
     kind: str

@@ -99,19 +99,24 @@ class ExpireConfig:
 
     @property
     def cl_min(self) -> int:
+        """changelog.num-retained.min, falling back to the snapshot value (Paimon)."""
         return self.retain_min if self.changelog_retain_min is None else self.changelog_retain_min
 
     @property
     def cl_max(self) -> int:
+        """changelog.num-retained.max, falling back to the snapshot value (Paimon)."""
         return self.retain_max if self.changelog_retain_max is None else self.changelog_retain_max
 
     @property
     def cl_time_ms(self) -> int:
+        """changelog.time-retained, falling back to the snapshot value (Paimon)."""
         return self.time_retained_ms if self.changelog_time_retained_ms is None \
             else self.changelog_time_retained_ms
 
     @property
     def changelog_decoupled(self) -> bool:
+        """Whether changelogs outlive snapshots (then expiring snapshots become long-lived
+        changelogs, expired separately)."""
         return self.cl_max > self.retain_max or self.cl_min > self.retain_min \
             or self.cl_time_ms > self.time_retained_ms
 
@@ -152,16 +157,19 @@ class ExpirePlan:
     deleted: Dict[str, List[str]] = field(default_factory=dict)   # filled by execution
 
     def skip(self, reason: str) -> None:
+        """Record (and log) something the run leaves for later, with the reason."""
         log.warning("expire: %s", reason)
         self.skipped.append(reason)
 
     def add(self, kind: str, files: Dict[str, int]) -> None:
+        """Plan to delete `files` (path -> size) of one kind."""
         for path, size in files.items():
             self.files[kind].setdefault(path, size or 0)
             if kind in ("data", "changelog"):
                 self.bucket_dirs.add(os.path.dirname(path))
 
     def add_metadata(self, files: Dict[str, Tuple[str, int]]) -> None:
+        """Plan to delete metadata files (path -> (kind, size))."""
         for path, (kind, size) in files.items():
             self.files[kind].setdefault(path, size or 0)
 
@@ -188,6 +196,7 @@ class ExpireResult:
     expired_changelogs: List[int] = field(default_factory=list)
 
     def to_dict(self) -> Dict[str, Any]:
+        """The result as a JSON-ready dict (what the CLI prints with --json)."""
         return {"expired_snapshots": self.expired_snapshots, "expired_ids": self.expired_ids,
                 "expired_changelogs": self.expired_changelogs,
                 "deleted_files": self.deleted_files, "deleted_bytes": self.deleted_bytes,

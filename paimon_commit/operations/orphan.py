@@ -52,6 +52,25 @@ class OrphanCleanAborted(PaimonCommitError):
 
 @dataclass
 class CleanContext:
+    """What an orphan cleanup should do (validated on construction, before any I/O).
+
+    Args:
+        table_path: the table (local path, file://, hdfs://, s3://, …).
+        older_than_ms: only files last modified before this epoch-ms time are candidates
+            (default: now - 1 day; must be in the past, and in milliseconds).
+        dry_run: report what would be deleted; delete nothing.
+        executor: listing and deleting run on it (default: thread pools of the table's
+            `file-operation.thread-num`).
+        should_be_retained: veto, called with each candidate's path relative to the root.
+        options: table options overriding the table's for this run
+            (`file-operation.thread-num`).
+        file_io: storage to use instead of the one the path's scheme selects.
+        clock: time source (tests).
+
+    Raises:
+        OptionError: a bad threshold, option or callback.
+    """
+
     table_path: str
     older_than_ms: Optional[int] = None
     dry_run: bool = False
@@ -80,6 +99,9 @@ class CleanContext:
 
 @dataclass
 class OrphanCleanResult:
+    """What an orphan cleanup deleted (or would, with dry_run): paths relative to the root,
+    counts and bytes by kind, directories removed, and phase timings."""
+
     dry_run: bool
     older_than_ms: int
     deleted_paths: List[str] = field(default_factory=list)   # relative to the table root
@@ -93,13 +115,16 @@ class OrphanCleanResult:
 
     @property
     def deleted_files(self) -> int:
+        """How many files were (or would be) deleted."""
         return len(self.deleted_paths)
 
     @property
     def deleted_bytes(self) -> int:
+        """How many bytes were (or would be) deleted."""
         return sum(v["bytes"] for v in self.by_kind.values())
 
     def to_dict(self) -> Dict[str, Any]:
+        """The result as a JSON-ready dict (what the CLI prints with --json)."""
         return {"deleted_files": self.deleted_files, "deleted_bytes": self.deleted_bytes,
                 "deleted_dirs": len(self.deleted_dirs), "dry_run": self.dry_run,
                 "files": self.deleted_paths, "dirs": self.deleted_dirs,
@@ -116,6 +141,14 @@ class _Candidate(NamedTuple):
 
 
 class OrphanFilesCleaner:
+    """Deletes files that no snapshot, tag, long-lived changelog, branch or consumer-held
+    snapshot uses, older than the threshold: Paimon's orphan cleanup, run locally.
+
+    Raises (on construction):
+        TableNotFoundError: the path has no schema/schema-N (nothing is listed).
+        OptionError: an option in `context.options` is invalid.
+    """
+
     def __init__(self, context: CleanContext):
         self.ctx = context
         io = context.file_io or FileIO.for_path(context.table_path)
@@ -129,7 +162,9 @@ class OrphanFilesCleaner:
             from ..options import validate_options
             merged = dict(self.store.schema.options)
             merged.update({k: str(v) for k, v in context.options.items()})
-            validate_options(merged)
+            self.options = validate_options(merged)
+        else:
+            self.options = self.store.options
         self.io = io
         # Branch and tag names seen with the candidates (phase 1), checked in phase 2.
         self._first_listing: Optional[Dict[str, Set[str]]] = None
@@ -137,6 +172,16 @@ class OrphanFilesCleaner:
 
     # --- public --------------------------------------------------------------------------
     def clean(self) -> OrphanCleanResult:
+        """List candidates, read what is used, delete the unused ones older than the
+        threshold, then empty partition/bucket directories.
+
+        Returns:
+            OrphanCleanResult.
+
+        Raises:
+            OrphanCleanAborted: something that was listed could not be read (a concurrent
+                expiration, a damaged table), or the used set looks wrong; nothing deleted.
+        """
         with _cyclic_gc_paused():
             return self._clean()
 
@@ -150,7 +195,7 @@ class OrphanFilesCleaner:
             # Listing cached directories is CPU work (more threads than CPUs only contend for
             # the GIL: measured 2x slower with 16 on 2 CPUs); unlinking waits on the disk,
             # where many requests in flight pay off (16 threads ~5x faster than 2).
-            opt = self.store.options["file-operation.thread-num"]
+            opt = self.options["file-operation.thread-num"]
             list_executor = ThreadPoolExecutor(opt or os.cpu_count() or 1)
             pools = [list_executor]
             if not ctx.dry_run:

@@ -20,6 +20,8 @@ __all__ = ["TagOperations", "TagDeleteResult", "RollbackResult"]
 
 @dataclass
 class TagDeleteResult:
+    """What delete_tag removed: the tag, its snapshot, and the files only it kept."""
+
     tag: str
     snapshot_id: int
     deleted_files: int = 0
@@ -28,6 +30,7 @@ class TagDeleteResult:
     skipped: List[str] = field(default_factory=list)
 
     def to_dict(self) -> Dict:
+        """The result as a JSON-ready dict (what the CLI prints with --json)."""
         return {"tag": self.tag, "snapshot_id": self.snapshot_id,
                 "deleted_files": self.deleted_files, "deleted_bytes": self.deleted_bytes,
                 "skipped": self.skipped}
@@ -35,11 +38,15 @@ class TagDeleteResult:
 
 @dataclass
 class RollbackResult:
+    """What rollback_to did: the snapshot that is now the latest, and the newer snapshots
+    and tags it deleted (their data is left for orphan cleanup)."""
+
     snapshot_id: int
     deleted_snapshots: List[int]
     deleted_tags: List[str]
 
     def to_dict(self) -> Dict:
+        """The result as a JSON-ready dict (what the CLI prints with --json)."""
         return {"snapshot_id": self.snapshot_id, "deleted_snapshots": self.deleted_snapshots,
                 "deleted_tags": self.deleted_tags}
 

@@ -290,3 +290,22 @@ def test_cyclic_gc_is_restored_after_a_clean(busy, table_path):
         assert not gc.isenabled()      # a caller that turned it off keeps it off
     finally:
         gc.enable()
+
+
+def test_context_options_are_used_not_only_validated(busy, table_path, monkeypatch):
+    # Regression: CleanContext.options was validated, then ignored.
+    from concurrent.futures import ThreadPoolExecutor
+    import paimon_commit.operations.orphan as orphan_mod
+    sizes = []
+
+    class Recording(ThreadPoolExecutor):
+        def __init__(self, max_workers=None, *args, **kwargs):
+            sizes.append(max_workers)
+            super().__init__(max_workers, *args, **kwargs)
+    monkeypatch.setattr(orphan_mod, "ThreadPoolExecutor", Recording)
+    OrphanFilesCleaner(CleanContext(str(table_path), dry_run=True,
+                                    options={"file-operation.thread-num": "3"})).clean()
+    assert sizes == [3]          # the listing pool: the option, not the CPU count
+    with pytest.raises(OptionError, match="file-operation.thread-num"):
+        OrphanFilesCleaner(CleanContext(str(table_path), options={
+            "file-operation.thread-num": "0"}))
