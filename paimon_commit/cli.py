@@ -16,6 +16,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from .errors import OptionError, PaimonCommitError, TableNotFoundError, UnsafePathError
 from .options import parse_duration_ms
+from .progress import terminal_progress
 from .table import Table
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
@@ -100,11 +101,16 @@ def cmd_expire_snapshots(args) -> Dict[str, Any]:
         raise InvalidInput(f"--retain-max {args.retain_max} must be >= --retain-min "
                            f"{args.retain_min}")
     t = _open(args.table)
-    with t.new_commit(options={"write-only": "true"}) as c:
-        r = c.expire_snapshots(dry_run=args.dry_run, retain_min=args.retain_min,
-                               retain_max=args.retain_max, older_than_ms=args.older_than,
-                               time_retained_ms=args.time_retained,
-                               max_deletes=args.max_deletes)
+    bar = terminal_progress(args.json)   # a live bar on a terminal only
+    try:
+        with t.new_commit(options={"write-only": "true"}) as c:
+            r = c.expire_snapshots(dry_run=args.dry_run, retain_min=args.retain_min,
+                                   retain_max=args.retain_max, older_than_ms=args.older_than,
+                                   time_retained_ms=args.time_retained,
+                                   max_deletes=args.max_deletes, progress=bar)
+    finally:
+        if bar is not None:
+            bar.close()
     out = r.to_dict()
     out["files"] = [_rel(t, p) for p in r.deleted_paths]
     return out
@@ -133,8 +139,8 @@ def cmd_remove_orphan_files(args) -> Dict[str, Any]:
         older = int(time.time() * 1000) - args.older_than_duration
     ctx = CleanContext(args.table, older_than_ms=older, dry_run=args.dry_run,
                        file_io=_io(args.table))
-    progress = _Progress(enabled=sys.stderr.isatty() and not args.json)
-    progress.say("listing and reading used files ...")
+    ctx.progress = terminal_progress(args.json)   # a live bar on a terminal only
+    progress = _Progress(enabled=False)   # (was a single status line; the bar replaces it)
     if args.mode == "distributed":
         from .spark.orphan import DistributedOrphanFilesCleaner
         cleaner = DistributedOrphanFilesCleaner(ctx, parallelism=args.parallelism)
@@ -143,7 +149,11 @@ def cmd_remove_orphan_files(args) -> Dict[str, Any]:
             from concurrent.futures import ThreadPoolExecutor
             ctx.executor = ThreadPoolExecutor(args.parallelism)
         cleaner = OrphanFilesCleaner(ctx)
-    r = cleaner.clean()
+    try:
+        r = cleaner.clean()
+    finally:
+        if ctx.progress is not None:
+            ctx.progress.close()
     progress.done(f"{'would delete' if r.dry_run else 'deleted'} {r.deleted_files} file(s)")
     return r.to_dict()
 

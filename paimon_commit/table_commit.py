@@ -215,11 +215,14 @@ class TableCommit:
         return len(self.store.io.delete_files([p for p in paths if p not in live]))
 
     # --- maintenance ---------------------------------------------------------------------
-    def expire_snapshots(self, dry_run: bool = False, **overrides: Any) -> ExpireResult:
+    def expire_snapshots(self, dry_run: bool = False, progress=None,
+                         **overrides: Any) -> ExpireResult:
         """Run snapshot expiration now with this commit's options (plus overrides such as
-        retain_min=..., older_than_ms=...)."""
+        retain_min=..., older_than_ms=...); `progress` is an optional
+        paimon_commit.progress callback."""
         cfg = ExpireConfig.from_options(self.options, **overrides)
-        return ExpireSnapshots(self.store, cfg, clock=self.clock).expire(dry_run=dry_run)
+        return ExpireSnapshots(self.store, cfg, clock=self.clock, progress=progress) \
+            .expire(dry_run=dry_run)
 
     def _maintain(self, identifier: Optional[int]) -> None:
         if self._error is not None:

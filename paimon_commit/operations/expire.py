@@ -34,6 +34,7 @@ from ..errors import CorruptMetadataError, OptionError
 from ..format import paths as P
 from ..format.snapshot import Snapshot, Tag
 from ..options import INT_MAX
+from ..progress import DELETING, READING, emit
 from ..reachability import APPEND_SOURCE, Reachability, Root, Unreadable
 from ..snapshots import ChangelogManager, SnapshotManager
 from ..store import FileStore
@@ -209,8 +210,9 @@ class ExpireSnapshots:
     changelogs, of one table. Reusable across runs: what it read is carried forward."""
 
     def __init__(self, store: FileStore, config: Optional[ExpireConfig] = None,
-                 executor: Optional[Executor] = None, clock=time.time):
+                 executor: Optional[Executor] = None, clock=time.time, progress=None):
         self.store = store
+        self.progress = progress   # optional paimon_commit.progress callback
         # The changelog lifecycle is the table's (as Paimon builds ExpireConfig from the
         # table's options): a config that does not set it takes it from the table, so that
         # expiring a decoupled table never drops what its changelog readers still need.
@@ -527,7 +529,10 @@ class ExpireSnapshots:
         what was expired and deleted (with dry_run: what would be, deleting nothing)."""
         t0 = time.perf_counter()
         self.store.io.forget_resolved_dirs()
+        emit(self.progress, READING, 0, None, "snapshots")
         plans = [self.plan()]
+        n = len(plans[0].expiring)
+        emit(self.progress, READING, n, n, "snapshots")
         t1 = time.perf_counter()
         if not dry_run:
             self._execute(plans[0])
@@ -554,6 +559,10 @@ class ExpireSnapshots:
         manager = self.changelogs if plan.changelogs else self.store.snapshots
         keep_as_changelog = self.config.changelog_decoupled and not plan.changelogs
         earliest = plan.end
+        total = len({p for v in plan.files.values() for p in v} | set(plan.metadata_files))
+
+        def deleting() -> None:
+            emit(self.progress, DELETING, sum(len(v) for v in d.deleted.values()), total)
         with Deleter(self.store.io, self.executor, self.config.thread_num) as d:
             plan.deleted = d.deleted
             if not all([d.files(k, list(plan.files[k]), must_finish=True)
@@ -566,8 +575,10 @@ class ExpireSnapshots:
                 return
             if self.config.clean_empty_directories:
                 d.dirs(self.store.root, plan.bucket_dirs)
+            deleting()
             for kind in ("manifest", "manifest-list", "index", "statistics"):
                 d.files(kind, list(plan.files[kind]))
+            deleting()
             kind = "long-lived-changelog" if plan.changelogs else "snapshot"
             for sid, path in zip(plan.expiring, plan.metadata_files):
                 # Ascending: a crash or a failure leaves a contiguous suffix.
@@ -582,6 +593,7 @@ class ExpireSnapshots:
                     plan.skip(f"{path} could not be deleted; EARLIEST stays at {sid}")
                     earliest = sid
                     break
+            deleting()
         manager.commit_earliest_hint(earliest)
 
     def _result(self, plans: List[ExpirePlan], dry_run: bool,

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Set, Tuple
 
 from ..deletion import remove_empty_dirs, run_deletions
+from ..progress import DELETING, LISTING, READING, Throttle, emit
 from ..errors import CorruptMetadataError, OptionError, PaimonCommitError, TableNotFoundError
 from ..fileio import FileIO, FileStatus
 from ..format import paths as P
@@ -79,6 +80,7 @@ class CleanContext:
     options: Optional[Mapping[str, Any]] = None
     file_io: Optional[FileIO] = None
     clock: Callable[[], float] = time.time
+    progress: Optional[Callable[[Any], None]] = None   # paimon_commit.progress callback
 
     def __post_init__(self) -> None:
         now_ms = int(self.clock() * 1000)
@@ -225,9 +227,13 @@ class OrphanFilesCleaner:
                      ) -> Tuple[List["_Candidate"], List[FileStatus]]:
         """Phases 1-3: list candidates first, then the used set, then select."""
         t0 = time.perf_counter()
+        progress = self.ctx.progress
         candidates, dirs = self.list_candidates(executor)
+        emit(progress, LISTING, len(candidates), len(candidates))
         t1 = time.perf_counter()
+        emit(progress, READING, 0, None)
         used = self.used_files()
+        emit(progress, READING, len(used), len(used))
         t2 = time.perf_counter()
         orphans = self._select(candidates, used, result)
         result.seconds.update({"list": t1 - t0, "read_used": t2 - t1,
@@ -237,7 +243,12 @@ class OrphanFilesCleaner:
     def delete(self, orphans: List["_Candidate"], executor: Optional[Executor]
                ) -> List["_Candidate"]:
         """Delete through the FileIO gate; returns the candidates actually deleted."""
-        deleted = set(run_deletions(self.io, [c.status.path for c in orphans], executor))
+        paths = [c.status.path for c in orphans]
+        deleted: Set[str] = set()
+        step = 10_000 if self.ctx.progress is not None else max(1, len(paths))
+        for i in range(0, len(paths), step):   # in steps, to report progress
+            deleted.update(run_deletions(self.io, paths[i:i + step], executor))
+            emit(self.ctx.progress, DELETING, min(i + step, len(paths)), len(paths))
         return [c for c in orphans if c.status.path in deleted]
 
     # --- phase 1: candidates -------------------------------------------------------------
@@ -320,9 +331,26 @@ class OrphanFilesCleaner:
 
     def _map_list(self, executor: Optional[Executor], dirs: List[FileStatus]
                   ) -> List[List[FileStatus]]:
+        if self.ctx.progress is not None:
+            return self._map_list_reporting(executor, dirs)
         if executor is None or len(dirs) < 4:
             return [self.io.list_status(d.path) for d in dirs]
         return list(executor.map(lambda d: self.io.list_status(d.path), dirs))
+
+    def _map_list_reporting(self, executor: Optional[Executor], dirs: List[FileStatus]
+                            ) -> List[List[FileStatus]]:
+        """_map_list that reports the entries listed so far (throttled)."""
+        if not hasattr(self, "_tick"):
+            self._tick, self._listed = Throttle(self.ctx.progress), 0
+        out = []
+        it = map(lambda d: self.io.list_status(d.path), dirs) \
+            if executor is None or len(dirs) < 4 else \
+            executor.map(lambda d: self.io.list_status(d.path), dirs)
+        for sts in it:
+            out.append(sts)
+            self._listed += len(sts)
+            self._tick(LISTING, self._listed, None)
+        return out
 
     # --- phase 2: used files -------------------------------------------------------------
     def roots(self) -> List[Root]:

@@ -4,6 +4,7 @@ import os
 import pty
 import subprocess
 import sys
+import time
 
 from conftest import SCHEMA, make_rows
 
@@ -93,3 +94,43 @@ def _run_on_pty(cmd, env):
         os.close(slave)
         os.close(master)
     return p, drawn
+
+
+def test_orphan_cleanup_and_expiration_report_phases(tmp_path):
+    from paimon_commit import CleanContext, ExpireConfig, ExpireSnapshots, OrphanFilesCleaner
+    path = tmp_path / "wh" / "db.db" / "t"
+    t = Table.create(str(path), SCHEMA, ["dt"], {"write-only": "true"})
+    with t.new_commit() as c:
+        for i in range(1, 6):
+            w = t.new_writer()
+            w.write_arrow(make_rows([i]))
+            c.commit(w.prepare_commit(), i)
+    bucket = path / "dt=19723" / "bucket-0"
+    old = time.time() - 3 * 86400
+    for j in range(3):
+        (bucket / f"data-orphan-{j}.parquet").write_text("x")
+        os.utime(bucket / f"data-orphan-{j}.parquet", (old, old))
+    events = []
+    r = OrphanFilesCleaner(CleanContext(str(path), progress=events.append)).clean()
+    assert r.deleted_files == 3
+    phases = [e.phase for e in events]
+    assert phases.index("listing") < phases.index("reading metadata") < phases.index("deleting")
+    assert [(e.done, e.total) for e in events if e.phase == "deleting"][-1] == (3, 3)
+    events = []
+    er = ExpireSnapshots(t.store, ExpireConfig(retain_min=1, time_retained_ms=0),
+                         progress=events.append).expire()
+    assert er.expired_snapshots == 4
+    assert ("reading metadata", 4, 4) in [(e.phase, e.done, e.total) for e in events]
+    last = [e for e in events if e.phase == "deleting"][-1]
+    assert last.done == last.total == er.deleted_files
+
+
+def test_cli_remove_orphan_files_draws_on_a_terminal(tmp_path):
+    wh = _warehouse(tmp_path)
+    cmd = [sys.executable, "-m", "paimon_commit", "remove-orphan-files",
+           str(wh / "db.db" / "t"), "--dry-run"]
+    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    p, drawn = _run_on_pty(cmd, env)
+    assert p.returncode == 0 and b"listing" in drawn
+    p, drawn = _run_on_pty(cmd + ["--json"], env)
+    assert p.returncode == 0 and b"listing" not in drawn
