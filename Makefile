@@ -37,6 +37,8 @@ bench: java $(STAMP)
 	$(PY) benchmarks/bench_expire.py
 	$(PY) benchmarks/bench_orphan.py
 	$(PY) benchmarks/bench_spark_write.py
+	$(PY) benchmarks/bench_s3.py
+	$(PY) benchmarks/bench_maintain.py
 	$(PY) benchmarks/report.py --update-readme
 
 clean:
