@@ -162,19 +162,27 @@ def _parse(uri: str) -> Tuple[str, str, str, Optional[str], Optional[Tuple[str, 
     return scheme, authority, prefix, account, creds
 
 
+def _native_options(lower: Mapping[str, str], names: Mapping[str, str],
+                    native_prefix: str) -> Dict[str, str]:
+    """obstore settings from Paimon/Hadoop option names (`names`) and obstore's own keys
+    (`native_prefix`, e.g. `aws_`), which pass through unchanged."""
+    out: Dict[str, str] = {}
+    for k, v in lower.items():
+        if k in names:
+            out[names[k]] = v
+        elif k.startswith(native_prefix):
+            out[k] = v
+    return out
+
+
 def _build_store(scheme: str, bucket: str, account: Optional[str],
                  creds: Optional[Tuple[str, str]], options: Mapping[str, str]):
     """The obstore store and a credential-free description of where it points."""
     from obstore.store import AzureStore, GCSStore, S3Store
     lower = {str(k).lower(): str(v) for k, v in options.items()}
-    config: Dict[str, str] = {}
     client: Dict[str, object] = {}
     if scheme in _S3_SCHEMES:
-        for k, v in lower.items():
-            if k in _S3_OPTIONS:
-                config[_S3_OPTIONS[k]] = v
-            elif k.startswith("aws_"):
-                config[k] = v
+        config = _native_options(lower, _S3_OPTIONS, "aws_")
         for k in _S3_PATH_STYLE:
             if k in lower:
                 config["virtual_hosted_style_request"] = \
@@ -186,23 +194,16 @@ def _build_store(scheme: str, bucket: str, account: Optional[str],
             or os.environ.get("AWS_ENDPOINT")
         kind, cls = "s3", S3Store
     elif scheme in _GCS_SCHEMES:
-        for k, v in lower.items():
-            if k in _GCS_OPTIONS:
-                config[_GCS_OPTIONS[k]] = v
-            elif k.startswith("google_"):
-                config[k] = v
+        config = _native_options(lower, _GCS_OPTIONS, "google_")
         endpoint = None
         kind, cls = "gcs", GCSStore
     else:
+        config = _native_options(lower, _AZURE_OPTIONS, "azure_")
         for k, v in lower.items():
-            if k in _AZURE_OPTIONS:
-                config[_AZURE_OPTIONS[k]] = v
-            elif k.startswith("fs.azure.account.key.") and k.count(".") >= 4:
+            if k.startswith("fs.azure.account.key.") and k.count(".") >= 4:
                 # fs.azure.account.key.<account>.dfs.core.windows.net = <key>
                 config["account_name"] = k[len("fs.azure.account.key."):].split(".", 1)[0]
                 config["account_key"] = v
-            elif k.startswith("azure_"):
-                config[k] = v
         if account and "account_name" not in config:
             config["account_name"] = account
         endpoint = config.get("endpoint") or os.environ.get("AZURE_STORAGE_ENDPOINT")

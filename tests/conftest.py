@@ -49,3 +49,19 @@ def files_under(path):
         for n in names:
             out.append(os.path.relpath(os.path.join(root, n), path))
     return sorted(out)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local Spark session for every test that needs it (tests/spark, tests/objectstore)."""
+    pytest.importorskip("pyspark")
+    from pyspark.sql import SparkSession
+    os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
+    s = (SparkSession.builder.master("local[2]").appName("paimon-commit-tests")
+         .config("spark.ui.enabled", "false")
+         .config("spark.sql.shuffle.partitions", "4")
+         .config("spark.driver.memory", "1g")
+         .getOrCreate())
+    s.sparkContext.setLogLevel("ERROR")
+    yield s
+    s.stop()

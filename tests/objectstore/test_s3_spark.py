@@ -10,24 +10,6 @@ from tests.objectstore.moto_server import ACCESS_KEY, SECRET_KEY
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="session")
-def spark():
-    """The same local session as tests/spark (getOrCreate shares it). Created before any
-    test sets AWS variables, so executors see only what `.option(...)` gives them."""
-    import os
-    pytest.importorskip("pyspark")
-    from pyspark.sql import SparkSession
-    os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
-    s = (SparkSession.builder.master("local[2]").appName("paimon-commit-tests")
-         .config("spark.ui.enabled", "false")
-         .config("spark.sql.shuffle.partitions", "4")
-         .config("spark.driver.memory", "1g")
-         .getOrCreate())
-    s.sparkContext.setLogLevel("ERROR")
-    yield s
-    s.stop()
-
-
 def test_spark_writes_and_reads_the_table_on_s3_with_options(spark, s3, monkeypatch):
     from paimon_commit.spark import register
     register(spark)
