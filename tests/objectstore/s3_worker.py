@@ -18,13 +18,15 @@ SCHEMA = pa.schema([("id", pa.int64()), ("w", pa.int32())])
 
 def writer(uri: str, wid: int, n: int, options: dict) -> None:
     t = Table.open(uri)
-    ids = []
+    ids, attempts = [], []
     with t.new_commit(options=options) as c:
         for i in range(n):
             w = t.new_writer()
             w.write_arrow(pa.table({"id": pa.array([wid * 100000 + i], pa.int64()),
                                     "w": pa.array([wid], pa.int32())}))
             ids.append(c.commit(w.prepare_commit()))
+            attempts.append(c.last_result.attempts)
+    print(json.dumps({"attempts": attempts}), file=sys.stderr)
     print(json.dumps(ids))
 
 

@@ -220,6 +220,51 @@ def test_retries_are_limited_and_lost_attempts_clean_up(table, table_path):
     assert snapshot_ids(table_path) == [1]
 
 
+class _RivalWinsFirst(LocalFileIO):
+    """Another writer publishes its snapshot just before each of our first `rival_wins`
+    snapshot creates: every one of those attempts loses a race while the table moves."""
+
+    def __init__(self, root, rival_wins):
+        super().__init__(root)
+        self.rival_wins = rival_wins
+
+    def try_create_atomic(self, path, data, precondition=None):
+        if "/snapshot/snapshot-" in path and self.rival_wins > 0:
+            self.rival_wins -= 1
+            write(Table.open(self.root), make_rows([100 + self.rival_wins]))
+        return super().try_create_atomic(path, data, precondition)
+
+
+def test_races_lost_to_other_writers_do_not_use_up_max_retries(table, table_path):
+    # commit.max-retries bounds attempts after which the table did not move; a race lost to
+    # another writer's snapshot is progress, so 5 lost races with max-retries = 2 still land.
+    write(table, make_rows([1]))
+    t = Table(FileStore.open(str(table_path), io=_RivalWinsFirst(str(table_path), 5)))
+    w = t.new_writer()
+    w.write_arrow(make_rows([2]))
+    with t.new_commit(options={"commit.max-retries": "2", "commit.min-retry-wait": "1 ms",
+                               "commit.max-retry-wait": "2 ms"}) as c:
+        sid = c.commit(w.prepare_commit())
+        assert c.last_result.attempts == 6
+    assert sid == 7 and snapshot_ids(table_path) == list(range(1, 8))
+    assert sorted(r["id"] for r in rows(pp_read(table_path))) == [1, 2, 100, 101, 102, 103,
+                                                                  104]
+
+
+def test_timeout_bounds_races_lost_to_other_writers(table, table_path):
+    write(table, make_rows([1]))
+    t = Table(FileStore.open(str(table_path), io=_RivalWinsFirst(str(table_path), 1000)))
+    w = t.new_writer()
+    w.write_arrow(make_rows([2]))
+    msgs = w.prepare_commit()
+    with t.new_commit(options={"commit.timeout": "300 ms", "commit.min-retry-wait": "1 ms",
+                               "commit.max-retry-wait": "5 ms"}) as c:
+        with pytest.raises(CommitFailedError, match=r"commit.timeout = 300 ms\): snapshot \d+ "
+                                                    r"was published by another writer first"):
+            c.commit(msgs)
+    assert 2 not in [r["id"] for r in rows(pp_read(table_path))]
+
+
 def test_filter_and_commit_recommits_only_what_is_missing(table, table_path):
     batches = {i: None for i in (1, 2, 3)}
     for i in batches:
