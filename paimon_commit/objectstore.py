@@ -175,6 +175,33 @@ def _native_options(lower: Mapping[str, str], names: Mapping[str, str],
     return out
 
 
+def _gcs_base_url(config: Mapping[str, str]) -> Optional[str]:
+    """Where obstore's GCSStore will send requests when not to Google (an emulator or another
+    GCS-compatible endpoint), found as obstore finds it: an explicit base URL, else the
+    `gcs_base_url` of the service-account JSON (file or inline key; options before
+    environment). It names the store in messages and keys the probe per endpoint."""
+    url = config.get("google_base_url") or os.environ.get("GOOGLE_BASE_URL")
+    if url:
+        return url
+    import json
+    key = config.get("service_account_key") or config.get("google_service_account_key")
+    path = next((config[k] for k in ("service_account_path", "google_service_account_path",
+                                     "google_service_account") if config.get(k)), None)
+    if not key and not path:
+        key = os.environ.get("GOOGLE_SERVICE_ACCOUNT_KEY")
+        path = os.environ.get("GOOGLE_SERVICE_ACCOUNT") \
+            or os.environ.get("GOOGLE_SERVICE_ACCOUNT_PATH")
+    try:
+        if key:
+            return json.loads(key).get("gcs_base_url")
+        if path:
+            with open(path) as f:
+                return json.load(f).get("gcs_base_url")
+    except (OSError, ValueError, AttributeError):
+        pass   # obstore reports an unreadable service account itself, naming the file
+    return None
+
+
 def _build_store(scheme: str, bucket: str, account: Optional[str],
                  creds: Optional[Tuple[str, str]], options: Mapping[str, str]):
     """The obstore store and a credential-free description of where it points."""
@@ -195,7 +222,7 @@ def _build_store(scheme: str, bucket: str, account: Optional[str],
         kind, cls = "s3", S3Store
     elif scheme in _GCS_SCHEMES:
         config = _native_options(lower, _GCS_OPTIONS, "google_")
-        endpoint = None
+        endpoint = _gcs_base_url(config)
         kind, cls = "gcs", GCSStore
     else:
         config = _native_options(lower, _AZURE_OPTIONS, "azure_")

