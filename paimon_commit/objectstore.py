@@ -233,7 +233,30 @@ def _build_store(scheme: str, bucket: str, account: Optional[str],
                 config["account_key"] = v
         if account and "account_name" not in config:
             config["account_name"] = account
-        endpoint = config.get("endpoint") or os.environ.get("AZURE_STORAGE_ENDPOINT")
+        key = config.get("account_key") or config.get("azure_storage_account_key")
+        if key:   # obstore's own message would be a raw "Invalid Access Key" with no path
+            import base64
+            try:
+                base64.b64decode(key, validate=True)
+            except ValueError:
+                raise OptionError(
+                    f"Azure: the account key of {config.get('account_name') or 'the account'} "
+                    f"(container {bucket}) is not base64: copy it as the Azure portal shows it "
+                    f"(Access keys)") from None
+        # Every spelling obstore reads, so that an http:// endpoint gets allow_http.
+        endpoint = config.get("endpoint") or config.get("azure_storage_endpoint") \
+            or config.get("azure_endpoint") or os.environ.get("AZURE_STORAGE_ENDPOINT") \
+            or os.environ.get("AZURE_ENDPOINT")
+        if _truthy(config.get("azure_storage_use_emulator",
+                              os.environ.get("AZURE_STORAGE_USE_EMULATOR", ""))):
+            if endpoint:   # obstore would silently go to AZURITE_BLOB_STORAGE_URL instead
+                raise OptionError(
+                    f"Azure: the emulator setting (azure_storage_use_emulator / "
+                    f"AZURE_STORAGE_USE_EMULATOR) ignores the endpoint {redact_uri(endpoint)}: "
+                    f"either set AZURITE_BLOB_STORAGE_URL=<http://host:port> with the emulator "
+                    f"setting, or drop it and give azure.endpoint=<http://host:port/account> "
+                    f"with azure.account-name and azure.account-key")
+            endpoint = os.environ.get("AZURITE_BLOB_STORAGE_URL") or "http://127.0.0.1:10000"
         kind, cls = "azure", AzureStore
     if endpoint and endpoint.lower().startswith("http://"):
         client["allow_http"] = True
@@ -371,6 +394,8 @@ class ObjectStoreFileIO(FileIO):
         reason = _first_line(e)
         if "NoSuchBucket" in str(e):
             reason = f"bucket {self.bucket!r} does not exist"
+        elif "ContainerNotFound" in str(e):   # Azure
+            reason = f"container {self.bucket!r} does not exist"
         elif any(c in str(e) for c in ("InvalidAccessKeyId", "SignatureDoesNotMatch",
                                        "AccessDenied", "403 Forbidden")):
             reason = f"access denied (check the credentials): {reason}"
@@ -390,7 +415,7 @@ class ObjectStoreFileIO(FileIO):
         try:
             return bytes(obstore.get(self.store, self._key(path)).bytes())
         except FileNotFoundError as e:
-            if "NoSuchBucket" in str(e):
+            if "NoSuchBucket" in str(e) or "ContainerNotFound" in str(e):
                 raise self._error("read", path, e) from None
             raise FileNotFoundError(f"{self.uri(path)} not found") from None
         except Exception as e:  # noqa: BLE001
