@@ -2,9 +2,10 @@
 
 One attempt reads the latest snapshot, computes its changes against it, writes manifests and
 manifest lists, and publishes `snapshot-<latest+1>` with an atomic create-if-absent. Losing
-that race deletes what the attempt wrote and retries (tenacity, exponential backoff with
-jitter); a real conflict (a DELETE of a file that is no longer live, an ADD of a live file)
-fails at once. An attempt whose publish outcome is unknown keeps its files, and the next
+that race deletes the base list the attempt wrote and retries (tenacity, exponential backoff
+with jitter); the delta manifests and list depend only on the changes and are reused while
+the changes stay the same, and deleted if the commit gives up. A real conflict (a DELETE of a
+file that is no longer live, an ADD of a live file) fails at once. An attempt whose publish outcome is unknown keeps its files, and the next
 attempt first looks for its snapshot (same commit user, identifier and kind).
 """
 from __future__ import annotations
@@ -93,7 +94,21 @@ class _AttemptState:
     stalls: int = 0                       # failed attempts after which the table did not move
     base: int = 0                         # id of the latest snapshot this attempt builds on
     last_failure: Optional[BaseException] = None
+    delta: Optional["_Delta"] = None       # delta manifests + list, kept across lost races
     entries: List[ManifestEntry] = field(default_factory=list)
+
+
+@dataclass
+class _Delta:
+    """The delta manifests and list of an attempt. They depend only on the entries, not on the
+    base snapshot, so a retry with the same entries publishes them again instead of writing
+    and deleting copies: a lost race then costs one base list, and the window in which the
+    next race can be lost is shorter."""
+    entries: List[ManifestEntry]
+    name: str
+    size: int
+    session: ManifestWriteSession
+    keep: bool = False   # named by a snapshot whose publish outcome is unknown
 
 
 class FileStoreCommit:
@@ -220,7 +235,10 @@ class FileStoreCommit:
         try:
             sid = retrying(self._attempt, changes, kind, identifier, check_conflicts,
                            empty_means_noop, state)
-        except (RetryError, _Stalled) as e:
+        except BaseException as e:
+            self._drop_delta(state)
+            if not isinstance(e, (RetryError, _Stalled)):
+                raise
             cause = e.last_attempt.exception() if isinstance(e, RetryError) else e.cause
             attempts = state.attempts - (1 if isinstance(e, _Stalled) else 0)
             raise CommitFailedError(
@@ -228,9 +246,19 @@ class FileStoreCommit:
                 f"{attempts} attempt(s) (commit.max-retries = {cfg.max_retries} retries "
                 f"without the table moving, commit.timeout = {cfg.timeout_ms} ms): "
                 f"{cause}") from cause
+        if sid is None:
+            self._drop_delta(state)
         added = sum(1 for e in state.entries if e.kind == FileKind.ADD)
         return CommitResult(sid, state.attempts, kind, added, len(state.entries) - added,
                             time.monotonic() - start)
+
+    @staticmethod
+    def _drop_delta(state: _AttemptState) -> None:
+        """Delete the kept delta files, unless a snapshot whose publish is unknown names them
+        (they are then kept, like every file of such an attempt)."""
+        d, state.delta = state.delta, None
+        if d is not None and not d.keep:
+            d.session.delete_written()
 
     def _attempt(self, changes: _Changes, kind: str, identifier: int, check_conflicts: bool,
                  empty_means_noop: bool, state: _AttemptState) -> Optional[int]:
@@ -272,7 +300,7 @@ class FileStoreCommit:
             if check_conflicts and latest is not None:
                 full = self._check_conflicts(latest, entries)
             snapshot = self._write_snapshot_files(session, latest, entries, kind, identifier,
-                                                  full)
+                                                  full, state)
         except FileNotFoundError as e:
             session.delete_written()
             self._base_vanished(latest, e)
@@ -289,6 +317,7 @@ class FileStoreCommit:
             # (a CommitFailedError for a re-created id that could not be removed) is a
             # verdict, and looking for "our" snapshot would report that bad copy as success.
             state.uncertain_base = latest.id if latest else 0
+            state.delta.keep = True
             raise _RaceLost(f"publishing snapshot {snapshot.id} failed: {e!r}",
                             state.uncertain_base) from e
         if not published:
@@ -320,7 +349,7 @@ class FileStoreCommit:
 
     def _write_snapshot_files(self, session: ManifestWriteSession, latest: Optional[Snapshot],
                               entries: List[ManifestEntry], kind: str, identifier: int,
-                              full_compaction: bool = False) -> Snapshot:
+                              full_compaction: bool, state: _AttemptState) -> Snapshot:
         store, cfg = self.store, self.config
         mio = store.manifests
         if latest is not None:
@@ -331,7 +360,17 @@ class FileStoreCommit:
         base = session.merge(previous, cfg.merge_min_count, cfg.full_compaction_size,
                              force_full=full_compaction)
         base_name, base_size = session.write_list(base)
-        delta_name, delta_size = session.write_list(session.write_manifests(entries))
+        if state.delta is None or (state.delta.entries is not entries
+                                   and state.delta.entries != entries):
+            self._drop_delta(state)
+            delta_session = ManifestWriteSession(mio)
+            try:
+                name, size = delta_session.write_list(delta_session.write_manifests(entries))
+            except BaseException:
+                delta_session.delete_written()
+                raise
+            state.delta = _Delta(entries, name, size, delta_session)
+        delta_name, delta_size = state.delta.name, state.delta.size
         delta_rows = sum(e.file.row_count if e.kind == FileKind.ADD else -e.file.row_count
                          for e in entries)
         schema_id = store.schema.id if latest is None else max(store.schema.id,

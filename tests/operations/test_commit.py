@@ -7,6 +7,7 @@ import pyarrow as pa
 import pytest
 
 from conftest import D1, D2, SCHEMA, files_under, make_rows, write
+from invariants import referenced_files
 from oracle import pp_live_file_names, pp_read, rows
 
 from paimon_commit import (
@@ -249,6 +250,29 @@ def test_races_lost_to_other_writers_do_not_use_up_max_retries(table, table_path
     assert sid == 7 and snapshot_ids(table_path) == list(range(1, 8))
     assert sorted(r["id"] for r in rows(pp_read(table_path))) == [1, 2, 100, 101, 102, 103,
                                                                   104]
+
+
+def test_a_lost_race_rewrites_only_the_base_list(table, table_path):
+    # The delta manifests and list depend only on the commit's entries: the attempt that
+    # lands publishes the ones its first attempt wrote, and nothing is left behind.
+    write(table, make_rows([1]))
+    t = Table(FileStore.open(str(table_path), io=_RivalWinsFirst(str(table_path), 3)))
+    w = t.new_writer()
+    w.write_arrow(make_rows([2]))
+    msgs = w.prepare_commit()
+    with t.new_commit(options={"commit.min-retry-wait": "1 ms",
+                               "commit.max-retry-wait": "2 ms"}) as c:
+        sid = c.commit(msgs)
+        assert c.last_result.attempts == 4
+    ours = t.snapshot(sid)
+    attempt = lambda name: name.rsplit("-", 1)[0]  # manifest-list-<attempt uuid>-<n>
+    assert attempt(ours.delta_manifest_list) != attempt(ours.base_manifest_list)
+    delta_manifests = [m.file_name for m in t.store.manifests.read_list(ours.delta_manifest_list)]
+    assert [attempt(m)[len("manifest-"):] for m in delta_manifests] == \
+        [attempt(ours.delta_manifest_list)[len("manifest-list-"):]]
+    on_disk = {str(table_path / "manifest" / n) for n in os.listdir(table_path / "manifest")}
+    assert on_disk == {p for p in referenced_files(t) if "/manifest/" in p}
+    assert sorted(r["id"] for r in rows(pp_read(table_path))) == [1, 2, 100, 101, 102]
 
 
 def test_timeout_bounds_races_lost_to_other_writers(table, table_path):
