@@ -37,7 +37,7 @@ demo: java $(STAMP)
 # The full fault matrix, kill trials and concurrency soak (a reduced, seeded set runs in `test`).
 soak: java $(STAMP) $(AZURITE)
 	PAIMON_COMMIT_FULL_FAULTS=1 $(PY) -m pytest -q -p no:cacheprovider tests/faults \
-		tests/objectstore/test_s3_faults.py tests/objectstore/test_s3_concurrency.py
+		tests/objectstore/test_s3_faults.py tests/objectstore/test_store_concurrency.py
 
 bench: java $(STAMP)
 	$(PY) benchmarks/bench_commit.py

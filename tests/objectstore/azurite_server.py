@@ -21,12 +21,10 @@ import re
 import shutil
 import subprocess
 import sys
-import time
-import xml.etree.ElementTree as ET
 from typing import Dict, List, Optional, Tuple
 from urllib.parse import quote, urlencode
 
-from tests.objectstore.moto_server import free_port, wait_for_port
+from tests.objectstore.servers import LoggedRequests, Request, ServerProcess
 
 AZURITE_VERSION = "3.35.0"   # the last 3.x that runs on node 20 (3.36 wants node >= 21)
 ACCOUNT = "devstoreaccount1"
@@ -73,49 +71,25 @@ _SUB_REQUEST = re.compile(r"https?://[^/]*:\d+/")   # a batch's part: its URL ha
 _RESPONSE = re.compile(r" ([0-9a-f-]{36}) info: EndMiddleware: End response\..*? StatusCode=(\d+)")
 
 
-class AzuriteServer:
+class AzuriteServer(ServerProcess, LoggedRequests):
+    settle = 0.2   # Azurite writes its log asynchronously
+
     def __init__(self, workdir: str):
         exe = ensure_azurite()
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        super().__init__(os.path.join(workdir, "azurite.out"))
         #: What a user passes as `azure.endpoint`: the account's blob endpoint (path style).
         self.endpoint = f"{self.url}/{ACCOUNT}"
         self.workdir = workdir
         os.makedirs(os.path.join(workdir, "data"), exist_ok=True)
-        self.debug_log = os.path.join(workdir, "debug.log")
-        self._out = open(os.path.join(workdir, "azurite.out"), "ab")
-        self.proc = subprocess.Popen(
-            [exe, "--blobHost", "127.0.0.1", "--blobPort", str(self.port),
-             "--location", os.path.join(workdir, "data"), "--silent", "--disableTelemetry",
-             "--skipApiVersionCheck", "--loose", "--debug", self.debug_log],
-            stdout=self._out, stderr=self._out)
-        try:
-            wait_for_port(self.port, timeout=60)
-        except Exception:
-            self.stop()
-            raise
+        self.debug_log = self.request_log = os.path.join(workdir, "debug.log")
+        self.start([exe, "--blobHost", "127.0.0.1", "--blobPort", str(self.port),
+                    "--location", os.path.join(workdir, "data"), "--silent",
+                    "--disableTelemetry", "--skipApiVersionCheck", "--loose",
+                    "--debug", self.debug_log], timeout=60)
 
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._out.close()
-
-    # --- request counting ----------------------------------------------------------------
-    def mark(self) -> int:
-        return os.path.getsize(self.debug_log) if os.path.exists(self.debug_log) else 0
-
-    def requests_since(self, mark: int, settle: float = 0.2) -> List[Tuple[str, str, int]]:
-        """(method, url, status) of every request Azurite received after `mark` (status 0:
-        not answered yet)."""
-        time.sleep(settle)   # Azurite writes its log asynchronously
-        with open(self.debug_log, "rb") as f:
-            f.seek(mark)
-            text = f.read().decode("utf-8", "replace")
+    def parse_requests(self, text: str) -> List[Request]:
+        """(method, url, status) of every request Azurite received (status 0: not answered
+        yet)."""
         status = {m.group(1): int(m.group(2)) for m in _RESPONSE.finditer(text)}
         return [(m.group(2), m.group(3), status.get(m.group(1), 0))
                 for m in _REQUEST.finditer(text) if not _SUB_REQUEST.match(m.group(3))]
@@ -175,87 +149,3 @@ class AzuriteServer:
         status, _, data = self.request("PUT", name, {"restype": "container"})
         if status != 201:
             raise RuntimeError(f"create container {name}: {status} {data[:300]!r}")
-
-
-class Container:
-    """One container of the Azurite server, seen through the independent client."""
-
-    def __init__(self, server: AzuriteServer, name: str):
-        self.server = server
-        self.name = name
-        self.endpoint = server.endpoint
-        #: The environment a user sets for an Azure account at a custom endpoint.
-        self.env = {"AZURE_STORAGE_ACCOUNT_NAME": ACCOUNT, "AZURE_STORAGE_ACCOUNT_KEY": ACCOUNT_KEY,
-                    "AZURE_STORAGE_ENDPOINT": server.endpoint}
-        #: The same as Paimon's option names.
-        self.options = {"azure.account-name": ACCOUNT, "azure.account-key": ACCOUNT_KEY,
-                        "azure.endpoint": server.endpoint}
-
-    def table_uri(self, rel: str = "db.db/t") -> str:
-        return f"az://{self.name}/{rel}"
-
-    def blobs(self, prefix: str = "") -> Dict[str, datetime.datetime]:
-        """name -> last-modified of every blob under `prefix`."""
-        out: Dict[str, datetime.datetime] = {}
-        marker = ""
-        while True:
-            q = {"restype": "container", "comp": "list", "prefix": prefix}
-            if marker:
-                q["marker"] = marker
-            status, _, data = self.server.request("GET", self.name, q)
-            if status != 200:
-                raise RuntimeError(f"list {self.name}: {status} {data[:300]!r}")
-            root = ET.fromstring(data)
-            for b in root.iter("Blob"):
-                lm = b.find("Properties/Last-Modified").text
-                out[b.find("Name").text] = email.utils.parsedate_to_datetime(lm)
-            marker = root.findtext("NextMarker") or ""
-            if not marker:
-                return out
-
-    def keys(self, prefix: str = "") -> List[str]:
-        return sorted(self.blobs(prefix))
-
-    def put(self, key: str, data: bytes = b"x") -> None:
-        status, _, body = self.server.request("PUT", f"{self.name}/{key}", body=data,
-                                              headers={"x-ms-blob-type": "BlockBlob"})
-        if status != 201:
-            raise RuntimeError(f"put {key}: {status} {body[:300]!r}")
-
-    def get(self, key: str) -> bytes:
-        status, _, body = self.server.request("GET", f"{self.name}/{key}")
-        if status != 200:
-            raise FileNotFoundError(f"{key}: {status}")
-        return body
-
-    def download(self, prefix: str, dest: str) -> None:
-        """Copy every blob under `prefix` to the local directory `dest` (same relative names)."""
-        prefix = prefix.rstrip("/") + "/"
-        for key in self.keys(prefix):
-            path = os.path.join(dest, key[len(prefix):])
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, "wb") as f:
-                f.write(self.get(key))
-
-    def pp_table(self, tmp_dir: str, rel: str = "db.db/t"):
-        """pypaimon (an independent reader) on a local copy of the table's blobs: pypaimon 2.1
-        has no Azure file system (`az://` is "Unrecognized filesystem type in URI")."""
-        import tempfile
-        from pypaimon import CatalogFactory
-        wh = tempfile.mkdtemp(dir=str(tmp_dir))
-        db, table = rel.split("/")[-2:]
-        self.download(rel, os.path.join(wh, db, table))
-        return CatalogFactory.create({"warehouse": wh}).get_table(f"{db[:-len('.db')]}.{table}")
-
-
-def pp_read(table, snapshot_id=None, tag=None):
-    """Rows of a pypaimon table (at a snapshot or tag)."""
-    opts = {}
-    if snapshot_id is not None:
-        opts["scan.snapshot-id"] = str(snapshot_id)
-    if tag is not None:
-        opts["scan.tag-name"] = tag
-    if opts:
-        table = table.copy(opts)
-    rb = table.new_read_builder()
-    return rb.new_read().to_arrow(rb.new_scan().plan().splits())

@@ -84,9 +84,9 @@ def _check_intact(s3, uri):
     keys = {f"{s3.name}/{k}" for k in s3.keys()}
     missing = referenced_files(t) - keys
     assert not missing, f"referenced objects missing: {sorted(missing)[:3]}"
-    db, name = uri.split("/")[-2][:-3], uri.split("/")[-1]
+    rel = uri[len(s3.table_uri("")):]
     for s in t.snapshots():
-        assert s3.pp_read(f"{db}.{name}", snapshot_id=s.id).num_rows == s.total_record_count
+        assert s3.pp_read(rel, snapshot_id=s.id).num_rows == s.total_record_count
     return t
 
 

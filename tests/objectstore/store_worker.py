@@ -1,8 +1,10 @@
-"""A process of the concurrency test: `writer URI ID N [OPTIONS_JSON]` commits N one-file
-appends (ids ID*100000 + i), with default options unless given and prints the snapshot ids it was given as JSON;
-`expirer URI STOP_FILE` expires snapshots in a loop; `cleaner URI STOP_FILE CUTOFF_MS` runs orphan
-cleanup in a loop (only files older than CUTOFF_MS, which precedes every writer's files). Both
-stop after their first run that starts once STOP_FILE exists (at most 15 minutes)."""
+"""A process of tests/objectstore/test_store_concurrency.py, on any table URI (the store is
+found through the environment): `writer URI ID N [OPTIONS_JSON]` commits N one-file appends
+(ids ID*100000 + i), with default options unless given, and prints the snapshot ids it was
+given as JSON; `expirer URI STOP_FILE` expires snapshots in a loop; `cleaner URI STOP_FILE
+CUTOFF_MS` runs orphan cleanup in a loop (only files older than CUTOFF_MS, which precedes every
+writer's files). Both stop after their first run that starts once STOP_FILE exists (at most 15
+minutes)."""
 import json
 import os
 import sys
