@@ -236,16 +236,23 @@ class _RivalWinsFirst(LocalFileIO):
         return super().try_create_atomic(path, data, precondition)
 
 
+def _losing_to_rival(table, table_path, rival_wins):
+    """Row 1 committed; then a table whose first `rival_wins` snapshot creates each lose to
+    another writer, and the pending commit messages of row 2."""
+    write(table, make_rows([1]))
+    t = Table(FileStore.open(str(table_path), io=_RivalWinsFirst(str(table_path), rival_wins)))
+    w = t.new_writer()
+    w.write_arrow(make_rows([2]))
+    return t, w.prepare_commit()
+
+
 def test_races_lost_to_other_writers_do_not_use_up_max_retries(table, table_path):
     # commit.max-retries bounds attempts after which the table did not move; a race lost to
     # another writer's snapshot is progress, so 5 lost races with max-retries = 2 still land.
-    write(table, make_rows([1]))
-    t = Table(FileStore.open(str(table_path), io=_RivalWinsFirst(str(table_path), 5)))
-    w = t.new_writer()
-    w.write_arrow(make_rows([2]))
+    t, msgs = _losing_to_rival(table, table_path, 5)
     with t.new_commit(options={"commit.max-retries": "2", "commit.min-retry-wait": "1 ms",
                                "commit.max-retry-wait": "2 ms"}) as c:
-        sid = c.commit(w.prepare_commit())
+        sid = c.commit(msgs)
         assert c.last_result.attempts == 6
     assert sid == 7 and snapshot_ids(table_path) == list(range(1, 8))
     assert sorted(r["id"] for r in rows(pp_read(table_path))) == [1, 2, 100, 101, 102, 103,
@@ -255,11 +262,7 @@ def test_races_lost_to_other_writers_do_not_use_up_max_retries(table, table_path
 def test_a_lost_race_rewrites_only_the_base_list(table, table_path):
     # The delta manifests and list depend only on the commit's entries: the attempt that
     # lands publishes the ones its first attempt wrote, and nothing is left behind.
-    write(table, make_rows([1]))
-    t = Table(FileStore.open(str(table_path), io=_RivalWinsFirst(str(table_path), 3)))
-    w = t.new_writer()
-    w.write_arrow(make_rows([2]))
-    msgs = w.prepare_commit()
+    t, msgs = _losing_to_rival(table, table_path, 3)
     with t.new_commit(options={"commit.min-retry-wait": "1 ms",
                                "commit.max-retry-wait": "2 ms"}) as c:
         sid = c.commit(msgs)
@@ -276,11 +279,7 @@ def test_a_lost_race_rewrites_only_the_base_list(table, table_path):
 
 
 def test_timeout_bounds_races_lost_to_other_writers(table, table_path):
-    write(table, make_rows([1]))
-    t = Table(FileStore.open(str(table_path), io=_RivalWinsFirst(str(table_path), 1000)))
-    w = t.new_writer()
-    w.write_arrow(make_rows([2]))
-    msgs = w.prepare_commit()
+    t, msgs = _losing_to_rival(table, table_path, 1000)
     with t.new_commit(options={"commit.timeout": "300 ms", "commit.min-retry-wait": "1 ms",
                                "commit.max-retry-wait": "5 ms"}) as c:
         with pytest.raises(CommitFailedError, match=r"commit.timeout = 300 ms\): snapshot \d+ "
