@@ -15,7 +15,9 @@ and the deletion gate refuses anything that is not strictly below it.
 """
 from __future__ import annotations
 
+import base64
 import datetime
+import json
 import logging
 import os
 import re
@@ -183,7 +185,6 @@ def _gcs_base_url(config: Mapping[str, str]) -> Optional[str]:
     url = config.get("google_base_url") or os.environ.get("GOOGLE_BASE_URL")
     if url:
         return url
-    import json
     key = config.get("service_account_key") or config.get("google_service_account_key")
     path = next((config[k] for k in ("service_account_path", "google_service_account_path",
                                      "google_service_account") if config.get(k)), None)
@@ -235,7 +236,6 @@ def _build_store(scheme: str, bucket: str, account: Optional[str],
             config["account_name"] = account
         key = config.get("account_key") or config.get("azure_storage_account_key")
         if key:   # obstore's own message would be a raw "Invalid Access Key" with no path
-            import base64
             try:
                 base64.b64decode(key, validate=True)
             except ValueError:
