@@ -168,8 +168,8 @@ class CoreOptions:
         "manifest.full-compaction-threshold-size", 16 << 20, parse_memory_size, _at_least(1),
         "Size of manifests holding DELETE entries that triggers a full manifest compaction.")
     COMMIT_MAX_RETRIES = ConfigOption("commit.max-retries", 10, _parse_int, _at_least(0),
-                                      "Retries after failed attempts that the table did not "
-                                      "move for (races lost to another writer do not count).")
+                                      "Retries after failed attempts (races lost to another "
+                                      "writer do not count).")
     COMMIT_SINGLE_WRITER = ConfigOption(
         "commit.single-writer", False, _parse_bool,
         description="Only one process commits to this table: allows object stores that cannot "

@@ -68,7 +68,7 @@ class CommitResult:
 
 
 class _Stalled(Exception):
-    """commit.max-retries attempts failed without the table moving."""
+    """More than commit.max-retries attempts failed (races lost to other writers not counted)."""
 
     def __init__(self, cause: Optional[BaseException]):
         super().__init__(str(cause))
@@ -91,7 +91,9 @@ class _AttemptState:
     uncertain_base: Optional[int] = None  # base id of an attempt whose publish is unknown
     attempts: int = 0
     failed_base: Optional[int] = None     # base id of the attempt that just failed
-    stalls: int = 0                       # failed attempts after which the table did not move
+    stalls: int = 0                       # failed attempts after which the table did not
+                                          # move, or whose publish failed with an I/O error
+    failed_with_io_error: bool = False
     base: int = 0                         # id of the latest snapshot this attempt builds on
     last_failure: Optional[BaseException] = None
     delta: Optional["_Delta"] = None       # delta manifests + list, kept across lost races
@@ -224,9 +226,8 @@ class FileStoreCommit:
         cfg = self.config
         if not cfg.single_writer:  # before anything is published (object stores probe once)
             self.store.io.check_atomic_create()
-        # commit.max-retries counts only the failed attempts after which the table did not
-        # move (see _attempt_once). A race lost to another writer's snapshot is progress of
-        # the table, not a failure: with 8 writers committing back to back on S3, 5 commits in
+        # commit.max-retries counts failed attempts except races lost to another writer
+        # (see _attempt_once). Such a race is progress of the table, not a failure: with 8 writers committing back to back on S3, 5 commits in
         # 400 lost more than 10 races in a row and landed a moment later (at most 15 attempts).
         # Races are bounded by commit.timeout instead.
         stop = stop_never if cfg.timeout_ms is None else stop_after_delay(cfg.timeout_ms / 1000.0)
@@ -243,8 +244,8 @@ class FileStoreCommit:
             attempts = state.attempts - (1 if isinstance(e, _Stalled) else 0)
             raise CommitFailedError(
                 f"{kind} commit to {self.store.path} by user {self.commit_user!r} failed after "
-                f"{attempts} attempt(s) (commit.max-retries = {cfg.max_retries} retries "
-                f"without the table moving, commit.timeout = {cfg.timeout_ms} ms): "
+                f"{attempts} attempt(s) (commit.max-retries = {cfg.max_retries}, races lost "
+                f"to other writers not counted; commit.timeout = {cfg.timeout_ms} ms): "
                 f"{cause}") from cause
         if sid is None:
             self._drop_delta(state)
@@ -267,6 +268,7 @@ class FileStoreCommit:
                                       empty_means_noop, state)
         except _RaceLost as e:
             state.failed_base, state.last_failure = state.base, e
+            state.failed_with_io_error = e.uncertain_base is not None
             raise
 
     def _attempt_once(self, changes: _Changes, kind: str, identifier: int,
@@ -276,19 +278,20 @@ class FileStoreCommit:
         store = self.store
         latest = store.snapshots.latest_snapshot()
         state.base = latest.id if latest else 0
-        if state.failed_base is not None:
-            if state.base <= state.failed_base:
-                state.stalls += 1
-                if state.stalls > self.config.max_retries:
-                    raise _Stalled(state.last_failure)
-            state.failed_base = None
-
         if state.uncertain_base is not None and latest is not None:
             done = self._find_own_snapshot(state.uncertain_base, latest.id, identifier, kind)
             if done is not None:
                 log.info("commit %s/%d was published as snapshot %d by an earlier attempt",
                          self.commit_user, identifier, done)
                 return done
+        if state.failed_base is not None:
+            # A publish that failed with an I/O error (and did not land, see above) counts
+            # even if other writers moved the table meanwhile: our requests are failing.
+            if state.failed_with_io_error or state.base <= state.failed_base:
+                state.stalls += 1
+                if state.stalls > self.config.max_retries:
+                    raise _Stalled(state.last_failure)
+            state.failed_base = None
 
         session = ManifestWriteSession(store.manifests)
         try:

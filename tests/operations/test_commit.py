@@ -259,6 +259,35 @@ def test_races_lost_to_other_writers_do_not_use_up_max_retries(table, table_path
                                                                   104]
 
 
+class _PublishFailsWhileRivalsCommit(_RivalWinsFirst):
+    """Before each of our snapshot creates another writer commits, and then our create fails
+    with an I/O error without writing anything."""
+
+    def try_create_atomic(self, path, data, precondition=None):
+        if "/snapshot/snapshot-" in path:
+            write(Table.open(self.root), make_rows([100 + self.rival_wins]))
+            self.rival_wins += 1
+            raise OSError("injected: the store refused the request")
+        return super().try_create_atomic(path, data, precondition)
+
+
+def test_failing_publishes_count_even_while_other_writers_move_the_table(table, table_path):
+    # Only races are free: a publish that keeps failing with I/O errors uses up max-retries
+    # even though the table moves (otherwise a writer without permission on a busy table
+    # would retry forever).
+    write(table, make_rows([1]))
+    t = Table(FileStore.open(str(table_path),
+                             io=_PublishFailsWhileRivalsCommit(str(table_path), 0)))
+    w = t.new_writer()
+    w.write_arrow(make_rows([2]))
+    with t.new_commit(options={"commit.max-retries": "2", "commit.min-retry-wait": "1 ms",
+                               "commit.max-retry-wait": "2 ms", "commit.timeout": "20 s"}) as c:
+        with pytest.raises(CommitFailedError, match=r"failed after 3 attempt\(s\).*injected"):
+            c.commit(w.prepare_commit())
+    assert 2 not in [r["id"] for r in rows(pp_read(table_path))]
+    assert len(snapshot_ids(table_path)) == 4   # ours never published; 3 rivals did
+
+
 def test_a_lost_race_rewrites_only_the_base_list(table, table_path):
     # The delta manifests and list depend only on the commit's entries: the attempt that
     # lands publishes the ones its first attempt wrote, and nothing is left behind.
