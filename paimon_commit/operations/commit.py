@@ -5,8 +5,9 @@ manifest lists, and publishes `snapshot-<latest+1>` with an atomic create-if-abs
 that race deletes the base list the attempt wrote and retries (tenacity, exponential backoff
 with jitter); the delta manifests and list depend only on the changes and are reused while
 the changes stay the same, and deleted if the commit gives up. A real conflict (a DELETE of a
-file that is no longer live, an ADD of a live file) fails at once. An attempt whose publish outcome is unknown keeps its files, and the next
-attempt first looks for its snapshot (same commit user, identifier and kind).
+file that is no longer live, an ADD of a live file) fails at once. An attempt whose publish
+outcome is unknown keeps its files, and the next attempt first looks for its snapshot (same
+commit user, identifier and kind).
 """
 from __future__ import annotations
 
@@ -91,11 +92,10 @@ class _AttemptState:
     uncertain_base: Optional[int] = None  # base id of an attempt whose publish is unknown
     attempts: int = 0
     failed_base: Optional[int] = None     # base id of the attempt that just failed
+    last_failure: Optional["_RaceLost"] = None
     stalls: int = 0                       # failed attempts after which the table did not
                                           # move, or whose publish failed with an I/O error
-    failed_with_io_error: bool = False
     base: int = 0                         # id of the latest snapshot this attempt builds on
-    last_failure: Optional[BaseException] = None
     delta: Optional["_Delta"] = None       # delta manifests + list, kept across lost races
     entries: List[ManifestEntry] = field(default_factory=list)
 
@@ -227,9 +227,10 @@ class FileStoreCommit:
         if not cfg.single_writer:  # before anything is published (object stores probe once)
             self.store.io.check_atomic_create()
         # commit.max-retries counts failed attempts except races lost to another writer
-        # (see _attempt_once). Such a race is progress of the table, not a failure: with 8 writers committing back to back on S3, 5 commits in
-        # 400 lost more than 10 races in a row and landed a moment later (at most 15 attempts).
-        # Races are bounded by commit.timeout instead.
+        # (see _attempt_once). Such a race is progress of the table, not a failure: with 8
+        # writers committing back to back on S3, 5 commits in 400 lost more than 10 races in a
+        # row and landed a moment later (at most 15 attempts). Races are bounded by
+        # commit.timeout instead.
         stop = stop_never if cfg.timeout_ms is None else stop_after_delay(cfg.timeout_ms / 1000.0)
         retrying = Retrying(stop=stop, wait=self._wait,
                             retry=retry_if_exception_type(_RaceLost), reraise=False)
@@ -268,7 +269,6 @@ class FileStoreCommit:
                                       empty_means_noop, state)
         except _RaceLost as e:
             state.failed_base, state.last_failure = state.base, e
-            state.failed_with_io_error = e.uncertain_base is not None
             raise
 
     def _attempt_once(self, changes: _Changes, kind: str, identifier: int,
@@ -287,7 +287,8 @@ class FileStoreCommit:
         if state.failed_base is not None:
             # A publish that failed with an I/O error (and did not land, see above) counts
             # even if other writers moved the table meanwhile: our requests are failing.
-            if state.failed_with_io_error or state.base <= state.failed_base:
+            io_error = state.last_failure.uncertain_base is not None
+            if io_error or state.base <= state.failed_base:
                 state.stalls += 1
                 if state.stalls > self.config.max_retries:
                     raise _Stalled(state.last_failure)
@@ -302,8 +303,9 @@ class FileStoreCommit:
             full = False
             if check_conflicts and latest is not None:
                 full = self._check_conflicts(latest, entries)
-            snapshot = self._write_snapshot_files(session, latest, entries, kind, identifier,
-                                                  full, state)
+            delta = self._delta_files(state, entries)
+            snapshot = self._write_snapshot_files(session, latest, delta, entries, kind,
+                                                  identifier, full)
         except FileNotFoundError as e:
             session.delete_written()
             self._base_vanished(latest, e)
@@ -350,9 +352,23 @@ class FileStoreCommit:
                 return sid
         return None
 
+    def _delta_files(self, state: _AttemptState, entries: List[ManifestEntry]) -> _Delta:
+        """The delta manifests and list of these entries: the ones an earlier attempt wrote
+        if its entries were the same, else new ones (the earlier ones are deleted)."""
+        if state.delta is None or state.delta.entries != entries:
+            self._drop_delta(state)
+            session = ManifestWriteSession(self.store.manifests)
+            try:
+                name, size = session.write_list(session.write_manifests(entries))
+            except BaseException:
+                session.delete_written()
+                raise
+            state.delta = _Delta(entries, name, size, session)
+        return state.delta
+
     def _write_snapshot_files(self, session: ManifestWriteSession, latest: Optional[Snapshot],
-                              entries: List[ManifestEntry], kind: str, identifier: int,
-                              full_compaction: bool, state: _AttemptState) -> Snapshot:
+                              delta: _Delta, entries: List[ManifestEntry], kind: str,
+                              identifier: int, full_compaction: bool) -> Snapshot:
         store, cfg = self.store, self.config
         mio = store.manifests
         if latest is not None:
@@ -363,17 +379,6 @@ class FileStoreCommit:
         base = session.merge(previous, cfg.merge_min_count, cfg.full_compaction_size,
                              force_full=full_compaction)
         base_name, base_size = session.write_list(base)
-        if state.delta is None or (state.delta.entries is not entries
-                                   and state.delta.entries != entries):
-            self._drop_delta(state)
-            delta_session = ManifestWriteSession(mio)
-            try:
-                name, size = delta_session.write_list(delta_session.write_manifests(entries))
-            except BaseException:
-                delta_session.delete_written()
-                raise
-            state.delta = _Delta(entries, name, size, delta_session)
-        delta_name, delta_size = state.delta.name, state.delta.size
         delta_rows = sum(e.file.row_count if e.kind == FileKind.ADD else -e.file.row_count
                          for e in entries)
         schema_id = store.schema.id if latest is None else max(store.schema.id,
@@ -383,8 +388,8 @@ class FileStoreCommit:
             schema_id=schema_id,
             base_manifest_list=base_name,
             base_manifest_list_size=base_size,
-            delta_manifest_list=delta_name,
-            delta_manifest_list_size=delta_size,
+            delta_manifest_list=delta.name,
+            delta_manifest_list_size=delta.size,
             commit_user=self.commit_user,
             commit_identifier=identifier,
             commit_kind=kind,
