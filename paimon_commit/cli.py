@@ -75,8 +75,8 @@ class _Run:
 
 
 def _io(path: str):
-    from .fileio import FileIO
-    io = FileIO.for_path(_Run.raw_paths.get(path, path), _Run.storage)
+    from .io import for_path as file_io_for_path
+    io = file_io_for_path(_Run.raw_paths.get(path, path), _Run.storage)
     io.deletion_log = _Run.deleted
     _Run.root = io.root.rstrip("/") + "/"
     return io
@@ -206,7 +206,7 @@ def cmd_info(args) -> Dict[str, Any]:
 
 
 def _walk(t: Table):
-    from .fileio import walk_files
+    from .io import walk_files
     return walk_files(t.store.io, t.store.root)
 
 
@@ -426,7 +426,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     _Run.deleted.clear()
-    from .objectstore import redact_uri
+    from .io import redact_uri
     _Run.storage = dict(args.option)
     shown = redact_uri(args.table)  # s3://key:secret@bucket/...: never echoed in the output
     _Run.raw_paths = {shown: args.table}

@@ -12,7 +12,7 @@ import shutil
 import sys
 import time
 
-from .fileio import walk_files
+from .io import walk_files
 from .operations.orphan import CleanContext, OrphanFilesCleaner
 from .table import Table
 

@@ -41,3 +41,13 @@ class CommitFailedError(PaimonCommitError):
 
 class UnsupportedTableError(PaimonCommitError):
     """The table uses a feature this library does not implement (e.g. deletion vectors)."""
+
+
+class ObjectStoreError(PaimonCommitError, OSError):
+    """A request to an object store failed (unreachable endpoint, credentials refused,
+    missing bucket, ...). The message names the store and the path, never a credential."""
+
+
+class AtomicCreateUnsupportedError(CommitFailedError):
+    """The storage cannot create a file only if it is absent: several writers could publish the
+    same snapshot id and all but one commit would be lost silently."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from .errors import CommitConflictError
-from .fileio import FileIO
+from .io import FileIO
 from .format import binary_row
 from .format import paths as P
 from .format.manifest import (

@@ -205,7 +205,7 @@ def build_report(table, progress: Optional[ProgressCallback] = None,
     rep.referenced_bytes = sum(all_data.values()) + sum(meta_sizes.get(p, 0) for p in used_meta)
 
     # --- on disk ---------------------------------------------------------------------------
-    from .fileio import walk_files
+    from .io import walk_files
     n = 0
     for st in walk_files(io, store.root):
         n += 1

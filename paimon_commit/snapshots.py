@@ -10,7 +10,7 @@ import logging
 from typing import Iterator, List, Optional
 
 from .errors import CommitFailedError, CorruptMetadataError
-from .fileio import FileIO
+from .io import FileIO
 from .format import paths as P
 from .format.snapshot import Snapshot
 

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .errors import CorruptMetadataError, TableNotFoundError, UnsupportedTableError
-from .fileio import FileIO
+from .io import FileIO
+from .io import for_path as file_io_for_path
 from .format import paths as P
 from .format import types as ptypes
 from .format.manifest import ManifestEntry, avro_codec
@@ -147,7 +148,7 @@ class FileStore:
 
     @classmethod
     def open(cls, path: str, io: Optional[FileIO] = None) -> "FileStore":
-        io = io or FileIO.for_path(path)
+        io = io or file_io_for_path(path)
         root = io.root
         schemas = SchemaManager(io, root)
         schema = schemas.latest()

@@ -10,8 +10,9 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 import pyarrow as pa
 
 from .errors import TableExistsError, UnsupportedTableError
-from .fileio import FileIO
-from .objectstore import redact_uri
+from .io import FileIO
+from .io import for_path as file_io_for_path
+from .io import redact_uri
 from .format import paths as P
 from .format.manifest import DataFileMeta, ManifestEntry
 from .format.schema import TableSchema
@@ -106,7 +107,7 @@ class Table:
             OptionError: an option of the table or of `options` is invalid.
         """
         path = str(path)
-        io = file_io or FileIO.for_path(path, _str_options(options))
+        io = file_io or file_io_for_path(path, _str_options(options))
         return cls(FileStore.open(redact_uri(path), io))  # no credentials in Table.path
 
     @classmethod
@@ -137,7 +138,7 @@ class Table:
         problem = write_refusal(table_schema, validate_options(table_schema.options))
         if problem:  # before any I/O: a table this library could not write to
             raise UnsupportedTableError(f"cannot create {redact_uri(path)}: {problem}")
-        io = file_io or FileIO.for_path(path, _str_options(storage_options))
+        io = file_io or file_io_for_path(path, _str_options(storage_options))
         path = redact_uri(path)  # s3://key:secret@bucket/...: credentials stay in `io` only
         schemas = SchemaManager(io, io.root)
         if schemas.list_ids():

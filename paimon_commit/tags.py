@@ -6,7 +6,7 @@ import re
 from typing import Dict, List, Optional
 
 from .errors import CorruptMetadataError
-from .fileio import FileIO
+from .io import FileIO
 from .format import paths as P
 from .format.snapshot import Consumer, Tag
 

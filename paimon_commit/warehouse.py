@@ -28,7 +28,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .errors import (CorruptMetadataError, OptionError, PaimonCommitError, TableNotFoundError,
                      UnsupportedTableError)
-from .fileio import FileIO
+from .io import FileIO
+from .io import for_path as file_io_for_path
 from .format import paths as P
 from .progress import MAINTAINING, ProgressCallback, emit
 
@@ -124,7 +125,7 @@ def find_tables(warehouse: str, database: Optional[str] = None,
     Raises:
         TableNotFoundError: the warehouse directory does not exist or holds no database.
     """
-    io = file_io or FileIO.for_path(warehouse, dict(storage_options or {}))
+    io = file_io or file_io_for_path(warehouse, dict(storage_options or {}))
     root = io.root
     dbs = [st for st in io.list_status(root) if st.is_dir and st.name.endswith(".db")
            and not getattr(st, "is_symlink", False)]
@@ -269,7 +270,7 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
             from .operations.orphan import CleanContext, OrphanFilesCleaner
             orr = OrphanFilesCleaner(CleanContext(
                 str(path), older_than_ms=older_than_ms, dry_run=dry_run, clock=clock,
-                file_io=FileIO.for_path(str(path), dict(storage_options or {})))).clean()
+                file_io=file_io_for_path(str(path), dict(storage_options or {})))).clean()
             result.orphans_deleted = orr.deleted_files
             result.deleted_files += orr.deleted_files
             result.deleted_bytes += orr.deleted_bytes

@@ -29,7 +29,7 @@ from concurrent.futures import Executor
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
-from ..deletion import Deleter
+from ..io.deletion import Deleter
 from ..errors import CorruptMetadataError, OptionError
 from ..format import paths as P
 from ..format.snapshot import Snapshot, Tag

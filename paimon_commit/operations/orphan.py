@@ -25,10 +25,11 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Set, Tuple
 
-from ..deletion import remove_empty_dirs, run_deletions
+from ..io.deletion import remove_empty_dirs, run_deletions
 from ..progress import DELETING, LISTING, READING, Throttle, emit
 from ..errors import CorruptMetadataError, OptionError, PaimonCommitError, TableNotFoundError
-from ..fileio import FileIO, FileStatus
+from ..io import FileIO, FileStatus
+from ..io import for_path as file_io_for_path
 from ..format import paths as P
 from ..format.snapshot import Snapshot, Tag
 from ..reachability import Reachability, Root, Unreadable
@@ -153,7 +154,7 @@ class OrphanFilesCleaner:
 
     def __init__(self, context: CleanContext):
         self.ctx = context
-        io = context.file_io or FileIO.for_path(context.table_path)
+        io = context.file_io or file_io_for_path(context.table_path)
         # Refuse non-tables before listing anything (e.g. `remove-orphan-files /`).
         if not SchemaManager(io, io.root).list_ids():
             raise TableNotFoundError(

@@ -6,7 +6,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
-from ..deletion import Deleter
+from ..io.deletion import Deleter
 from ..format.snapshot import Tag
 from ..reachability import Reachability, Root, Unreadable
 from ..snapshots import ChangelogManager

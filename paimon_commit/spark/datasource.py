@@ -32,7 +32,8 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from ..errors import OptionError, TableNotFoundError
-from ..objectstore import redact_uri, storage_options
+from ..io import redact_uri
+from ..io.object_store_config import storage_options
 from ..format import types as ptypes
 from ..format.commit_message import CommitMessage
 from ..options import OPTIONS, validate_options
@@ -272,8 +273,8 @@ def _checkpoint_commit_user(checkpoint: Optional[str]) -> str:
     if not checkpoint:
         raise OptionError("a streaming write to paimon needs option 'checkpointLocation' (or "
                           "an explicit 'commit-user')")
-    from ..fileio import FileIO
-    io = FileIO.for_path(checkpoint)
+    from ..io import for_path as file_io_for_path
+    io = file_io_for_path(checkpoint)
     path = io.join(io.root, "paimon-commit-user")
     try:
         return io.read_bytes(path).decode().strip()
@@ -354,10 +355,10 @@ class PaimonReader(DataSourceReader):
         return [_FilePartition(g) for g in groups]
 
     def read(self, partition: _FilePartition) -> Iterator[pa.RecordBatch]:
-        from ..fileio import FileIO
+        from ..io import for_path as file_io_for_path
         from ..table import read_data_file
         table_schema = _to_arrow_schema(self.schema)
-        io = FileIO.for_path(self.path, self.storage)
+        io = file_io_for_path(self.path, self.storage)
         for path, values in partition.paths:
             yield from read_data_file(io, path, values, table_schema).to_batches()
 

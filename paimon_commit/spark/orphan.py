@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Iterable, Iterator, List, Optional, Tuple
 
-from ..fileio import FileIO, FileStatus
+from ..io import FileIO, FileStatus
 from ..operations.orphan import (
     CleanContext, OrphanCleanAborted, OrphanCleanResult, OrphanFilesCleaner, _Candidate,
     _is_symlink, classify,

@@ -43,8 +43,8 @@ import types
 from collections import Counter
 from typing import Dict, List, Optional, Tuple
 
-import paimon_commit.fileio as _fileio
-from paimon_commit.fileio import LocalFileIO
+import paimon_commit.io.local as _fileio
+from paimon_commit.io.local import LocalFileIO
 
 from faults.faulty_io import Crash
 

@@ -1,6 +1,6 @@
 """A FileIO that dies at its k-th operation: the failing call raises, and so does every call
 after it, as if the process had been killed there (cleanup handlers cannot repair anything)."""
-from paimon_commit.fileio import LocalFileIO
+from paimon_commit.io.local import LocalFileIO
 
 
 class Crash(BaseException):

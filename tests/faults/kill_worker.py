@@ -26,7 +26,8 @@ _calls = [0]
 
 
 def _count_deletions(kill_at) -> None:
-    from paimon_commit import fileio
+    from paimon_commit.io.base import FileIO
+    from paimon_commit.io.local import LocalFileIO  # noqa: F401 - registers the subclass
     lock = threading.Lock()
 
     def wrap(original):
@@ -39,7 +40,7 @@ def _count_deletions(kill_at) -> None:
             return original(self, path)
         return _unlink
 
-    for cls in (fileio.FileIO, *fileio.FileIO.__subclasses__()):
+    for cls in (FileIO, *FileIO.__subclasses__()):
         if "_unlink" in vars(cls):
             cls._unlink = wrap(vars(cls)["_unlink"])
 

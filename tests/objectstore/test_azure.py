@@ -16,7 +16,7 @@ import pytest
 
 from conftest import SCHEMA, make_rows, write
 from paimon_commit import OptionError, Table
-from paimon_commit.objectstore import ObjectStoreError
+from paimon_commit.errors import ObjectStoreError
 from tests.objectstore.azurite_server import ACCOUNT, ACCOUNT_KEY
 from tests.objectstore.stores import assert_never_stored, assert_one_clear_error
 

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import SCHEMA, make_rows, write
 from paimon_commit import Table, TableNotFoundError
-from paimon_commit.objectstore import ObjectStoreError
+from paimon_commit.errors import ObjectStoreError
 from tests.objectstore.moto_server import ACCESS_KEY, SECRET_KEY, MotoServer
 from tests.objectstore.stores import assert_never_stored
 

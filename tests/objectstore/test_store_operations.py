@@ -19,8 +19,8 @@ from conftest import D2, SCHEMA, make_rows, write
 from invariants import referenced_files
 from paimon_commit import (CleanContext, ExpireConfig, ExpireSnapshots, OrphanFilesCleaner, Table,
                            TableNotFoundError, UnsafePathError)
-from paimon_commit.objectstore import (AtomicCreateUnsupportedError, ObjectStoreError,
-                                       ObjectStoreFileIO)
+from paimon_commit.errors import AtomicCreateUnsupportedError, ObjectStoreError
+from paimon_commit.io.object_store import ObjectStoreFileIO
 from paimon_commit.tags import ConsumerManager
 from tests.objectstore.servers import free_port
 from tests.objectstore.stores import CREATED, REFUSED, apply_env, assert_one_clear_error

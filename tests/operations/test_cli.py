@@ -196,7 +196,7 @@ def test_a_failure_after_the_first_delete_exits_1_and_says_what_was_deleted(
     # Regression: a ValueError raised half-way through deleting exited 2 ("invalid input,
     # nothing touched") and the output did not say what had gone.
     import paimon_commit.cli as cli
-    from paimon_commit.fileio import LocalFileIO
+    from paimon_commit.io.local import LocalFileIO
 
     class FailsAtTheThirdDelete(LocalFileIO):
         calls = 0

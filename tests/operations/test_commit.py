@@ -13,7 +13,7 @@ from oracle import pp_live_file_names, pp_read, rows
 from paimon_commit import (
     CommitConflictError, CommitFailedError, CommitMessage, Table,
 )
-from paimon_commit.fileio import LocalFileIO
+from paimon_commit.io.local import LocalFileIO
 from paimon_commit.store import FileStore
 
 

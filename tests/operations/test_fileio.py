@@ -8,7 +8,8 @@ from conftest import SCHEMA, make_rows, write
 from oracle import pp_read, rows
 
 from paimon_commit import Table, UnsafePathError
-from paimon_commit.fileio import LocalFileIO, PyArrowFileIO
+from paimon_commit.io.local import LocalFileIO
+from paimon_commit.io.arrow import PyArrowFileIO
 
 
 def test_pyarrow_filesystem_round_trip(table_path):
@@ -102,11 +103,11 @@ def test_pyarrow_storage_never_removes_a_directory_recursively(tmp_path):
 def test_every_storage_goes_through_the_gate():
     # The gate is in the base class: a FileIO subclass implements _unlink/_rmdir and cannot
     # override the checked entry points by accident without tests noticing.
-    from paimon_commit.fileio import FileIO
+    from paimon_commit.io import FileIO
     for cls in (LocalFileIO, PyArrowFileIO):
         assert cls.delete_quietly is FileIO.delete_quietly
         assert cls.delete_empty_dir is FileIO.delete_empty_dir
         assert cls.delete_files is FileIO.delete_files
-    from paimon_commit.objectstore import ObjectStoreFileIO
+    from paimon_commit.io.object_store import ObjectStoreFileIO
     assert ObjectStoreFileIO.delete_files is FileIO.delete_files
     assert ObjectStoreFileIO.delete_quietly is FileIO.delete_quietly

@@ -10,7 +10,7 @@ from invariants import assert_intact, referenced_files
 from oracle import pp_read, rows
 
 from paimon_commit import OptionError, Table, TableNotFoundError
-from paimon_commit.fileio import LocalFileIO
+from paimon_commit.io.local import LocalFileIO
 from paimon_commit.operations.orphan import CleanContext, OrphanCleanAborted, OrphanFilesCleaner
 
 OLD = time.time() - 3 * 86400

@@ -280,7 +280,7 @@ def test_bad_batch_tag_name_fails_before_commit(table):
 
 
 def test_interrupted_tag_expiry_is_finished_by_the_next_run(table_path, clock, monkeypatch):
-    from paimon_commit.fileio import LocalFileIO
+    from paimon_commit.io.local import LocalFileIO
     t = Table.create(str(table_path), SCHEMA, ["dt", "hr"],
                      {"snapshot.num-retained.min": "1", "snapshot.time-retained": "0 ms"})
     with TableCommit(t.store, "job", clock=clock) as c:

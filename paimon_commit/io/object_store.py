@@ -15,31 +15,23 @@ and the deletion gate refuses anything that is not strictly below it.
 """
 from __future__ import annotations
 
-import base64
-import datetime
-import json
 import logging
-import os
 import re
 import threading
 import uuid
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Tuple
-from urllib.parse import unquote
 
-from .errors import CommitFailedError, OptionError, PaimonCommitError, UnsafePathError
-from .fileio import FileIO, FileStatus
+from ..errors import AtomicCreateUnsupportedError, ObjectStoreError, UnsafePathError
+from .base import FileIO, FileStatus
+from .object_store_config import build_store
+from .uri import parse_object_store_uri
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ObjectStoreFileIO", "ObjectStoreError", "AtomicCreateUnsupportedError",
-           "redact_uri", "storage_options", "SINGLE_WRITER_OPTION"]
+__all__ = ["ObjectStoreFileIO", "SINGLE_WRITER_OPTION"]
 
 #: Declared in options.py as CoreOptions.COMMIT_SINGLE_WRITER; repeated here for messages.
 SINGLE_WRITER_OPTION = "commit.single-writer"
-
-_S3_SCHEMES = ("s3", "s3a", "s3n")
-_GCS_SCHEMES = ("gs", "gcs")
-_AZURE_SCHEMES = ("az", "abfs", "abfss", "azure")
 
 # Names that are files in a Paimon table, never directories: exists() needs no LIST for them.
 _FILE_NAME = re.compile(r"^(snapshot|changelog|schema)-\d+$|^(tag|consumer|manifest|index|stat)-"
@@ -48,228 +40,6 @@ _SIZES_MAX = 100_000          # sizes of files this process wrote, remembered at
 _DELETE_BATCH = 1000          # S3 DeleteObjects takes at most 1,000 keys
 _SINGLE_PUT_MAX = 64 << 20    # below this a file is one PUT (S3 allows 5 GiB)
 _WRITER_BUFFER = 16 << 20     # data files up to this size are one PUT, larger ones multipart
-
-
-class ObjectStoreError(PaimonCommitError, OSError):
-    """A request to an object store failed (unreachable endpoint, credentials refused,
-    missing bucket, ...). The message names the store and the path, never a credential."""
-
-
-class AtomicCreateUnsupportedError(CommitFailedError):
-    """The store does not honour create-if-absent: several writers could publish the same
-    snapshot id and all but one commit would be lost silently."""
-
-
-# --- configuration -----------------------------------------------------------------------
-
-# Paimon's (and Hadoop S3A's, and pypaimon's) option names -> obstore's S3 config keys.
-_S3_OPTIONS = {
-    "s3.endpoint": "endpoint", "fs.s3a.endpoint": "endpoint", "fs.s3.endpoint": "endpoint",
-    "s3.access-key": "access_key_id", "s3.access.key": "access_key_id",
-    "fs.s3a.access.key": "access_key_id", "fs.s3.accesskeyid": "access_key_id",
-    "s3.secret-key": "secret_access_key", "s3.secret.key": "secret_access_key",
-    "fs.s3a.secret.key": "secret_access_key", "fs.s3.accesskeysecret": "secret_access_key",
-    "s3.session-token": "token", "s3.session.token": "token",
-    "fs.s3a.session.token": "token", "fs.s3.securitytoken": "token",
-    "s3.region": "region", "fs.s3a.endpoint.region": "region", "fs.s3a.region": "region",
-    "fs.s3.region": "region",
-}
-_S3_PATH_STYLE = ("s3.path.style.access", "fs.s3a.path.style.access")
-_GCS_OPTIONS = {
-    "fs.gs.auth.service.account.json.keyfile": "service_account_path",
-    "gcs.service-account-file": "service_account_path",
-    "gs.service-account-file": "service_account_path",
-    "gcs.service-account-key": "service_account_key",
-    "gs.service-account-key": "service_account_key",
-}
-_AZURE_OPTIONS = {
-    "azure.account-name": "account_name", "fs.azure.account.name": "account_name",
-    "azure.account-key": "account_key", "azure.sas-token": "sas_key",
-    "fs.azure.sas.token": "sas_key", "azure.endpoint": "endpoint",
-}
-_SECRET_WORDS = ("secret", "key", "token", "password", "credential", "sas", "signature")
-
-
-def redact_uri(uri: str) -> str:
-    """`uri` without credentials in its user-info (`s3://key:secret@bucket/p` ->
-    `s3://bucket/p`). Azure's `abfss://container@account...` keeps its container."""
-    if "://" not in uri:
-        return uri
-    scheme, rest = uri.split("://", 1)
-    authority, sep, tail = rest.partition("/")
-    if "@" in authority:
-        userinfo, host = authority.rsplit("@", 1)
-        if ":" in userinfo or scheme.lower() in _S3_SCHEMES:
-            authority = host
-    return f"{scheme}://{authority}{sep}{tail}"
-
-
-_STORAGE_PREFIXES = ("s3.", "fs.s3a.", "fs.s3.", "fs.gs.", "gcs.", "gs.", "fs.azure.", "azure.",
-                     "aws_", "google_", "azure_", "object-store.")
-
-
-def storage_options(options: Mapping[str, str], path: Optional[str] = None) -> Dict[str, str]:
-    """The storage options among `options` (Paimon's `s3.*`, Hadoop's `fs.s3a.*`, ...), plus
-    the credentials of `path`'s user-info, so that a credential-free path and these options
-    reach the same store (Spark ships both to its executors)."""
-    out = {str(k): str(v) for k, v in options.items()
-           if str(k).lower().startswith(_STORAGE_PREFIXES)}
-    if path and "://" in path:
-        scheme = path.split("://", 1)[0].lower()
-        authority = path.split("://", 1)[1].split("/", 1)[0]
-        if scheme in _S3_SCHEMES and "@" in authority:
-            key, _, secret = authority.rsplit("@", 1)[0].partition(":")
-            out.setdefault("s3.access-key", unquote(key))
-            out.setdefault("s3.secret-key", unquote(secret))
-    return out
-
-
-def _truthy(value: str) -> bool:
-    return str(value).strip().lower() in ("true", "1", "yes")
-
-
-def _retry_config(options: Mapping[str, str]) -> dict:
-    try:
-        retries = int(options.get("object-store.max-retries", 5))
-        timeout_s = float(options.get("object-store.retry-timeout-seconds", 60))
-    except ValueError as e:
-        raise OptionError(f"object-store.max-retries / object-store.retry-timeout-seconds: "
-                          f"expected a number ({e})") from None
-    return {"max_retries": retries,
-            "retry_timeout": datetime.timedelta(seconds=timeout_s),
-            "backoff": {"init_backoff": datetime.timedelta(milliseconds=100),
-                        "max_backoff": datetime.timedelta(seconds=5), "base": 2.0}}
-
-
-def _parse(uri: str) -> Tuple[str, str, str, Optional[str], Optional[Tuple[str, str]]]:
-    """(scheme, bucket, prefix, azure account, user-info credentials) of an object-store URI."""
-    scheme, rest = uri.split("://", 1)
-    scheme = scheme.lower()
-    authority, _, prefix = rest.partition("/")
-    creds = None
-    account = None
-    if "@" in authority:
-        userinfo, host = authority.rsplit("@", 1)
-        if scheme in _AZURE_SCHEMES and ":" not in userinfo:
-            # abfss://container@account.dfs.core.windows.net/path
-            account = host.split(".", 1)[0]
-            authority = userinfo
-        else:
-            key, _, secret = userinfo.partition(":")
-            creds = (unquote(key), unquote(secret))
-            authority = host
-    if not authority:
-        raise PaimonCommitError(f"{redact_uri(uri)}: no bucket in the object-store URI")
-    prefix = prefix.strip("/")
-    return scheme, authority, prefix, account, creds
-
-
-def _native_options(lower: Mapping[str, str], names: Mapping[str, str],
-                    native_prefix: str) -> Dict[str, str]:
-    """obstore settings from Paimon/Hadoop option names (`names`) and obstore's own keys
-    (`native_prefix`, e.g. `aws_`), which pass through unchanged."""
-    out: Dict[str, str] = {}
-    for k, v in lower.items():
-        if k in names:
-            out[names[k]] = v
-        elif k.startswith(native_prefix):
-            out[k] = v
-    return out
-
-
-def _gcs_base_url(config: Mapping[str, str]) -> Optional[str]:
-    """Where obstore's GCSStore will send requests when not to Google (an emulator or another
-    GCS-compatible endpoint), found as obstore finds it: an explicit base URL, else the
-    `gcs_base_url` of the service-account JSON (file or inline key; options before
-    environment). It names the store in messages and keys the probe per endpoint."""
-    url = config.get("google_base_url") or os.environ.get("GOOGLE_BASE_URL")
-    if url:
-        return url
-    key = config.get("service_account_key") or config.get("google_service_account_key")
-    path = next((config[k] for k in ("service_account_path", "google_service_account_path",
-                                     "google_service_account") if config.get(k)), None)
-    if not key and not path:
-        key = os.environ.get("GOOGLE_SERVICE_ACCOUNT_KEY")
-        path = os.environ.get("GOOGLE_SERVICE_ACCOUNT") \
-            or os.environ.get("GOOGLE_SERVICE_ACCOUNT_PATH")
-    try:
-        if key:
-            return json.loads(key).get("gcs_base_url")
-        if path:
-            with open(path) as f:
-                return json.load(f).get("gcs_base_url")
-    except (OSError, ValueError, AttributeError):
-        pass   # obstore reports an unreadable service account itself, naming the file
-    return None
-
-
-def _build_store(scheme: str, bucket: str, account: Optional[str],
-                 creds: Optional[Tuple[str, str]], options: Mapping[str, str]):
-    """The obstore store and a credential-free description of where it points."""
-    from obstore.store import AzureStore, GCSStore, S3Store
-    lower = {str(k).lower(): str(v) for k, v in options.items()}
-    client: Dict[str, object] = {}
-    if scheme in _S3_SCHEMES:
-        config = _native_options(lower, _S3_OPTIONS, "aws_")
-        for k in _S3_PATH_STYLE:
-            if k in lower:
-                config["virtual_hosted_style_request"] = \
-                    "false" if _truthy(lower[k]) else "true"
-        if creds:
-            config["access_key_id"], config["secret_access_key"] = creds
-        endpoint = config.get("endpoint") or config.get("aws_endpoint_url") \
-            or config.get("aws_endpoint") or os.environ.get("AWS_ENDPOINT_URL") \
-            or os.environ.get("AWS_ENDPOINT")
-        kind, cls = "s3", S3Store
-    elif scheme in _GCS_SCHEMES:
-        config = _native_options(lower, _GCS_OPTIONS, "google_")
-        endpoint = _gcs_base_url(config)
-        kind, cls = "gcs", GCSStore
-    else:
-        config = _native_options(lower, _AZURE_OPTIONS, "azure_")
-        for k, v in lower.items():
-            if k.startswith("fs.azure.account.key.") and k.count(".") >= 4:
-                # fs.azure.account.key.<account>.dfs.core.windows.net = <key>
-                config["account_name"] = k[len("fs.azure.account.key."):].split(".", 1)[0]
-                config["account_key"] = v
-        if account and "account_name" not in config:
-            config["account_name"] = account
-        key = config.get("account_key") or config.get("azure_storage_account_key")
-        if key:   # obstore's own message would be a raw "Invalid Access Key" with no path
-            try:
-                base64.b64decode(key, validate=True)
-            except ValueError:
-                raise OptionError(
-                    f"Azure: the account key of {config.get('account_name') or 'the account'} "
-                    f"(container {bucket}) is not base64: copy it as the Azure portal shows it "
-                    f"(Access keys)") from None
-        # Every spelling obstore reads, so that an http:// endpoint gets allow_http.
-        endpoint = config.get("endpoint") or config.get("azure_storage_endpoint") \
-            or config.get("azure_endpoint") or os.environ.get("AZURE_STORAGE_ENDPOINT") \
-            or os.environ.get("AZURE_ENDPOINT")
-        if _truthy(config.get("azure_storage_use_emulator",
-                              os.environ.get("AZURE_STORAGE_USE_EMULATOR", ""))):
-            if endpoint:   # obstore would silently go to AZURITE_BLOB_STORAGE_URL instead
-                raise OptionError(
-                    f"Azure: the emulator setting (azure_storage_use_emulator / "
-                    f"AZURE_STORAGE_USE_EMULATOR) ignores the endpoint {redact_uri(endpoint)}: "
-                    f"either set AZURITE_BLOB_STORAGE_URL=<http://host:port> with the emulator "
-                    f"setting, or drop it and give azure.endpoint=<http://host:port/account> "
-                    f"with azure.account-name and azure.account-key")
-            endpoint = os.environ.get("AZURITE_BLOB_STORAGE_URL") or "http://127.0.0.1:10000"
-        kind, cls = "azure", AzureStore
-    if endpoint and endpoint.lower().startswith("http://"):
-        client["allow_http"] = True
-    store = cls(bucket, config=config or None, client_options=client or None,
-                retry_config=_retry_config(lower))
-    secrets = [v for k, v in config.items()
-               if v and len(v) >= 4 and any(w in k for w in _SECRET_WORDS)]
-    if creds:
-        secrets += [c for c in creds if c]
-    where = redact_uri(endpoint) if endpoint else "default endpoint"
-    if kind == "azure" and config.get("account_name"):
-        where += f", account {config['account_name']}"
-    return store, f"{kind} store at {where}", secrets, endpoint or ""
 
 
 # --- the probe: once per table root and process ------------------------------------------
@@ -368,8 +138,8 @@ class ObjectStoreFileIO(FileIO):
     @classmethod
     def from_uri(cls, uri: str, options: Optional[Mapping[str, str]] = None
                  ) -> "ObjectStoreFileIO":
-        scheme, bucket, prefix, account, creds = _parse(uri)
-        store, description, secrets, endpoint = _build_store(
+        scheme, bucket, prefix, account, creds = parse_object_store_uri(uri)
+        store, description, secrets, endpoint = build_store(
             scheme, bucket, account, creds, options or {})
         return cls(store, scheme, bucket, prefix, description, secrets, endpoint)
 

@@ -1,0 +1,225 @@
+"""Local file system storage: `os` directly (the fast path), `link(2)` to publish."""
+from __future__ import annotations
+
+import errno
+import logging
+import os
+from typing import Callable, Dict, List, Optional
+
+from ..errors import UnsafePathError
+from .base import FileIO, FileStatus, _temp_name
+
+log = logging.getLogger(__name__)
+
+__all__ = ["LocalFileIO"]
+
+
+class LocalFileIO(FileIO):
+    def __init__(self, root: str):
+        self.root = os.path.abspath(root)
+        self._real_root: Optional[str] = None
+        self._real_dirs: Dict[str, str] = {}
+
+    # --- path safety ---------------------------------------------------------------------
+    def _physical_root(self) -> str:
+        if self._real_root is None:
+            self._real_root = os.path.realpath(self.root)
+        return self._real_root
+
+    def _check_inside(self, path: str, allow_root: bool = False) -> str:
+        if ".." in path.split(os.sep):
+            raise UnsafePathError(f"refusing path with '..': {path}")
+        norm = os.path.normpath(os.path.abspath(path))
+        if norm == self.root:
+            if allow_root:
+                return norm
+            raise UnsafePathError(f"refusing to delete the table root {self.root}")
+        if not norm.startswith(self.root + os.sep):
+            raise UnsafePathError(f"refusing to touch {path}: outside the table root {self.root}")
+        parent = os.path.dirname(norm)
+        real_parent = self._real_dirs.get(parent)
+        if real_parent is None:
+            real_parent = os.path.realpath(parent)
+            if len(self._real_dirs) > 100_000:
+                self._real_dirs.clear()
+            self._real_dirs[parent] = real_parent
+        proot = self._physical_root()
+        if real_parent != proot and not real_parent.startswith(proot + os.sep):
+            raise UnsafePathError(
+                f"refusing to touch {path}: its directory resolves to {real_parent}, outside "
+                f"the table root {proot} (symlink?)")
+        return norm
+
+    def forget_resolved_dirs(self) -> None:
+        """Drop cached directory resolutions (call at the start of each operation)."""
+        self._real_dirs.clear()
+        self._real_root = None
+
+    # --- reading -------------------------------------------------------------------------
+    def read_bytes(self, path: str) -> bytes:
+        with open(path, "rb") as f:
+            return f.read()
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def file_size(self, path: str) -> int:
+        return os.stat(path).st_size
+
+    def list_status(self, directory: str) -> List[FileStatus]:
+        out = []
+        try:
+            it = os.scandir(directory)
+        except (FileNotFoundError, NotADirectoryError):
+            return out
+        append = out.append
+        with it:
+            for e in it:
+                try:
+                    st = e.stat(follow_symlinks=False)
+                except FileNotFoundError:
+                    continue  # removed while listing
+                append(FileStatus(e.path, e.name, st.st_size, st.st_mtime_ns // 1_000_000,
+                                  e.is_dir(follow_symlinks=False), e.is_symlink()))
+        return out
+
+    def file_versions(self, directory: str) -> Optional[Dict[str, str]]:
+        # inode + change time + size: a re-created file (temp file + link) is a new inode,
+        # and a reused inode number comes with a new change time.
+        out: Dict[str, str] = {}
+        try:
+            it = os.scandir(directory)
+        except (FileNotFoundError, NotADirectoryError):
+            return out
+        with it:
+            for e in it:
+                try:
+                    st = e.stat(follow_symlinks=False)
+                except FileNotFoundError:
+                    continue
+                out[e.name] = f"{st.st_ino}:{st.st_ctime_ns}:{st.st_size}"
+        return out
+
+    def list_names(self, directory: str) -> List[str]:
+        try:
+            return os.listdir(directory)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    # --- writing -------------------------------------------------------------------------
+    def mkdirs(self, directory: str) -> None:
+        os.makedirs(directory, exist_ok=True)
+
+    def write_new(self, path: str, data: bytes) -> None:
+        try:
+            f = open(path, "xb")
+        except FileNotFoundError:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            f = open(path, "xb")
+        with f:
+            f.write(data)
+
+    def _write_temp(self, path: str, data: bytes, sync: bool) -> str:
+        directory, name = os.path.split(path)
+        tmp = os.path.join(directory, _temp_name(name))
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileNotFoundError:
+            os.makedirs(directory, exist_ok=True)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            if sync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        return tmp
+
+    def overwrite_atomic(self, path: str, data: bytes) -> None:
+        tmp = self._write_temp(path, data, sync=False)
+        try:
+            os.replace(tmp, path)
+        except BaseException:
+            _unlink_quiet(tmp)
+            raise
+
+    def try_create_atomic(self, path: str, data: bytes,
+                          precondition: Optional[Callable[[], bool]] = None) -> bool:
+        if os.path.exists(path):
+            return False
+        tmp = self._write_temp(path, data, sync=True)
+        try:
+            if precondition is not None and not precondition():
+                return False
+            # link(2) fails with EEXIST if the target exists: a true cross-process
+            # create-if-absent, unlike rename which silently replaces.
+            os.link(tmp, path)
+            return True
+        except FileExistsError:
+            return False
+        except OSError as e:
+            if e.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
+                raise
+            log.warning("hard links unsupported under %s (%s); falling back to check-then-rename,"
+                        " which is not safe against concurrent writers", path, e)
+            if os.path.exists(path):
+                return False
+            os.rename(tmp, path)
+            return True
+        finally:
+            _unlink_quiet(tmp)
+
+    def link_time_ns(self, path: str) -> Optional[int]:
+        # link(2) sets the inode's change time: the moment the name appeared.
+        try:
+            return os.stat(path, follow_symlinks=False).st_ctime_ns
+        except OSError:
+            return None
+
+    def open_input_file(self, path: str):
+        return open(path, "rb")
+
+    def read_parquet(self, path: str):
+        import pyarrow.parquet as pq
+        from pyarrow import fs as pafs
+        return pq.read_table(path, filesystem=pafs.LocalFileSystem(), partitioning=None)
+
+    def open_output_stream(self, path: str):
+        try:
+            return open(path, "xb")
+        except FileNotFoundError:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            return open(path, "xb")
+
+    # --- deleting ------------------------------------------------------------------------
+    def _unlink(self, norm: str) -> bool:
+        try:
+            os.unlink(norm)
+            return True
+        except FileNotFoundError:
+            return False
+        except IsADirectoryError:
+            raise UnsafePathError(f"refusing to delete directory {norm} as a file") from None
+        except OSError as e:
+            if os.path.isdir(norm) and not os.path.islink(norm):
+                raise UnsafePathError(f"refusing to delete directory {norm} as a file") from None
+            log.warning("could not delete %s: %s", norm, e)
+            return False
+
+    def _rmdir(self, norm: str) -> bool:
+        if os.path.islink(norm):
+            raise UnsafePathError(f"refusing to remove {norm}: it is a symlink")
+        try:
+            os.rmdir(norm)  # rmdir(2) fails on a non-empty directory: never recursive
+            return True
+        except OSError:
+            return False  # not empty, gone, or not a directory: all mean "leave it"
+
+
+def _unlink_quiet(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
