@@ -195,7 +195,7 @@ def test_a_failure_after_the_first_delete_exits_1_and_says_what_was_deleted(
         capsys, history_table, table_path, monkeypatch):
     # Regression: a ValueError raised half-way through deleting exited 2 ("invalid input,
     # nothing touched") and the output did not say what had gone.
-    import paimon_commit.cli as cli
+    from paimon_commit.cli import context
     from paimon_commit.io.local import LocalFileIO
 
     class FailsAtTheThirdDelete(LocalFileIO):
@@ -207,14 +207,14 @@ def test_a_failure_after_the_first_delete_exits_1_and_says_what_was_deleted(
                 raise ValueError(f"injected failure deleting {norm}")
             return super()._unlink(norm)
 
-    real_io = cli._io
+    real_io = context.open_io
 
     def faulty(path):
         io = real_io(path)
         f = FailsAtTheThirdDelete(io.root)
         f.deletion_log = io.deletion_log
         return f
-    monkeypatch.setattr(cli, "_io", faulty)
+    monkeypatch.setattr(context, "open_io", faulty)
     before = set(files_under(table_path))
     code, out, err = run(capsys, "expire-snapshots", table_path, "--retain-min", 3,
                          "--time-retained", "0 ms", "--max-deletes", 50, "--json")
