@@ -8,6 +8,10 @@ set), snapshot expiration (always, with the table's `snapshot.*` options), and o
 when asked. Tags are not created here: automatic tags are taken by commits, at the snapshot
 that crossed a period boundary.
 
+Paths are reported without credentials: a `s3://KEY:SECRET@bucket/wh` warehouse is reached
+with its credentials moved into the storage options (io.uri.split_credentials), and every table
+path, result, error and log line names `s3://bucket/wh/...`.
+
 A table that fails is reported with its name and the reason and the run goes on with the
 others. A table whose metadata cannot be read (no readable schema, a bad option, a damaged
 snapshot or tag) is skipped with its reason; nothing of it is deleted or "repaired".
@@ -30,6 +34,7 @@ from .errors import (CorruptMetadataError, OptionError, PaimonCommitError, Table
                      UnsupportedTableError)
 from .io import FileIO
 from .io import for_path as file_io_for_path
+from .io.uri import split_credentials
 from .format import paths as P
 from .progress import MAINTAINING, ProgressCallback, emit
 
@@ -120,12 +125,14 @@ def find_tables(warehouse: str, database: Optional[str] = None,
         storage_options: how to reach the storage (`s3.endpoint`, ...), when no file_io.
 
     Returns:
-        TableRefs sorted by `db.table`.
+        TableRefs sorted by `db.table`; their paths carry no credentials (pass the
+        warehouse's as `storage_options` to open them: see split_credentials).
 
     Raises:
         TableNotFoundError: the warehouse directory does not exist or holds no database.
     """
-    io = file_io or file_io_for_path(warehouse, dict(storage_options or {}))
+    warehouse, storage = split_credentials(str(warehouse), storage_options)
+    io = file_io or file_io_for_path(warehouse, storage)
     root = io.root
     dbs = [st for st in io.list_status(root) if st.is_dir and st.name.endswith(".db")
            and not getattr(st, "is_symlink", False)]
@@ -170,13 +177,14 @@ def resolve_table_pattern(pattern: str, file_io: Optional[FileIO] = None,
     Raises:
         ValueError: the pattern is not of that form (the warehouse part may not be a glob).
     """
-    text = str(pattern).rstrip("/")
+    pattern, storage = split_credentials(str(pattern), storage_options)
+    text = pattern.rstrip("/")
     parts = text.rsplit("/", 2)
     if len(parts) != 3 or not parts[1].endswith(".db") or is_table_pattern(parts[0]):
         raise ValueError(f"table pattern {pattern!r} must look like WAREHOUSE/db.db/* or "
                          f"WAREHOUSE/*.db/name* (globs only in the database and table parts)")
     warehouse, db_glob, table_glob = parts[0] or "/", parts[1][:-3], parts[2]
-    return find_tables(warehouse, db_glob, table_glob, file_io, storage_options)
+    return find_tables(warehouse, db_glob, table_glob, file_io, storage)
 
 
 # --- one table -----------------------------------------------------------------------------
@@ -204,15 +212,16 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
         TableMaintenanceResult with status `ok`, `failed` or `skipped`.
     """
     t0 = time.perf_counter()
-    name = name or str(path)
-    result = TableMaintenanceResult(name, str(path), dry_run=dry_run)
+    path, storage_options = split_credentials(str(path), storage_options)
+    name = name or path
+    result = TableMaintenanceResult(name, path, dry_run=dry_run)
     step = "opening"
     try:
         from .operations.expire import ExpireConfig, ExpireSnapshots
         from .operations.tag_lifecycle import TagLifecycleConfig, expire_tags
         from .table import Table
         from .table_commit import TableCommit
-        table = Table.open(str(path), options=storage_options)
+        table = Table.open(path, options=storage_options)
         store, options = table.store, table.store.options
         # Every configuration (and the partition formatter) before the first change: a bad
         # option skips the table untouched.
@@ -269,8 +278,8 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
             emit(progress, step, 0, None, "files", name)
             from .operations.orphan import CleanContext, OrphanFilesCleaner
             orr = OrphanFilesCleaner(CleanContext(
-                str(path), older_than_ms=older_than_ms, dry_run=dry_run, clock=clock,
-                file_io=file_io_for_path(str(path), dict(storage_options or {})))).clean()
+                path, older_than_ms=older_than_ms, dry_run=dry_run, clock=clock,
+                file_io=file_io_for_path(path, storage_options))).clean()
             result.orphans_deleted = orr.deleted_files
             result.deleted_files += orr.deleted_files
             result.deleted_bytes += orr.deleted_bytes
@@ -346,6 +355,7 @@ def maintain_warehouse(warehouse: str, database: Optional[str] = None,
         workers = "process" if parallelism > 1 else "thread"
     if workers not in ("process", "thread"):
         raise ValueError(f"workers must be 'process' or 'thread', got {workers!r}")
+    warehouse, storage_options = split_credentials(str(warehouse), storage_options)
     refs = list(tables) if tables is not None else \
         find_tables(warehouse, database, table_glob, storage_options=storage_options)
     total = len(refs)
