@@ -1,11 +1,11 @@
 """Maintenance of a whole warehouse: every table `<warehouse>/<db>.db/<table>`, several at a
 time, each with what its own options ask for.
 
-Per table, in the order of post-commit maintenance (see table_commit.py): tag expiration
-(`tag.time-expire-enabled`: tags past their retention), partition expiration (when
-`partition.expiration-time` is set), consumer expiration (when `consumer.expiration-time` is
-set), snapshot expiration (always, with the table's `snapshot.*` options), and orphan cleanup
-when asked. Tags are not created here: automatic tags are taken by commits, at the snapshot
+Per table, in the order of post-commit maintenance (operations/maintenance_order.py, which
+commits run too): tag expiration (`tag.time-expire-enabled`: tags past their retention),
+partition expiration (when `partition.expiration-time` is set), consumer expiration (when
+`consumer.expiration-time` is set), snapshot expiration (always, with the table's `snapshot.*`
+options); then orphan cleanup when asked. Tags are not created here: automatic tags are taken by commits, at the snapshot
 that crossed a period boundary.
 
 Paths are reported without credentials: a `s3://KEY:SECRET@bucket/wh` warehouse is reached
@@ -36,6 +36,7 @@ from .io import FileIO
 from .io import for_path as file_io_for_path
 from .io.uri import split_credentials
 from .format import paths as P
+from .operations import maintenance_order
 from .progress import MAINTAINING, ProgressCallback, emit
 
 log = logging.getLogger(__name__)
@@ -217,8 +218,8 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
     result = TableMaintenanceResult(name, path, dry_run=dry_run)
     step = "opening"
     try:
-        from .operations.expire import ExpireConfig, ExpireSnapshots
-        from .operations.tag_lifecycle import TagLifecycleConfig, expire_tags
+        from .operations.expire import ExpireConfig
+        from .operations.tag_lifecycle import TagLifecycleConfig
         from .table import Table
         from .table_commit import TableCommit
         table = Table.open(path, options=storage_options)
@@ -240,39 +241,14 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
         emit(progress, "reading metadata", 0, None, "snapshots", name)
         for _ in store.snapshots.snapshots():
             pass
-        if tag_config.time_expire_enabled:
-            step = "tag expiration"
-            emit(progress, step, 0, None, "tags", name)
-            r = expire_tags(store, dry_run=dry_run, clock=clock)
-            result.tags_expired = list(r.expired_tags)
-            result.deleted_files += r.deleted_files
-            result.deleted_bytes += r.deleted_bytes
-            result.warnings.extend(r.skipped)
-            result.steps["tags"] = r.to_dict()
-        if partition_expire is not None:
-            step = "partition expiration"
-            emit(progress, step, 0, None, "partitions", name)
-            pr = partition_expire.expire(force=True, dry_run=dry_run)
-            result.partitions_expired = [{k: str(v) for k, v in p.items()}
-                                         for p in pr.expired_partitions]
-            for sk in pr.skipped:
-                spec = ",".join(f"{k}={v}" for k, v in sk.to_dict()["partition"].items())
-                result.warnings.append(f"partition {spec} kept: {sk.reason}")
-            result.steps["partitions"] = pr.to_dict()
-        ttl = options["consumer.expiration-time"]
-        if ttl is not None:
-            step = "consumer expiration"
-            from .tags import ConsumerManager
-            result.consumers_expired = ConsumerManager(store.io, store.root).expire(
-                int(clock() * 1000) - ttl, dry_run=dry_run)
-        step = "snapshot expiration"
-        emit(progress, step, 0, None, "snapshots", name)
-        er = ExpireSnapshots(store, expire_config, clock=clock).expire(dry_run=dry_run)
-        result.snapshots_expired = er.expired_snapshots
-        result.deleted_files += er.deleted_files
-        result.deleted_bytes += er.deleted_bytes
-        result.warnings.extend(er.skipped)
-        result.steps["snapshots"] = er.to_dict()
+        steps = _table_steps(store, options, tag_config, expire_config, partition_expire,
+                             result, dry_run, clock)
+
+        def before_step(name_of_step: str) -> None:
+            nonlocal step
+            step = name_of_step
+            emit(progress, step, 0, None, _UNITS[step], name)
+        maintenance_order.run_in_order(steps, before_step)
         if orphans:
             step = "orphan cleanup"
             emit(progress, step, 0, None, "files", name)
@@ -302,6 +278,56 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
     if result.status != "ok":
         log.warning("maintain %s: %s (%s)", name, result.status, result.reason)
     return result
+
+
+_UNITS = {maintenance_order.TAGS: "tags", maintenance_order.PARTITIONS: "partitions",
+          maintenance_order.CONSUMERS: "consumers", maintenance_order.SNAPSHOTS: "snapshots"}
+
+
+def _table_steps(store, options, tag_config, expire_config, partition_expire,
+                 result: TableMaintenanceResult, dry_run: bool, clock: Callable[[], float]
+                 ) -> Dict[str, Optional[Callable[[], None]]]:
+    """What each post-commit maintenance step does here (tags are expired, never created:
+    see the module docstring); each adds what it did to `result`."""
+    from .operations.expire import ExpireSnapshots
+    from .operations.tag_lifecycle import expire_tags
+    from .tags import ConsumerManager
+
+    def tags() -> None:
+        r = expire_tags(store, dry_run=dry_run, clock=clock)
+        result.tags_expired = list(r.expired_tags)
+        result.deleted_files += r.deleted_files
+        result.deleted_bytes += r.deleted_bytes
+        result.warnings.extend(r.skipped)
+        result.steps["tags"] = r.to_dict()
+
+    def partitions() -> None:
+        pr = partition_expire.expire(force=True, dry_run=dry_run)
+        result.partitions_expired = [{k: str(v) for k, v in p.items()}
+                                     for p in pr.expired_partitions]
+        for sk in pr.skipped:
+            spec = ",".join(f"{k}={v}" for k, v in sk.to_dict()["partition"].items())
+            result.warnings.append(f"partition {spec} kept: {sk.reason}")
+        result.steps["partitions"] = pr.to_dict()
+
+    ttl = options["consumer.expiration-time"]
+
+    def consumers() -> None:
+        result.consumers_expired = ConsumerManager(store.io, store.root).expire(
+            int(clock() * 1000) - ttl, dry_run=dry_run)
+
+    def snapshots() -> None:
+        er = ExpireSnapshots(store, expire_config, clock=clock).expire(dry_run=dry_run)
+        result.snapshots_expired = er.expired_snapshots
+        result.deleted_files += er.deleted_files
+        result.deleted_bytes += er.deleted_bytes
+        result.warnings.extend(er.skipped)
+        result.steps["snapshots"] = er.to_dict()
+
+    return {maintenance_order.TAGS: tags if tag_config.time_expire_enabled else None,
+            maintenance_order.PARTITIONS: partitions if partition_expire is not None else None,
+            maintenance_order.CONSUMERS: consumers if ttl is not None else None,
+            maintenance_order.SNAPSHOTS: snapshots}
 
 
 def _maintain_one(args: Tuple) -> Dict[str, Any]:
