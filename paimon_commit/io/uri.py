@@ -48,13 +48,13 @@ class ParsedUri:
 def _split_user_info(scheme: str, rest: str) -> Tuple[Optional[str], str]:
     """(user-info or None, the rest after it)."""
     authority = rest.split("/", 1)[0]
-    if scheme in OBJECT_STORE_SCHEMES:
+    if scheme in OBJECT_STORE_SCHEMES and ":" in authority and "@" in rest:
         # A bucket or container name never holds ':'; so a ':' before the first '/' starts a
-        # KEY:SECRET user-info, which runs to the first '@' even past a '/' (AWS secrets
-        # hold '/', often not percent-encoded): it must never be taken for a path.
-        if ":" in authority and "@" in rest:
-            user_info, _, after = rest.partition("@")
-            return user_info, after
+        # KEY:SECRET user-info, which runs to the first '@' even past a '/' (AWS secrets hold
+        # '/' and '+', often pasted unencoded): no part of it may be taken for a path. (An
+        # '@' in a secret must be percent-encoded, as in any URI: AWS secrets have none.)
+        user_info, _, after = rest.partition("@")
+        return user_info, after
     if "@" in authority:
         user_info, host = authority.rsplit("@", 1)
         return user_info, rest[len(user_info) + 1:]

@@ -163,6 +163,7 @@ def test_one_user_info_parser():
     assert redact_uri("s3://AKID:wJal/rX+Ut@bucket/wh/db.db/t") == "s3://bucket/wh/db.db/t"
     assert redact_uri("s3://AKID:a%2Fb@bucket/wh") == "s3://bucket/wh"
     assert redact_uri("s3a://AKID@bucket/wh") == "s3a://bucket/wh"
+    assert redact_uri("s3://AKID:wJal/rX@bucket/wh/a@b") == "s3://bucket/wh/a@b"
     assert redact_uri("gs://key:secret@bucket/wh") == "gs://bucket/wh"
     assert redact_uri("hdfs://user:pw@namenode:8020/wh") == "hdfs://user@namenode:8020/wh"
     assert redact_uri("hdfs://namenode:8020/a@b/wh") == "hdfs://namenode:8020/a@b/wh"
@@ -174,6 +175,8 @@ def test_one_user_info_parser():
         ("s3", "bucket", "wh", None, ("AKID", "wJal/rX+Ut"))
     assert parse_object_store_uri("s3://AKID:a%2Fb%40c@bucket/wh") == \
         ("s3", "bucket", "wh", None, ("AKID", "a/b@c"))
+    assert parse_object_store_uri("s3://AKID:wJal/rX@bucket/wh/a@b") == \
+        ("s3", "bucket", "wh/a@b", None, ("AKID", "wJal/rX"))
     from paimon_commit.io.uri import parse_uri
     assert parse_uri("/local/path").shown == "/local/path"
 
