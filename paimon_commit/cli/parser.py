@@ -4,13 +4,14 @@ from __future__ import annotations
 import argparse
 import functools
 
+from ..io.uri import redact_uris_in
 from .args import duration, int_at_least, key_value, timestamp_ms
 from .maintenance import add_commands
 from .tables import (cmd_create_tag, cmd_delete_tag, cmd_drop_partition, cmd_expire_partitions,
                      cmd_expire_snapshots, cmd_info, cmd_remove_orphan_files, cmd_rollback_to,
                      cmd_snapshots, cmd_tags, print_text)
 
-__all__ = ["build_parser", "USAGE"]
+__all__ = ["build_parser", "USAGE", "Parser"]
 
 USAGE = """Command line: `paimon-commit COMMAND TABLE ...` (also `python -m paimon_commit`).
 
@@ -21,9 +22,18 @@ printed.
 """
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, except that its errors quote arguments with URI credentials redacted
+    (`unrecognized arguments: s3://KEY:SECRET@...`). Subcommands' parsers are of this class
+    too."""
+
+    def error(self, message: str):
+        super().error(redact_uris_in(message))
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every command (arguments are validated by their types, before I/O)."""
-    p = argparse.ArgumentParser(prog="paimon-commit", description=USAGE,
+    p = Parser(prog="paimon-commit", description=USAGE,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")

@@ -7,6 +7,7 @@ and logs print), `parse_object_store_uri` (how obstore is reached) and `split_cr
 and print more paths from it: the CLI, warehouse maintenance, Spark)."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Dict, Mapping, Optional, Tuple
 from urllib.parse import unquote
@@ -14,7 +15,8 @@ from urllib.parse import unquote
 from ..errors import PaimonCommitError
 
 __all__ = ["OBJECT_STORE_SCHEMES", "S3_SCHEMES", "GCS_SCHEMES", "AZURE_SCHEMES", "ParsedUri",
-           "parse_uri", "redact_uri", "parse_object_store_uri", "split_credentials",
+           "parse_uri", "redact_uri", "redact_uris_in", "parse_object_store_uri",
+           "split_credentials",
            "S3_KEY_OPTION", "S3_SECRET_OPTION"]
 
 S3_SCHEMES = ("s3", "s3a", "s3n")
@@ -97,6 +99,15 @@ def redact_uri(uri: str) -> str:
     """`uri` without credentials in its user-info (`s3://key:secret@bucket/p` ->
     `s3://bucket/p`). Azure's `abfss://container@account...` keeps its container."""
     return parse_uri(uri).shown
+
+
+_URI_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"]+")
+
+
+def redact_uris_in(text: str) -> str:
+    """`text` with every URI in it redacted (for messages quoting arguments as given, such
+    as argparse's "unrecognized arguments: ...")."""
+    return _URI_IN_TEXT.sub(lambda m: redact_uri(m.group(0)), text)
 
 
 def parse_object_store_uri(uri: str) -> Tuple[str, str, str, Optional[str], Optional[Tuple[str, str]]]:

@@ -140,8 +140,11 @@ def test_no_cli_command_shows_the_uri_credentials(bare_s3, capfd, caplog, tmp_pa
                 (f"{shown_wh}/db.db/broken", "skipped"), (f"{shown_wh}/db.db/t1", "ok"),
                 (f"{shown_wh}/db.db/t2", "ok")]
 
-    # Error paths: a missing warehouse, a path that is not a table, a table that is not
-    # partitioned, an endpoint where nothing listens.
+    # Error paths: arguments argparse refuses, a missing warehouse, a path that is not a
+    # table, a table that is not partitioned, an endpoint where nothing listens.
+    _, err = o.run("info", t1, f"{wh}/db.db/t2", code=2)
+    assert f"unrecognized arguments: s3://{s3.name}/wh/db.db/t2" in err
+    o.run("remove-orphan-files", t1, "--mode", t1, code=2)
     _, err = o.run("maintain", f"s3://{ACCESS_KEY}:{secret}@{s3.name}/nowhere", "--json",
                    code=2)
     assert f"warehouse s3://{s3.name}/nowhere does not exist" in err
