@@ -107,6 +107,9 @@ def test_no_cli_command_shows_the_uri_credentials(bare_s3, capfd, caplog, tmp_pa
     o.run("expire-tags", t1, "--json", "--dry-run")
     o.run("drop-partition", t1, "dt=2024-01-01,hr=0", "--json", "-v")
     o.run("rollback-to", t1, "--snapshot", "4", "--json")
+    out, _ = o.run("expire-partitions", t1, "--expiration-time", "1 d", "--dry-run", "--json",
+                   "-v")
+    assert [p["dt"] for p in json.loads(out)["expired_partitions"]] == ["2024-01-01"] * 2
     out, _ = o.run("report", t1, "--json", "--html", tmp_path / "r.html")
     assert json.loads(out)["table"] == f"{shown_wh}/db.db/t1"
     o.texts.append(("report html", (tmp_path / "r.html").read_text()))
@@ -131,7 +134,7 @@ def test_no_cli_command_shows_the_uri_credentials(bare_s3, capfd, caplog, tmp_pa
 
     # The warehouse: with and without --json, --dry-run, --orphans; one worker or two.
     for extra in (["--json"], [], ["--dry-run", "--orphans", "--json"],
-                  ["--orphans", "--parallelism", "1"], ["--orphans", "--json", "-v"]):
+                  ["--orphans", "--parallelism", "1", "-v"]):
         out, _ = o.run("maintain", wh, *extra, code=1)   # db.broken is skipped
         if "--json" in extra:
             r = json.loads(out)
