@@ -90,7 +90,8 @@ def build_report(table, progress: Optional[ProgressCallback] = None,
     store = table.store
     io, mio = store.io, store.manifests
     tick = Throttle(progress)
-    rep = HealthReport(str(table.path),
+    from .io import redact_uri
+    rep = HealthReport(redact_uri(str(table.path)),   # shown on the page: no credentials
                        datetime.datetime.fromtimestamp(clock()).isoformat(timespec="seconds"))
     snaps = list(store.snapshots.snapshots())
     from .operations.tag_lifecycle import readable_tags

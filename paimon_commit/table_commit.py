@@ -253,21 +253,36 @@ class TableCommit:
                     self._error = e
 
     def _run_maintenance(self, identifier: Optional[int]) -> MaintenanceResult:
+        from .operations import maintenance_order as order
         t0 = time.perf_counter()
         result = MaintenanceResult()
-        if self.tag_lifecycle is not None:   # tags first: see the module docstring
-            result.tags = self.tag_lifecycle.before_expiration()
-        if self.partition_expire is not None:
+        tags, consumer_ttl = self.tag_lifecycle, self.options["consumer.expiration-time"]
+
+        def expire_tags() -> None:
+            result.tags = tags.before_expiration()
+
+        def expire_partitions() -> None:
             result.partitions = self.partition_expire.expire(commit_identifier=identifier)
-        consumer_ttl = self.options["consumer.expiration-time"]
-        if consumer_ttl is not None:
+
+        def expire_consumers() -> None:
             result.consumers_expired = ConsumerManager(self.store.io, self.store.root).expire(
                 int(self.clock() * 1000) - consumer_ttl)
-        if self._expirer is None:   # one per TableCommit: it carries what it read forward
-            self._expirer = ExpireSnapshots(self.store, self.expire_config, clock=self.clock)
-        result.snapshots = self._expirer.expire()
-        if self.tag_lifecycle is not None and identifier is None:
-            result.tags = self.tag_lifecycle.after_batch_commit(result.tags)
+
+        def expire_snapshots() -> None:
+            if self._expirer is None:   # one per TableCommit: it carries what it read forward
+                self._expirer = ExpireSnapshots(self.store, self.expire_config,
+                                                clock=self.clock)
+            result.snapshots = self._expirer.expire()
+
+        def batch_tag() -> None:
+            result.tags = tags.after_batch_commit(result.tags)
+
+        order.run_in_order({   # the order: operations/maintenance_order.py
+            order.TAGS: expire_tags if tags is not None else None,
+            order.PARTITIONS: expire_partitions if self.partition_expire is not None else None,
+            order.CONSUMERS: expire_consumers if consumer_ttl is not None else None,
+            order.SNAPSHOTS: expire_snapshots,
+            order.BATCH_TAG: batch_tag if tags is not None and identifier is None else None})
         result.seconds = time.perf_counter() - t0
         self.last_maintenance = result
         return result

@@ -1,12 +1,16 @@
 """Maintenance of a whole warehouse: every table `<warehouse>/<db>.db/<table>`, several at a
 time, each with what its own options ask for.
 
-Per table, in the order of post-commit maintenance (see table_commit.py): tag expiration
-(`tag.time-expire-enabled`: tags past their retention), partition expiration (when
-`partition.expiration-time` is set), consumer expiration (when `consumer.expiration-time` is
-set), snapshot expiration (always, with the table's `snapshot.*` options), and orphan cleanup
-when asked. Tags are not created here: automatic tags are taken by commits, at the snapshot
+Per table, in the order of post-commit maintenance (operations/maintenance_order.py, which
+commits run too): tag expiration (`tag.time-expire-enabled`: tags past their retention),
+partition expiration (when `partition.expiration-time` is set), consumer expiration (when
+`consumer.expiration-time` is set), snapshot expiration (always, with the table's `snapshot.*`
+options); then orphan cleanup when asked. Tags are not created here: automatic tags are taken by commits, at the snapshot
 that crossed a period boundary.
+
+Paths are reported without credentials: a `s3://KEY:SECRET@bucket/wh` warehouse is reached
+with its credentials moved into the storage options (io.uri.split_credentials), and every table
+path, result, error and log line names `s3://bucket/wh/...`.
 
 A table that fails is reported with its name and the reason and the run goes on with the
 others. A table whose metadata cannot be read (no readable schema, a bad option, a damaged
@@ -30,7 +34,9 @@ from .errors import (CorruptMetadataError, OptionError, PaimonCommitError, Table
                      UnsupportedTableError)
 from .io import FileIO
 from .io import for_path as file_io_for_path
+from .io.uri import split_credentials
 from .format import paths as P
+from .operations import maintenance_order
 from .progress import MAINTAINING, ProgressCallback, emit
 
 log = logging.getLogger(__name__)
@@ -120,12 +126,14 @@ def find_tables(warehouse: str, database: Optional[str] = None,
         storage_options: how to reach the storage (`s3.endpoint`, ...), when no file_io.
 
     Returns:
-        TableRefs sorted by `db.table`.
+        TableRefs sorted by `db.table`; their paths carry no credentials (pass the
+        warehouse's as `storage_options` to open them: see split_credentials).
 
     Raises:
         TableNotFoundError: the warehouse directory does not exist or holds no database.
     """
-    io = file_io or file_io_for_path(warehouse, dict(storage_options or {}))
+    warehouse, storage = split_credentials(str(warehouse), storage_options)
+    io = file_io or file_io_for_path(warehouse, storage)
     root = io.root
     dbs = [st for st in io.list_status(root) if st.is_dir and st.name.endswith(".db")
            and not getattr(st, "is_symlink", False)]
@@ -170,13 +178,14 @@ def resolve_table_pattern(pattern: str, file_io: Optional[FileIO] = None,
     Raises:
         ValueError: the pattern is not of that form (the warehouse part may not be a glob).
     """
-    text = str(pattern).rstrip("/")
+    pattern, storage = split_credentials(str(pattern), storage_options)
+    text = pattern.rstrip("/")
     parts = text.rsplit("/", 2)
     if len(parts) != 3 or not parts[1].endswith(".db") or is_table_pattern(parts[0]):
         raise ValueError(f"table pattern {pattern!r} must look like WAREHOUSE/db.db/* or "
                          f"WAREHOUSE/*.db/name* (globs only in the database and table parts)")
     warehouse, db_glob, table_glob = parts[0] or "/", parts[1][:-3], parts[2]
-    return find_tables(warehouse, db_glob, table_glob, file_io, storage_options)
+    return find_tables(warehouse, db_glob, table_glob, file_io, storage)
 
 
 # --- one table -----------------------------------------------------------------------------
@@ -204,15 +213,16 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
         TableMaintenanceResult with status `ok`, `failed` or `skipped`.
     """
     t0 = time.perf_counter()
-    name = name or str(path)
-    result = TableMaintenanceResult(name, str(path), dry_run=dry_run)
+    path, storage_options = split_credentials(str(path), storage_options)
+    name = name or path
+    result = TableMaintenanceResult(name, path, dry_run=dry_run)
     step = "opening"
     try:
-        from .operations.expire import ExpireConfig, ExpireSnapshots
-        from .operations.tag_lifecycle import TagLifecycleConfig, expire_tags
+        from .operations.expire import ExpireConfig
+        from .operations.tag_lifecycle import TagLifecycleConfig
         from .table import Table
         from .table_commit import TableCommit
-        table = Table.open(str(path), options=storage_options)
+        table = Table.open(path, options=storage_options)
         store, options = table.store, table.store.options
         # Every configuration (and the partition formatter) before the first change: a bad
         # option skips the table untouched.
@@ -231,46 +241,21 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
         emit(progress, "reading metadata", 0, None, "snapshots", name)
         for _ in store.snapshots.snapshots():
             pass
-        if tag_config.time_expire_enabled:
-            step = "tag expiration"
-            emit(progress, step, 0, None, "tags", name)
-            r = expire_tags(store, dry_run=dry_run, clock=clock)
-            result.tags_expired = list(r.expired_tags)
-            result.deleted_files += r.deleted_files
-            result.deleted_bytes += r.deleted_bytes
-            result.warnings.extend(r.skipped)
-            result.steps["tags"] = r.to_dict()
-        if partition_expire is not None:
-            step = "partition expiration"
-            emit(progress, step, 0, None, "partitions", name)
-            pr = partition_expire.expire(force=True, dry_run=dry_run)
-            result.partitions_expired = [{k: str(v) for k, v in p.items()}
-                                         for p in pr.expired_partitions]
-            for sk in pr.skipped:
-                spec = ",".join(f"{k}={v}" for k, v in sk.to_dict()["partition"].items())
-                result.warnings.append(f"partition {spec} kept: {sk.reason}")
-            result.steps["partitions"] = pr.to_dict()
-        ttl = options["consumer.expiration-time"]
-        if ttl is not None:
-            step = "consumer expiration"
-            from .tags import ConsumerManager
-            result.consumers_expired = ConsumerManager(store.io, store.root).expire(
-                int(clock() * 1000) - ttl, dry_run=dry_run)
-        step = "snapshot expiration"
-        emit(progress, step, 0, None, "snapshots", name)
-        er = ExpireSnapshots(store, expire_config, clock=clock).expire(dry_run=dry_run)
-        result.snapshots_expired = er.expired_snapshots
-        result.deleted_files += er.deleted_files
-        result.deleted_bytes += er.deleted_bytes
-        result.warnings.extend(er.skipped)
-        result.steps["snapshots"] = er.to_dict()
+        steps = _table_steps(store, options, tag_config, expire_config, partition_expire,
+                             result, dry_run, clock)
+
+        def before_step(name_of_step: str) -> None:
+            nonlocal step
+            step = name_of_step
+            emit(progress, step, 0, None, _UNITS[step], name)
+        maintenance_order.run_in_order(steps, before_step)
         if orphans:
             step = "orphan cleanup"
             emit(progress, step, 0, None, "files", name)
             from .operations.orphan import CleanContext, OrphanFilesCleaner
             orr = OrphanFilesCleaner(CleanContext(
-                str(path), older_than_ms=older_than_ms, dry_run=dry_run, clock=clock,
-                file_io=file_io_for_path(str(path), dict(storage_options or {})))).clean()
+                path, older_than_ms=older_than_ms, dry_run=dry_run, clock=clock,
+                file_io=file_io_for_path(path, storage_options))).clean()
             result.orphans_deleted = orr.deleted_files
             result.deleted_files += orr.deleted_files
             result.deleted_bytes += orr.deleted_bytes
@@ -293,6 +278,56 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
     if result.status != "ok":
         log.warning("maintain %s: %s (%s)", name, result.status, result.reason)
     return result
+
+
+_UNITS = {maintenance_order.TAGS: "tags", maintenance_order.PARTITIONS: "partitions",
+          maintenance_order.CONSUMERS: "consumers", maintenance_order.SNAPSHOTS: "snapshots"}
+
+
+def _table_steps(store, options, tag_config, expire_config, partition_expire,
+                 result: TableMaintenanceResult, dry_run: bool, clock: Callable[[], float]
+                 ) -> Dict[str, Optional[Callable[[], None]]]:
+    """What each post-commit maintenance step does here (tags are expired, never created:
+    see the module docstring); each adds what it did to `result`."""
+    from .operations.expire import ExpireSnapshots
+    from .operations.tag_lifecycle import expire_tags
+    from .tags import ConsumerManager
+
+    def tags() -> None:
+        r = expire_tags(store, dry_run=dry_run, clock=clock)
+        result.tags_expired = list(r.expired_tags)
+        result.deleted_files += r.deleted_files
+        result.deleted_bytes += r.deleted_bytes
+        result.warnings.extend(r.skipped)
+        result.steps["tags"] = r.to_dict()
+
+    def partitions() -> None:
+        pr = partition_expire.expire(force=True, dry_run=dry_run)
+        result.partitions_expired = [{k: str(v) for k, v in p.items()}
+                                     for p in pr.expired_partitions]
+        for sk in pr.skipped:
+            spec = ",".join(f"{k}={v}" for k, v in sk.to_dict()["partition"].items())
+            result.warnings.append(f"partition {spec} kept: {sk.reason}")
+        result.steps["partitions"] = pr.to_dict()
+
+    ttl = options["consumer.expiration-time"]
+
+    def consumers() -> None:
+        result.consumers_expired = ConsumerManager(store.io, store.root).expire(
+            int(clock() * 1000) - ttl, dry_run=dry_run)
+
+    def snapshots() -> None:
+        er = ExpireSnapshots(store, expire_config, clock=clock).expire(dry_run=dry_run)
+        result.snapshots_expired = er.expired_snapshots
+        result.deleted_files += er.deleted_files
+        result.deleted_bytes += er.deleted_bytes
+        result.warnings.extend(er.skipped)
+        result.steps["snapshots"] = er.to_dict()
+
+    return {maintenance_order.TAGS: tags if tag_config.time_expire_enabled else None,
+            maintenance_order.PARTITIONS: partitions if partition_expire is not None else None,
+            maintenance_order.CONSUMERS: consumers if ttl is not None else None,
+            maintenance_order.SNAPSHOTS: snapshots}
 
 
 def _maintain_one(args: Tuple) -> Dict[str, Any]:
@@ -346,6 +381,7 @@ def maintain_warehouse(warehouse: str, database: Optional[str] = None,
         workers = "process" if parallelism > 1 else "thread"
     if workers not in ("process", "thread"):
         raise ValueError(f"workers must be 'process' or 'thread', got {workers!r}")
+    warehouse, storage_options = split_credentials(str(warehouse), storage_options)
     refs = list(tables) if tables is not None else \
         find_tables(warehouse, database, table_glob, storage_options=storage_options)
     total = len(refs)

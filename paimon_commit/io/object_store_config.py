@@ -7,10 +7,9 @@ import datetime
 import json
 import os
 from typing import Dict, Mapping, Optional, Tuple
-from urllib.parse import unquote
 
 from ..errors import OptionError
-from .uri import GCS_SCHEMES, S3_SCHEMES, redact_uri
+from .uri import GCS_SCHEMES, S3_SCHEMES, redact_uri, split_credentials
 
 __all__ = ["storage_options", "build_store"]
 
@@ -48,17 +47,13 @@ _STORAGE_PREFIXES = ("s3.", "fs.s3a.", "fs.s3.", "fs.gs.", "gcs.", "gs.", "fs.az
 
 def storage_options(options: Mapping[str, str], path: Optional[str] = None) -> Dict[str, str]:
     """The storage options among `options` (Paimon's `s3.*`, Hadoop's `fs.s3a.*`, ...), plus
-    the credentials of `path`'s user-info, so that a credential-free path and these options
+    the credentials of `path`'s user-info (uri.split_credentials: they win over the options,
+    as when the path is opened directly), so that a credential-free path and these options
     reach the same store (Spark ships both to its executors)."""
     out = {str(k): str(v) for k, v in options.items()
            if str(k).lower().startswith(_STORAGE_PREFIXES)}
-    if path and "://" in path:
-        scheme = path.split("://", 1)[0].lower()
-        authority = path.split("://", 1)[1].split("/", 1)[0]
-        if scheme in S3_SCHEMES and "@" in authority:
-            key, _, secret = authority.rsplit("@", 1)[0].partition(":")
-            out.setdefault("s3.access-key", unquote(key))
-            out.setdefault("s3.secret-key", unquote(secret))
+    if path:
+        out = split_credentials(path, out)[1]
     return out
 
 

@@ -8,13 +8,16 @@ reported, never stops the others). Orphan cleanup runs either inside each table'
 the distributed cleaner that spreads one table's listing, manifest reading and deletes over the
 executors (`orphan_mode="distributed"`, for tables with millions of files).
 
-Spark's Python workers must run a Python that has `paimon_commit` installed.
+Spark's Python workers must run a Python that has `paimon_commit` installed. The storage
+options (and the credentials of a `s3://KEY:SECRET@bucket/wh` warehouse, moved into them by
+io.uri.split_credentials) travel with each task; no path, result or log line carries them.
 """
 from __future__ import annotations
 
 import logging
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
+from ..io.uri import split_credentials
 from ..warehouse import TableMaintenanceResult, TableRef, find_tables, maintain_table
 
 log = logging.getLogger(__name__)
@@ -23,9 +26,11 @@ __all__ = ["maintain_warehouse_spark"]
 
 
 def _maintain_partition(items: Iterable[Tuple[str, str]], orphans: bool,
-                        older_than_ms: Optional[int], dry_run: bool) -> Iterator[Dict[str, Any]]:
+                        older_than_ms: Optional[int], dry_run: bool,
+                        storage_options: Dict[str, str]) -> Iterator[Dict[str, Any]]:
     for path, name in items:
-        yield maintain_table(path, name, orphans, older_than_ms, dry_run).__dict__
+        yield maintain_table(path, name, orphans, older_than_ms, dry_run,
+                             storage_options=storage_options).__dict__
 
 
 def maintain_warehouse_spark(warehouse: str, spark=None, database: Optional[str] = None,
@@ -33,7 +38,8 @@ def maintain_warehouse_spark(warehouse: str, spark=None, database: Optional[str]
                              older_than_ms: Optional[int] = None, dry_run: bool = False,
                              parallelism: Optional[int] = None,
                              orphan_mode: str = "per-table",
-                             tables: Optional[List[TableRef]] = None
+                             tables: Optional[List[TableRef]] = None,
+                             storage_options: Optional[Dict[str, str]] = None
                              ) -> List[TableMaintenanceResult]:
     """Maintain every table of a warehouse with the tables spread over Spark executors.
 
@@ -49,6 +55,7 @@ def maintain_warehouse_spark(warehouse: str, spark=None, database: Optional[str]
         orphan_mode: `per-table` (inside each table's task) or `distributed` (each table's
             listing spread over executors, after the other steps).
         tables: maintain exactly these (skips discovery).
+        storage_options: how to reach the storage (`s3.endpoint`, ...), sent to executors.
 
     Returns:
         One TableMaintenanceResult per table, sorted by `db.table`.
@@ -64,21 +71,23 @@ def maintain_warehouse_spark(warehouse: str, spark=None, database: Optional[str]
         from pyspark.sql import SparkSession
         spark = SparkSession.getActiveSession() or SparkSession.builder \
             .appName("paimon-commit maintain").getOrCreate()
+    warehouse, storage = split_credentials(str(warehouse), storage_options)
     sc = spark.sparkContext
     refs = list(tables) if tables is not None else \
-        find_tables(warehouse, database, table_glob)
+        find_tables(warehouse, database, table_glob, storage_options=storage)
     if not refs:
         return []
     n = max(1, min(parallelism or sc.defaultParallelism, len(refs)))
     inline_orphans = orphans and orphan_mode == "per-table"
     items = [(r.path, r.full_name) for r in refs]
     rows = sc.parallelize(items, n).mapPartitions(
-        lambda it: _maintain_partition(it, inline_orphans, older_than_ms, dry_run)).collect()
+        lambda it: _maintain_partition(it, inline_orphans, older_than_ms, dry_run, storage)
+    ).collect()
     results = [TableMaintenanceResult(**row) for row in rows]
     if orphans and orphan_mode == "distributed":
         for r in results:
             if r.status == "ok":
-                _distributed_orphans(r, spark, older_than_ms, dry_run, parallelism)
+                _distributed_orphans(r, spark, older_than_ms, dry_run, parallelism, storage)
     results.sort(key=lambda r: r.table)
     log.info("maintained %d table(s) of %s on Spark: %d not ok", len(results), warehouse,
              sum(r.status != "ok" for r in results))
@@ -86,13 +95,16 @@ def maintain_warehouse_spark(warehouse: str, spark=None, database: Optional[str]
 
 
 def _distributed_orphans(r: TableMaintenanceResult, spark, older_than_ms: Optional[int],
-                         dry_run: bool, parallelism: Optional[int]) -> None:
+                         dry_run: bool, parallelism: Optional[int],
+                         storage_options: Dict[str, str]) -> None:
     from ..errors import PaimonCommitError
+    from ..io import for_path as file_io_for_path
     from ..operations.orphan import CleanContext
     from .orphan import DistributedOrphanFilesCleaner
     try:
         orr = DistributedOrphanFilesCleaner(
-            CleanContext(r.path, older_than_ms=older_than_ms, dry_run=dry_run), spark=spark,
+            CleanContext(r.path, older_than_ms=older_than_ms, dry_run=dry_run,
+                         file_io=file_io_for_path(r.path, storage_options)), spark=spark,
             parallelism=parallelism).clean()
     except (PaimonCommitError, OSError, ValueError) as e:
         r.status, r.reason = "failed", f"orphan cleanup: {type(e).__name__}: {e}"

@@ -6,12 +6,20 @@ anti-join runs as a Spark join, and executors delete through the same FileIO gat
 still lists the (few) metadata and partition directories, reads snapshots and tags, applies the
 age threshold and the veto, and removes empty directories, so the result is identical to the
 local mode on the same table.
+
+Failures of Spark jobs are this library's errors, never raw Spark exceptions: before any
+delete, OrphanCleanAborted (nothing was deleted); while executors delete, DistributedDeleteFailed
+after the driver has recorded, in its FileIO's deletion log, every orphan no longer there (the
+CLI then lists them and exits 1, not "invalid input, nothing touched"). Files the executors
+delete are recorded in that log too, as the driver's own deletes are.
 """
 from __future__ import annotations
 
 import logging
+import re
 from typing import Iterable, Iterator, List, Optional, Tuple
 
+from ..errors import OptionError, PaimonCommitError
 from ..io import FileIO, FileStatus
 from ..operations.orphan import (
     CleanContext, OrphanCleanAborted, OrphanCleanResult, OrphanFilesCleaner, _Candidate,
@@ -21,7 +29,24 @@ from ..reachability import Reachability, Unreadable, manifest_names
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DistributedOrphanFilesCleaner"]
+__all__ = ["DistributedOrphanFilesCleaner", "DistributedDeleteFailed"]
+
+
+class DistributedDeleteFailed(PaimonCommitError):
+    """A Spark job deleting orphans failed part-way: the orphans no longer there were recorded
+    in the FileIO's deletion log; the others are still there (a later run deletes them)."""
+
+
+_EXCEPTION_LINE = re.compile(r"^\s*([\w.]*(Error|Exception|Interrupt)): .+")
+
+
+def spark_reason(error: BaseException) -> str:
+    """One line saying why a Spark job failed: the last `SomeError: message` line of the
+    Python worker's traceback (Spark wraps it in pages of Java stack), else the first line."""
+    text = str(error).strip()
+    lines = [ln.strip() for ln in text.splitlines() if _EXCEPTION_LINE.match(ln)]
+    reason = lines[-1] if lines else (text.splitlines() or [type(error).__name__])[0]
+    return reason[:500]
 
 _Row = Tuple[str, str, int, int, str]  # path, name, size, mtime_ms, kind
 
@@ -62,14 +87,33 @@ class DistributedOrphanFilesCleaner(OrphanFilesCleaner):
     def __init__(self, context: CleanContext, spark=None, parallelism: Optional[int] = None):
         super().__init__(context)
         if spark is None:
-            from pyspark.sql import SparkSession
-            spark = SparkSession.getActiveSession() or SparkSession.builder \
-                .appName("paimon-commit remove-orphan-files").getOrCreate()
+            try:
+                from pyspark.sql import SparkSession
+            except ImportError:
+                raise OptionError("distributed orphan cleanup needs pyspark (pip install "
+                                  "'paimon_commit[spark]')") from None
+            try:
+                spark = SparkSession.getActiveSession() or SparkSession.builder \
+                    .appName("paimon-commit remove-orphan-files").getOrCreate()
+            except Exception as e:  # noqa: BLE001 - e.g. no Java: one clear error
+                raise PaimonCommitError(f"cannot start a Spark session: {spark_reason(e)}") \
+                    from None
         self.spark = spark
         self.parallelism = parallelism or spark.sparkContext.defaultParallelism
 
     def find_orphans(self, executor, result: OrphanCleanResult
                      ) -> Tuple[List[_Candidate], List[FileStatus]]:
+        try:
+            return self._find_orphans(executor, result)
+        except (PaimonCommitError, OSError):
+            raise
+        except Exception as e:  # noqa: BLE001 - a Spark job failed before any delete
+            raise OrphanCleanAborted(f"a Spark job listing or selecting the orphans of "
+                                     f"{self.ctx.table_path} failed ({spark_reason(e)}); "
+                                     f"nothing was deleted") from None
+
+    def _find_orphans(self, executor, result: OrphanCleanResult
+                      ) -> Tuple[List[_Candidate], List[FileStatus]]:
         import time
 
         from pyspark.sql import types as T
@@ -133,6 +177,31 @@ class DistributedOrphanFilesCleaner(OrphanFilesCleaner):
             return []
         sc, io = self.spark.sparkContext, _shippable(self.io)
         paths = [c.status.path for c in orphans]
-        deleted = set(sc.parallelize(paths, max(1, min(self.parallelism, len(paths))))
-                      .mapPartitions(lambda it: _delete_paths(io, it)).collect())
+        try:
+            deleted = set(sc.parallelize(paths, max(1, min(self.parallelism, len(paths))))
+                          .mapPartitions(lambda it: _delete_paths(io, it)).collect())
+        except Exception as e:  # noqa: BLE001 - a task failed after others may have deleted
+            gone = self._no_longer_there(paths)
+            said = "an unknown number" if gone is None else str(len(gone))
+            raise DistributedDeleteFailed(
+                f"deleting the orphans of {self.ctx.table_path} on Spark executors failed "
+                f"({spark_reason(e)}); {said} of {len(paths)} had been deleted") from None
+        self._record(p for p in paths if p in deleted)
         return [c for c in orphans if c.status.path in deleted]
+
+    def _record(self, deleted: Iterable[str]) -> None:
+        """Executors deleted with a copy of the FileIO that has no log: record it here."""
+        if self.io.deletion_log is not None:
+            self.io.deletion_log.extend(deleted)
+
+    def _no_longer_there(self, paths: List[str]) -> Optional[List[str]]:
+        """After a failed delete job: the orphans gone (recorded as deleted), or None when
+        the storage cannot tell."""
+        try:
+            gone = [p for p in paths if not self.io.exists(p)]
+        except (OSError, PaimonCommitError) as e:
+            log.warning("cannot tell which orphans of %s were deleted: %s",
+                        self.ctx.table_path, e)
+            return None
+        self._record(gone)
+        return gone

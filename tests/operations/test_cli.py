@@ -195,7 +195,7 @@ def test_a_failure_after_the_first_delete_exits_1_and_says_what_was_deleted(
         capsys, history_table, table_path, monkeypatch):
     # Regression: a ValueError raised half-way through deleting exited 2 ("invalid input,
     # nothing touched") and the output did not say what had gone.
-    import paimon_commit.cli as cli
+    from paimon_commit.cli import context
     from paimon_commit.io.local import LocalFileIO
 
     class FailsAtTheThirdDelete(LocalFileIO):
@@ -207,14 +207,14 @@ def test_a_failure_after_the_first_delete_exits_1_and_says_what_was_deleted(
                 raise ValueError(f"injected failure deleting {norm}")
             return super()._unlink(norm)
 
-    real_io = cli._io
+    real_io = context.open_io
 
     def faulty(path):
         io = real_io(path)
         f = FailsAtTheThirdDelete(io.root)
         f.deletion_log = io.deletion_log
         return f
-    monkeypatch.setattr(cli, "_io", faulty)
+    monkeypatch.setattr(context, "open_io", faulty)
     before = set(files_under(table_path))
     code, out, err = run(capsys, "expire-snapshots", table_path, "--retain-min", 3,
                          "--time-retained", "0 ms", "--max-deletes", 50, "--json")
@@ -233,3 +233,46 @@ def test_invalid_input_found_before_any_delete_exits_2(capsys, history_table, ta
     assert json.loads(out) == {"error": err.splitlines()[0][len("error: "):], "exit_code": 2,
                                "deleted_files": 0, "files": []}
     assert files_under(table_path) == before
+
+
+def _package_imports():
+    """module -> the paimon_commit modules it imports (at any depth of its code)."""
+    import ast
+    root = os.path.dirname(os.path.abspath(sys.modules["paimon_commit"].__file__))
+    mods = {}
+    for d, _, names in os.walk(root):
+        for n in names:
+            if n.endswith(".py"):
+                rel = os.path.relpath(os.path.join(d, n), os.path.dirname(root))[:-3]
+                mods[rel.replace(os.sep, ".").removesuffix(".__init__")] = os.path.join(d, n)
+    graph = {}
+    for m, path in mods.items():
+        pkg = m if path.endswith("__init__.py") else m.rpartition(".")[0]
+        out = set()
+        for node in ast.walk(ast.parse(open(path).read())):
+            if isinstance(node, ast.ImportFrom):
+                base = pkg.split(".")[:len(pkg.split(".")) - node.level + 1] \
+                    if node.level else []
+                target = ".".join(base + ([node.module] if node.module else []))
+                for a in node.names:
+                    full = f"{target}.{a.name}"
+                    out.add(full if full in mods else target)
+            elif isinstance(node, ast.Import):
+                out.update(a.name for a in node.names)
+        graph[m] = {x for x in out if x in mods and x != m}
+    return graph
+
+
+def test_the_cli_modules_import_no_cycle():
+    # Regression: cli.py and cli_maintenance.py imported each other.
+    graph = _package_imports()
+    cli = [m for m in graph if m.startswith("paimon_commit.cli")]
+    assert len(cli) > 1
+
+    def reaches(start, goal, seen):
+        for nxt in graph[start]:
+            if nxt == goal or (nxt not in seen and not seen.add(nxt)
+                               and reaches(nxt, goal, seen)):
+                return True
+        return False
+    assert [m for m in cli if reaches(m, m, set())] == []

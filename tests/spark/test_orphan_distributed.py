@@ -72,3 +72,79 @@ def test_cli_distributed_mode(spark, table, table_path, capsys):
     r = json.loads(capsys.readouterr().out)
     assert r["deleted_files"] == planted and not r["dry_run"]
     assert_intact(table_path)
+
+
+def _cli_with_io(monkeypatch, io_class):
+    """Make the CLI open the table with `io_class` (a LocalFileIO subclass local to a test:
+    Spark pickles it by value, so the executors run it too)."""
+    from paimon_commit.cli import context
+    real = context.open_io
+
+    def open_io(path):
+        io = real(path)
+        out = io_class(io.root)
+        out.deletion_log = io.deletion_log
+        return out
+    monkeypatch.setattr(context, "open_io", open_io)
+
+
+def test_cli_distributed_delete_job_failing_exits_1_and_lists_what_went(
+        spark, table, table_path, capsys, monkeypatch):
+    # Regression: a task failing on an executor after another delete raised Spark's own
+    # exception out of `main` (a traceback, no list of what had been deleted).
+    import json
+
+    from conftest import files_under
+    from paimon_commit.cli import main
+    from paimon_commit.io.local import LocalFileIO
+    planted = build(table, table_path)
+
+    class ExecutorLostAtTheSecondDelete(LocalFileIO):
+        unlinked = 0
+
+        def _unlink(self, norm):
+            self.unlinked += 1
+            if self.unlinked == 2:
+                raise RuntimeError(f"executor lost while deleting {norm}")
+            return super()._unlink(norm)
+    _cli_with_io(monkeypatch, ExecutorLostAtTheSecondDelete)
+    before = set(files_under(table_path))
+    code = main(["remove-orphan-files", str(table_path), "--mode", "distributed",
+                 "--parallelism", "1", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 1, err
+    r = json.loads(out)
+    gone = before - set(files_under(table_path))
+    assert r["deleted_files"] == len(gone) == 1 and set(r["files"]) == gone
+    assert f"1 of {planted} had been deleted" in r["error"]
+    assert "RuntimeError: executor lost while deleting" in r["error"]
+    assert "1 path(s) had been deleted before the failure" in err
+    assert_intact(table_path, expected_by_tag={"t3": [1, 2, 3, 101, 102, 103]})
+
+
+def test_cli_distributed_failure_after_executor_deletes_is_not_invalid_input(
+        spark, table, table_path, capsys, monkeypatch):
+    # Regression: the executors' deletes bypassed the CLI's deletion log, so a failure after
+    # them exited 2 ("invalid input, nothing touched") and listed nothing.
+    import json
+
+    from conftest import files_under
+    from paimon_commit.cli import main
+    from paimon_commit.io.local import LocalFileIO
+    planted = build(table, table_path)
+
+    class RmdirFails(LocalFileIO):
+        def _rmdir(self, norm):
+            raise ValueError(f"injected failure removing {norm}")
+    _cli_with_io(monkeypatch, RmdirFails)
+    before = set(files_under(table_path))
+    code = main(["remove-orphan-files", str(table_path), "--mode", "distributed",
+                 "--parallelism", "2", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 1, err
+    r = json.loads(out)
+    gone = before - set(files_under(table_path))
+    assert r["deleted_files"] == len(gone) == planted and set(r["files"]) == gone
+    assert "injected failure removing" in r["error"]
+    assert f"{planted} path(s) had been deleted before the failure" in err
+    assert_intact(table_path, expected_by_tag={"t3": [1, 2, 3, 101, 102, 103]})

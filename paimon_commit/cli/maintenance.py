@@ -1,8 +1,8 @@
 """CLI commands for tag expiration, warehouse maintenance and the health report, and
 `WAREHOUSE/db.db/*` patterns for `remove-orphan-files` and `expire-snapshots`.
 
-`cli.build_parser` calls `add_commands`; commands return a dict (printed as JSON with
-`--json`), may set `args.print_text` to format their own text and `args.exit_code` (1 when a
+`parser.build_parser` calls `add_commands`; commands return a dict (printed as JSON with
+`--json`), set `args.print_text` to format their own text and `args.exit_code` (1 when a
 table failed). A live progress bar is drawn on stderr only on a terminal and never with
 `--json` (progress.terminal_progress).
 """
@@ -12,27 +12,21 @@ import argparse
 import time
 from typing import Any, Callable, Dict, List
 
-from .progress import terminal_progress
+from ..progress import terminal_progress
+from . import context
+from .args import EXIT_FAILED, duration, int_at_least, key_value, timestamp_ms
 
 __all__ = ["add_commands", "cmd_expire_tags", "cmd_maintain", "cmd_report"]
-
-EXIT_FAILED = 1
-
-
-def _rel(root: str, path: str) -> str:
-    root = root.rstrip("/") + "/"
-    return path[len(root):] if path.startswith(root) else path
 
 
 # --- expire-tags ---------------------------------------------------------------------------
 
 def cmd_expire_tags(args) -> Dict[str, Any]:
     """`expire-tags TABLE [--older-than TS] [--dry-run]`."""
-    from . import cli
-    t = cli._open(args.table)
+    t = context.open_table(args.table)
     r = t.expire_tags(older_than_ms=args.older_than, dry_run=args.dry_run)
     out = r.to_dict()
-    out["files"] = [_rel(t.store.root, p) for p in r.deleted_paths]
+    out["files"] = [context.rel(t.store.root, p) for p in r.deleted_paths]
     args.print_text = _print_expire_tags
     return out
 
@@ -53,13 +47,12 @@ def _print_expire_tags(r: Dict[str, Any]) -> None:
 
 def cmd_maintain(args) -> Dict[str, Any]:
     """`maintain WAREHOUSE [...]`: every table; exit code 1 if any failed or was skipped."""
-    from .warehouse import find_tables, maintain_warehouse
+    from ..warehouse import find_tables, maintain_warehouse
     older = None
     if args.older_than_duration is not None:
         older = int(time.time() * 1000) - args.older_than_duration
-    from . import cli
-    warehouse = cli._Run.raw_paths.get(args.table, args.table)   # the positional WAREHOUSE
-    storage = dict(cli._Run.storage)
+    warehouse = args.table   # the positional WAREHOUSE, without credentials
+    storage = context.Run.storage_options()
     tables = find_tables(warehouse, args.database, args.table_glob,
                          storage_options=storage)    # a missing warehouse: exit 2
     progress = terminal_progress(args.json)
@@ -106,9 +99,8 @@ def _print_maintain(r: Dict[str, Any]) -> None:
 
 def cmd_report(args) -> Dict[str, Any]:
     """`report TABLE [--html OUT] [--json]`: the table's health report."""
-    from . import cli
-    from .report import build_report, render_html
-    t = cli._open(args.table)
+    from ..report import build_report, render_html
+    t = context.open_table(args.table)
     progress = terminal_progress(args.json)
     try:
         rep = build_report(t, progress=progress)
@@ -141,13 +133,11 @@ def _each_table(run: Callable) -> Callable:
     """Wrap a single-table command: a `WAREHOUSE/db.db/*` pattern runs it on every matching
     table, going on past failures (exit code 1 if any failed)."""
     def wrapped(args):
-        from .warehouse import is_table_pattern, resolve_table_pattern
+        from ..warehouse import is_table_pattern, resolve_table_pattern
         if not is_table_pattern(args.table):
             return run(args)
-        from .errors import PaimonCommitError
-        from . import cli
-        refs = resolve_table_pattern(cli._Run.raw_paths.get(args.table, args.table),
-                                     storage_options=dict(cli._Run.storage))
+        from ..errors import PaimonCommitError
+        refs = resolve_table_pattern(args.table, storage_options=context.Run.storage_options())
         if not refs:
             raise ValueError(f"no table matches {args.table}")
         pattern = args.table
@@ -190,16 +180,15 @@ def add_commands(sub, command: Callable) -> None:
     `remove-orphan-files` / `expire-snapshots` take table patterns.
 
     Args:
-        sub: the argparse subparsers object of cli.build_parser.
-        command: cli.build_parser's helper that adds a TABLE command.
+        sub: the argparse subparsers object of parser.build_parser.
+        command: parser.build_parser's helper that adds a TABLE command.
     """
-    from .cli import _duration, _int_at_least, _key_value, _timestamp_ms
     c = command("expire-tags", cmd_expire_tags,
                 "expire tags past their retention (and, with --older-than, tags created "
                 "before it); the files only they kept are deleted",
                 "paimon-commit expire-tags /data/wh/db.db/events --older-than "
                 "'2024-06-01 00:00:00' --dry-run")
-    c.add_argument("--older-than", type=_timestamp_ms, metavar="'YYYY-MM-DD HH:MM:SS'",
+    c.add_argument("--older-than", type=timestamp_ms, metavar="'YYYY-MM-DD HH:MM:SS'",
                    help="also expire tags created before this local time (tags without a "
                         "create time: by their file's modification time)")
     c.add_argument("--dry-run", action="store_true", help="report, delete nothing")
@@ -214,15 +203,15 @@ def add_commands(sub, command: Callable) -> None:
     m.add_argument("table", metavar="WAREHOUSE",
                    help="warehouse path (local path, file://, hdfs://, s3://)")
     m.add_argument("--json", action="store_true", help="print one JSON object")
-    m.add_argument("--option", action="append", default=[], type=_key_value,
+    m.add_argument("--option", action="append", default=[], type=key_value,
                    metavar="KEY=VALUE", help="storage option, repeatable (e.g. s3.endpoint=...)")
     m.add_argument("--database", metavar="D", help="only this database (glob accepted)")
     m.add_argument("--table", dest="table_glob", metavar="GLOB",
                    help="only tables whose name matches (db.table when the glob has a dot)")
     m.add_argument("--orphans", action="store_true", help="also remove orphan files")
-    m.add_argument("--older-than-duration", type=_duration, metavar="DURATION",
+    m.add_argument("--older-than-duration", type=duration, metavar="DURATION",
                    help="orphans must be older than this (default '1 d')")
-    m.add_argument("--parallelism", type=_int_at_least(1), default=2,
+    m.add_argument("--parallelism", type=int_at_least(1), default=2,
                    help="tables maintained at the same time (worker processes; default 2)")
     m.add_argument("--dry-run", action="store_true", help="report, change nothing")
     m.set_defaults(run=cmd_maintain)

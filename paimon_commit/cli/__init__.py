@@ -1,0 +1,60 @@
+"""Command line: `paimon-commit COMMAND TABLE ...` (also `python -m paimon_commit`).
+
+- `args.py`: exit codes and argument types; `context.py`: what a run touches (storage options
+  and credentials, the deletion log); `tables.py`: single-table commands; `maintenance.py`:
+  expire-tags, maintain, report and table patterns; `parser.py`: the argument parser.
+- `main` here runs one command: exit codes 0 ok, 2 invalid input (nothing touched), 1 failed.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from typing import List, Optional
+
+from ..errors import OptionError, PaimonCommitError, TableNotFoundError, UnsafePathError
+from .args import EXIT_FAILED, EXIT_INVALID, EXIT_OK, InvalidInput
+from .context import Run
+from .parser import build_parser
+
+__all__ = ["main", "build_parser", "EXIT_OK", "EXIT_FAILED", "EXIT_INVALID"]
+
+
+def _fail(args, error: BaseException, code: int) -> int:
+    root = Run.root
+    deleted = [p[len(root):] if root and p.startswith(root) else p for p in Run.deleted]
+    print(f"error: {error}", file=sys.stderr)
+    if deleted:
+        print(f"{len(deleted)} path(s) had been deleted before the failure:", file=sys.stderr)
+        for p in deleted:
+            print(f"  {p}", file=sys.stderr)
+    if getattr(args, "json", False):
+        print(json.dumps({"error": str(error), "exit_code": code,
+                          "deleted_files": len(deleted), "files": deleted}))
+    return code
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """Run one command (`argv` default: sys.argv[1:]); returns the exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:
+        return EXIT_INVALID if e.code else EXIT_OK
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    # s3://key:secret@bucket/...: the credentials go into the storage options, never echoed.
+    args.table = Run.start(args.table, dict(args.option))
+    try:
+        result = args.run(args)
+    except (InvalidInput, OptionError, TableNotFoundError, ValueError, TypeError,
+            UnsafePathError) as e:
+        # Invalid input only if nothing was touched; after a delete it is a failed run.
+        return _fail(args, e, EXIT_FAILED if Run.deleted else EXIT_INVALID)
+    except (PaimonCommitError, OSError) as e:
+        return _fail(args, e, EXIT_FAILED)
+    if args.json:
+        print(json.dumps(result, default=str))
+    else:
+        args.print_text(result)
+    return getattr(args, "exit_code", EXIT_OK)   # 1: a command that went on past failures

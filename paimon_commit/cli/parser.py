@@ -1,0 +1,120 @@
+"""The argument parser of `paimon-commit`: every command, its arguments and its help."""
+from __future__ import annotations
+
+import argparse
+import functools
+
+from ..io.uri import redact_uris_in
+from .args import duration, int_at_least, key_value, timestamp_ms
+from .maintenance import add_commands
+from .tables import (cmd_create_tag, cmd_delete_tag, cmd_drop_partition, cmd_expire_partitions,
+                     cmd_expire_snapshots, cmd_info, cmd_remove_orphan_files, cmd_rollback_to,
+                     cmd_snapshots, cmd_tags, print_text)
+
+__all__ = ["build_parser", "USAGE", "Parser"]
+
+USAGE = """Command line: `paimon-commit COMMAND TABLE ...` (also `python -m paimon_commit`).
+
+Exit codes: 0 ok, 2 invalid input, 1 operation failed. `--json` prints one JSON object on
+stdout; text goes to stdout, logs and errors to stderr. Arguments are validated before the
+table is touched. Credentials in a URI's user-info (s3://KEY:SECRET@bucket/...) are used, never
+printed.
+"""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, except that its errors quote arguments with URI credentials redacted
+    (`unrecognized arguments: s3://KEY:SECRET@...`). Subcommands' parsers are of this class
+    too."""
+
+    def error(self, message: str):
+        super().error(redact_uris_in(message))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of every command (arguments are validated by their types, before I/O)."""
+    p = Parser(prog="paimon-commit", description=USAGE,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, run, help_: str, example: str) -> argparse.ArgumentParser:
+        c = sub.add_parser(name, help=help_, description=help_, epilog=f"example:\n  {example}",
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        c.add_argument("table", help="table path (local path, file://, hdfs://, s3://)")
+        c.add_argument("--json", action="store_true", help="print one JSON object")
+        c.add_argument("--option", action="append", default=[], type=key_value,
+                       metavar="KEY=VALUE", help="storage option, repeatable (e.g. "
+                       "s3.endpoint=http://host:9000, s3.access-key=..., see README Storage)")
+        c.set_defaults(run=run, print_text=functools.partial(print_text, name))
+        return c
+
+    command("snapshots", cmd_snapshots, "list snapshots",
+            "paimon-commit snapshots /data/wh/db.db/events --json")
+    command("tags", cmd_tags, "list tags", "paimon-commit tags /data/wh/db.db/events")
+    command("info", cmd_info, "summary: snapshots, tags, consumers, live and on-disk files",
+            "paimon-commit info /data/wh/db.db/events --json")
+    c = command("drop-partition", cmd_drop_partition,
+                "drop partitions (an OVERWRITE snapshot marking their files deleted)",
+                "paimon-commit drop-partition /data/wh/db.db/events dt=2024-01-01 "
+                "dt=2024-01-02,hr=3")
+    c.add_argument("partitions", nargs="+", metavar="k=v[,k=v]")
+
+    c = command("expire-snapshots", cmd_expire_snapshots,
+                "expire old snapshots and delete the files only they used",
+                "paimon-commit expire-snapshots /data/wh/db.db/events --retain-min 5 "
+                "--time-retained '1 d' --dry-run")
+    c.add_argument("--retain-min", type=int_at_least(1), help="snapshots always kept")
+    c.add_argument("--retain-max", type=int_at_least(1), help="snapshots kept at most")
+    c.add_argument("--older-than", type=timestamp_ms, metavar="'YYYY-MM-DD HH:MM:SS'",
+                   help="expire snapshots replaced before this local time")
+    c.add_argument("--time-retained", type=duration, metavar="DURATION",
+                   help="e.g. '1 h', '7 d' (default: the table's snapshot.time-retained)")
+    c.add_argument("--max-deletes", type=int_at_least(0),
+                   help="snapshots expired in this run at most")
+    c.add_argument("--dry-run", action="store_true", help="report, delete nothing")
+
+    c = command("expire-partitions", cmd_expire_partitions,
+                "drop partitions older than the expiration time (an OVERWRITE snapshot)",
+                "paimon-commit expire-partitions /data/wh/db.db/events --expiration-time '30 d'"
+                " --timestamp-formatter yyyyMMdd")
+    c.add_argument("--expiration-time", type=duration, required=True, metavar="DURATION")
+    c.add_argument("--timestamp-formatter", help="Java DateTimeFormatter, e.g. yyyy-MM-dd")
+    c.add_argument("--timestamp-pattern", help="e.g. '$dt $hour:00:00'")
+    c.add_argument("--expire-strategy", choices=["values-time", "update-time"])
+    c.add_argument("--max-expires", type=int_at_least(1), help="partitions dropped at most")
+    c.add_argument("--dry-run", action="store_true")
+
+    c = command("remove-orphan-files", cmd_remove_orphan_files,
+                "delete files no snapshot, tag, branch or changelog uses (older than a day by "
+                "default)",
+                "paimon-commit remove-orphan-files /data/wh/db.db/events "
+                "--older-than-duration '2 d' --dry-run")
+    c.add_argument("--older-than", type=timestamp_ms, metavar="'YYYY-MM-DD HH:MM:SS'",
+                   help="only files modified before this local time (must be in the past)")
+    c.add_argument("--older-than-duration", type=duration, metavar="DURATION",
+                   help="only files older than this, e.g. '1 d' (default '1 d')")
+    c.add_argument("--dry-run", action="store_true", help="report, delete nothing")
+    c.add_argument("--parallelism", type=int_at_least(1), help="threads (or Spark tasks)")
+    c.add_argument("--mode", choices=["local", "distributed"], default="local",
+                   help="distributed: list and anti-join on Spark executors")
+
+    c = command("create-tag", cmd_create_tag, "tag a snapshot (default: the latest)",
+                "paimon-commit create-tag /data/wh/db.db/events release-1 --snapshot 42")
+    c.add_argument("name")
+    c.add_argument("--snapshot", type=int_at_least(1))
+    c.add_argument("--time-retained", type=duration, metavar="DURATION")
+
+    c = command("delete-tag", cmd_delete_tag,
+                "delete a tag (and the files only it kept, if its snapshot expired)",
+                "paimon-commit delete-tag /data/wh/db.db/events release-1")
+    c.add_argument("name")
+
+    c = command("rollback-to", cmd_rollback_to,
+                "make a snapshot or tag the latest; newer snapshots and tags are deleted",
+                "paimon-commit rollback-to /data/wh/db.db/events --snapshot 40")
+    g = c.add_mutually_exclusive_group(required=True)
+    g.add_argument("--snapshot", type=int_at_least(1))
+    g.add_argument("--tag")
+    add_commands(sub, command)   # expire-tags, maintain, report, patterns
+    return p

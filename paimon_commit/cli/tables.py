@@ -1,0 +1,225 @@
+"""The single-table commands (snapshots, tags, info, drop-partition, expire-snapshots,
+expire-partitions, remove-orphan-files, create-tag, delete-tag, rollback-to) and their text
+output. Each returns a dict, printed as JSON with `--json`."""
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Dict
+
+from ..progress import terminal_progress
+from ..table import Table
+from . import context
+from .args import InvalidInput
+
+__all__ = ["cmd_snapshots", "cmd_tags", "cmd_info", "cmd_drop_partition",
+           "cmd_expire_snapshots", "cmd_expire_partitions", "cmd_remove_orphan_files",
+           "cmd_create_tag", "cmd_delete_tag", "cmd_rollback_to", "print_text"]
+
+
+def cmd_snapshots(args) -> Dict[str, Any]:
+    t = context.open_table(args.table)
+    return {"table": args.table, "snapshots": [
+        {"id": s.id, "kind": s.commit_kind, "time_millis": s.time_millis,
+         "commit_user": s.commit_user, "commit_identifier": s.commit_identifier,
+         "total_records": s.total_record_count, "delta_records": s.delta_record_count}
+        for s in t.snapshots()]}
+
+
+def cmd_expire_snapshots(args) -> Dict[str, Any]:
+    if args.retain_min is not None and args.retain_max is not None \
+            and args.retain_max < args.retain_min:
+        raise InvalidInput(f"--retain-max {args.retain_max} must be >= --retain-min "
+                           f"{args.retain_min}")
+    t = context.open_table(args.table)
+    bar = terminal_progress(args.json)   # a live bar on a terminal only
+    try:
+        with t.new_commit(options={"write-only": "true"}) as c:
+            r = c.expire_snapshots(dry_run=args.dry_run, retain_min=args.retain_min,
+                                   retain_max=args.retain_max, older_than_ms=args.older_than,
+                                   time_retained_ms=args.time_retained,
+                                   max_deletes=args.max_deletes, progress=bar)
+    finally:
+        if bar is not None:
+            bar.close()
+    out = r.to_dict()
+    out["files"] = [_rel(t, p) for p in r.deleted_paths]
+    return out
+
+
+def cmd_expire_partitions(args) -> Dict[str, Any]:
+    from ..operations.partition_expire import PartitionExpire, PartitionExpireConfig
+    t = context.open_table(args.table)
+    if not t.partition_keys:
+        raise InvalidInput(f"table {args.table} is not partitioned")
+    cfg = PartitionExpireConfig.from_options(
+        t.store.options, expiration_time_ms=args.expiration_time,
+        timestamp_formatter=args.timestamp_formatter, timestamp_pattern=args.timestamp_pattern,
+        strategy=args.expire_strategy, max_num=args.max_expires)
+    with t.new_commit(options={"write-only": "true"}) as c:
+        r = PartitionExpire(t.store, c._commit, cfg).expire(force=True, dry_run=args.dry_run)
+    return r.to_dict()
+
+
+def cmd_remove_orphan_files(args) -> Dict[str, Any]:
+    from ..operations.orphan import CleanContext, OrphanFilesCleaner
+    if args.older_than is not None and args.older_than_duration is not None:
+        raise InvalidInput("give --older-than or --older-than-duration, not both")
+    older = args.older_than
+    if args.older_than_duration is not None:
+        older = int(time.time() * 1000) - args.older_than_duration
+    ctx = CleanContext(args.table, older_than_ms=older, dry_run=args.dry_run,
+                       file_io=context.open_io(args.table))
+    ctx.progress = terminal_progress(args.json)   # a live bar on a terminal only
+    if args.mode == "distributed":
+        from ..spark.orphan import DistributedOrphanFilesCleaner
+        cleaner = DistributedOrphanFilesCleaner(ctx, parallelism=args.parallelism)
+    else:
+        if args.parallelism:
+            from concurrent.futures import ThreadPoolExecutor
+            ctx.executor = ThreadPoolExecutor(args.parallelism)
+        cleaner = OrphanFilesCleaner(ctx)
+    try:
+        r = cleaner.clean()
+    finally:
+        if ctx.progress is not None:
+            ctx.progress.close()
+    return r.to_dict()
+
+
+def cmd_info(args) -> Dict[str, Any]:
+    t = context.open_table(args.table)
+    snaps = t.snapshots()
+    live = t.live_files() if snaps else []
+    partitions = sorted({tuple(f.partition.items()) for f in live}, key=repr)
+    on_disk_files = on_disk_bytes = 0
+    for st in _walk(t):
+        on_disk_files += 1
+        on_disk_bytes += st.size
+    latest = snaps[-1] if snaps else None
+    return {
+        "table": args.table,
+        "schema_id": t.schema.id,
+        "columns": [{"name": f.name, "type": f.type} for f in t.schema.fields],
+        "partition_keys": t.partition_keys,
+        "options": t.options,
+        "snapshots": len(snaps),
+        "earliest": snaps[0].id if snaps else None,
+        "latest": latest.id if latest else None,
+        "latest_kind": latest.commit_kind if latest else None,
+        "total_records": latest.total_record_count if latest else 0,
+        "tags": [x.name for x in t.tags()],
+        "consumers": {c.consumer_id: c.next_snapshot for c in t.consumers()},
+        "live_files": len(live),
+        "live_bytes": sum(f.file_size for f in live),
+        "files_on_disk": on_disk_files,
+        "bytes_on_disk": on_disk_bytes,
+        "partitions": len(partitions),
+    }
+
+
+def _walk(t: Table):
+    from ..io import walk_files
+    return walk_files(t.store.io, t.store.root)
+
+
+def cmd_drop_partition(args) -> Dict[str, Any]:
+    from ..format import types as ptypes
+    t = context.open_table(args.table)
+    types = dict(zip(t.partition_keys, t.schema.partition_types))
+    specs = []
+    for text in args.partitions:
+        spec = {}
+        for part in text.split(","):
+            if "=" not in part:
+                raise InvalidInput(f"bad partition spec {text!r}: expected k=v[,k=v]")
+            k, v = part.split("=", 1)
+            if k not in types:
+                raise InvalidInput(f"unknown partition key {k!r} in {text!r} (partition keys: "
+                                   f"{t.partition_keys})")
+            spec[k] = ptypes.parse_python_value(v, types[k])
+        specs.append(spec)
+    with t.new_commit(options={"write-only": "true"}) as c:
+        sid = c.drop_partitions(specs)
+        result = c.last_result
+    return {"snapshot_id": sid, "deleted_files": result.deleted_files if result else 0,
+            "partitions": args.partitions}
+
+
+def cmd_create_tag(args) -> Dict[str, Any]:
+    t = context.open_table(args.table)
+    tag = t.create_tag(args.name, args.snapshot, args.time_retained)
+    return {"tag": tag.name, "snapshot_id": tag.id, "time_retained_ms": tag.time_retained_ms}
+
+
+def cmd_delete_tag(args) -> Dict[str, Any]:
+    t = context.open_table(args.table)
+    r = t.delete_tag(args.name)
+    out = r.to_dict()
+    out["files"] = [_rel(t, p) for p in r.deleted_paths]
+    return out
+
+
+def cmd_rollback_to(args) -> Dict[str, Any]:
+    t = context.open_table(args.table)
+    return t.rollback_to(snapshot_id=args.snapshot, tag=args.tag).to_dict()
+
+
+def cmd_tags(args) -> Dict[str, Any]:
+    t = context.open_table(args.table)
+    return {"table": args.table, "tags": [
+        {"name": x.name, "snapshot_id": x.id,
+         "create_time": x.create_time.isoformat() if x.create_time else None,
+         "time_retained_ms": x.time_retained_ms} for x in t.tags()],
+        "unfinished_deletions": t.unfinished_tag_deletions()}
+
+
+def _rel(t: Table, path: str) -> str:
+    return context.rel(t.store.root, path)
+
+
+# --- text output -------------------------------------------------------------------------
+
+def print_text(command: str, r: Dict[str, Any]) -> None:
+    """The text output of `command` (the JSON object, indented, for the others)."""
+    if command == "snapshots":
+        print(f"{'id':>6}  {'kind':<9} {'records':>10} {'delta':>8}  commit user")
+        for s in r["snapshots"]:
+            print(f"{s['id']:>6}  {s['kind']:<9} {s['total_records']:>10} "
+                  f"{s['delta_records']:>8}  {s['commit_user']}")
+    elif command == "tags":
+        for x in r["tags"]:
+            print(f"{x['name']}\tsnapshot {x['snapshot_id']}")
+        for name in r["unfinished_deletions"]:
+            print(f"{name}\tdeletion unfinished: run `paimon-commit delete-tag TABLE {name}`")
+    elif command == "expire-snapshots":
+        verb = "would expire" if r["dry_run"] else "expired"
+        print(f"{verb} {r['expired_snapshots']} snapshot(s); "
+              f"{'would delete' if r['dry_run'] else 'deleted'} {r['deleted_files']} file(s), "
+              f"{r['deleted_bytes']} bytes; earliest {r['earliest']}, latest {r['latest']}")
+        for s in r["skipped"]:
+            print(f"skipped: {s}")
+    elif command == "info":
+        for k in ("table", "partition_keys", "snapshots", "earliest", "latest", "latest_kind",
+                  "total_records", "tags", "consumers", "live_files", "live_bytes",
+                  "files_on_disk", "bytes_on_disk", "partitions"):
+            print(f"{k:<16}{r[k]}")
+    elif command == "drop-partition":
+        if r["snapshot_id"] is None:
+            print("nothing to drop: no live file matches")
+        else:
+            print(f"snapshot {r['snapshot_id']}: {r['deleted_files']} file(s) marked deleted "
+                  f"(removed from disk when the snapshots that use them expire)")
+    elif command == "remove-orphan-files":
+        verb = "would delete" if r["dry_run"] else "deleted"
+        print(f"{verb} {r['deleted_files']} file(s), {r['deleted_bytes']} bytes, "
+              f"{r['deleted_dirs']} empty dir(s)")
+        for f in r["files"]:
+            print(f"  {f}")
+    elif command == "expire-partitions":
+        parts = ", ".join(",".join(f"{k}={v}" for k, v in p.items())
+                          for p in r["expired_partitions"]) or "none"
+        print(f"{'would expire' if r['dry_run'] else 'expired'} partitions: {parts}; "
+              f"snapshots {r['snapshot_ids']}")
+    else:
+        print(json.dumps(r, indent=2))
