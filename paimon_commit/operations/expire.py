@@ -151,6 +151,10 @@ class ExpirePlan:
     end: Optional[int] = None
     expiring: List[int] = field(default_factory=list)
     changelogs: bool = False
+    # id -> its snapshot (or long-lived changelog) file, for every id in `expiring`: what
+    # deleting a file means for EARLIEST and the result is looked up by id, never by position
+    # (an id whose file vanished concurrently has no file).
+    metadata: Dict[int, str] = field(default_factory=dict)
     files: Dict[str, Dict[str, int]] = field(default_factory=lambda: {k: {} for k in KINDS})
     bucket_dirs: Set[str] = field(default_factory=set)
     tag_names: List[str] = field(default_factory=list)
@@ -174,10 +178,19 @@ class ExpirePlan:
         for path, (kind, size) in files.items():
             self.files[kind].setdefault(path, size or 0)
 
+    def add_expiring(self, sid: int, path: str, size: int) -> None:
+        """Plan to delete snapshot (or long-lived changelog) `sid`, whose file is `path`."""
+        self.metadata[sid] = path
+        self.files[self.metadata_kind].setdefault(path, size or 0)
+
+    @property
+    def metadata_kind(self) -> str:
+        return "long-lived-changelog" if self.changelogs else "snapshot"
+
     @property
     def metadata_files(self) -> Dict[str, int]:
         """The snapshot (or long-lived changelog) files, ascending."""
-        return self.files["long-lived-changelog" if self.changelogs else "snapshot"]
+        return self.files[self.metadata_kind]
 
 
 @dataclass
@@ -416,7 +429,7 @@ class ExpireSnapshots:
                 lists = ()
             plan.add_metadata(self.reach.unused_metadata(s, lists, keep, plan.skip))
         for sid in plan.expiring:
-            plan.add("snapshot", {sm.snapshot_path(sid): sizes[sid]})
+            plan.add_expiring(sid, sm.snapshot_path(sid), sizes[sid])
 
     def _tag_data(self, tags: List[Tag], end: int) -> Set[str]:
         out: Set[str] = set()
@@ -481,7 +494,9 @@ class ExpireSnapshots:
         changelogs = {i: self._read(cm, i) for i in ids}   # unreadable raises: no deletion
         tags = self.tags.tags()
         plan.tag_names = sorted(t.name for t in tags)
-        plan.begin, plan.end, plan.expiring = expiring[0], end, expiring
+        # A changelog listed but gone when read was expired concurrently: not this run's.
+        plan.begin, plan.end = expiring[0], end
+        plan.expiring = [i for i in expiring if changelogs[i] is not None]
         roots = [Root(cm.snapshot_path(i), c, "changelog") for i, c in changelogs.items()
                  if i >= end and c is not None]
         for sid in sm.list_snapshot_ids():
@@ -506,10 +521,8 @@ class ExpireSnapshots:
                        for i in range(earliest, latest + 1)]
             plan.add("data", self.reach.deleted_files(
                 lineage, end - 1, lambda: self._tag_data(tags, end), plan.skip))
-        for cid in expiring:
+        for cid in plan.expiring:
             c = changelogs[cid]
-            if c is None:
-                continue
             if c.changelog_manifest_list:
                 if c.changelog_manifest_list not in keep:
                     plan.add("changelog", self.reach.added_files(c.changelog_manifest_list,
@@ -520,7 +533,7 @@ class ExpireSnapshots:
             # Index and statistics files belong to the snapshot: its expiration removed them.
             plan.add_metadata(self.reach.unused_metadata(c, lists, keep, plan.skip,
                                                          index_and_statistics=False))
-            plan.add("long-lived-changelog", {cm.snapshot_path(cid): 0})
+            plan.add_expiring(cid, cm.snapshot_path(cid), 0)
         return plan
 
     # --- acting --------------------------------------------------------------------------
@@ -579,8 +592,7 @@ class ExpireSnapshots:
             for kind in ("manifest", "manifest-list", "index", "statistics"):
                 d.files(kind, list(plan.files[kind]))
             deleting()
-            kind = "long-lived-changelog" if plan.changelogs else "snapshot"
-            for sid, path in zip(plan.expiring, plan.metadata_files):
+            for sid, path in sorted(plan.metadata.items()):
                 # Ascending: a crash or a failure leaves a contiguous suffix.
                 if keep_as_changelog:
                     if (manager.snapshot_dir, sid) not in self._raw_memo:
@@ -589,7 +601,7 @@ class ExpireSnapshots:
                         earliest = sid
                         break
                     self.changelogs.commit_changelog(sid, self._raw(manager, sid))
-                if d.in_order(kind, [path]) == 0:
+                if d.in_order(plan.metadata_kind, [path]) == 0:
                     plan.skip(f"{path} could not be deleted; EARLIEST stays at {sid}")
                     earliest = sid
                     break
@@ -621,6 +633,6 @@ class ExpireSnapshots:
     @staticmethod
     def _expired(plan: ExpirePlan, deleted: Dict[str, List[str]], dry_run: bool) -> List[int]:
         if dry_run:
-            return list(plan.expiring)
-        gone = set(deleted["long-lived-changelog" if plan.changelogs else "snapshot"])
-        return [i for i, p in zip(plan.expiring, plan.metadata_files) if p in gone]
+            return sorted(plan.metadata)
+        gone = set(deleted[plan.metadata_kind])
+        return [i for i, p in sorted(plan.metadata.items()) if p in gone]
