@@ -207,6 +207,7 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
     name = name or str(path)
     result = TableMaintenanceResult(name, str(path), dry_run=dry_run)
     step = "opening"
+    tag_errors: List[str] = []
     try:
         from .operations.expire import ExpireConfig, ExpireSnapshots
         from .operations.tag_lifecycle import TagLifecycleConfig, expire_tags
@@ -239,6 +240,7 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
             result.deleted_files += r.deleted_files
             result.deleted_bytes += r.deleted_bytes
             result.warnings.extend(r.skipped)
+            tag_errors = r.errors   # the other steps still run; the table is failed
             result.steps["tags"] = r.to_dict()
         if partition_expire is not None:
             step = "partition expiration"
@@ -289,6 +291,9 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
     except (PaimonCommitError, OSError, ValueError, TypeError, KeyError, RuntimeError) as e:
         result.status = "failed"
         result.reason = f"{step}: {type(e).__name__}: {e}"
+    if result.status == "ok" and tag_errors:
+        result.status = "failed"
+        result.reason = "tag expiration: " + "; ".join(tag_errors)
     result.seconds = time.perf_counter() - t0
     if result.status != "ok":
         log.warning("maintain %s: %s (%s)", name, result.status, result.reason)

@@ -196,12 +196,14 @@ class TagLifecycleResult:
     deleted_files: int = 0
     deleted_bytes: int = 0
     skipped: List[str] = field(default_factory=list)
+    errors: List[str] = field(default_factory=list)   # tags that could not be deleted
 
     def to_dict(self) -> Dict[str, Any]:
         """JSON-ready dict."""
         return {"created": self.created, "expired": self.expired,
                 "removed_by_count": self.removed_by_count, "deleted_files": self.deleted_files,
-                "deleted_bytes": self.deleted_bytes, "skipped": self.skipped}
+                "deleted_bytes": self.deleted_bytes, "skipped": self.skipped,
+                "errors": self.errors}
 
 
 @dataclass
@@ -215,24 +217,38 @@ class TagExpireResult:
     deleted_paths: List[str] = field(default_factory=list)
     dry_run: bool = False
     skipped: List[str] = field(default_factory=list)
+    # Tags due to expire that cannot be deleted, each naming the tag and why: they would
+    # otherwise never expire without anyone noticing.
+    errors: List[str] = field(default_factory=list)
 
     def to_dict(self) -> Dict[str, Any]:
         """JSON-ready dict (paths are left to the caller, which knows the table root)."""
         return {"expired_tags": self.expired_tags, "snapshot_ids": self.snapshot_ids,
                 "finished_deletions": self.finished_deletions,
                 "deleted_files": self.deleted_files, "deleted_bytes": self.deleted_bytes,
-                "dry_run": self.dry_run, "skipped": self.skipped}
+                "dry_run": self.dry_run, "skipped": self.skipped, "errors": self.errors}
 
 
 # --- deleting through TagOperations ----------------------------------------------------------
 
-def _delete(store: FileStore, name: str, into) -> bool:
-    """delete_tag(name) with its files; adds counts to `into`. False if it failed."""
+def _delete(store: FileStore, name: str, into, action: str = "expired") -> bool:
+    """delete_tag(name) with its files; adds counts to `into`. False if it failed: a tag
+    deleted concurrently is logged; a tag delete_tag refuses (a name we do not accept, a
+    hostile file name in what the tags use) is an error in `into.errors`."""
     from .tag_ops import TagOperations
     try:
         r = TagOperations(store).delete_tag(name)
-    except ValueError as e:          # deleted concurrently
-        log.info("tag %s: %s", name, e)
+    except ValueError as e:
+        tags = TagManager(store.io, store.root)
+        try:
+            gone = not tags.exists(name) and tags.deletion_marker(name) is None
+        except ValueError:
+            gone = False
+        if gone:
+            log.info("tag %s of %s was deleted concurrently", name, store.path)
+            return False
+        into.errors.append(f"tag {name!r} cannot be {action}: {e}")
+        log.error("%s: %s", store.path, into.errors[-1])
         return False
     into.deleted_files += r.deleted_files
     into.deleted_bytes += r.deleted_bytes
@@ -248,7 +264,7 @@ def _finish_pending(store: FileStore, tags: TagManager, into) -> List[str]:
     for name in tags.pending_deletions():
         if tags.exists(name):
             continue   # a tag of that name was created again since; not ours to finish
-        if _delete(store, name, into):
+        if _delete(store, name, into, "deleted (finishing its interrupted deletion)"):
             done.append(name)
     return done
 
@@ -323,7 +339,9 @@ def expire_tags(store: FileStore, older_than_ms: Optional[int] = None, dry_run: 
             listing; post-commit maintenance leaves this to explicit runs and `maintain`).
 
     Returns:
-        TagExpireResult.
+        TagExpireResult. A due tag that cannot be deleted (a name this library refuses, a
+        hostile file name in what the tags use) is in `errors`, naming the tag and why; the
+        other tags still expire.
 
     Raises:
         CorruptMetadataError: a tag file cannot be parsed (nothing is deleted).
@@ -342,6 +360,13 @@ def expire_tags(store: FileStore, older_than_ms: Optional[int] = None, dry_run: 
         if not (_retention_over(tag, now) or (older is not None and created is not None
                                               and created < older)):
             continue
+        if dry_run:
+            try:   # what delete_tag refuses first (a dry run reads no more)
+                validate_tag_name(tag.name)
+            except ValueError as e:
+                result.errors.append(f"tag {tag.name!r} cannot be expired: {e}")
+                log.error("%s: %s", store.path, result.errors[-1])
+                continue
         if dry_run or _delete(store, tag.name, result):
             result.expired_tags.append(tag.name)
             result.snapshot_ids[tag.name] = tag.id
@@ -469,7 +494,7 @@ class TagAutoCreation:
             return
         auto = sorted(self._auto_tags(), key=lambda t: (t.id, self.handler.tag_to_time(t.name)))
         for t in auto[:max(0, len(auto) - limit)]:
-            if _delete(self.store, t.name, result):
+            if _delete(self.store, t.name, result, "deleted (tag.num-retained-max)"):
                 result.removed_by_count.append(t.name)
                 log.info("deleted tag %s of %s: more than tag.num-retained-max = %d automatic "
                          "tags", t.name, self.store.path, limit)
@@ -508,6 +533,7 @@ class TagLifecycle:
             result.deleted_files += r.deleted_files
             result.deleted_bytes += r.deleted_bytes
             result.skipped.extend(r.skipped)
+            result.errors.extend(r.errors)
         return result
 
     def after_batch_commit(self, result: Optional[TagLifecycleResult] = None
@@ -535,7 +561,7 @@ class TagLifecycle:
         if old is not None and old.id == s.id:
             return result
         if old is not None:
-            _delete(store, name, result)
+            _delete(store, name, result, "replaced")
         retained = self.config.default_time_retained_ms
         tag = Tag(name, s, _now_local(self.clock) if retained else None, retained)
         try:
@@ -551,6 +577,6 @@ class TagLifecycle:
             batch = [t for t in readable_tags(tags)
                      if _BATCH_TAG.match(t.name) or t.name == custom]
             for t in batch[:max(0, len(batch) - limit)]:
-                if _delete(store, t.name, result):
+                if _delete(store, t.name, result, "deleted (tag.num-retained-max)"):
                     result.removed_by_count.append(t.name)
         return result

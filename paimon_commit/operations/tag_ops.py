@@ -4,7 +4,7 @@ from __future__ import annotations
 import datetime
 import logging
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Set
 
 from ..io.deletion import Deleter
 from ..format.snapshot import Tag
@@ -148,7 +148,12 @@ class TagOperations:
         changelogs = [Root(cm.snapshot_path(c.id), c, "changelog") for c in cm.snapshots()]
         roots = [Root(sm.snapshot_path(s.id), s) for s in retained] + changelogs + \
             [Root(self.tags.tag_path(t.name), t.snapshot, "tag") for t in others]
-        used_meta = reach.kept_metadata(roots)
+        used_meta: Set[str] = set()
+        for r in roots:
+            try:
+                used_meta |= reach.kept_metadata([r])
+            except ValueError as e:   # a hostile file name: say whose, it blocks the delete
+                raise ValueError(f"{r.where}: {e}") from None
         # Data any retained snapshot can reach: live in the earliest, or added after it.
         used_data = reach.added([s.delta_manifest_list for s in retained[1:]], "a snapshot")
         if retained:
