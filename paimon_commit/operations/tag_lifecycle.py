@@ -258,6 +258,24 @@ def _delete(store: FileStore, name: str, into, action: str = "expired") -> bool:
     return True
 
 
+def _create(store: FileStore, tags: TagManager, tag: Tag, into) -> bool:
+    """TagManager.create, finishing first an unfinished deletion of an earlier tag of that
+    name (as delete_tag(name) would). While that deletion cannot be finished the tag is not
+    created (reported in `into.skipped`): the marker is the only record of the files the
+    earlier tag alone kept. False if not created."""
+    name = tag.name
+    if tags.has_deletion_marker(name):
+        _delete(store, name, into, "created (finishing the deletion of an earlier tag of "
+                                   "that name)")
+    try:
+        return tags.create(tag)
+    except ValueError:   # the marker is still there
+        into.skipped.append(f"tag {name} not created: an earlier deletion of a tag with this "
+                            f"name is unfinished; the next run finishes it first")
+        log.warning("%s: %s", store.path, into.skipped[-1])
+        return False
+
+
 def _finish_pending(store: FileStore, tags: TagManager, into) -> List[str]:
     """Finish tag deletions a crash or a failed delete interrupted (a marker, no tag)."""
     done = []
@@ -481,7 +499,7 @@ class TagAutoCreation:
             else:
                 retained = self.config.default_time_retained_ms
                 tag = Tag(name, s, _now_local(self.clock) if retained else None, retained)
-                if self.tags.create(tag):
+                if _create(self.store, self.tags, tag, result):
                     result.created.append(name)
                     log.info("created tag %s for snapshot %d of %s", name, s.id,
                              self.store.path)
@@ -565,7 +583,7 @@ class TagLifecycle:
         retained = self.config.default_time_retained_ms
         tag = Tag(name, s, _now_local(self.clock) if retained else None, retained)
         try:
-            if tags.create(tag):
+            if _create(store, tags, tag, result):
                 result.created.append(name)
         except OSError as e:
             result.skipped.append(f"could not create tag {name} for snapshot {s.id} ({e}); "

@@ -67,12 +67,9 @@ class TagOperations:
             what = "the table has no snapshot" if snapshot_id is None \
                 else f"snapshot {snapshot_id} does not exist"
             raise ValueError(f"cannot create tag {name!r}: {what}")
-        if self.tags.deletion_marker(name) is not None:
-            raise ValueError(f"cannot create tag {name!r}: an earlier deletion of a tag with "
-                             f"this name is unfinished; run delete_tag({name!r}) first")
         tag = Tag(name, snap, datetime.datetime.now() if time_retained_ms else None,
                   time_retained_ms)
-        if not self.tags.create(tag):
+        if not self.tags.create(tag):   # (refuses while a deletion of `name` is unfinished)
             raise ValueError(f"tag {name!r} already exists")
         return tag
 

@@ -408,3 +408,44 @@ def test_a_hostile_manifest_name_in_another_tag_is_an_error_not_a_concurrent_del
                         f"name '../../outside' must not contain '/', '\\' or NUL"]
     assert files_under(table_path) == before
     assert [x.levelname for x in caplog.records if "'old'" in x.getMessage()] == ["ERROR"]
+
+
+def test_batch_tag_replacement_finishes_an_unfinished_deletion_first(
+        table_path, clock, monkeypatch):
+    """A batch overwrite replaces the day's batch tag, but the replaced tag's file cannot be
+    deleted: its deletion is left unfinished (a marker). Creating the new tag of that name
+    must finish that deletion first (as delete_tag does), not create the tag over it: the
+    next replacement would overwrite the marker, and the file only the first tag kept would
+    stay on disk forever."""
+    from paimon_commit.io.local import LocalFileIO
+    t = Table.create(str(table_path), SCHEMA, ["dt", "hr"],
+                     {"tag.automatic-creation": "batch", "snapshot.num-retained.min": "1",
+                      "snapshot.time-retained": "0 ms"})
+    name = "batch-write-2024-01-01"
+    clock.set(datetime.datetime(2024, 1, 1, 12, 0))
+
+    def batch_overwrite(ids):
+        with TableCommit(t.store, "job", clock=clock) as c:
+            w = t.new_writer()
+            w.write_arrow(make_rows(ids, hr=1))
+            c.overwrite(w.prepare_commit())        # one-shot batch: no identifier
+            return c.last_maintenance.tags
+
+    def parquet():
+        return [n for n in files_under(table_path) if n.endswith(".parquet")]
+    batch_overwrite([1])
+    first = parquet()
+    assert tag_ids(t) == {name: 1} and len(first) == 1
+    orig = LocalFileIO._unlink
+    monkeypatch.setattr(LocalFileIO, "_unlink",
+                        lambda self, p: False if p.endswith(".parquet") else orig(self, p))
+    r = batch_overwrite([2])         # snapshot 1 expires; the tag's file cannot be deleted
+    assert t.unfinished_tag_deletions() == [name] and (table_path / first[0]).exists()
+    assert name not in tag_ids(t) and r.created == []
+    assert any(f"tag {name} not created: an earlier deletion" in s for s in r.skipped)
+    monkeypatch.setattr(LocalFileIO, "_unlink", orig)
+    r = batch_overwrite([3])         # the next batch commit finishes it, then tags
+    assert r.created == [name] and tag_ids(t) == {name: 3}
+    assert t.unfinished_tag_deletions() == []
+    assert not (table_path / first[0]).exists() and len(parquet()) == 1   # snapshot 3's
+    assert_intact(table_path, {3: [3]}, {name: [3]})
