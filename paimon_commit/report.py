@@ -93,7 +93,7 @@ def build_report(table, progress: Optional[ProgressCallback] = None,
     rep = HealthReport(str(table.path),
                        datetime.datetime.fromtimestamp(clock()).isoformat(timespec="seconds"))
     snaps = list(store.snapshots.snapshots())
-    from .operations.tag_lifecycle import readable_tags
+    from .operations.tag_expire import readable_tags
     from .tags import TagManager
     tm = TagManager(io, store.root)
     tags = readable_tags(tm, rep.notes)
