@@ -94,7 +94,7 @@ def build_report(table, progress: Optional[ProgressCallback] = None,
     rep = HealthReport(redact_uri(str(table.path)),   # shown on the page: no credentials
                        datetime.datetime.fromtimestamp(clock()).isoformat(timespec="seconds"))
     snaps = list(store.snapshots.snapshots())
-    from .operations.tag_lifecycle import readable_tags
+    from .operations.tag_expire import readable_tags
     from .tags import TagManager
     tm = TagManager(io, store.root)
     tags = readable_tags(tm, rep.notes)

@@ -69,6 +69,18 @@ class TagManager:
         return self.io.exists(self.tag_path(name))
 
     def create(self, tag: Tag) -> bool:
+        """Create tag/tag-<name>; False if a tag of that name exists.
+
+        Raises:
+            ValueError: the deletion of an earlier tag of that name is unfinished. Its marker
+                is the only record of the files that tag alone kept: a new tag of the name
+                would hide it from the runs that finish deletions, and deleting the new tag
+                would overwrite it (those files would stay forever). delete_tag(name)
+                finishes it.
+        """
+        if self.has_deletion_marker(tag.name):
+            raise ValueError(f"cannot create tag {tag.name!r}: an earlier deletion of a tag "
+                             f"with this name is unfinished; run delete_tag({tag.name!r}) first")
         self.io.mkdirs(self.tag_dir)
         return self.io.try_create_atomic(self.tag_path(tag.name), tag.to_json())
 
@@ -92,6 +104,9 @@ class TagManager:
             self.io.delete_quietly(path)
             if not self.io.try_create_atomic(path, data):
                 raise OSError(f"could not write tag deletion marker {path}")
+
+    def has_deletion_marker(self, name: str) -> bool:
+        return self.io.exists(self.deletion_marker_path(name))
 
     def deletion_marker(self, name: str) -> Optional[Tag]:
         path = self.deletion_marker_path(name)

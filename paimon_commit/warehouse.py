@@ -217,6 +217,7 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
     name = name or path
     result = TableMaintenanceResult(name, path, dry_run=dry_run)
     step = "opening"
+    tag_errors: List[str] = []
     try:
         from .operations.expire import ExpireConfig
         from .operations.tag_lifecycle import TagLifecycleConfig
@@ -242,7 +243,7 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
         for _ in store.snapshots.snapshots():
             pass
         steps = _table_steps(store, options, tag_config, expire_config, partition_expire,
-                             result, dry_run, clock)
+                             result, dry_run, clock, tag_errors)
 
         def before_step(name_of_step: str) -> None:
             nonlocal step
@@ -274,6 +275,9 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
     except (PaimonCommitError, OSError, ValueError, TypeError, KeyError, RuntimeError) as e:
         result.status = "failed"
         result.reason = f"{step}: {type(e).__name__}: {e}"
+    if result.status == "ok" and tag_errors:
+        result.status = "failed"
+        result.reason = "tag expiration: " + "; ".join(tag_errors)
     result.seconds = time.perf_counter() - t0
     if result.status != "ok":
         log.warning("maintain %s: %s (%s)", name, result.status, result.reason)
@@ -285,10 +289,11 @@ _UNITS = {maintenance_order.TAGS: "tags", maintenance_order.PARTITIONS: "partiti
 
 
 def _table_steps(store, options, tag_config, expire_config, partition_expire,
-                 result: TableMaintenanceResult, dry_run: bool, clock: Callable[[], float]
-                 ) -> Dict[str, Optional[Callable[[], None]]]:
+                 result: TableMaintenanceResult, dry_run: bool, clock: Callable[[], float],
+                 tag_errors: List[str]) -> Dict[str, Optional[Callable[[], None]]]:
     """What each post-commit maintenance step does here (tags are expired, never created:
-    see the module docstring); each adds what it did to `result`."""
+    see the module docstring); each adds what it did to `result`. Tags that cannot expire
+    are added to `tag_errors`: the other steps still run, and the table is failed."""
     from .operations.expire import ExpireSnapshots
     from .operations.tag_lifecycle import expire_tags
     from .tags import ConsumerManager
@@ -299,6 +304,7 @@ def _table_steps(store, options, tag_config, expire_config, partition_expire,
         result.deleted_files += r.deleted_files
         result.deleted_bytes += r.deleted_bytes
         result.warnings.extend(r.skipped)
+        tag_errors.extend(r.errors)
         result.steps["tags"] = r.to_dict()
 
     def partitions() -> None:

@@ -28,6 +28,8 @@ def cmd_expire_tags(args) -> Dict[str, Any]:
     out = r.to_dict()
     out["files"] = [context.rel(t.store.root, p) for p in r.deleted_paths]
     args.print_text = _print_expire_tags
+    if r.errors:   # tags that would never expire: the run went on past them
+        args.exit_code = EXIT_FAILED
     return out
 
 
@@ -41,6 +43,8 @@ def _print_expire_tags(r: Dict[str, Any]) -> None:
         print(f"finished the interrupted deletion of tag {name}")
     for s in r["skipped"]:
         print(f"skipped: {s}")
+    for e in r["errors"]:
+        print(f"error: {e}")
 
 
 # --- maintain ------------------------------------------------------------------------------

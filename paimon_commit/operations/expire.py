@@ -13,199 +13,38 @@ Protection model (stricter than the reference):
 - metadata is kept if any retained snapshot, tag or long-lived changelog uses it;
 - anything that cannot be read makes the plan smaller, never larger (see reachability).
 
-Decoupled changelog lifecycle (Paimon's `changelog.num-retained.*`, `changelog.time-retained`
-larger than the snapshot values): an expiring snapshot is first written to
-`changelog/changelog-<id>`, and what its changelog readers need is kept: its changelog list
-and files (and with `changelog-producer` = none its lists and the APPEND files its deltas
-delete). Changelog expiration then removes those in Paimon's order and moves
-`changelog/EARLIEST`.
+Decoupled changelog lifecycle (changelogs retained longer than snapshots): an expiring
+snapshot is first written to `changelog/changelog-<id>` and what its changelog readers need is
+kept; `expire_changelog` plans their expiration, executed here like a snapshot plan.
+
+The config is in `expire_config`, the plan and result records in `expire_plan`.
 """
 from __future__ import annotations
 
 import logging
-import os
 import time
 from concurrent.futures import Executor
-from dataclasses import dataclass, field, replace
-from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 from ..io.deletion import Deleter
-from ..errors import CorruptMetadataError, OptionError
+from ..errors import CorruptMetadataError
 from ..format import paths as P
 from ..format.snapshot import Snapshot, Tag
-from ..options import INT_MAX
 from ..progress import DELETING, READING, emit
 from ..reachability import APPEND_SOURCE, Reachability, Root, Unreadable
 from ..snapshots import ChangelogManager, SnapshotManager
 from ..store import FileStore
 from ..tags import ConsumerManager, TagManager
+from .expire_changelog import ChangelogExpiration
+from .expire_config import ExpireConfig
+from .expire_plan import KINDS, ExpirePlan, ExpireResult
 
 log = logging.getLogger(__name__)
 
 __all__ = ["ExpireConfig", "ExpireSnapshots", "ExpirePlan", "ExpireResult"]
 
-_CHANGELOG_OPTIONS = (("changelog_retain_min", "changelog.num-retained.min"),
-                      ("changelog_retain_max", "changelog.num-retained.max"),
-                      ("changelog_time_retained_ms", "changelog.time-retained"),
-                      ("changelog_producer", "changelog-producer"))
-KINDS = ("data", "changelog", "manifest", "manifest-list", "index", "statistics", "snapshot",
-         "long-lived-changelog", "directory")
 
-
-@dataclass(frozen=True)
-class ExpireConfig:
-    """Retention of snapshots (and of changelogs, which default to the snapshot values).
-
-    A changelog retained longer than snapshots (any changelog value above its snapshot
-    value) makes the lifecycle *decoupled*, as in Paimon."""
-    retain_min: int = 10
-    retain_max: int = INT_MAX
-    time_retained_ms: int = 3_600_000
-    max_deletes: int = 10
-    older_than_ms: Optional[int] = None   # explicit cutoff; default now - time_retained
-    clean_empty_directories: bool = False
-    thread_num: Optional[int] = None
-    changelog_retain_min: Optional[int] = None
-    changelog_retain_max: Optional[int] = None
-    changelog_time_retained_ms: Optional[int] = None
-    changelog_producer: Optional[str] = None   # None: the table's `changelog-producer`
-
-    def __post_init__(self) -> None:
-        def bad(name: str, value: Any, rule: str) -> None:
-            raise OptionError(f"option '{name}' = {value!r}: {rule}")
-        for name, value in (("snapshot.num-retained.min", self.retain_min),
-                            ("snapshot.num-retained.max", self.retain_max),
-                            ("snapshot.time-retained", self.time_retained_ms),
-                            ("snapshot.expire.limit", self.max_deletes),
-                            ("changelog.num-retained.min", self.cl_min),
-                            ("changelog.num-retained.max", self.cl_max),
-                            ("changelog.time-retained", self.cl_time_ms)):
-            if isinstance(value, bool) or not isinstance(value, int):
-                bad(name, value, "must be an integer")
-        for prefix, lo, hi in (("snapshot", self.retain_min, self.retain_max),
-                               ("changelog", self.cl_min, self.cl_max)):
-            if lo < 1:
-                bad(f"{prefix}.num-retained.min", lo, "must be >= 1")
-            if hi < lo:
-                raise OptionError(f"option '{prefix}.num-retained.max' = {hi} must be >= "
-                                  f"'{prefix}.num-retained.min' = {lo}")
-        if self.time_retained_ms < 0:
-            bad("snapshot.time-retained", self.time_retained_ms, "must be >= 0")
-        if self.cl_time_ms < 0:
-            bad("changelog.time-retained", self.cl_time_ms, "must be >= 0")
-        if self.max_deletes < 0:
-            bad("snapshot.expire.limit", self.max_deletes, "must be >= 0")
-        if self.thread_num is not None and self.thread_num < 1:
-            bad("file-operation.thread-num", self.thread_num, "must be >= 1")
-
-    @property
-    def cl_min(self) -> int:
-        """changelog.num-retained.min, falling back to the snapshot value (Paimon)."""
-        return self.retain_min if self.changelog_retain_min is None else self.changelog_retain_min
-
-    @property
-    def cl_max(self) -> int:
-        """changelog.num-retained.max, falling back to the snapshot value (Paimon)."""
-        return self.retain_max if self.changelog_retain_max is None else self.changelog_retain_max
-
-    @property
-    def cl_time_ms(self) -> int:
-        """changelog.time-retained, falling back to the snapshot value (Paimon)."""
-        return self.time_retained_ms if self.changelog_time_retained_ms is None \
-            else self.changelog_time_retained_ms
-
-    @property
-    def changelog_decoupled(self) -> bool:
-        """Whether changelogs outlive snapshots (then expiring snapshots become long-lived
-        changelogs, expired separately)."""
-        return self.cl_max > self.retain_max or self.cl_min > self.retain_min \
-            or self.cl_time_ms > self.time_retained_ms
-
-    @classmethod
-    def from_options(cls, options: Mapping[str, Any], **overrides: Any) -> "ExpireConfig":
-        """`options` are parsed table options (FileStore.options); overrides that are None
-        fall back to them."""
-        values = dict(
-            retain_min=options["snapshot.num-retained.min"],
-            retain_max=options["snapshot.num-retained.max"],
-            time_retained_ms=options["snapshot.time-retained"],
-            max_deletes=options["snapshot.expire.limit"],
-            clean_empty_directories=options["snapshot.clean-empty-directories"],
-            thread_num=options["file-operation.thread-num"],
-            changelog_retain_min=options.get("changelog.num-retained.min"),
-            changelog_retain_max=options.get("changelog.num-retained.max"),
-            changelog_time_retained_ms=options.get("changelog.time-retained"),
-            changelog_producer=options.get("changelog-producer"),
-        )
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls(**values)
-
-
-@dataclass
-class ExpirePlan:
-    """What one run would delete: kind -> path -> size (0 when unknown), kinds in deletion
-    order. For changelog expiration (`changelogs`) the ids are long-lived changelog ids."""
-    earliest: Optional[int]
-    latest: Optional[int]
-    begin: Optional[int] = None
-    end: Optional[int] = None
-    expiring: List[int] = field(default_factory=list)
-    changelogs: bool = False
-    files: Dict[str, Dict[str, int]] = field(default_factory=lambda: {k: {} for k in KINDS})
-    bucket_dirs: Set[str] = field(default_factory=set)
-    tag_names: List[str] = field(default_factory=list)
-    skipped: List[str] = field(default_factory=list)
-    deleted: Dict[str, List[str]] = field(default_factory=dict)   # filled by execution
-
-    def skip(self, reason: str) -> None:
-        """Record (and log) something the run leaves for later, with the reason."""
-        log.warning("expire: %s", reason)
-        self.skipped.append(reason)
-
-    def add(self, kind: str, files: Dict[str, int]) -> None:
-        """Plan to delete `files` (path -> size) of one kind."""
-        for path, size in files.items():
-            self.files[kind].setdefault(path, size or 0)
-            if kind in ("data", "changelog"):
-                self.bucket_dirs.add(os.path.dirname(path))
-
-    def add_metadata(self, files: Dict[str, Tuple[str, int]]) -> None:
-        """Plan to delete metadata files (path -> (kind, size))."""
-        for path, (kind, size) in files.items():
-            self.files[kind].setdefault(path, size or 0)
-
-    @property
-    def metadata_files(self) -> Dict[str, int]:
-        """The snapshot (or long-lived changelog) files, ascending."""
-        return self.files["long-lived-changelog" if self.changelogs else "snapshot"]
-
-
-@dataclass
-class ExpireResult:
-    """What a run expired and deleted (or would, with dry_run)."""
-    expired_snapshots: int
-    expired_ids: List[int]
-    deleted_files: int
-    deleted_bytes: int
-    by_kind: Dict[str, Dict[str, int]]
-    earliest: Optional[int]
-    latest: Optional[int]
-    dry_run: bool
-    skipped: List[str]
-    deleted_paths: List[str]
-    seconds: Dict[str, float]
-    expired_changelogs: List[int] = field(default_factory=list)
-
-    def to_dict(self) -> Dict[str, Any]:
-        """The result as a JSON-ready dict (what the CLI prints with --json)."""
-        return {"expired_snapshots": self.expired_snapshots, "expired_ids": self.expired_ids,
-                "expired_changelogs": self.expired_changelogs,
-                "deleted_files": self.deleted_files, "deleted_bytes": self.deleted_bytes,
-                "by_kind": self.by_kind, "earliest": self.earliest, "latest": self.latest,
-                "dry_run": self.dry_run, "skipped": self.skipped, "seconds": self.seconds}
-
-
-class ExpireSnapshots:
+class ExpireSnapshots(ChangelogExpiration):
     """Expires snapshots, then (when the changelog lifecycle is decoupled) long-lived
     changelogs, of one table. Reusable across runs: what it read is carried forward."""
 
@@ -216,11 +55,8 @@ class ExpireSnapshots:
         # The changelog lifecycle is the table's (as Paimon builds ExpireConfig from the
         # table's options): a config that does not set it takes it from the table, so that
         # expiring a decoupled table never drops what its changelog readers still need.
-        config = config or ExpireConfig.from_options(store.options)
-        table = {k: store.options.get(o) for k, o in _CHANGELOG_OPTIONS}
-        table["changelog_producer"] = table["changelog_producer"] or "none"
-        self.config = replace(config, **{k: v for k, v in table.items()
-                                         if v is not None and getattr(config, k) is None})
+        self.config = (config or ExpireConfig.from_options(store.options)) \
+            .with_table_changelog(store.options)
         self.executor = executor
         self.clock = clock
         self.tags = TagManager(store.io, store.root)
@@ -416,7 +252,7 @@ class ExpireSnapshots:
                 lists = ()
             plan.add_metadata(self.reach.unused_metadata(s, lists, keep, plan.skip))
         for sid in plan.expiring:
-            plan.add("snapshot", {sm.snapshot_path(sid): sizes[sid]})
+            plan.add_expiring(sid, sm.snapshot_path(sid), sizes[sid])
 
     def _tag_data(self, tags: List[Tag], end: int) -> Set[str]:
         out: Set[str] = set()
@@ -435,93 +271,6 @@ class ExpireSnapshots:
             return []   # (not listed after every commit where there can be none)
         read = ((cid, self._read(cm, cid)) for cid in cm.list_snapshot_ids())
         return [Root(cm.snapshot_path(cid), c, "changelog") for cid, c in read if c]
-
-    # --- changelog expiration (Paimon's ExpireChangelogImpl) -----------------------------
-    def plan_changelogs(self) -> ExpirePlan:
-        """The changelog expiration this run would do (nothing is deleted). Runs after
-        `plan()`: what both read stays cached for the next run."""
-        self._memo = {}
-        try:
-            return self._plan_changelogs()
-        finally:
-            self._prune()
-
-    def _plan_changelogs(self) -> ExpirePlan:
-        cfg, sm, cm = self.config, self.store.snapshots, self.changelogs
-        latest, earliest_snap = sm.latest_snapshot_id(), sm.earliest_snapshot_id()
-        ids = cm.list_snapshot_ids()
-        plan = ExpirePlan(ids[0] if ids else None, ids[-1] if ids else None, changelogs=True)
-        if latest is None or earliest_snap is None or not ids:
-            return plan
-        earliest, latest_cl = ids[0], ids[-1]
-        lo = max(latest - cfg.cl_max + 1, earliest)
-        hi = min(latest - cfg.cl_min + 1, earliest + cfg.max_deletes, latest_cl)
-        consumer_min = self.consumers.min_next_snapshot()
-        if consumer_min is not None:
-            hi = min(hi, consumer_min)
-        if hi <= earliest:
-            return plan
-        end = hi
-        older_than = int(self.clock() * 1000) - cfg.cl_time_ms
-        for cid in range(lo, hi + 1):
-            # Paimon measures a changelog's age on its own commit time.
-            try:
-                c = self._read(cm, cid)
-            except CorruptMetadataError as e:
-                log.warning("expire: cannot read %s; keeping changelog %d", e.path, cid)
-                end = cid
-                break
-            if cfg.cl_time_ms > 0 and c is not None and c.time_millis >= older_than:
-                end = cid
-                break
-        end = min([i for i in ids if i >= end] or [end])   # a missing end: the next one
-        expiring = [i for i in ids if i < end]
-        if not expiring or end not in ids:
-            return plan
-        changelogs = {i: self._read(cm, i) for i in ids}   # unreadable raises: no deletion
-        tags = self.tags.tags()
-        plan.tag_names = sorted(t.name for t in tags)
-        plan.begin, plan.end, plan.expiring = expiring[0], end, expiring
-        roots = [Root(cm.snapshot_path(i), c, "changelog") for i, c in changelogs.items()
-                 if i >= end and c is not None]
-        for sid in sm.list_snapshot_ids():
-            s = self._read(sm, sid)
-            if s is not None:
-                roots.append(Root(sm.snapshot_path(sid), s))
-        try:
-            keep = self.reach.kept_metadata(roots + self._tag_roots(tags))
-        except Unreadable as e:
-            plan.skip(f"{e}; no changelog is expired")
-            plan.begin = plan.end = None
-            plan.expiring = []
-            return plan
-        # Without a changelog list (producer none) a changelog's delta is its changelog:
-        # the files its delta deletes were kept for it, and go now unless a tag or a later
-        # re-add needs them.
-        if cfg.changelog_producer == "none" and any(
-                c is not None and not c.changelog_manifest_list
-                for c in (changelogs[i] for i in expiring)):
-            # One lineage, changelogs then snapshots; a hole hides what it may re-add.
-            lineage = [(i, changelogs.get(i) if i <= latest_cl else self._read(sm, i))
-                       for i in range(earliest, latest + 1)]
-            plan.add("data", self.reach.deleted_files(
-                lineage, end - 1, lambda: self._tag_data(tags, end), plan.skip))
-        for cid in expiring:
-            c = changelogs[cid]
-            if c is None:
-                continue
-            if c.changelog_manifest_list:
-                if c.changelog_manifest_list not in keep:
-                    plan.add("changelog", self.reach.added_files(c.changelog_manifest_list,
-                                                                 plan.skip))
-                lists: Tuple[str, ...] = (c.changelog_manifest_list,)
-            else:
-                lists = (c.delta_manifest_list, c.base_manifest_list)
-            # Index and statistics files belong to the snapshot: its expiration removed them.
-            plan.add_metadata(self.reach.unused_metadata(c, lists, keep, plan.skip,
-                                                         index_and_statistics=False))
-            plan.add("long-lived-changelog", {cm.snapshot_path(cid): 0})
-        return plan
 
     # --- acting --------------------------------------------------------------------------
     def expire(self, dry_run: bool = False) -> ExpireResult:
@@ -579,8 +328,7 @@ class ExpireSnapshots:
             for kind in ("manifest", "manifest-list", "index", "statistics"):
                 d.files(kind, list(plan.files[kind]))
             deleting()
-            kind = "long-lived-changelog" if plan.changelogs else "snapshot"
-            for sid, path in zip(plan.expiring, plan.metadata_files):
+            for sid, path in sorted(plan.metadata.items()):
                 # Ascending: a crash or a failure leaves a contiguous suffix.
                 if keep_as_changelog:
                     if (manager.snapshot_dir, sid) not in self._raw_memo:
@@ -589,7 +337,7 @@ class ExpireSnapshots:
                         earliest = sid
                         break
                     self.changelogs.commit_changelog(sid, self._raw(manager, sid))
-                if d.in_order(kind, [path]) == 0:
+                if d.in_order(plan.metadata_kind, [path]) == 0:
                     plan.skip(f"{path} could not be deleted; EARLIEST stays at {sid}")
                     earliest = sid
                     break
@@ -621,6 +369,6 @@ class ExpireSnapshots:
     @staticmethod
     def _expired(plan: ExpirePlan, deleted: Dict[str, List[str]], dry_run: bool) -> List[int]:
         if dry_run:
-            return list(plan.expiring)
-        gone = set(deleted["long-lived-changelog" if plan.changelogs else "snapshot"])
-        return [i for i, p in zip(plan.expiring, plan.metadata_files) if p in gone]
+            return sorted(plan.metadata)
+        gone = set(deleted[plan.metadata_kind])
+        return [i for i, p in sorted(plan.metadata.items()) if p in gone]

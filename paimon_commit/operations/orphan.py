@@ -1,4 +1,4 @@
-"""Orphan file cleanup: CleanContext and OrphanFilesCleaner.
+"""Orphan file cleanup: OrphanFilesCleaner (its CleanContext and result: `orphan_context`).
 
 Order matters: candidates are listed *first*, then the used set is computed (by
 `reachability`, as for every other operation) from every snapshot, tag, long-lived changelog
@@ -22,125 +22,26 @@ import os
 import posixpath
 import time
 from concurrent.futures import Executor, ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Set, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 from ..io.deletion import remove_empty_dirs, run_deletions
 from ..progress import DELETING, LISTING, READING, Throttle, emit
-from ..errors import CorruptMetadataError, OptionError, PaimonCommitError, TableNotFoundError
-from ..io import FileIO, FileStatus
+from ..errors import CorruptMetadataError, TableNotFoundError
+from ..io import FileStatus
 from ..io import for_path as file_io_for_path
 from ..format import paths as P
 from ..format.snapshot import Snapshot, Tag
 from ..reachability import Reachability, Root, Unreadable
 from ..store import FileStore, SchemaManager
+from .orphan_context import (PLAUSIBLE_MS, Candidate, CleanContext, OrphanCleanAborted,
+                             OrphanCleanResult, classify, is_bucket_dir, is_symlink,
+                             manifest_kind)
 
 log = logging.getLogger(__name__)
 
 __all__ = ["CleanContext", "OrphanFilesCleaner", "OrphanCleanResult", "OrphanCleanAborted"]
 
-DAY_MS = 86_400_000
 IO_THREADS = 16
-# A modification time below this (1970-04-26 in ms) is almost surely in seconds.
-_PLAUSIBLE_MS = 10_000_000_000
-
-KINDS = ("data", "manifest", "manifest-list", "index", "statistics", "changelog", "snapshot",
-         "temp")
-
-
-class OrphanCleanAborted(PaimonCommitError):
-    """The cleaner could not prove which files are used; nothing was deleted."""
-
-
-@dataclass
-class CleanContext:
-    """What an orphan cleanup should do (validated on construction, before any I/O).
-
-    Args:
-        table_path: the table (local path, file://, hdfs://, s3://, …).
-        older_than_ms: only files last modified before this epoch-ms time are candidates
-            (default: now - 1 day; must be in the past, and in milliseconds).
-        dry_run: report what would be deleted; delete nothing.
-        executor: listing and deleting run on it (default: thread pools of the table's
-            `file-operation.thread-num`).
-        should_be_retained: veto, called with each candidate's path relative to the root.
-        options: table options overriding the table's for this run
-            (`file-operation.thread-num`).
-        file_io: storage to use instead of the one the path's scheme selects.
-        clock: time source (tests).
-
-    Raises:
-        OptionError: a bad threshold, option or callback.
-    """
-
-    table_path: str
-    older_than_ms: Optional[int] = None
-    dry_run: bool = False
-    executor: Optional[Executor] = None
-    should_be_retained: Optional[Callable[[str], bool]] = None  # gets the relative path
-    options: Optional[Mapping[str, Any]] = None
-    file_io: Optional[FileIO] = None
-    clock: Callable[[], float] = time.time
-    progress: Optional[Callable[[Any], None]] = None   # paimon_commit.progress callback
-
-    def __post_init__(self) -> None:
-        now_ms = int(self.clock() * 1000)
-        if self.older_than_ms is None:
-            self.older_than_ms = now_ms - DAY_MS
-        elif isinstance(self.older_than_ms, bool) or not isinstance(self.older_than_ms, int):
-            raise OptionError(f"older_than_ms must be an integer, got {self.older_than_ms!r}")
-        elif self.older_than_ms >= now_ms:
-            raise OptionError(
-                f"older_than_ms = {self.older_than_ms} is not in the past (now = {now_ms}): "
-                f"files of commits in progress would be deleted")
-        elif self.older_than_ms < _PLAUSIBLE_MS:
-            raise OptionError(f"older_than_ms = {self.older_than_ms} looks like seconds, not "
-                              f"milliseconds")
-        if self.should_be_retained is not None and not callable(self.should_be_retained):
-            raise OptionError("should_be_retained must be callable")
-
-
-@dataclass
-class OrphanCleanResult:
-    """What an orphan cleanup deleted (or would, with dry_run): paths relative to the root,
-    counts and bytes by kind, directories removed, and phase timings."""
-
-    dry_run: bool
-    older_than_ms: int
-    deleted_paths: List[str] = field(default_factory=list)   # relative to the table root
-    by_kind: Dict[str, Dict[str, int]] = field(default_factory=dict)
-    deleted_dirs: List[str] = field(default_factory=list)
-    candidates: int = 0
-    used: int = 0
-    retained_young: int = 0
-    retained_vetoed: int = 0
-    seconds: Dict[str, float] = field(default_factory=dict)
-
-    @property
-    def deleted_files(self) -> int:
-        """How many files were (or would be) deleted."""
-        return len(self.deleted_paths)
-
-    @property
-    def deleted_bytes(self) -> int:
-        """How many bytes were (or would be) deleted."""
-        return sum(v["bytes"] for v in self.by_kind.values())
-
-    def to_dict(self) -> Dict[str, Any]:
-        """The result as a JSON-ready dict (what the CLI prints with --json)."""
-        return {"deleted_files": self.deleted_files, "deleted_bytes": self.deleted_bytes,
-                "deleted_dirs": len(self.deleted_dirs), "dry_run": self.dry_run,
-                "files": self.deleted_paths, "dirs": self.deleted_dirs,
-                "by_kind": self.by_kind, "candidates": self.candidates, "used": self.used,
-                "retained_young": self.retained_young,
-                "retained_vetoed": self.retained_vetoed,
-                "older_than_ms": self.older_than_ms,
-                "seconds": {k: round(v, 6) for k, v in self.seconds.items()}}
-
-
-class _Candidate(NamedTuple):
-    status: FileStatus
-    kind: str
 
 
 class OrphanFilesCleaner:
@@ -225,7 +126,7 @@ class OrphanFilesCleaner:
         return result
 
     def find_orphans(self, executor: Optional[Executor], result: OrphanCleanResult
-                     ) -> Tuple[List["_Candidate"], List[FileStatus]]:
+                     ) -> Tuple[List["Candidate"], List[FileStatus]]:
         """Phases 1-3: list candidates first, then the used set, then select."""
         t0 = time.perf_counter()
         progress = self.ctx.progress
@@ -241,8 +142,8 @@ class OrphanFilesCleaner:
                                "select": time.perf_counter() - t2})
         return orphans, dirs
 
-    def delete(self, orphans: List["_Candidate"], executor: Optional[Executor]
-               ) -> List["_Candidate"]:
+    def delete(self, orphans: List["Candidate"], executor: Optional[Executor]
+               ) -> List["Candidate"]:
         """Delete through the FileIO gate; returns the candidates actually deleted."""
         paths = [c.status.path for c in orphans]
         deleted: Set[str] = set()
@@ -254,7 +155,7 @@ class OrphanFilesCleaner:
 
     # --- phase 1: candidates -------------------------------------------------------------
     def list_candidates(self, executor: Optional[Executor] = None
-                        ) -> Tuple[List[_Candidate], List[FileStatus]]:
+                        ) -> Tuple[List[Candidate], List[FileStatus]]:
         """Files that may be orphans, and the partition/bucket directories seen (with the
         mtime they had when listed)."""
         out = self.list_metadata_candidates()
@@ -262,16 +163,16 @@ class OrphanFilesCleaner:
         out.extend(data)
         return out, dirs
 
-    def list_metadata_candidates(self) -> List[_Candidate]:
+    def list_metadata_candidates(self) -> List[Candidate]:
         """Candidates outside the partition tree: manifest/, index/, statistics/, leftovers
         (not snapshot/changelog files or hints) in snapshot/ and changelog/, and temp files
         in tag/, consumer/ and schema/, of the table and of every branch."""
         io, root = self.io, self.root
-        out: List[_Candidate] = []
+        out: List[Candidate] = []
         for sub, kind in (("manifest", None), ("index", "index"), ("statistics", "statistics")):
             for st in io.list_status(io.join(root, sub)):
                 if not st.is_dir:
-                    out.append(_Candidate(st, kind or _manifest_kind(st.name)))
+                    out.append(Candidate(st, kind or manifest_kind(st.name)))
         branches = self._branch_roots()
         self._first_listing = {
             "branch": {posixpath.basename(b.rstrip("/")) for b in branches}}
@@ -279,21 +180,21 @@ class OrphanFilesCleaner:
             for st in io.list_status(io.join(meta_root, "snapshot")):
                 if not st.is_dir and P.parse_snapshot_id(st.name) is None \
                         and st.name not in (P.LATEST_HINT, P.EARLIEST_HINT):
-                    out.append(_Candidate(st, "snapshot"))
+                    out.append(Candidate(st, "snapshot"))
             for st in io.list_status(io.join(meta_root, "changelog")):
                 if not st.is_dir and P.parse_changelog_id(st.name) is None \
                         and st.name not in (P.LATEST_HINT, P.EARLIEST_HINT):
-                    out.append(_Candidate(st, "changelog"))
+                    out.append(Candidate(st, "changelog"))
             # Only the temp files of interrupted writes here: everything else in these
             # directories is a record, not garbage. (pypaimon lists every file in tag/ as a
             # tag, so a stale temp file there breaks its tag listing.)
             for sub in ("tag", "consumer", "schema"):
                 for st in io.list_status(io.join(meta_root, sub)):
                     if not st.is_dir and P.is_temp_file(st.name):
-                        out.append(_Candidate(st, "temp"))
+                        out.append(Candidate(st, "temp"))
                     elif sub == "tag" and P.parse_tag_name(st.name) is not None:
                         self._first_listing.setdefault(meta_root, set()).add(st.name)
-        return [_Candidate(c.status, classify(c.status.name, c.kind)) for c in out]
+        return [Candidate(c.status, classify(c.status.name, c.kind)) for c in out]
 
     def _branch_roots(self) -> List[str]:
         roots = []
@@ -303,11 +204,11 @@ class OrphanFilesCleaner:
         return roots
 
     def _list_data_tree(self, executor: Optional[Executor]
-                        ) -> Tuple[List[_Candidate], List[FileStatus]]:
+                        ) -> Tuple[List[Candidate], List[FileStatus]]:
         buckets, dirs = self.list_bucket_dirs(executor)
         files = self._map_list(executor, buckets)
-        out = [_Candidate(st, classify(st.name, "data")) for sts in files for st in sts
-               if not st.is_dir and not _is_symlink(st)]
+        out = [Candidate(st, classify(st.name, "data")) for sts in files for st in sts
+               if not st.is_dir and not is_symlink(st)]
         return out, dirs
 
     def list_bucket_dirs(self, executor: Optional[Executor] = None
@@ -326,7 +227,7 @@ class OrphanFilesCleaner:
             dirs.extend(level)
         children = self._map_list(executor, level)
         buckets = [st for sts in children for st in sts
-                   if st.is_dir and _is_bucket_dir(st.name)]
+                   if st.is_dir and is_bucket_dir(st.name)]
         dirs.extend(buckets)
         return buckets, dirs
 
@@ -447,14 +348,14 @@ class OrphanFilesCleaner:
         return out
 
     # --- phase 3: select and delete ------------------------------------------------------
-    def _select(self, candidates: List[_Candidate], used: Set[str],
-                result: OrphanCleanResult) -> List[_Candidate]:
+    def _select(self, candidates: List[Candidate], used: Set[str],
+                result: OrphanCleanResult) -> List[Candidate]:
         result.candidates, result.used = len(candidates), len(used)
         unused = [c for c in candidates if c.status.name not in used]
         return self.filter_unused(unused, result)
 
-    def filter_unused(self, unused: List[_Candidate], result: OrphanCleanResult
-                      ) -> List[_Candidate]:
+    def filter_unused(self, unused: List[Candidate], result: OrphanCleanResult
+                      ) -> List[Candidate]:
         """Age threshold, the seconds-vs-milliseconds guard, and the caller's veto."""
         ctx = self.ctx
         orphans = []
@@ -462,7 +363,7 @@ class OrphanFilesCleaner:
             if c.status.mtime_ms >= ctx.older_than_ms:
                 result.retained_young += 1
                 continue
-            if 0 <= c.status.mtime_ms < _PLAUSIBLE_MS:
+            if 0 <= c.status.mtime_ms < PLAUSIBLE_MS:
                 raise OrphanCleanAborted(
                     f"{c.status.path} reports modification time {c.status.mtime_ms}, which "
                     f"looks like seconds rather than milliseconds; nothing was deleted")
@@ -496,27 +397,3 @@ def _cyclic_gc_paused():
     finally:
         if was_enabled:
             gc.enable()
-
-
-def classify(name: str, kind: Optional[str]) -> str:
-    """Kind of a candidate for the result: temp files anywhere, else by place and prefix."""
-    if P.is_temp_file(name):
-        return "temp"
-    return kind or _manifest_kind(name)
-
-
-def _manifest_kind(name: str) -> str:
-    if name.startswith("manifest-list-"):
-        return "manifest-list"
-    if name.startswith("index-manifest-"):
-        return "index"
-    return "manifest"
-
-
-def _is_bucket_dir(name: str) -> bool:
-    rest = name[len("bucket-"):] if name.startswith("bucket-") else None
-    return rest is not None and (rest.isdigit() or rest == "postpone")
-
-
-def _is_symlink(st: FileStatus) -> bool:
-    return st.is_symlink

@@ -14,13 +14,14 @@ Deliberate differences from Java:
   as a day number.
 * Only a subset of DateTimeFormatter letters is supported, and a formatter or pattern that
   could never produce a time is an OptionError instead of a silent "nothing ever expires".
+
+How a partition value is read as a time is `partition_time`'s.
 """
 from __future__ import annotations
 
 import calendar
 import datetime
 import logging
-import re
 import time
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -32,6 +33,7 @@ from ..format.types import TIMESTAMP_ROOTS, as_atomic
 from ..options import CoreOptions, ConfigOption
 from ..store import FileStore
 from .commit import FileStoreCommit
+from .partition_time import NoPartitionTime, TimePattern, TimestampFormatter, parse_default_time
 
 log = logging.getLogger(__name__)
 
@@ -58,173 +60,6 @@ _FIELD_OPTIONS: Dict[str, ConfigOption] = {
     "max_num": CoreOptions.PARTITION_EXPIRATION_MAX_NUM,
     "batch_size": CoreOptions.PARTITION_EXPIRATION_BATCH_SIZE,
 }
-
-
-# --------------------------------------------------------------------------------------------
-# Time parsing
-# --------------------------------------------------------------------------------------------
-
-class _NoTime(ValueError):
-    """A partition has no usable time; it is kept and reported as skipped."""
-
-
-# Java's lenient default (PartitionTimeExtractor.TIMESTAMP_FORMATTER / DATE_FORMATTER):
-# y-M-d with an optional ' H:m:s[.fraction]'. The 'T' separator is our addition.
-_DEFAULT_RE = re.compile(
-    r"(\d{1,10})-(\d{1,2})-(\d{1,2})"
-    r"(?:[ T](\d{1,2}):(\d{1,2}):(\d{1,2})(?:\.(\d{1,9}))?)?")
-
-# Formatter letter runs we understand, as regex fragments. Single letters are variable width
-# like Java's, so an INT hour of 5 parses with 'H'.
-_FORMAT_FIELDS = {
-    "yyyy": ("year", r"\d{4}"),
-    "MM": ("month", r"\d{2}"), "M": ("month", r"\d{1,2}"),
-    "dd": ("day", r"\d{2}"), "d": ("day", r"\d{1,2}"),
-    "HH": ("hour", r"\d{2}"), "H": ("hour", r"\d{1,2}"),
-    "mm": ("minute", r"\d{2}"), "m": ("minute", r"\d{1,2}"),
-    "ss": ("second", r"\d{2}"), "s": ("second", r"\d{1,2}"),
-}
-_SUPPORTED_LETTERS = "yyyy, MM, dd, HH, mm, ss (or M, d, H, m, s)"
-# Java reserves these for optional sections and future use; we do not implement them.
-_RESERVED_CHARS = set("[]{}#")
-
-
-def _datetime(year: int, month: int, day: int, hour: int = 0, minute: int = 0,
-              second: int = 0, micros: int = 0) -> datetime.datetime:
-    try:
-        return datetime.datetime(year, month, day, hour, minute, second, micros)
-    except ValueError as e:
-        raise _NoTime(str(e)) from None
-
-
-def _fraction_micros(digits: Optional[str]) -> int:
-    # Truncated to microseconds: the cutoff has millisecond resolution, so nothing changes.
-    return int((digits or "0")[:6].ljust(6, "0"))
-
-
-def parse_default_time(text: str) -> datetime.datetime:
-    """`yyyy-MM-dd`, `yyyy-MM-dd HH:mm:ss[.fraction]` or `yyyy-MM-ddTHH:mm:ss[.fraction]`
-    (single-digit fields allowed), as Java's lenient default; a date means its midnight."""
-    m = _DEFAULT_RE.fullmatch(text)
-    if not m:
-        raise _NoTime(f"{text!r} is not yyyy-MM-dd[ HH:mm:ss[.fraction]]")
-    y, mo, d, h, mi, s, frac = m.groups()
-    if h is None:
-        return _datetime(int(y), int(mo), int(d))
-    return _datetime(int(y), int(mo), int(d), int(h), int(mi), int(s), _fraction_micros(frac))
-
-
-class TimestampFormatter:
-    """A Java DateTimeFormatter pattern restricted to fixed numeric fields and literals.
-
-    Raises OptionError (naming `partition.timestamp-formatter`) for anything else, so that a
-    pattern we would parse differently from Java never silently expires the wrong partitions.
-    """
-
-    def __init__(self, pattern: str):
-        self.pattern = pattern
-        self.fields: List[str] = []
-        self._regex = re.compile(self._compile(pattern))
-        present = set(self.fields)
-        if not {"year", "month", "day"} <= present:
-            self._fail("must contain the year (yyyy), month (MM) and day (dd), otherwise no "
-                       "partition value can ever be read as a time")
-        # Java leaves a time without its hour (or a second without its minute) unresolved and
-        # falls back to midnight; refusing it is clearer than ignoring the fields.
-        if ("minute" in present and "hour" not in present) or \
-                ("second" in present and "minute" not in present):
-            self._fail("time fields must be HH, HH:mm or HH:mm:ss (a minute needs the hour, a "
-                       "second needs the minute)")
-
-    def _fail(self, problem: str) -> None:
-        raise OptionError(f"option '{CoreOptions.PARTITION_TIMESTAMP_FORMATTER.key}' = "
-                          f"{self.pattern!r}: {problem}")
-
-    def _compile(self, pattern: str) -> str:
-        if not pattern:
-            self._fail("must not be empty")
-        out: List[str] = []
-        i, n = 0, len(pattern)
-        while i < n:
-            c = pattern[i]
-            if c == "'":
-                # '' is a quote; 'text' is literal text in which '' is a quote.
-                if i + 1 < n and pattern[i + 1] == "'":
-                    out.append(re.escape("'"))
-                    i += 2
-                    continue
-                j, literal = i + 1, []
-                while True:
-                    if j >= n:
-                        self._fail(f"unterminated quoted literal at position {i}")
-                    if pattern[j] == "'":
-                        if j + 1 < n and pattern[j + 1] == "'":
-                            literal.append("'")
-                            j += 2
-                            continue
-                        break
-                    literal.append(pattern[j])
-                    j += 1
-                out.append(re.escape("".join(literal)))
-                i = j + 1
-            elif c.isascii() and c.isalpha():
-                j = i
-                while j < n and pattern[j] == c:
-                    j += 1
-                run = pattern[i:j]
-                spec = _FORMAT_FIELDS.get(run)
-                if spec is None:
-                    self._fail(f"unsupported pattern letters {run!r} at position {i}; "
-                               f"supported: {_SUPPORTED_LETTERS}, separators and quoted "
-                               f"literals such as 'T'")
-                name, rx = spec
-                if name in self.fields:
-                    self._fail(f"field {run!r} at position {i} repeats the {name}")
-                self.fields.append(name)
-                out.append(f"(?P<{name}>{rx})")
-                i = j
-            elif c in _RESERVED_CHARS:
-                self._fail(f"unsupported character {c!r} at position {i} (optional sections "
-                           f"and reserved characters are not implemented); quote it as '{c}'")
-            else:
-                out.append(re.escape(c))
-                i += 1
-        return "".join(out)
-
-    def parse(self, text: str) -> datetime.datetime:
-        m = self._regex.fullmatch(text)
-        if not m:
-            raise _NoTime(f"{text!r} does not match the formatter {self.pattern!r}")
-        g = {k: int(v) for k, v in m.groupdict().items()}
-        return _datetime(g["year"], g["month"], g["day"], g.get("hour", 0), g.get("minute", 0),
-                         g.get("second", 0))
-
-
-class _TimePattern:
-    """`partition.timestamp-pattern`: `$key` tokens replaced by partition values."""
-
-    def __init__(self, pattern: str, keys: Sequence[str]):
-        option = CoreOptions.PARTITION_TIMESTAMP_PATTERN.key
-        # Longest key first, so that '$dth' is not read as '$dt' followed by 'h'. One regex
-        # pass, so a value containing '$hour' is never substituted again.
-        ordered = sorted(keys, key=len, reverse=True)
-        self._token = re.compile(r"\$(" + "|".join(re.escape(k) for k in ordered) + ")")
-        self.pattern = pattern
-        self.referenced = sorted({m.group(1) for m in self._token.finditer(pattern)},
-                                 key=list(keys).index)
-        rest = self._token.sub("", pattern)
-        if "$" in rest:
-            unknown = re.search(r"\$(\w*)", rest).group(0)
-            raise OptionError(f"option '{option}' = {pattern!r}: {unknown!r} is not a partition "
-                              f"key (partition keys: {list(keys)})")
-        if not self.referenced:
-            raise OptionError(f"option '{option}' = {pattern!r}: references no partition key; "
-                              f"use $<key> tokens (partition keys: {list(keys)})")
-        only = self._token.fullmatch(pattern)
-        self.single_key: Optional[str] = only.group(1) if only else None
-
-    def substitute(self, texts: Mapping[str, str]) -> str:
-        return self._token.sub(lambda m: texts[m.group(1)], self.pattern)
 
 
 # --------------------------------------------------------------------------------------------
@@ -384,13 +219,13 @@ class PartitionExpire:
         self._roots = [as_atomic(t).root for t in store.schema.partition_types]
         self._last_check_ms: Optional[float] = None
         self._formatter: Optional[TimestampFormatter] = None
-        self._pattern: Optional[_TimePattern] = None
+        self._pattern: Optional[TimePattern] = None
         cfg = self.config
         if self.enabled and cfg.strategy == VALUES_TIME:
             if cfg.timestamp_formatter is not None:
                 self._formatter = TimestampFormatter(cfg.timestamp_formatter)
             if cfg.timestamp_pattern is not None:
-                self._pattern = _TimePattern(cfg.timestamp_pattern, self._keys)
+                self._pattern = TimePattern(cfg.timestamp_pattern, self._keys)
 
     @property
     def enabled(self) -> bool:
@@ -476,11 +311,11 @@ class PartitionExpire:
             try:
                 if self.config.strategy == UPDATE_TIME:
                     if unknown or newest is None:
-                        raise _NoTime("a live file has no creation time")
+                        raise NoPartitionTime("a live file has no creation time")
                     is_expired = cutoff_ms > newest
                 else:
                     is_expired = cutoff > self._partition_time(values)
-            except _NoTime as e:
+            except NoPartitionTime as e:
                 spec = store.partition_dict(values)
                 log.warning("partition expiration of %s keeps partition %s: cannot determine "
                             "its time (%s). Check partition.timestamp-formatter / "
@@ -535,7 +370,7 @@ class PartitionExpire:
         if pattern is None or pattern.single_key is not None:
             i = 0 if pattern is None else keys.index(pattern.single_key)
             if values[i] is None:
-                raise _NoTime(f"{keys[i]!r} is null (the default partition)")
+                raise NoPartitionTime(f"{keys[i]!r} is null (the default partition)")
             direct = self._typed_time(values[i], i)
             if direct is not None:
                 return direct
@@ -545,7 +380,7 @@ class PartitionExpire:
             for k in pattern.referenced:
                 i = keys.index(k)
                 if values[i] is None:
-                    raise _NoTime(f"{k!r} is null (the default partition)")
+                    raise NoPartitionTime(f"{k!r} is null (the default partition)")
                 texts[k] = self._time_text(values[i], i)
             text = pattern.substitute(texts)
         if self._formatter is not None:

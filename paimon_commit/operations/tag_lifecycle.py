@@ -1,4 +1,4 @@
-"""Tag lifecycle: automatic tag creation and tag expiration (Paimon's TagAutoCreation,
+"""Tag lifecycle: automatic tag creation and the post-commit tag run (Paimon's TagAutoCreation,
 TagBatchCreation and TagTimeExpire semantics, written from their documented behaviour).
 
 Automatic creation (`tag.automatic-creation`):
@@ -19,16 +19,7 @@ it). `tag.num-retained-max` keeps at most that many *automatic* tags (names the 
 formatter parses, or batch tag names), deleting the oldest first; unlike Paimon's batch mode,
 which counts every tag, a tag a user named otherwise is never deleted by count.
 
-Expiration: a tag with a create time and a retention expires once `now > create time +
-retention` (when `tag.time-expire-enabled`, the default). A tag without retention is never
-expired automatically; an explicit `expire_tags(older_than_ms=...)` also expires tags created
-before that time, using the tag file's modification time when the tag has no create time
-(Paimon's expire_tags procedure).
-
-Every deletion goes through `TagOperations.delete_tag`: the files only that tag kept are
-deleted, crash-safe and finishable (a deletion marker lets a rerun finish). Unfinished
-deletions found at the start of an explicit expiration run (expire_tags, `maintain`) are
-finished first; post-commit runs skip that listing (one storage request per commit).
+Expiring and deleting tags is `tag_expire`'s.
 """
 from __future__ import annotations
 
@@ -37,19 +28,19 @@ import logging
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
-from ..errors import CorruptMetadataError, OptionError
-from ..format import paths as P
+from ..errors import OptionError
 from ..format.snapshot import Snapshot, Tag
 from ..store import FileStore
 from ..tags import TagManager, validate_tag_name
+from .tag_expire import (create_tag_into, delete_tag_into, expire_tags, local_now, local_time,
+                         readable_tags)
 
 log = logging.getLogger(__name__)
 
 __all__ = ["TagLifecycleConfig", "TagPeriodHandler", "TagAutoCreation", "TagLifecycle",
-           "TagLifecycleResult", "TagExpireResult", "expire_tags", "readable_tags", "listed_tags",
-           "BATCH_TAG_PREFIX"]
+           "TagLifecycleResult", "BATCH_TAG_PREFIX"]
 
 BATCH_TAG_PREFIX = "batch-write-"
 _BATCH_TAG = re.compile(r"^batch-write-\d{4}-\d{2}-\d{2}$")
@@ -175,10 +166,6 @@ class TagPeriodHandler:
         return t + self.one
 
 
-def _local(ms: int) -> datetime.datetime:
-    return datetime.datetime.fromtimestamp(ms / 1000.0)
-
-
 def _in_zone(ms: int, zone: str) -> datetime.datetime:
     import zoneinfo
     return datetime.datetime.fromtimestamp(ms / 1000.0, zoneinfo.ZoneInfo(zone)) \
@@ -196,159 +183,14 @@ class TagLifecycleResult:
     deleted_files: int = 0
     deleted_bytes: int = 0
     skipped: List[str] = field(default_factory=list)
+    errors: List[str] = field(default_factory=list)   # tags that could not be deleted
 
     def to_dict(self) -> Dict[str, Any]:
         """JSON-ready dict."""
         return {"created": self.created, "expired": self.expired,
                 "removed_by_count": self.removed_by_count, "deleted_files": self.deleted_files,
-                "deleted_bytes": self.deleted_bytes, "skipped": self.skipped}
-
-
-@dataclass
-class TagExpireResult:
-    """What an explicit tag expiration did (or would do, with dry_run)."""
-    expired_tags: List[str] = field(default_factory=list)
-    snapshot_ids: Dict[str, int] = field(default_factory=dict)
-    finished_deletions: List[str] = field(default_factory=list)
-    deleted_files: int = 0
-    deleted_bytes: int = 0
-    deleted_paths: List[str] = field(default_factory=list)
-    dry_run: bool = False
-    skipped: List[str] = field(default_factory=list)
-
-    def to_dict(self) -> Dict[str, Any]:
-        """JSON-ready dict (paths are left to the caller, which knows the table root)."""
-        return {"expired_tags": self.expired_tags, "snapshot_ids": self.snapshot_ids,
-                "finished_deletions": self.finished_deletions,
-                "deleted_files": self.deleted_files, "deleted_bytes": self.deleted_bytes,
-                "dry_run": self.dry_run, "skipped": self.skipped}
-
-
-# --- deleting through TagOperations ----------------------------------------------------------
-
-def _delete(store: FileStore, name: str, into) -> bool:
-    """delete_tag(name) with its files; adds counts to `into`. False if it failed."""
-    from .tag_ops import TagOperations
-    try:
-        r = TagOperations(store).delete_tag(name)
-    except ValueError as e:          # deleted concurrently
-        log.info("tag %s: %s", name, e)
-        return False
-    into.deleted_files += r.deleted_files
-    into.deleted_bytes += r.deleted_bytes
-    if hasattr(into, "deleted_paths"):
-        into.deleted_paths.extend(r.deleted_paths)
-    into.skipped.extend(f"tag {name}: {s}" for s in r.skipped)
-    return True
-
-
-def _finish_pending(store: FileStore, tags: TagManager, into) -> List[str]:
-    """Finish tag deletions a crash or a failed delete interrupted (a marker, no tag)."""
-    done = []
-    for name in tags.pending_deletions():
-        if tags.exists(name):
-            continue   # a tag of that name was created again since; not ours to finish
-        if _delete(store, name, into):
-            done.append(name)
-    return done
-
-
-# Parsed tags by (path, size, modification time): tag files are written whole and replaced
-# whole, so a listing tells whether a parse is still good. Post-commit expiry lists tag/ after
-# every commit; this spares it a read of every tag file each time (a GET each on object
-# stores), also across the commit objects of one process.
-_TAG_CACHE: Dict[Tuple[str, int, int], Tag] = {}
-_TAG_CACHE_MAX = 10_000
-
-
-def listed_tags(tags: TagManager, skipped: Optional[List[str]] = None
-                ) -> List[Tuple[Tag, Any]]:
-    """(tag, its file status) for every tag that can be parsed, sorted by snapshot id; an
-    unreadable tag file is skipped (and reported in `skipped`): deciding what to expire or
-    create must not stop on it, while deleting a tag still reads every tag (delete_tag) and
-    stops there."""
-    out = []
-    for st in tags.io.list_status(tags.tag_dir):
-        name = P.parse_tag_name(st.name)
-        if name is None or st.is_dir or P.is_temp_file(st.name):
-            continue
-        key = (st.path, st.size, st.mtime_ms)
-        t = _TAG_CACHE.get(key)
-        if t is None or t.name != name:
-            try:
-                t = tags.try_tag(name)
-            except CorruptMetadataError as e:
-                log.warning("tag %s is unreadable and skipped: %s", name, e)
-                if skipped is not None:
-                    skipped.append(f"tag {name} is unreadable ({e}); skipped")
-                continue
-            if t is None:
-                continue
-            if len(_TAG_CACHE) >= _TAG_CACHE_MAX:
-                _TAG_CACHE.clear()
-            _TAG_CACHE[key] = t
-        out.append((t, st))
-    out.sort(key=lambda x: (x[0].id, x[0].name))
-    return out
-
-
-def readable_tags(tags: TagManager, skipped: Optional[List[str]] = None) -> List[Tag]:
-    """Every tag that can be parsed, sorted by snapshot id (see listed_tags)."""
-    return [t for t, _ in listed_tags(tags, skipped)]
-
-
-def _now_local(clock: Callable[[], float]) -> datetime.datetime:
-    return datetime.datetime.fromtimestamp(clock())
-
-
-def _retention_over(tag: Tag, now: datetime.datetime) -> bool:
-    return tag.create_time is not None and tag.time_retained_ms is not None and \
-        now > tag.create_time + datetime.timedelta(milliseconds=tag.time_retained_ms)
-
-
-def expire_tags(store: FileStore, older_than_ms: Optional[int] = None, dry_run: bool = False,
-                clock: Callable[[], float] = time.time,
-                finish_pending: bool = True) -> TagExpireResult:
-    """Expire tags now: every tag past its own retention (create time + time retained), and,
-    with `older_than_ms`, every tag created before that time (tags without a create time use
-    their file's modification time). Tags without retention are only expired through
-    `older_than_ms`. Deleting a tag also deletes the files only it kept (as delete_tag).
-
-    Args:
-        store: the table.
-        older_than_ms: epoch milliseconds; None = retention only.
-        dry_run: report what would be expired; delete nothing (file counts stay 0).
-        clock: seconds since the epoch (tests pass a fake clock).
-        finish_pending: first finish tag deletions an earlier run left unfinished (one more
-            listing; post-commit maintenance leaves this to explicit runs and `maintain`).
-
-    Returns:
-        TagExpireResult.
-
-    Raises:
-        CorruptMetadataError: a tag file cannot be parsed (nothing is deleted).
-        OSError: a tag file could not be deleted.
-    """
-    tags = TagManager(store.io, store.root)
-    result = TagExpireResult(dry_run=dry_run)
-    if finish_pending and not dry_run:
-        result.finished_deletions = _finish_pending(store, tags, result)
-    now = _now_local(clock)
-    older = _local(older_than_ms) if older_than_ms is not None else None
-    for tag, st in listed_tags(tags, result.skipped):
-        created = tag.create_time
-        if created is None and older is not None:
-            created = _local(st.mtime_ms)
-        if not (_retention_over(tag, now) or (older is not None and created is not None
-                                              and created < older)):
-            continue
-        if dry_run or _delete(store, tag.name, result):
-            result.expired_tags.append(tag.name)
-            result.snapshot_ids[tag.name] = tag.id
-    if result.expired_tags:
-        log.info("tags of %s %s: %s", store.path, "would expire" if dry_run else "expired",
-                 ", ".join(result.expired_tags))
-    return result
+                "deleted_bytes": self.deleted_bytes, "skipped": self.skipped,
+                "errors": self.errors}
 
 
 # --- automatic creation --------------------------------------------------------------------
@@ -388,7 +230,7 @@ class TagAutoCreation:
 
     def _time_of(self, s: Snapshot) -> Optional[datetime.datetime]:
         if self.config.mode == "process-time":
-            return _local(s.time_millis)
+            return local_time(s.time_millis)
         if s.watermark is None or s.watermark == _LONG_MIN:
             return None
         return _in_zone(s.watermark, self.config.watermark_time_zone)
@@ -455,8 +297,8 @@ class TagAutoCreation:
                                       f"{name} not created")
             else:
                 retained = self.config.default_time_retained_ms
-                tag = Tag(name, s, _now_local(self.clock) if retained else None, retained)
-                if self.tags.create(tag):
+                tag = Tag(name, s, local_now(self.clock) if retained else None, retained)
+                if create_tag_into(self.store, self.tags, tag, result):
                     result.created.append(name)
                     log.info("created tag %s for snapshot %d of %s", name, s.id,
                              self.store.path)
@@ -469,7 +311,7 @@ class TagAutoCreation:
             return
         auto = sorted(self._auto_tags(), key=lambda t: (t.id, self.handler.tag_to_time(t.name)))
         for t in auto[:max(0, len(auto) - limit)]:
-            if _delete(self.store, t.name, result):
+            if delete_tag_into(self.store, t.name, result, "deleted (tag.num-retained-max)"):
                 result.removed_by_count.append(t.name)
                 log.info("deleted tag %s of %s: more than tag.num-retained-max = %d automatic "
                          "tags", t.name, self.store.path, limit)
@@ -508,6 +350,7 @@ class TagLifecycle:
             result.deleted_files += r.deleted_files
             result.deleted_bytes += r.deleted_bytes
             result.skipped.extend(r.skipped)
+            result.errors.extend(r.errors)
         return result
 
     def after_batch_commit(self, result: Optional[TagLifecycleResult] = None
@@ -530,16 +373,16 @@ class TagLifecycle:
         if s is None:
             return result
         name = self.config.batch_customized_name or \
-            BATCH_TAG_PREFIX + _local(s.time_millis).strftime("%Y-%m-%d")
+            BATCH_TAG_PREFIX + local_time(s.time_millis).strftime("%Y-%m-%d")
         old = tags.try_tag(name)
         if old is not None and old.id == s.id:
             return result
         if old is not None:
-            _delete(store, name, result)
+            delete_tag_into(store, name, result, "replaced")
         retained = self.config.default_time_retained_ms
-        tag = Tag(name, s, _now_local(self.clock) if retained else None, retained)
+        tag = Tag(name, s, local_now(self.clock) if retained else None, retained)
         try:
-            if tags.create(tag):
+            if create_tag_into(store, tags, tag, result):
                 result.created.append(name)
         except OSError as e:
             result.skipped.append(f"could not create tag {name} for snapshot {s.id} ({e}); "
@@ -551,6 +394,6 @@ class TagLifecycle:
             batch = [t for t in readable_tags(tags)
                      if _BATCH_TAG.match(t.name) or t.name == custom]
             for t in batch[:max(0, len(batch) - limit)]:
-                if _delete(store, t.name, result):
+                if delete_tag_into(store, t.name, result, "deleted (tag.num-retained-max)"):
                     result.removed_by_count.append(t.name)
         return result

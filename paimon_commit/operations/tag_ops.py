@@ -4,7 +4,7 @@ from __future__ import annotations
 import datetime
 import logging
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Set
 
 from ..io.deletion import Deleter
 from ..format.snapshot import Tag
@@ -67,12 +67,9 @@ class TagOperations:
             what = "the table has no snapshot" if snapshot_id is None \
                 else f"snapshot {snapshot_id} does not exist"
             raise ValueError(f"cannot create tag {name!r}: {what}")
-        if self.tags.deletion_marker(name) is not None:
-            raise ValueError(f"cannot create tag {name!r}: an earlier deletion of a tag with "
-                             f"this name is unfinished; run delete_tag({name!r}) first")
         tag = Tag(name, snap, datetime.datetime.now() if time_retained_ms else None,
                   time_retained_ms)
-        if not self.tags.create(tag):
+        if not self.tags.create(tag):   # (refuses while a deletion of `name` is unfinished)
             raise ValueError(f"tag {name!r} already exists")
         return tag
 
@@ -148,7 +145,12 @@ class TagOperations:
         changelogs = [Root(cm.snapshot_path(c.id), c, "changelog") for c in cm.snapshots()]
         roots = [Root(sm.snapshot_path(s.id), s) for s in retained] + changelogs + \
             [Root(self.tags.tag_path(t.name), t.snapshot, "tag") for t in others]
-        used_meta = reach.kept_metadata(roots)
+        used_meta: Set[str] = set()
+        for r in roots:
+            try:
+                used_meta |= reach.kept_metadata([r])
+            except ValueError as e:   # a hostile file name: say whose, it blocks the delete
+                raise ValueError(f"{r.where}: {e}") from None
         # Data any retained snapshot can reach: live in the earliest, or added after it.
         used_data = reach.added([s.delta_manifest_list for s in retained[1:]], "a snapshot")
         if retained:

@@ -21,9 +21,9 @@ from typing import Iterable, Iterator, List, Optional, Tuple
 
 from ..errors import OptionError, PaimonCommitError
 from ..io import FileIO, FileStatus
-from ..operations.orphan import (
-    CleanContext, OrphanCleanAborted, OrphanCleanResult, OrphanFilesCleaner, _Candidate,
-    _is_symlink, classify,
+from ..operations.orphan import OrphanFilesCleaner
+from ..operations.orphan_context import (
+    Candidate, CleanContext, OrphanCleanAborted, OrphanCleanResult, classify, is_symlink,
 )
 from ..reachability import Reachability, Unreadable, manifest_names
 
@@ -57,7 +57,7 @@ _Row = Tuple[str, str, int, int, str]  # path, name, size, mtime_ms, kind
 def _list_bucket_files(io: FileIO, dirs: Iterable[str]) -> Iterator[_Row]:
     for d in dirs:
         for st in io.list_status(d):
-            if not st.is_dir and not _is_symlink(st):
+            if not st.is_dir and not is_symlink(st):
                 yield st.path, st.name, st.size, st.mtime_ms, classify(st.name, "data")
 
 
@@ -102,7 +102,7 @@ class DistributedOrphanFilesCleaner(OrphanFilesCleaner):
         self.parallelism = parallelism or spark.sparkContext.defaultParallelism
 
     def find_orphans(self, executor, result: OrphanCleanResult
-                     ) -> Tuple[List[_Candidate], List[FileStatus]]:
+                     ) -> Tuple[List[Candidate], List[FileStatus]]:
         try:
             return self._find_orphans(executor, result)
         except (PaimonCommitError, OSError):
@@ -113,7 +113,7 @@ class DistributedOrphanFilesCleaner(OrphanFilesCleaner):
                                      f"nothing was deleted") from None
 
     def _find_orphans(self, executor, result: OrphanCleanResult
-                      ) -> Tuple[List[_Candidate], List[FileStatus]]:
+                      ) -> Tuple[List[Candidate], List[FileStatus]]:
         import time
 
         from pyspark.sql import types as T
@@ -165,14 +165,14 @@ class DistributedOrphanFilesCleaner(OrphanFilesCleaner):
         unused_rows = candidates.join(used, "name", "left_anti").collect()
         candidates.unpersist()
         used.unpersist()
-        unused = [_Candidate(FileStatus(r["path"], r["name"], r["size"], r["mtime_ms"], False),
-                             r["kind"]) for r in unused_rows]
+        unused = [Candidate(FileStatus(r["path"], r["name"], r["size"], r["mtime_ms"], False),
+                            r["kind"]) for r in unused_rows]
         orphans = self.filter_unused(unused, result)
         result.seconds.update({"list": t1 - t0, "read_used": t2 - t1,
                                "select": time.perf_counter() - t2})
         return orphans, dirs
 
-    def delete(self, orphans: List[_Candidate], executor) -> List[_Candidate]:
+    def delete(self, orphans: List[Candidate], executor) -> List[Candidate]:
         if not orphans:
             return []
         sc, io = self.spark.sparkContext, _shippable(self.io)

@@ -325,3 +325,44 @@ def test_an_explicit_config_keeps_the_tables_changelog_lifecycle(cl_table, table
     assert changelog_ids(table_path) == [4, 5, 6]
     assert [os.path.exists(changelogs[i]) for i in range(1, 9)] == [False] * 3 + [True] * 5
     assert_changelogs_readable(t)
+
+
+def test_changelogs_expired_concurrently_do_not_shift_ids_and_earliest(
+        cl_table, table_path, monkeypatch):
+    """Another expirer deletes changelogs 1 and 2 after this run listed them, and changelog 4
+    cannot be deleted: the run reports exactly what it expired (3) and EARLIEST names the
+    first changelog still there (4), not ids shifted onto the files of others."""
+    from paimon_commit.io.local import LocalFileIO
+    t = cl_table(**{"changelog-producer": "input"})
+    changelogs = history(t, 8)
+    r = expire(t, retain_min=2, changelog_retain_min=8)   # snapshots 1..6 -> changelogs
+    assert r.expired_ids == list(range(1, 7)) and r.expired_changelogs == []
+    assert changelog_ids(table_path) == [1, 2, 3, 4, 5, 6]
+    cl_dir = table_path / "changelog"
+    read, unlink = LocalFileIO.read_bytes, LocalFileIO._unlink
+
+    def concurrent_expirer(self, path):
+        if path.endswith("/changelog/changelog-1") and os.path.exists(path):
+            os.remove(cl_dir / "changelog-1")
+            os.remove(cl_dir / "changelog-2")
+        return read(self, path)
+    monkeypatch.setattr(LocalFileIO, "read_bytes", concurrent_expirer)
+    monkeypatch.setattr(LocalFileIO, "_unlink", lambda self, p: False
+                        if p.endswith("/changelog/changelog-4") else unlink(self, p))
+    t = Table.open(str(table_path))
+    r = expire(t, retain_min=2, changelog_retain_min=4)   # changelogs 1..4 expire
+    assert r.expired_ids == [] and r.expired_changelogs == [3]
+    assert r.skipped == [f"{t.store.root}/changelog/changelog-4 could not be deleted; "
+                         f"EARLIEST stays at 4"]
+    assert changelog_ids(table_path) == [4, 5, 6]
+    assert (cl_dir / "EARLIEST").read_text() == "4"
+    # 1, 2: the other expirer's job; 4's files went before its changelog file (crash-safe
+    # order: a rerun finishes from what is left).
+    assert [os.path.exists(changelogs[i]) for i in range(1, 9)] == \
+        [True, True, False, False] + [True] * 4
+    monkeypatch.undo()
+    again = expire(Table.open(str(table_path)), retain_min=2, changelog_retain_min=4)
+    assert again.expired_changelogs == [4] and changelog_ids(table_path) == [5, 6]
+    assert (cl_dir / "EARLIEST").read_text() == "5"
+    assert_changelogs_readable(t)
+    assert_intact(table_path)

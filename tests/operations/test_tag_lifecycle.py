@@ -346,3 +346,106 @@ def test_automatic_completion_fills_skipped_periods(table_path, clock, completio
         clock.set(datetime.datetime(2024, 1, 4, 2, 0))
         commit_rows(t, c, [3], 3)
     assert tag_ids(t) == expected
+
+
+def test_a_tag_that_cannot_expire_is_reported_as_an_error(table_path, clock, caplog, capsys):
+    """A tag past its retention that this library refuses to delete (Java wrote it under an
+    all-digit name, which we refuse: it would read as a snapshot id) is an error naming the
+    tag and why, in the result, the log, and the CLI's exit code; the other tags expire."""
+    from paimon_commit.cli import main
+    t = Table.create(str(table_path), SCHEMA, ["dt", "hr"])
+    with TableCommit(t.store, "job", clock=clock) as c:
+        commit_rows(t, c, [1], 1)
+    snap = t.latest_snapshot()
+    TagManager(t.store.io, t.store.root).create(
+        Tag("old", snap, datetime.datetime(2001, 1, 1), 1000))
+    (table_path / "tag" / "tag-123").write_bytes(
+        Tag("123", snap, datetime.datetime(2001, 1, 1), 1000).to_json())
+    clock.set(datetime.datetime(2024, 1, 2))
+    error = ("tag '123' cannot be expired: invalid tag name '123': a tag name cannot be all "
+             "digits")
+    r = expire_tags(t.store, clock=clock)
+    assert r.expired_tags == ["old"] and r.errors == [error] and r.to_dict()["errors"] == [error]
+    assert sorted(os.listdir(table_path / "tag")) == ["tag-123"]
+    assert [(x.levelname, x.getMessage()) for x in caplog.records
+            if "123" in x.getMessage()] == [("ERROR", f"{t.store.path}: {error}")]
+    # Post-commit maintenance reports it too (and the commit itself succeeds).
+    with TableCommit(t.store, "job", clock=clock) as c:
+        commit_rows(t, c, [2], 2)
+        assert c.last_maintenance.tags.errors == [error]
+    capsys.readouterr()
+    assert main(["expire-tags", str(table_path)]) == 1
+    assert f"error: {error}" in capsys.readouterr().out.splitlines()
+    assert main(["expire-tags", str(table_path), "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["errors"] == [error]
+    assert (table_path / "tag" / "tag-123").exists()
+    assert_intact(table_path, {2: [1, 2]}, {"123": [1]})
+
+
+def test_a_hostile_manifest_name_in_another_tag_is_an_error_not_a_concurrent_delete(
+        table_path, clock, caplog):
+    """Tag 'old' is due and its snapshot expired, so deleting it must know what every other
+    tag uses; tag 'java' names a manifest list outside the manifest directory. Nothing is
+    deleted, and the error names 'old' and the bad name (it was logged at INFO as deleted
+    concurrently, and 'old' never expired)."""
+    t = Table.create(str(table_path), SCHEMA, ["dt", "hr"],
+                     {"snapshot.num-retained.min": "1", "snapshot.time-retained": "0 ms"})
+    tm = TagManager(t.store.io, t.store.root)
+    with TableCommit(t.store, "job", clock=clock) as c:
+        commit_rows(t, c, [1], 1)
+        tm.create(Tag("old", t.latest_snapshot(), datetime.datetime(2024, 1, 1, 9), 86_400_000))
+        w = t.new_writer()
+        w.write_arrow(make_rows([2], hr=1))
+        c.overwrite(w.prepare_commit(), commit_identifier=2)   # snapshot 1 expires
+    assert [s.id for s in t.snapshots()] == [2] and [x.name for x in t.tags()] == ["old"]
+    hostile = t.latest_snapshot().with_(base_manifest_list="../../outside")
+    (table_path / "tag" / "tag-java").write_bytes(Tag("java", hostile, None, None).to_json())
+    before = files_under(table_path)
+    clock.set(datetime.datetime(2024, 1, 3))
+    r = expire_tags(t.store, clock=clock)
+    assert r.expired_tags == [] and r.deleted_files == 0
+    assert r.errors == [f"tag 'old' cannot be expired: {table_path}/tag/tag-java: manifest file "
+                        f"name '../../outside' must not contain '/', '\\' or NUL"]
+    assert files_under(table_path) == before
+    assert [x.levelname for x in caplog.records if "'old'" in x.getMessage()] == ["ERROR"]
+
+
+def test_batch_tag_replacement_finishes_an_unfinished_deletion_first(
+        table_path, clock, monkeypatch):
+    """A batch overwrite replaces the day's batch tag, but the replaced tag's file cannot be
+    deleted: its deletion is left unfinished (a marker). Creating the new tag of that name
+    must finish that deletion first (as delete_tag does), not create the tag over it: the
+    next replacement would overwrite the marker, and the file only the first tag kept would
+    stay on disk forever."""
+    from paimon_commit.io.local import LocalFileIO
+    t = Table.create(str(table_path), SCHEMA, ["dt", "hr"],
+                     {"tag.automatic-creation": "batch", "snapshot.num-retained.min": "1",
+                      "snapshot.time-retained": "0 ms"})
+    name = "batch-write-2024-01-01"
+    clock.set(datetime.datetime(2024, 1, 1, 12, 0))
+
+    def batch_overwrite(ids):
+        with TableCommit(t.store, "job", clock=clock) as c:
+            w = t.new_writer()
+            w.write_arrow(make_rows(ids, hr=1))
+            c.overwrite(w.prepare_commit())        # one-shot batch: no identifier
+            return c.last_maintenance.tags
+
+    def parquet():
+        return [n for n in files_under(table_path) if n.endswith(".parquet")]
+    batch_overwrite([1])
+    first = parquet()
+    assert tag_ids(t) == {name: 1} and len(first) == 1
+    orig = LocalFileIO._unlink
+    monkeypatch.setattr(LocalFileIO, "_unlink",
+                        lambda self, p: False if p.endswith(".parquet") else orig(self, p))
+    r = batch_overwrite([2])         # snapshot 1 expires; the tag's file cannot be deleted
+    assert t.unfinished_tag_deletions() == [name] and (table_path / first[0]).exists()
+    assert name not in tag_ids(t) and r.created == []
+    assert any(f"tag {name} not created: an earlier deletion" in s for s in r.skipped)
+    monkeypatch.setattr(LocalFileIO, "_unlink", orig)
+    r = batch_overwrite([3])         # the next batch commit finishes it, then tags
+    assert r.created == [name] and tag_ids(t) == {name: 3}
+    assert t.unfinished_tag_deletions() == []
+    assert not (table_path / first[0]).exists() and len(parquet()) == 1   # snapshot 3's
+    assert_intact(table_path, {3: [3]}, {name: [3]})

@@ -228,3 +228,24 @@ def test_partition_formatter_problems(tmp_path):
     assert r.status == "skipped" and "partition.timestamp-formatter" in r.reason
     assert "nothing was changed" in r.reason
     assert [t.name for t in Table.open(str(wh / "db.db" / "badfmt")).tags()] == ["old"]
+
+
+def test_a_tag_that_cannot_expire_fails_the_table_after_the_other_steps(warehouse, capsys):
+    """sales.b's expired tag 'old' is joined by '123', a Java tag past its retention under a
+    name we refuse: 'old' and the snapshots still expire, and the table is reported failed
+    with the tag and the reason (exit code 1), instead of '123' silently never expiring."""
+    b = warehouse / "sales.db" / "b"
+    snap = Table.open(str(b)).latest_snapshot()
+    (b / "tag" / "tag-123").write_bytes(
+        Tag("123", snap, datetime.datetime(2001, 1, 1), DAY).to_json())
+    code = main(["maintain", str(warehouse), "--database", "sales", "--parallelism", "1",
+                 "--json"])
+    out = {t["table"]: t for t in json.loads(capsys.readouterr().out)["tables"]}
+    assert code == 1
+    assert (out["sales.a"]["status"], out["sales.b"]["status"]) == ("ok", "failed")
+    assert out["sales.b"]["reason"] == ("tag expiration: tag '123' cannot be expired: invalid "
+                                        "tag name '123': a tag name cannot be all digits")
+    assert out["sales.b"]["tags_expired"] == ["old"]
+    assert sorted(os.listdir(b / "tag")) == ["tag-123"]
+    assert len([n for n in files_under(b) if n.endswith(".parquet")]) == 2   # snapshots 2, 3
+    assert [r["id"] for r in rows(pp_read(b))] == [3]

@@ -1,0 +1,91 @@
+"""What one expiration run plans (ExpirePlan) and reports (ExpireResult)."""
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Set, Tuple
+
+log = logging.getLogger("paimon_commit.operations.expire")   # (the expirer's log)
+
+__all__ = ["ExpirePlan", "ExpireResult", "KINDS"]
+
+KINDS = ("data", "changelog", "manifest", "manifest-list", "index", "statistics", "snapshot",
+         "long-lived-changelog", "directory")
+
+
+@dataclass
+class ExpirePlan:
+    """What one run would delete: kind -> path -> size (0 when unknown), kinds in deletion
+    order. For changelog expiration (`changelogs`) the ids are long-lived changelog ids."""
+    earliest: Optional[int]
+    latest: Optional[int]
+    begin: Optional[int] = None
+    end: Optional[int] = None
+    expiring: List[int] = field(default_factory=list)
+    changelogs: bool = False
+    # id -> its snapshot (or long-lived changelog) file, for every id in `expiring`: what
+    # deleting a file means for EARLIEST and the result is looked up by id, never by position
+    # (an id whose file vanished concurrently has no file).
+    metadata: Dict[int, str] = field(default_factory=dict)
+    files: Dict[str, Dict[str, int]] = field(default_factory=lambda: {k: {} for k in KINDS})
+    bucket_dirs: Set[str] = field(default_factory=set)
+    tag_names: List[str] = field(default_factory=list)
+    skipped: List[str] = field(default_factory=list)
+    deleted: Dict[str, List[str]] = field(default_factory=dict)   # filled by execution
+
+    def skip(self, reason: str) -> None:
+        """Record (and log) something the run leaves for later, with the reason."""
+        log.warning("expire: %s", reason)
+        self.skipped.append(reason)
+
+    def add(self, kind: str, files: Dict[str, int]) -> None:
+        """Plan to delete `files` (path -> size) of one kind."""
+        for path, size in files.items():
+            self.files[kind].setdefault(path, size or 0)
+            if kind in ("data", "changelog"):
+                self.bucket_dirs.add(os.path.dirname(path))
+
+    def add_metadata(self, files: Dict[str, Tuple[str, int]]) -> None:
+        """Plan to delete metadata files (path -> (kind, size))."""
+        for path, (kind, size) in files.items():
+            self.files[kind].setdefault(path, size or 0)
+
+    def add_expiring(self, sid: int, path: str, size: int) -> None:
+        """Plan to delete snapshot (or long-lived changelog) `sid`, whose file is `path`."""
+        self.metadata[sid] = path
+        self.files[self.metadata_kind].setdefault(path, size or 0)
+
+    @property
+    def metadata_kind(self) -> str:
+        return "long-lived-changelog" if self.changelogs else "snapshot"
+
+    @property
+    def metadata_files(self) -> Dict[str, int]:
+        """The snapshot (or long-lived changelog) files, ascending."""
+        return self.files[self.metadata_kind]
+
+
+@dataclass
+class ExpireResult:
+    """What a run expired and deleted (or would, with dry_run)."""
+    expired_snapshots: int
+    expired_ids: List[int]
+    deleted_files: int
+    deleted_bytes: int
+    by_kind: Dict[str, Dict[str, int]]
+    earliest: Optional[int]
+    latest: Optional[int]
+    dry_run: bool
+    skipped: List[str]
+    deleted_paths: List[str]
+    seconds: Dict[str, float]
+    expired_changelogs: List[int] = field(default_factory=list)
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The result as a JSON-ready dict (what the CLI prints with --json)."""
+        return {"expired_snapshots": self.expired_snapshots, "expired_ids": self.expired_ids,
+                "expired_changelogs": self.expired_changelogs,
+                "deleted_files": self.deleted_files, "deleted_bytes": self.deleted_bytes,
+                "by_kind": self.by_kind, "earliest": self.earliest, "latest": self.latest,
+                "dry_run": self.dry_run, "skipped": self.skipped, "seconds": self.seconds}

@@ -1,0 +1,141 @@
+"""What an orphan cleanup is asked to do (CleanContext, validated before any I/O) and what it
+reports (OrphanCleanResult, OrphanCleanAborted), and how candidate files are classified."""
+from __future__ import annotations
+
+import time
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional
+
+from ..errors import OptionError, PaimonCommitError
+from ..format import paths as P
+from ..io import FileIO, FileStatus
+
+__all__ = ["CleanContext", "OrphanCleanResult", "OrphanCleanAborted", "Candidate", "classify",
+           "manifest_kind", "is_bucket_dir", "is_symlink", "DAY_MS", "PLAUSIBLE_MS", "KINDS"]
+
+DAY_MS = 86_400_000
+# A modification time below this (1970-04-26 in ms) is almost surely in seconds.
+PLAUSIBLE_MS = 10_000_000_000
+
+KINDS = ("data", "manifest", "manifest-list", "index", "statistics", "changelog", "snapshot",
+         "temp")
+
+
+class OrphanCleanAborted(PaimonCommitError):
+    """The cleaner could not prove which files are used; nothing was deleted."""
+
+
+@dataclass
+class CleanContext:
+    """What an orphan cleanup should do (validated on construction, before any I/O).
+
+    Args:
+        table_path: the table (local path, file://, hdfs://, s3://, …).
+        older_than_ms: only files last modified before this epoch-ms time are candidates
+            (default: now - 1 day; must be in the past, and in milliseconds).
+        dry_run: report what would be deleted; delete nothing.
+        executor: listing and deleting run on it (default: thread pools of the table's
+            `file-operation.thread-num`).
+        should_be_retained: veto, called with each candidate's path relative to the root.
+        options: table options overriding the table's for this run
+            (`file-operation.thread-num`).
+        file_io: storage to use instead of the one the path's scheme selects.
+        clock: time source (tests).
+
+    Raises:
+        OptionError: a bad threshold, option or callback.
+    """
+
+    table_path: str
+    older_than_ms: Optional[int] = None
+    dry_run: bool = False
+    executor: Optional[Executor] = None
+    should_be_retained: Optional[Callable[[str], bool]] = None  # gets the relative path
+    options: Optional[Mapping[str, Any]] = None
+    file_io: Optional[FileIO] = None
+    clock: Callable[[], float] = time.time
+    progress: Optional[Callable[[Any], None]] = None   # paimon_commit.progress callback
+
+    def __post_init__(self) -> None:
+        now_ms = int(self.clock() * 1000)
+        if self.older_than_ms is None:
+            self.older_than_ms = now_ms - DAY_MS
+        elif isinstance(self.older_than_ms, bool) or not isinstance(self.older_than_ms, int):
+            raise OptionError(f"older_than_ms must be an integer, got {self.older_than_ms!r}")
+        elif self.older_than_ms >= now_ms:
+            raise OptionError(
+                f"older_than_ms = {self.older_than_ms} is not in the past (now = {now_ms}): "
+                f"files of commits in progress would be deleted")
+        elif self.older_than_ms < PLAUSIBLE_MS:
+            raise OptionError(f"older_than_ms = {self.older_than_ms} looks like seconds, not "
+                              f"milliseconds")
+        if self.should_be_retained is not None and not callable(self.should_be_retained):
+            raise OptionError("should_be_retained must be callable")
+
+
+@dataclass
+class OrphanCleanResult:
+    """What an orphan cleanup deleted (or would, with dry_run): paths relative to the root,
+    counts and bytes by kind, directories removed, and phase timings."""
+
+    dry_run: bool
+    older_than_ms: int
+    deleted_paths: List[str] = field(default_factory=list)   # relative to the table root
+    by_kind: Dict[str, Dict[str, int]] = field(default_factory=dict)
+    deleted_dirs: List[str] = field(default_factory=list)
+    candidates: int = 0
+    used: int = 0
+    retained_young: int = 0
+    retained_vetoed: int = 0
+    seconds: Dict[str, float] = field(default_factory=dict)
+
+    @property
+    def deleted_files(self) -> int:
+        """How many files were (or would be) deleted."""
+        return len(self.deleted_paths)
+
+    @property
+    def deleted_bytes(self) -> int:
+        """How many bytes were (or would be) deleted."""
+        return sum(v["bytes"] for v in self.by_kind.values())
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The result as a JSON-ready dict (what the CLI prints with --json)."""
+        return {"deleted_files": self.deleted_files, "deleted_bytes": self.deleted_bytes,
+                "deleted_dirs": len(self.deleted_dirs), "dry_run": self.dry_run,
+                "files": self.deleted_paths, "dirs": self.deleted_dirs,
+                "by_kind": self.by_kind, "candidates": self.candidates, "used": self.used,
+                "retained_young": self.retained_young,
+                "retained_vetoed": self.retained_vetoed,
+                "older_than_ms": self.older_than_ms,
+                "seconds": {k: round(v, 6) for k, v in self.seconds.items()}}
+
+
+class Candidate(NamedTuple):
+    status: FileStatus
+    kind: str
+
+
+def classify(name: str, kind: Optional[str]) -> str:
+    """Kind of a candidate for the result: temp files anywhere, else by place and prefix."""
+    if P.is_temp_file(name):
+        return "temp"
+    return kind or manifest_kind(name)
+
+
+def manifest_kind(name: str) -> str:
+    if name.startswith("manifest-list-"):
+        return "manifest-list"
+    if name.startswith("index-manifest-"):
+        return "index"
+    return "manifest"
+
+
+def is_bucket_dir(name: str) -> bool:
+    rest = name[len("bucket-"):] if name.startswith("bucket-") else None
+    return rest is not None and (rest.isdigit() or rest == "postpone")
+
+
+def is_symlink(st: FileStatus) -> bool:
+    return st.is_symlink
