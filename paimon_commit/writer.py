@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import calendar
 import logging
+import shutil
+import tempfile
 import time
 import uuid
 from typing import Any, Dict, List, Tuple
@@ -14,6 +16,7 @@ import pyarrow.parquet as pq
 from .errors import PaimonCommitError
 from .format import binary_row
 from .format.commit_message import CommitMessage
+from .format.int96 import fix_int96_file, has_pre_epoch_timestamps, int96_compression
 from .format.manifest import DataFileMeta, FileKind, ManifestEntry
 from .store import FileStore
 
@@ -101,9 +104,16 @@ class _RollingFile:
     micros, (7..9) as INT96. pyarrow switches INT96 on for a whole file, not per column, and
     Java 1.0 fails on an INT96 TIMESTAMP(<= 6) column; so in a file that needs INT96, the
     other top-level timestamp columns are written as plain INT64 millis / micros, which every
-    Paimon reader (and pypaimon) reads by the table's type. Nested ones stay INT96."""
+    Paimon reader (and pypaimon) reads by the table's type. Nested ones stay INT96.
 
-    def __init__(self, io, path: str, schema: pa.Schema, compression, dictionary):
+    Arrow encodes a pre-1970 INT96 value with negative nanos of the day, which makes Java
+    fail on every read of the file (format/int96.py). A file given such values
+    (``fix_int96``) is written to a local temporary file with its INT96 columns uncompressed,
+    fixed in place when closed, then copied to `path`; other files go straight to `path`."""
+
+    def __init__(self, io, path: str, schema: pa.Schema, compression, dictionary,
+                 fix_int96: bool = False):
+        self.io = io
         self.path = path
         int96 = any(_has_nanosecond_timestamps(f.type) for f in schema)
         # column index -> the timestamp unit its INT64 values are in
@@ -114,13 +124,28 @@ class _RollingFile:
                     unit = "us" if f.type.unit == "us" else "ms"
                     self.as_int64[i] = pa.timestamp(unit, tz=f.type.tz)
                     schema = schema.set(i, pa.field(f.name, pa.int64(), f.nullable))
-        self.sink = io.open_output_stream(path)
-        self.writer = pq.ParquetWriter(self.sink, schema, compression=compression,
-                                       use_dictionary=dictionary,
-                                       store_decimal_as_integer=True,
-                                       use_deprecated_int96_timestamps=int96)
+        options = dict(use_dictionary=dictionary, store_decimal_as_integer=True,
+                       use_deprecated_int96_timestamps=int96)
+        self.fixes_int96 = int96 and fix_int96
+        self.spool = None
+        if self.fixes_int96:
+            compression = int96_compression(schema, compression, **options)
+            self.spool = self.sink = tempfile.TemporaryFile(prefix="paimon-commit-int96-")
+        else:
+            self.sink = io.open_output_stream(path)
+        self.writer = pq.ParquetWriter(self.sink, schema, compression=compression, **options)
         self.rows = 0
         self.bytes = 0
+
+    @staticmethod
+    def needs_int96_fix(data: pa.Table) -> bool:
+        """Whether `data` has pre-1970 values in columns written as INT96: the nanosecond
+        ones and, in a file that has those, nested timestamps of any unit."""
+        if not any(_has_nanosecond_timestamps(f.type) for f in data.schema):
+            return False
+        return any(has_pre_epoch_timestamps(data.column(i))
+                   for i, f in enumerate(data.schema)
+                   if not (pa.types.is_timestamp(f.type) and f.type.unit != "ns"))
 
     def write(self, data: pa.Table, nbytes: int) -> None:
         for i, ts in self.as_int64.items():
@@ -132,7 +157,21 @@ class _RollingFile:
 
     def close(self) -> None:
         self.writer.close()
-        self.sink.close()
+        if self.spool is None:
+            self.sink.close()
+            return
+        try:
+            n = fix_int96_file(self.spool)
+            log.debug("%s: %d INT96 value(s) before 1970 rewritten with positive nanos of "
+                      "the day", self.path, n)
+            self.spool.seek(0)
+            out = self.io.open_output_stream(self.path)
+            try:
+                shutil.copyfileobj(self.spool, out, 8 << 20)
+            finally:
+                out.close()
+        finally:
+            self.spool.close()
 
 
 class _Buffer:
@@ -221,6 +260,11 @@ class TableWriter:
         self._buffered_bytes -= b.bytes
         data = pa.concat_tables(b.tables) if len(b.tables) > 1 else b.tables[0]
         f = self._open.get(values)
+        fix_int96 = _RollingFile.needs_int96_fix(data)
+        if f is not None and fix_int96 and not f.fixes_int96:
+            # This file's INT96 columns are compressed and cannot be fixed: roll.
+            self._close(values)
+            f = None
         if f is None:
             directory = self.store.bucket_dir(values, 0)
             name = f"{self.prefix}{self._uuid}-{self._counter}.parquet"
@@ -229,7 +273,7 @@ class TableWriter:
             self._written.append(path)
             f = self._open[values] = _RollingFile(
                 self.store.io, path, self.arrow_schema, self.compression,
-                _dictionary_columns(data.slice(0, 10_000)))
+                _dictionary_columns(data.slice(0, 10_000)), fix_int96)
         f.write(data, b.bytes)
         if f.bytes >= self.target_file_size:
             self._close(values)

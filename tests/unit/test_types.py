@@ -426,3 +426,24 @@ def test_parse_python_value_errors(text, t):
     with pytest.raises(ValueError) as e:
         parse_python_value(text, t)
     assert repr(text) in str(e.value)
+
+
+# ------------------------------------------------------------------------------------------
+# The modules behind paimon_commit.format.types
+# ------------------------------------------------------------------------------------------
+
+def test_types_gathers_the_names_of_its_modules_and_they_do_not_import_it():
+    """The facade's names are the modules' own objects, each defined in one module; no module
+    imports the facade back (which would break whichever module a program imports first)."""
+    import ast
+    from paimon_commit.format import arrow_types, atomic_types, python_values, types
+    mods = (atomic_types, arrow_types, python_values)
+    assert sorted(types.__all__) == sorted(n for m in mods for n in m.__all__)
+    for name in types.__all__:
+        owner, = [m for m in mods if name in m.__all__]
+        assert getattr(types, name) is getattr(owner, name)
+    for m in mods:
+        tree = ast.parse(open(m.__file__).read())
+        imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        assert not imported & {"types", "paimon_commit.format.types", "arrow_types",
+                               "python_values"}, (m.__name__, imported)
