@@ -115,10 +115,14 @@ class _RollingFile:
                     self.as_int64[i] = pa.timestamp(unit, tz=f.type.tz)
                     schema = schema.set(i, pa.field(f.name, pa.int64(), f.nullable))
         self.sink = io.open_output_stream(path)
-        self.writer = pq.ParquetWriter(self.sink, schema, compression=compression,
-                                       use_dictionary=dictionary,
-                                       store_decimal_as_integer=True,
-                                       use_deprecated_int96_timestamps=int96)
+        try:
+            self.writer = pq.ParquetWriter(self.sink, schema, compression=compression,
+                                           use_dictionary=dictionary,
+                                           store_decimal_as_integer=True,
+                                           use_deprecated_int96_timestamps=int96)
+        except BaseException:
+            _close_quietly(self.sink)   # the file itself is in the writer's list: abort
+            raise
         self.rows = 0
         self.bytes = 0
 
@@ -131,8 +135,23 @@ class _RollingFile:
         self.bytes += nbytes
 
     def close(self) -> None:
-        self.writer.close()
+        # The sink is closed even when the footer cannot be written: an open local file
+        # handle leaks, and on an object store an open multipart upload is invisible to
+        # listings (no orphan cleanup finds it) and billed until a lifecycle rule drops it.
+        # Closed, it becomes an ordinary (broken) file that abort deletes.
+        try:
+            self.writer.close()
+        except BaseException:
+            _close_quietly(self.sink)
+            raise
         self.sink.close()
+
+
+def _close_quietly(sink) -> None:
+    try:
+        sink.close()
+    except Exception as e:  # noqa: BLE001 - the first error is the one that matters
+        log.debug("closing a failed data file's stream failed too: %s", e)
 
 
 class _Buffer:
@@ -259,7 +278,9 @@ class TableWriter:
         return msgs
 
     def abort(self) -> int:
-        """Delete every data file written since the last prepare_commit."""
+        """Delete every data file written since the last prepare_commit (none of them was
+        ever in a CommitMessage). Returns the number of files deleted."""
+        from .operations.abort import abort_files
         for f in self._open.values():
             try:
                 f.close()
@@ -268,13 +289,13 @@ class TableWriter:
         self._open = {}
         self._buffers = {}
         self._buffered_bytes = 0
-        n = sum(self.store.io.delete_quietly(p) for p in self._written)
-        self._written = []
-        self._pending = {}
-        return n
+        written, self._written, self._pending = self._written, [], {}
+        return len(abort_files(self.store, written, handed_out=False).deleted)
 
     def close(self) -> None:
-        if self._open or self._buffers:
+        """Discard what was not handed out by prepare_commit: buffered rows, open files and
+        files already rolled (they could never be committed without their messages)."""
+        if self._open or self._buffers or self._written or self._pending:
             self.abort()
 
     def __enter__(self) -> "TableWriter":
