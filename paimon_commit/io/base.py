@@ -2,8 +2,11 @@
 
 Everything that removes a file or a directory goes through `FileIO.delete_quietly`,
 `FileIO.delete_files` or `FileIO.delete_empty_dir`, which refuse any path that is not
-physically inside the table root. Concrete storages (local.py, arrow.py, object_store.py) only
-implement primitives; none of them can remove anything the gate has not accepted.
+physically inside the table root. The path check is one rule set for every storage
+(`check_path_shape`); concrete storages (local.py, arrow.py, object_store.py) only implement
+primitives (and symlink resolution where they have symlinks); none of them can remove
+anything the gate has not accepted. tests/unit/test_one_door.py checks that no module outside
+this package calls a raw delete primitive.
 """
 from __future__ import annotations
 
