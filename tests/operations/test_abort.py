@@ -17,6 +17,7 @@ from paimon_commit import Table
 from paimon_commit.io.local import LocalFileIO
 from paimon_commit.operations.abort import abort_files
 from paimon_commit.operations.expire import ExpireConfig, ExpireSnapshots
+from paimon_commit import writer as writer_module
 from paimon_commit.writer import message_paths
 
 
@@ -135,16 +136,16 @@ def test_spark_abort_keeps_what_a_tag_reads(table, table_path):
 
 # --- the writer ---------------------------------------------------------------------------
 
-def test_close_without_prepare_commit_leaves_no_rolled_file(table_path):
+def test_close_without_prepare_commit_leaves_no_rolled_file(table_path, monkeypatch):
     # Regression: close() aborted only if a file was still open or rows were buffered; files
     # already rolled at target-file-size stayed on disk, referenced by nothing.
+    monkeypatch.setattr(writer_module, "ROW_GROUP_ROWS", 1)   # every batch is a row group
     t = Table.create(str(table_path), make_rows([]).schema, partition_keys=["dt", "hr"],
-                     options={"target-file-size": "1 b"})
+                     options={"target-file-size": "1 b"})  # ... and rolls its file
     w = t.new_writer()
     for i in range(3):
         w.write_arrow(make_rows([i]))
-        w._flush(next(iter(w._buffers)))        # rolls a file per batch (1-byte target)
-    assert len(_data_files(table_path)) == 3 and not w._open
+    assert len(_data_files(table_path)) == 3
     w.close()
     assert _data_files(table_path) == []
     # After prepare_commit, close() leaves the handed-out files alone.
@@ -190,9 +191,9 @@ class FullDiskIO(LocalFileIO):
 def _file_size_of_one_row(table_path):
     t = Table.open(str(table_path))
     (m,) = _prepare(t, [1])
-    size = m.new_files[0].file_size
-    t.new_commit().abort([m])
-    return size
+    with t.new_commit() as c:
+        c.abort([m])
+    return m.new_files[0].file_size
 
 
 @pytest.mark.parametrize("fail", ["opening", "closing"])
