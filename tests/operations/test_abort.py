@@ -6,7 +6,6 @@ import errno
 import os
 import time
 
-import pyarrow as pa
 import pytest
 
 from conftest import files_under, make_rows, write
