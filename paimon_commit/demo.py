@@ -8,15 +8,18 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
-import shutil
 import sys
 import time
+from typing import List
 
+from .errors import TableNotFoundError
 from .io import walk_files
+from .io.deletion import remove_empty_dirs
 from .operations.orphan import CleanContext, OrphanFilesCleaner
 from .table import Table
 
 ROWS_PER_BATCH = 20_000
+DEMO_COLUMNS = ["event_id", "user", "amount", "dt"]
 
 
 def _spark():
@@ -40,14 +43,44 @@ def _disk(table: Table):
     return len(files), sum(f.size for f in files), len(data), sum(f.size for f in data)
 
 
+def _remove_previous_run(path: str) -> None:
+    """Delete the demo's own table from an earlier run, and nothing else: only a Paimon table
+    with the demo's columns and partitioning, file by file through the storage's deletion
+    gate (never a recursive delete: symlinks are removed as links, not followed), then its
+    empty directories, deepest first. Anything else at `path` stops the demo."""
+    try:
+        table = Table.open(path)
+    except TableNotFoundError:
+        if os.path.isdir(path) and os.listdir(path):
+            raise SystemExit(f"{path} exists and is not a Paimon table; refusing to touch it "
+                             f"(choose another --warehouse)") from None
+        return
+    if table.arrow_schema().names != DEMO_COLUMNS or list(table.partition_keys) != ["dt"]:
+        raise SystemExit(f"{path} is a Paimon table, but not the demo's (columns "
+                         f"{table.arrow_schema().names}); refusing to delete it (choose "
+                         f"another --warehouse)")
+    io = table.store.io
+    files: List[str] = []
+    dirs: List[str] = []
+    pending = [io.root]
+    while pending:
+        for st in io.list_status(pending.pop()):
+            if st.is_dir and not st.is_symlink:
+                dirs.append(st.path)
+                pending.append(st.path)
+            else:
+                files.append(st.path)
+    io.delete_files(files)
+    remove_empty_dirs(io, io.root, dirs)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--warehouse", default="demo-warehouse")
     ap.add_argument("--batches", type=int, default=30)
     args = ap.parse_args(argv)
     path = os.path.abspath(os.path.join(args.warehouse, "demo.db", "events"))
-    if os.path.isdir(os.path.join(path, "schema")):
-        shutil.rmtree(path)  # the demo's own table from an earlier run
+    _remove_previous_run(path)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     start = time.perf_counter()
     spark = _spark()

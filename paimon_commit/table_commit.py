@@ -196,23 +196,20 @@ class TableCommit:
             self._maintain(max(by_identifier))
         return [r.snapshot_id for r in results]
 
+    last_abort = None   # AbortResult of the last abort(): what it deleted and kept, and why
+
     def abort(self, messages: Sequence[CommitMessage]) -> int:
         """Delete the data files of messages that will not be committed.
 
-        Files live in the latest snapshot are never deleted (the messages were committed
-        after all, e.g. by an earlier call that seemed to fail): they are skipped with a
-        warning. Returns the number of files deleted."""
-        paths = message_paths(self.store, messages)
-        if not paths:
-            return 0
-        latest = self.store.snapshots.latest_snapshot()
-        live = set() if latest is None else \
-            {self.store.data_file_path(e) for e in self.store.live_entries(latest)}
-        committed = [p for p in paths if p in live]
-        if committed:
-            log.warning("abort of %s: not deleting %d file(s) live in snapshot %d, e.g. %s",
-                        self.store.path, len(committed), latest.id, committed[0])
-        return len(self.store.io.delete_files([p for p in paths if p not in live]))
+        A file is deleted only if no snapshot, tag or long-lived changelog (of the table or
+        a branch) names it: messages that were committed after all (e.g. by an earlier call
+        that seemed to fail) keep their files, even once a later snapshot replaced them, as
+        long as anything retained reads them. If what the table uses cannot be read, nothing
+        is deleted (see paimon_commit.operations.abort). Returns the number of files
+        deleted."""
+        from .operations.abort import abort_files
+        self.last_abort = abort_files(self.store, message_paths(self.store, messages))
+        return len(self.last_abort.deleted)
 
     # --- maintenance ---------------------------------------------------------------------
     def expire_snapshots(self, dry_run: bool = False, progress=None,

@@ -84,7 +84,8 @@ class TagManager:
         self.io.mkdirs(self.tag_dir)
         return self.io.try_create_atomic(self.tag_path(tag.name), tag.to_json())
 
-    def delete_file(self, name: str) -> bool:
+    def delete_tag_file(self, name: str) -> bool:
+        """Delete one tag file through the gate (the tag's data is delete_tag's business)."""
         return self.io.delete_quietly(self.tag_path(name))
 
     # A tag whose snapshot expired owns files nothing else references. Once its tag file is

@@ -133,7 +133,12 @@ class _RollingFile:
             self.spool = self.sink = tempfile.TemporaryFile(prefix="paimon-commit-int96-")
         else:
             self.sink = io.open_output_stream(path)
-        self.writer = pq.ParquetWriter(self.sink, schema, compression=compression, **options)
+        try:
+            self.writer = pq.ParquetWriter(self.sink, schema, compression=compression,
+                                           **options)
+        except BaseException:
+            _close_quietly(self.sink)   # the file itself is in the writer's list: abort
+            raise
         self.rows = 0
         self.bytes = 0
 
@@ -156,7 +161,15 @@ class _RollingFile:
         self.bytes += nbytes
 
     def close(self) -> None:
-        self.writer.close()
+        # The sink is closed even when the footer cannot be written: an open local file
+        # handle leaks, and on an object store an open multipart upload is invisible to
+        # listings (no orphan cleanup finds it) and billed until a lifecycle rule drops it.
+        # Closed, it becomes an ordinary (broken) file that abort deletes.
+        try:
+            self.writer.close()
+        except BaseException:
+            _close_quietly(self.sink)
+            raise
         if self.spool is None:
             self.sink.close()
             return
@@ -172,6 +185,13 @@ class _RollingFile:
                 out.close()
         finally:
             self.spool.close()
+
+
+def _close_quietly(sink) -> None:
+    try:
+        sink.close()
+    except Exception as e:  # noqa: BLE001 - the first error is the one that matters
+        log.debug("closing a failed data file's stream failed too: %s", e)
 
 
 class _Buffer:
@@ -303,7 +323,9 @@ class TableWriter:
         return msgs
 
     def abort(self) -> int:
-        """Delete every data file written since the last prepare_commit."""
+        """Delete every data file written since the last prepare_commit (none of them was
+        ever in a CommitMessage). Returns the number of files deleted."""
+        from .operations.abort import abort_files
         for f in self._open.values():
             try:
                 f.close()
@@ -312,13 +334,13 @@ class TableWriter:
         self._open = {}
         self._buffers = {}
         self._buffered_bytes = 0
-        n = sum(self.store.io.delete_quietly(p) for p in self._written)
-        self._written = []
-        self._pending = {}
-        return n
+        written, self._written, self._pending = self._written, [], {}
+        return len(abort_files(self.store, written, handed_out=False).deleted)
 
     def close(self) -> None:
-        if self._open or self._buffers:
+        """Discard what was not handed out by prepare_commit: buffered rows, open files and
+        files already rolled (they could never be committed without their messages)."""
+        if self._open or self._buffers or self._written or self._pending:
             self.abort()
 
     def __enter__(self) -> "TableWriter":

@@ -2,12 +2,16 @@
 
 Everything that removes a file or a directory goes through `FileIO.delete_quietly`,
 `FileIO.delete_files` or `FileIO.delete_empty_dir`, which refuse any path that is not
-physically inside the table root. Concrete storages (local.py, arrow.py, object_store.py) only
-implement primitives; none of them can remove anything the gate has not accepted.
+physically inside the table root. The path check is one rule set for every storage
+(`check_path_shape`); concrete storages (local.py, arrow.py, object_store.py) only implement
+primitives (and symlink resolution where they have symlinks); none of them can remove
+anything the gate has not accepted. tests/unit/test_one_door.py checks that no module outside
+this package calls a raw delete primitive.
 """
 from __future__ import annotations
 
 import logging
+import os
 import posixpath
 import uuid
 from abc import ABC, abstractmethod
@@ -17,7 +21,7 @@ from ..errors import UnsafePathError
 
 log = logging.getLogger(__name__)
 
-__all__ = ["FileStatus", "FileIO", "walk_files"]
+__all__ = ["FileStatus", "FileIO", "walk_files", "check_path_shape"]
 
 
 class FileStatus(NamedTuple):
@@ -28,6 +32,62 @@ class FileStatus(NamedTuple):
     mtime_ms: int
     is_dir: bool
     is_symlink: bool = False
+
+
+def check_path_shape(path: str, root: str, describe: Callable[[str], str] = str) -> str:
+    """The one lexical rule set of the deletion gate, shared by every storage: `path` must be
+    a non-empty string below `root`, spelled without `..`, `.`, empty segments (`a//b`, a
+    trailing `/`), and must not be the root itself. Nothing is normalised away: a path that
+    needs normalising was not built by this library, and guessing what it meant is how a
+    delete ends up somewhere else. Returns the path; UnsafePathError otherwise."""
+    if not isinstance(path, str) or not path:
+        raise UnsafePathError(f"refusing to touch {path!r}: not a path")
+    root = root.rstrip("/") or "/"
+    if path == root or path.rstrip("/") == root:
+        raise UnsafePathError(f"refusing to delete the table root {describe(root)}")
+    parts = path.split("/")
+    # An absolute path starts with one empty segment; any other empty one is a `//` or a
+    # trailing slash (a directory named as a file).
+    if ".." in parts or "." in parts or "" in parts[1 if path.startswith("/") else 0:]:
+        raise UnsafePathError(
+            f"refusing path with '..', '.' or an empty segment: {describe(path)}")
+    prefix = root if root.endswith("/") else root + "/"
+    if not path.startswith(prefix):
+        raise UnsafePathError(
+            f"refusing to touch {describe(path)}: outside the table root {describe(root)}")
+    return path
+
+
+class LocalResolver:
+    """The symlink part of the gate for storage on a local file system (LocalFileIO, and
+    pyarrow's LocalFileSystem): the directory of a path must resolve inside the physical
+    root, so that no symlinked partition or bucket directory leads a delete elsewhere.
+    Resolutions are cached per directory until `forget()` (each operation starts afresh)."""
+
+    def __init__(self, root: str):
+        self.root = root
+        self._real_root: Optional[str] = None
+        self._dirs: Dict[str, str] = {}
+
+    def forget(self) -> None:
+        self._dirs.clear()
+        self._real_root = None
+
+    def check(self, path: str, norm: str) -> None:
+        if self._real_root is None:
+            self._real_root = os.path.realpath(self.root)
+        parent = os.path.dirname(norm)
+        real_parent = self._dirs.get(parent)
+        if real_parent is None:
+            real_parent = os.path.realpath(parent)
+            if len(self._dirs) > 100_000:
+                self._dirs.clear()
+            self._dirs[parent] = real_parent
+        proot = self._real_root
+        if real_parent != proot and not real_parent.startswith(proot.rstrip(os.sep) + os.sep):
+            raise UnsafePathError(
+                f"refusing to touch {path}: its directory resolves to {real_parent}, outside "
+                f"the table root {proot} (symlink?)")
 
 
 def _temp_name(final_name: str) -> str:
@@ -132,10 +192,21 @@ class FileIO(ABC):
     def forget_resolved_dirs(self) -> None:
         """Drop cached path resolutions (each operation calls this when it starts)."""
 
-    @abstractmethod
     def _check_inside(self, path: str) -> str:
-        """The normalised path if it is physically inside the root (and not the root);
-        UnsafePathError otherwise."""
+        """The path if it is physically inside the root (and not the root); UnsafePathError
+        otherwise. One rule set for every storage (`check_path_shape`), then, where the
+        storage has symlinks, the directory must resolve inside the root too."""
+        norm = check_path_shape(path, self.root, self._describe)
+        self._check_resolved(path, norm)
+        return norm
+
+    def _describe(self, path: str) -> str:
+        """How error messages name a path (object stores add their scheme)."""
+        return path
+
+    def _check_resolved(self, path: str, norm: str) -> None:
+        """Raise UnsafePathError if the directory of `norm` resolves (through a symlink)
+        outside the root. A no-op on storage without symlinks."""
 
     # Paths one request can delete where the store batches deletes (S3: 1,000); None where
     # each file is its own system call and small chunks parallelise better.

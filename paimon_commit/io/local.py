@@ -7,7 +7,7 @@ import os
 from typing import Callable, Dict, List, Optional
 
 from ..errors import UnsafePathError
-from .base import FileIO, FileStatus, _temp_name
+from .base import FileIO, FileStatus, LocalResolver, _temp_name
 
 log = logging.getLogger(__name__)
 
@@ -17,43 +17,15 @@ __all__ = ["LocalFileIO"]
 class LocalFileIO(FileIO):
     def __init__(self, root: str):
         self.root = os.path.abspath(root)
-        self._real_root: Optional[str] = None
-        self._real_dirs: Dict[str, str] = {}
+        self._resolver = LocalResolver(self.root)
 
-    # --- path safety ---------------------------------------------------------------------
-    def _physical_root(self) -> str:
-        if self._real_root is None:
-            self._real_root = os.path.realpath(self.root)
-        return self._real_root
-
-    def _check_inside(self, path: str, allow_root: bool = False) -> str:
-        if ".." in path.split(os.sep):
-            raise UnsafePathError(f"refusing path with '..': {path}")
-        norm = os.path.normpath(os.path.abspath(path))
-        if norm == self.root:
-            if allow_root:
-                return norm
-            raise UnsafePathError(f"refusing to delete the table root {self.root}")
-        if not norm.startswith(self.root + os.sep):
-            raise UnsafePathError(f"refusing to touch {path}: outside the table root {self.root}")
-        parent = os.path.dirname(norm)
-        real_parent = self._real_dirs.get(parent)
-        if real_parent is None:
-            real_parent = os.path.realpath(parent)
-            if len(self._real_dirs) > 100_000:
-                self._real_dirs.clear()
-            self._real_dirs[parent] = real_parent
-        proot = self._physical_root()
-        if real_parent != proot and not real_parent.startswith(proot + os.sep):
-            raise UnsafePathError(
-                f"refusing to touch {path}: its directory resolves to {real_parent}, outside "
-                f"the table root {proot} (symlink?)")
-        return norm
+    # --- path safety (the lexical rules are the gate's, in base.py) ------------------
+    def _check_resolved(self, path: str, norm: str) -> None:
+        self._resolver.check(path, norm)
 
     def forget_resolved_dirs(self) -> None:
         """Drop cached directory resolutions (call at the start of each operation)."""
-        self._real_dirs.clear()
-        self._real_root = None
+        self._resolver.forget()
 
     # --- reading -------------------------------------------------------------------------
     def read_bytes(self, path: str) -> bytes:
@@ -142,7 +114,7 @@ class LocalFileIO(FileIO):
         try:
             os.replace(tmp, path)
         except BaseException:
-            _unlink_quiet(tmp)
+            self._remove_own_temp(tmp)
             raise
 
     def try_create_atomic(self, path: str, data: bytes,
@@ -169,7 +141,7 @@ class LocalFileIO(FileIO):
             os.rename(tmp, path)
             return True
         finally:
-            _unlink_quiet(tmp)
+            self._remove_own_temp(tmp)
 
     def link_time_ns(self, path: str) -> Optional[int]:
         # link(2) sets the inode's change time: the moment the name appeared.
@@ -208,6 +180,19 @@ class LocalFileIO(FileIO):
             log.warning("could not delete %s: %s", norm, e)
             return False
 
+    def _remove_own_temp(self, tmp: str) -> None:
+        """Remove a temp file this storage just wrote (after a link or a failed replace).
+        Not through the deletion log: it never was a table file. Still checked by the gate's
+        rules, so that even this can never remove anything outside the root."""
+        try:
+            os.unlink(self._check_inside(tmp))
+        except FileNotFoundError:
+            pass   # linked and removed, or never created
+        except UnsafePathError as e:
+            log.warning("temp file %s left in place: %s", tmp, e)
+        except OSError as e:
+            log.debug("could not remove temp file %s: %s", tmp, e)
+
     def _rmdir(self, norm: str) -> bool:
         if os.path.islink(norm):
             raise UnsafePathError(f"refusing to remove {norm}: it is a symlink")
@@ -216,10 +201,3 @@ class LocalFileIO(FileIO):
             return True
         except OSError:
             return False  # not empty, gone, or not a directory: all mean "leave it"
-
-
-def _unlink_quiet(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass

@@ -394,21 +394,8 @@ class ObjectStoreFileIO(FileIO):
             return pq.read_table(f)
 
     # --- deleting (the gate is in FileIO) ----------------------------------------------
-    def _check_inside(self, path: str) -> str:
-        if not isinstance(path, str) or not path:
-            raise UnsafePathError(f"refusing to touch {path!r}: not a path")
-        norm = path[:-1] if path.endswith("/") else path
-        parts = norm.split("/")
-        if ".." in parts or "." in parts or "" in parts:
-            raise UnsafePathError(f"refusing path with '..', '.' or an empty segment: {path}")
-        if norm == self.root:
-            raise UnsafePathError(f"refusing to delete the table root {self.uri(self.root)}")
-        if not norm.startswith(self.root + "/"):
-            raise UnsafePathError(
-                f"refusing to touch {path}: outside the table root {self.uri(self.root)}")
-        if norm != path:
-            raise UnsafePathError(f"refusing to delete {path} as a file: it names a directory")
-        return norm
+    def _describe(self, path: str) -> str:
+        return self.uri(path)
 
     def _unlink(self, norm: str) -> bool:
         """Delete one object. S3 answers 204 whether or not it existed: True either way."""

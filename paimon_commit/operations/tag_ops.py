@@ -132,7 +132,7 @@ class TagOperations:
         return result
 
     def _delete_tag_file(self, name: str) -> None:
-        if not self.tags.delete_file(name) and self.tags.exists(name):
+        if not self.tags.delete_tag_file(name) and self.tags.exists(name):
             raise OSError(f"could not delete tag file {self.tags.tag_path(name)}; its files "
                           f"were not touched")
 

@@ -154,29 +154,16 @@ def _messages(messages: Sequence[Optional[PaimonWriterMessage]]) -> List[CommitM
     return [m for wm in messages if wm is not None for m in wm.messages]
 
 
-def _published_since(table: Table, commit_user: str, base_id: Optional[int]) -> Optional[int]:
-    """A snapshot of `commit_user` newer than `base_id`, if any."""
-    sm = table.store.snapshots
-    latest = sm.latest_snapshot_id()
-    for sid in range((base_id or 0) + 1, (latest or 0) + 1):
-        s = sm.try_snapshot(sid)
-        if s is not None and s.commit_user == commit_user:
-            return sid
-    return None
-
-
-def _abort(path: str, messages, commit_user: str, base_id: Optional[int],
-           storage: Optional[Dict[str, str]] = None) -> None:
+def _abort(path: str, messages, commit_user: str, storage: Optional[Dict[str, str]] = None,
+           since_snapshot: Optional[int] = None, batch_id: Optional[int] = None) -> None:
+    """Spark aborts when commit() raised, even if the snapshot was already published (e.g.
+    the process died right after): the one abort (operations/abort.py) deletes nothing then,
+    nor any file a snapshot, tag or changelog names."""
+    from ..operations.abort import abort_files
     table = Table.open(path, options=storage)
-    published = _published_since(table, commit_user, base_id)
-    if published is not None:
-        # Spark aborts when commit() raised, even if the snapshot was already published
-        # (e.g. the process died right after): those files are live now. Leave them.
-        log.error("not deleting files of an aborted write to %s: snapshot %d of commit user "
-                  "%s was already published", path, published, commit_user)
-        return
-    for p in message_paths(table.store, _messages(messages)):
-        table.store.io.delete_quietly(p)
+    abort_files(table.store, message_paths(table.store, _messages(messages)),
+                commit_user=commit_user, since_snapshot=since_snapshot,
+                commit_identifier=batch_id)
 
 
 def _commit_then_maintain(commit_call, c) -> None:
@@ -208,7 +195,8 @@ class PaimonBatchWriter(DataSourceArrowWriter):
         if self.static is not None and not overwrite:
             raise OptionError("option 'overwrite-partition' needs mode('overwrite')")
         self.commit_user = options.get("commit-user") or str(uuid.uuid4())
-        self.base_snapshot_id = table.store.snapshots.latest_snapshot_id()
+        # 0 for an empty table: any snapshot of this commit user from now on is this write's.
+        self.base_snapshot_id = table.store.snapshots.latest_snapshot_id() or 0
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PaimonWriterMessage:
         return _write_task(self.path, iterator, self.storage)
@@ -223,7 +211,8 @@ class PaimonBatchWriter(DataSourceArrowWriter):
                 _commit_then_maintain(lambda: c.commit(msgs), c)
 
     def abort(self, messages) -> None:
-        _abort(self.path, messages, self.commit_user, self.base_snapshot_id, self.storage)
+        _abort(self.path, messages, self.commit_user, self.storage,
+               since_snapshot=self.base_snapshot_id)
 
 
 class PaimonStreamWriter(DataSourceStreamArrowWriter):
@@ -257,14 +246,7 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
             _commit_then_maintain(lambda: c.commit(msgs, commit_identifier=batchId), c)
 
     def abort(self, messages, batchId: int) -> None:
-        table = Table.open(self.path, options=self.storage)
-        with table.new_commit(self.commit_user, {"write-only": "true"}) as c:
-            if not c.filter_committed([batchId]):
-                log.error("not deleting files of aborted batch %d: it was already published",
-                          batchId)
-                return
-        _abort(self.path, messages, self.commit_user, table.store.snapshots.latest_snapshot_id(),
-               self.storage)
+        _abort(self.path, messages, self.commit_user, self.storage, batch_id=batchId)
 
 
 def _checkpoint_commit_user(checkpoint: Optional[str]) -> str:

@@ -111,3 +111,83 @@ def test_every_storage_goes_through_the_gate():
     from paimon_commit.io.object_store import ObjectStoreFileIO
     assert ObjectStoreFileIO.delete_files is FileIO.delete_files
     assert ObjectStoreFileIO.delete_quietly is FileIO.delete_quietly
+
+
+def _memory_store_io(tmp_path):
+    from obstore.store import MemoryStore
+    from paimon_commit.io.object_store import ObjectStoreFileIO
+    return ObjectStoreFileIO(MemoryStore(), "s3", "bucket", "db.db/t", "a memory store")
+
+
+@pytest.mark.parametrize("make_io", [
+    lambda tmp: LocalFileIO(str(tmp / "t")),
+    lambda tmp: PyArrowFileIO(pafs.LocalFileSystem(), str(tmp / "t")),
+    _memory_store_io,
+], ids=["local", "pyarrow", "object-store"])
+def test_one_path_check_for_every_storage(tmp_path, make_io):
+    # Regression: three versions of the check with different rules; the pyarrow one
+    # normalised `.` and `//` away (and the local one `.`), so a path the library never
+    # builds was deleted as whatever it normalised to.
+    (tmp_path / "t").mkdir()
+    io = make_io(tmp_path)
+    root = io.root
+    victim = f"{root}/bucket-0/data.parquet"
+    io.write_new(victim, b"precious")
+    sibling = f"{root}-sibling/data.parquet"
+    bad = {
+        "outside": sibling,
+        "the root": root,
+        "the root/": root + "/",
+        "..": f"{root}/bucket-0/../bucket-0/data.parquet",
+        ".": f"{root}/bucket-0/./data.parquet",
+        "//": f"{root}/bucket-0//data.parquet",
+        "leading .": f"{root}/./bucket-0/data.parquet",
+        "trailing /": f"{root}/bucket-0/",
+        "empty": "",
+    }
+    for what, path in bad.items():
+        with pytest.raises(UnsafePathError):
+            io.delete_quietly(path)
+        with pytest.raises(UnsafePathError):
+            io.delete_files([path])
+        assert io.deletion_refused(path), what
+    with pytest.raises(UnsafePathError, match="empty segment"):
+        io.delete_quietly(bad["."])
+    with pytest.raises(UnsafePathError, match="table root"):
+        io.delete_empty_dir(root)
+    assert io.read_bytes(victim) == b"precious"      # nothing above touched it
+    assert io.delete_quietly(victim) is True
+    assert not io.exists(victim)
+
+
+@pytest.mark.parametrize("make_io", [
+    lambda root: LocalFileIO(root),
+    lambda root: PyArrowFileIO(pafs.LocalFileSystem(), root),
+], ids=["local", "pyarrow"])
+def test_symlinked_directories_are_refused_by_every_local_storage(tmp_path, make_io):
+    # Regression: only LocalFileIO resolved symlinks; pyarrow's LocalFileSystem followed a
+    # symlinked partition directory out of the table root and deleted the target's files.
+    root = tmp_path / "t"
+    root.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "data.parquet").write_text("precious")
+    os.symlink(elsewhere, root / "dt=1")
+    io = make_io(str(root))
+    with pytest.raises(UnsafePathError, match="symlink"):
+        io.delete_quietly(str(root / "dt=1" / "data.parquet"))
+    with pytest.raises(UnsafePathError, match="symlink"):
+        io.delete_files([str(root / "dt=1" / "data.parquet")])
+    assert (elsewhere / "data.parquet").read_text() == "precious"
+
+
+def test_temp_files_of_the_storages_are_removed_inside_the_root_only(tmp_path):
+    # A storage removes its own temp files itself; even that goes through the gate's rules.
+    for io in (LocalFileIO(str(tmp_path / "a")),
+               PyArrowFileIO(pafs.LocalFileSystem(), str(tmp_path / "b"))):
+        os.makedirs(io.root)
+        path = io.join(io.root, "tag", "tag-x")
+        io.overwrite_atomic(path, b"1")
+        assert io.try_create_atomic(path, b"2") is False
+        assert io.try_create_atomic(io.join(io.root, "tag", "tag-y"), b"3") is True
+        assert sorted(os.listdir(os.path.join(io.root, "tag"))) == ["tag-x", "tag-y"]
