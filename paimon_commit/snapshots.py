@@ -238,7 +238,10 @@ class ChangelogManager(SnapshotManager):
         the snapshot file must then stay."""
         self.io.mkdirs(self.snapshot_dir)
         path = self.snapshot_path(changelog_id)
-        if not self.io.try_create_atomic(path, data) and self.io.read_bytes(path) != data:
+        # Every expirer writes the same bytes (the snapshot's) and reads them back below, so
+        # check-then-create is safe where the store rejects conditional creates.
+        if not self.io.try_create_atomic(path, data, single_writer=True) \
+                and self.io.read_bytes(path) != data:
             raise CommitFailedError(f"{path} exists with other contents; the snapshot it "
                                     f"would keep is left in place")
         self.commit_latest_hint(changelog_id)

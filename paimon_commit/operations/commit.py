@@ -321,7 +321,7 @@ class FileStoreCommit:
             # re-created one (see try_commit): retry.
             published = store.snapshots.try_commit(
                 snapshot, latest.id if latest else None, built_on_check(store, snapshot),
-                single_writer=self.config.single_writer)
+                self.config.single_writer)
         except OSError as e:
             # Only an I/O error leaves the outcome unknown: the snapshot may or may not exist
             # now, so keep every file and let the next attempt settle it.
