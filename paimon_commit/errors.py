@@ -51,3 +51,9 @@ class ObjectStoreError(PaimonCommitError, OSError):
 class AtomicCreateUnsupportedError(CommitFailedError):
     """The storage cannot create a file only if it is absent: several writers could publish the
     same snapshot id and all but one commit would be lost silently."""
+
+
+class PublishOutcomeUnknownError(CommitFailedError):
+    """Whether a commit's snapshot is in the table cannot be decided (the snapshots that would
+    tell were expired meanwhile). Every file the snapshot names is kept; the message says which
+    snapshot to look at."""

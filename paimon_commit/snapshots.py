@@ -7,9 +7,9 @@ listed. (pypaimon assumes 1 and probes 300 ids forward when EARLIEST is missing;
 from __future__ import annotations
 
 import logging
-from typing import Iterator, List, Optional
+from typing import Callable, Iterator, List, Optional
 
-from .errors import CommitFailedError, CorruptMetadataError
+from .errors import CommitFailedError, CorruptMetadataError, PublishOutcomeUnknownError
 from .io import FileIO
 from .format import paths as P
 from .format.snapshot import Snapshot
@@ -39,13 +39,20 @@ class SnapshotManager:
         return self.io.exists(self.snapshot_path(snapshot_id))
 
     # --- reading -------------------------------------------------------------------------
-    def snapshot(self, snapshot_id: int) -> Snapshot:
-        """Read one snapshot. FileNotFoundError if absent, CorruptMetadataError if bad."""
-        path = self.snapshot_path(snapshot_id)
-        s = Snapshot.from_json(self.io.read_bytes(path), path)
+    @staticmethod
+    def parse(data: bytes, path: str, snapshot_id: int) -> Snapshot:
+        """The one parse-and-verify of a snapshot (or changelog) file's bytes: every reader of
+        snapshot files goes through it. CorruptMetadataError if the JSON is bad or holds
+        another id than its name."""
+        s = Snapshot.from_json(data, path)
         if s.id != snapshot_id:
             raise CorruptMetadataError(path, f"holds id {s.id}, but its name says {snapshot_id}")
         return s
+
+    def snapshot(self, snapshot_id: int) -> Snapshot:
+        """Read one snapshot. FileNotFoundError if absent, CorruptMetadataError if bad."""
+        path = self.snapshot_path(snapshot_id)
+        return self.parse(self.io.read_bytes(path), path, snapshot_id)
 
     def try_snapshot(self, snapshot_id: int) -> Optional[Snapshot]:
         try:
@@ -118,46 +125,89 @@ class SnapshotManager:
         return None
 
     # --- writing -------------------------------------------------------------------------
-    def try_commit(self, snapshot: Snapshot, base_id: Optional[int] = None) -> bool:
-        """Publish snapshot-<id> if absent. False = lost the race; exception = unknown.
+    def try_commit(self, snapshot: Snapshot, base_id: Optional[int] = None,
+                   built_on: Optional[Callable[[Snapshot], bool]] = None,
+                   single_writer: bool = False) -> bool:
+        """Publish snapshot-<id> if absent. True = published and in the lineage; False = not
+        published (lost the race, or removed again, see below); OSError = outcome unknown;
+        PublishOutcomeUnknownError = published, but whether later snapshots build on it
+        cannot be decided.
 
         With `base_id` (the snapshot the commit was computed from), also False if that base
-        is gone: expiration deletes snapshot files in ascending order, so a vanished base is
-        the only way `id` could be a name that was published and expired meanwhile, and
-        creating it again would put the commit outside the lineage. The check runs once the
-        file is written and synced, right before the link; if the base is gone right after
-        the link, link times tell a legitimate publish (every newer snapshot got its name
-        later) from a re-created id (some newer snapshot is older), which is removed again:
-        nothing can have been built on it."""
+        is gone before the create: expiration deletes snapshot files in ascending order, so a
+        vanished base is the only way `id` could be a name that was published and expired
+        meanwhile, and creating it again would put the commit outside the lineage. The check
+        runs once the file is written and synced, right before the create. If the base is
+        gone right after the create, `in_lineage` decides from content whether ours is the
+        snapshot later ones build on (a legitimate publish whose base was then expired) or
+        a re-created id (removed again: expiring it would delete files its delta DELETEs).
+        `built_on(next)` tells whether snapshot id+1 was computed from ours."""
         path = self.snapshot_path(snapshot.id)
+        data = snapshot.to_json()
         check = None if base_id is None else (lambda: self.snapshot_exists(base_id))
-        if not self.io.try_create_atomic(path, snapshot.to_json(), precondition=check):
+        # Passed only when set, so that storages written for the three-argument form work.
+        extra = {"single_writer": True} if single_writer else {}
+        if not self.io.try_create_atomic(path, data, precondition=check, **extra):
             return False
-        if base_id is None or self.snapshot_exists(base_id):
+        return self.confirm_published(snapshot.id, data, base_id, built_on)
+
+    def confirm_published(self, snapshot_id: int, data: bytes, base_id: Optional[int],
+                          built_on: Optional[Callable[[Snapshot], bool]]) -> bool:
+        """Our snapshot `snapshot_id` (holding `data`, computed from `base_id`) exists: True if
+        it is in the lineage; False if it re-created an expired id and was removed again;
+        PublishOutcomeUnknownError if that cannot be decided (see try_commit)."""
+        path = self.snapshot_path(snapshot_id)
+        if base_id is None or base_id == 0 or self.snapshot_exists(base_id):
             return True
-        if not self._recreated(snapshot.id, path):
+        verdict = self.in_lineage(snapshot_id, data, built_on)
+        if verdict is None:
+            raise PublishOutcomeUnknownError(
+                f"snapshot {snapshot_id} was published at {path} while its base snapshot "
+                f"{base_id} was expired, and the snapshots that would tell whether later ones "
+                f"build on it are gone too: the commit may or may not be in the table. Every "
+                f"file it names is kept; check whether its rows are there before committing "
+                f"it again")
+        if verdict:
             return True
         log.warning("snapshot %d was published and expired while this commit published it "
-                    "again; removing the copy and retrying", snapshot.id)
+                    "again; removing the copy and retrying", snapshot_id)
         if not self.io.delete_quietly(path) and self.io.exists(path):
             raise CommitFailedError(
                 f"{path} re-creates a snapshot id that was already published and expired, and "
                 f"could not be removed; delete it by hand (newer snapshots exist)")
         return False
 
-    def _recreated(self, snapshot_id: int, path: str) -> bool:
-        mine = self.io.link_time_ns(path)
-        if mine is None:
-            log.warning("snapshot %d was expired while snapshot %d was being published on "
-                        "top of it; this storage cannot tell whether %d is in the lineage",
-                        snapshot_id - 1, snapshot_id, snapshot_id)
-            return False
-        for sid in self.list_snapshot_ids():
-            if sid > snapshot_id:
-                t = self.io.link_time_ns(self.snapshot_path(sid))
-                if t is not None and t < mine:
-                    return True
-        return False
+    def in_lineage(self, snapshot_id: int, data: bytes,
+                   built_on: Optional[Callable[[Snapshot], bool]]) -> Optional[bool]:
+        """Whether snapshot `snapshot_id`, holding `data` and published by us, is the one
+        later snapshots build on; None if that cannot be decided. Used when its base was
+        expired around the publish (on every storage: file times cannot tell, a link(2)
+        changes the inode's ctime again when the temp name is unlinked).
+
+        Expiration deletes snapshot files in ascending order and never the latest one:
+        - nothing newer exists: ours is the latest, so in the lineage (had an earlier
+          snapshot of this id been expired, something newer would have to be retained);
+        - id+1 is gone while newer ones and ours exist: id+1 could only be expired after
+          id, so ours came after that expiration, a re-created id;
+        - otherwise id+1 decides: was it computed from ours (`built_on`)?"""
+        path = self.snapshot_path(snapshot_id)
+        if not any(i > snapshot_id for i in self.list_snapshot_ids()):
+            return True
+        nxt = self.try_snapshot(snapshot_id + 1)
+        if nxt is None:
+            try:
+                ours = self.io.read_bytes(path) == data
+            except FileNotFoundError:
+                return None   # ours was expired too: nothing left to compare
+            return False if ours else None
+        if built_on is None:
+            return None
+        try:
+            return built_on(nxt)
+        except FileNotFoundError as e:   # id+1 is being expired: its manifests go first
+            log.warning("cannot tell whether snapshot %d builds on snapshot %d: %s",
+                        snapshot_id + 1, snapshot_id, e)
+            return None
 
     def commit_latest_hint(self, snapshot_id: int) -> None:
         self._write_hint(LATEST, snapshot_id)
@@ -188,7 +238,10 @@ class ChangelogManager(SnapshotManager):
         the snapshot file must then stay."""
         self.io.mkdirs(self.snapshot_dir)
         path = self.snapshot_path(changelog_id)
-        if not self.io.try_create_atomic(path, data) and self.io.read_bytes(path) != data:
+        # Every expirer writes the same bytes (the snapshot's) and reads them back below, so
+        # check-then-create is safe where the store rejects conditional creates.
+        if not self.io.try_create_atomic(path, data, single_writer=True) \
+                and self.io.read_bytes(path) != data:
             raise CommitFailedError(f"{path} exists with other contents; the snapshot it "
                                     f"would keep is left in place")
         self.commit_latest_hint(changelog_id)

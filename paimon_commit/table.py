@@ -135,7 +135,8 @@ class Table:
         path = str(path)
         table_schema = TableSchema.from_arrow(schema, list(partition_keys), options,
                                               time_millis=int(time.time() * 1000))
-        problem = write_refusal(table_schema, validate_options(table_schema.options))
+        parsed = validate_options(table_schema.options)
+        problem = write_refusal(table_schema, parsed)
         if problem:  # before any I/O: a table this library could not write to
             raise UnsupportedTableError(f"cannot create {redact_uri(path)}: {problem}")
         io = file_io or file_io_for_path(path, _str_options(storage_options))
@@ -144,8 +145,10 @@ class Table:
         if schemas.list_ids():
             raise TableExistsError(f"a Paimon table already exists at {path}")
         io.mkdirs(schemas.schema_dir)
+        # A store that rejects conditional creates is an error unless one writer is declared.
+        single = {"single_writer": True} if parsed["commit.single-writer"] else {}
         if not io.try_create_atomic(io.join(schemas.schema_dir, P.schema_file_name(0)),
-                                    table_schema.to_json()):
+                                    table_schema.to_json(), **single):
             raise TableExistsError(f"a Paimon table was created concurrently at {path}")
         return cls(FileStore.from_schema(path, io, table_schema))
 

@@ -5,7 +5,7 @@ import logging
 import posixpath
 from typing import Callable, List, Optional
 
-from ..errors import UnsafePathError
+from ..errors import AtomicCreateUnsupportedError, UnsafePathError
 from .base import FileIO, FileStatus, LocalResolver, _temp_name
 
 log = logging.getLogger(__name__)
@@ -13,10 +13,19 @@ log = logging.getLogger(__name__)
 __all__ = ["PyArrowFileIO"]
 
 
+#: Declared in options.py as CoreOptions.COMMIT_SINGLE_WRITER; repeated here for messages.
+SINGLE_WRITER_OPTION = "commit.single-writer"
+
+
 class PyArrowFileIO(FileIO):
-    """HDFS, S3, GCS, … through pyarrow.fs. Create-if-absent relies on the store: HDFS rename
-    fails on an existing target; object stores without conditional puts are check-then-write
-    and need a single committer per table."""
+    """HDFS and other file systems through pyarrow.fs.
+
+    pyarrow.fs has no create-if-absent: `move` replaces an existing target (its HDFS
+    implementation deletes the destination first, the local one is rename(2)), and
+    `open_output_stream` truncates. `try_create_atomic` is therefore check-then-move, which
+    two writers can both pass, the second silently replacing the first one's snapshot. So
+    `check_atomic_create` refuses to commit unless `commit.single-writer` declares that only
+    one process commits to the table."""
 
     def __init__(self, fs, root: str):
         self.fs = fs
@@ -105,7 +114,12 @@ class PyArrowFileIO(FileIO):
             raise
 
     def try_create_atomic(self, path: str, data: bytes,
-                          precondition: Optional[Callable[[], bool]] = None) -> bool:
+                          precondition: Optional[Callable[[], bool]] = None,
+                          single_writer: bool = False) -> bool:
+        """Check-then-move: atomic only against readers, not against a second writer (see
+        the class docstring). A `move` that raises may have taken effect: the target is then
+        read back, and only someone else's bytes there mean "lost"; our own bytes mean the
+        reply was lost, not the race."""
         if self.exists(path):
             return False
         directory, name = posixpath.split(path)
@@ -116,12 +130,24 @@ class PyArrowFileIO(FileIO):
                 return False
             self.fs.move(tmp, path)
             return True
-        except OSError:
-            if self.exists(path):
-                return False
-            raise
+        except OSError as e:
+            try:
+                there: Optional[bytes] = self.read_bytes(path)
+            except FileNotFoundError:
+                there = None
+            if there is None:
+                raise e   # nothing there: the caller treats the outcome as unknown
+            return there == data
         finally:
             self._remove_own_temp(tmp)
+
+    def check_atomic_create(self) -> None:
+        raise AtomicCreateUnsupportedError(
+            f"{type(self.fs).__name__} storage under {self.root} cannot create a file only if "
+            f"it is absent (pyarrow.fs move replaces an existing target): with several writers, "
+            f"one commit could silently replace another's snapshot, so nothing was published. "
+            f"Declare '{SINGLE_WRITER_OPTION}' = 'true' in the table or commit options if only "
+            f"one process ever commits to this table.")
 
     def open_output_stream(self, path: str):
         self._ensure_parent(path)

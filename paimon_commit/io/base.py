@@ -141,26 +141,29 @@ class FileIO(ABC):
 
     @abstractmethod
     def try_create_atomic(self, path: str, data: bytes,
-                          precondition: Optional[Callable[[], bool]] = None) -> bool:
+                          precondition: Optional[Callable[[], bool]] = None,
+                          single_writer: bool = False) -> bool:
         """Create `path` with `data` only if it does not exist, atomically across processes.
-        Returns False when it already exists. Any exception means the outcome is unknown.
+        Returns False when it already exists with other contents (a lost reply of our own
+        create is True). Any exception means the outcome is unknown.
 
         `precondition` is called once the data is durable, right before the atomic step;
         if it returns False nothing is created and the result is False. (The slow part,
-        writing and syncing, then lies outside the window between the check and the create.)"""
+        writing and syncing, then lies outside the window between the check and the create.)
+
+        Where the storage turns out not to support an atomic create (no hard links, a store
+        answering "not implemented" to a conditional PUT), AtomicCreateUnsupportedError,
+        unless `single_writer` (the caller declares that nobody else creates this path): then
+        check-then-create. Never a silent fallback."""
 
     def check_atomic_create(self) -> None:
-        """Raise if this storage cannot prove that `try_create_atomic` is atomic (several
-        writers could then both publish one snapshot id). Local and HDFS storage can."""
+        """Raise AtomicCreateUnsupportedError if this storage cannot prove that
+        `try_create_atomic` is atomic (several writers could then both publish one snapshot
+        id). Local disk can (link(2)); object stores probe once; pyarrow.fs cannot."""
 
     def file_versions(self, directory: str) -> Optional[Dict[str, str]]:
         """name -> a version of each file in a directory that changes whenever the file is
         replaced (a cache validator), in one listing; None where the storage has none."""
-        return None
-
-    def link_time_ns(self, path: str) -> Optional[int]:
-        """When `path` got its name, where the storage can tell (None otherwise, or if the
-        file is gone). Comparable between files of one file system."""
         return None
 
     @abstractmethod

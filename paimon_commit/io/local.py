@@ -6,12 +6,15 @@ import logging
 import os
 from typing import Callable, Dict, List, Optional
 
-from ..errors import UnsafePathError
+from ..errors import AtomicCreateUnsupportedError, UnsafePathError
 from .base import FileIO, FileStatus, LocalResolver, _temp_name
 
 log = logging.getLogger(__name__)
 
 __all__ = ["LocalFileIO"]
+
+#: Declared in options.py as CoreOptions.COMMIT_SINGLE_WRITER; repeated here for messages.
+SINGLE_WRITER_OPTION = "commit.single-writer"
 
 
 class LocalFileIO(FileIO):
@@ -118,7 +121,8 @@ class LocalFileIO(FileIO):
             raise
 
     def try_create_atomic(self, path: str, data: bytes,
-                          precondition: Optional[Callable[[], bool]] = None) -> bool:
+                          precondition: Optional[Callable[[], bool]] = None,
+                          single_writer: bool = False) -> bool:
         if os.path.exists(path):
             return False
         tmp = self._write_temp(path, data, sync=True)
@@ -134,21 +138,21 @@ class LocalFileIO(FileIO):
         except OSError as e:
             if e.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
                 raise
-            log.warning("hard links unsupported under %s (%s); falling back to check-then-rename,"
-                        " which is not safe against concurrent writers", path, e)
+            if not single_writer:
+                raise AtomicCreateUnsupportedError(
+                    f"the file system of {path} has no hard links ({e.strerror}), so it cannot "
+                    f"create a file only if it is absent: with several writers, commits could "
+                    f"be lost silently, so nothing was created. Declare "
+                    f"'{SINGLE_WRITER_OPTION}' = 'true' in the table or commit options if only "
+                    f"one process ever commits to this table.") from None
+            log.warning("hard links unsupported under %s (%s); creating it by check-then-rename "
+                        "as '%s' declares a single writer", path, e, SINGLE_WRITER_OPTION)
             if os.path.exists(path):
                 return False
             os.rename(tmp, path)
             return True
         finally:
             self._remove_own_temp(tmp)
-
-    def link_time_ns(self, path: str) -> Optional[int]:
-        # link(2) sets the inode's change time: the moment the name appeared.
-        try:
-            return os.stat(path, follow_symlinks=False).st_ctime_ns
-        except OSError:
-            return None
 
     def open_input_file(self, path: str):
         return open(path, "rb")

@@ -133,7 +133,6 @@ class ObjectStoreFileIO(FileIO):
         self._identity = (scheme, endpoint, bucket)
         # Sizes of immutable files this process wrote: no HEAD needed to learn them.
         self._sizes: Dict[str, int] = {}
-        self._conditional_put = True
 
     @classmethod
     def from_uri(cls, uri: str, options: Optional[Mapping[str, str]] = None
@@ -293,13 +292,16 @@ class ObjectStoreFileIO(FileIO):
         self._sizes.pop(path, None)
 
     def try_create_atomic(self, path: str, data: bytes,
-                          precondition: Optional[Callable[[], bool]] = None) -> bool:
+                          precondition: Optional[Callable[[], bool]] = None,
+                          single_writer: bool = False) -> bool:
+        """A conditional PUT. A store that answers "not supported" is an error
+        (AtomicCreateUnsupportedError naming `commit.single-writer`) unless the caller declares
+        a single writer: then, and only for this call, the object is created by check-then-put.
+        Every call asks the store again: one odd reply never turns the condition off."""
         from obstore.exceptions import AlreadyExistsError
         data = bytes(data)
         if precondition is not None and not precondition():
             return False
-        if not self._conditional_put:
-            return self._check_then_put(path, data)
         try:
             self._put(path, data, mode="create")
         except AlreadyExistsError:
@@ -313,13 +315,22 @@ class ObjectStoreFileIO(FileIO):
                 pass
             return False
         except Exception as e:  # noqa: BLE001
-            if _not_supported(e):
-                log.warning("%s rejects conditional writes (%s); creating %s by "
-                            "check-then-write, which is safe for a single writer only",
-                            self.description, self._scrub(_first_line(e)), self.uri(path))
-                self._conditional_put = False
-                return self._check_then_put(path, data)
-            raise self._error("create", path, e) from None
+            if not _not_supported(e):
+                raise self._error("create", path, e) from None
+            reason = self._scrub(_first_line(e))
+            with _probe_lock:   # the next commit probes again instead of trusting the old answer
+                _probe_results.pop((self._identity[0], self._identity[1], self.root), None)
+            if not single_writer:
+                raise AtomicCreateUnsupportedError(
+                    f"{self.description} rejected the conditional create of {self.uri(path)} "
+                    f"({reason}): without it, several writers could publish the same snapshot "
+                    f"and all but one commit would be lost silently, so nothing was created. "
+                    f"Declare '{SINGLE_WRITER_OPTION}' = 'true' in the table or commit options "
+                    f"if only one process ever commits to this table.") from None
+            log.warning("%s rejects conditional writes (%s); creating %s by check-then-write, "
+                        "as '%s' declares a single writer", self.description, reason,
+                        self.uri(path), SINGLE_WRITER_OPTION)
+            return self._check_then_put(path, data)
         self._remember_size(path, len(data))
         return True
 

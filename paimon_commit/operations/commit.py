@@ -6,8 +6,9 @@ that race deletes the base list the attempt wrote and retries (tenacity, exponen
 with jitter); the delta manifests and list depend only on the changes and are reused while
 the changes stay the same, and deleted if the commit gives up. A real conflict (a DELETE of a
 file that is no longer live, an ADD of a live file) fails at once. An attempt whose publish
-outcome is unknown keeps its files, and the next attempt first looks for its snapshot (same
-commit user, identifier and kind).
+outcome is unknown keeps its files, and the next attempt first settles it from content
+(publish.py): its snapshot is found, or shown never to have landed, before the changes are
+published again; if nothing left can tell, the commit fails and keeps every file.
 """
 from __future__ import annotations
 
@@ -21,13 +22,14 @@ from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence, S
 from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_delay, \
     stop_never
 
-from ..errors import CommitConflictError, CommitFailedError
+from ..errors import AtomicCreateUnsupportedError, CommitConflictError, CommitFailedError
 from ..format.commit_message import CommitMessage
 from ..format.paths import validate_bare_file_name
 from ..format.manifest import FileKind, ManifestEntry
 from ..format.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
 from ..manifests import ManifestWriteSession, live_entries
 from ..store import FileStore, PartitionSpec
+from .publish import built_on_check, resolve_uncertain
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +92,7 @@ _Changes = Callable[[Optional[Snapshot]], List[ManifestEntry]]
 @dataclass
 class _AttemptState:
     uncertain_base: Optional[int] = None  # base id of an attempt whose publish is unknown
+    uncertain: Optional[Snapshot] = None  # the snapshot that attempt tried to publish
     attempts: int = 0
     failed_base: Optional[int] = None     # base id of the attempt that just failed
     last_failure: Optional["_RaceLost"] = None
@@ -278,8 +281,8 @@ class FileStoreCommit:
         store = self.store
         latest = store.snapshots.latest_snapshot()
         state.base = latest.id if latest else 0
-        if state.uncertain_base is not None and latest is not None:
-            done = self._find_own_snapshot(state.uncertain_base, latest.id, identifier, kind)
+        if state.uncertain is not None:
+            done = self._find_own_snapshot(state, latest)
             if done is not None:
                 log.info("commit %s/%d was published as snapshot %d by an earlier attempt",
                          self.commit_user, identifier, done)
@@ -314,17 +317,28 @@ class FileStoreCommit:
             session.delete_written()
             raise
         try:
-            # False also when our base was expired meanwhile (see try_commit): retry.
-            published = store.snapshots.try_commit(snapshot, latest.id if latest else None)
+            # False also when our base was expired meanwhile and our id turned out to be a
+            # re-created one (see try_commit): retry.
+            published = store.snapshots.try_commit(
+                snapshot, latest.id if latest else None, built_on_check(store, snapshot),
+                self.config.single_writer)
         except OSError as e:
             # Only an I/O error leaves the outcome unknown: the snapshot may or may not exist
-            # now, so keep every file and let the next attempt look for it. Anything else
-            # (a CommitFailedError for a re-created id that could not be removed) is a
-            # verdict, and looking for "our" snapshot would report that bad copy as success.
+            # now, so keep every file and let the next attempt settle it.
             state.uncertain_base = latest.id if latest else 0
+            state.uncertain = snapshot
             state.delta.keep = True
             raise _RaceLost(f"publishing snapshot {snapshot.id} failed: {e!r}",
                             state.uncertain_base) from e
+        except AtomicCreateUnsupportedError:
+            session.delete_written()   # refused before anything was created
+            raise
+        except BaseException:
+            # A verdict on a snapshot that exists (a re-created id that could not be removed,
+            # or one whose place in the lineage cannot be decided): it names these files.
+            # Looking for "our" snapshot again would report that copy as success.
+            state.delta.keep = True
+            raise
         if not published:
             session.delete_written()
             raise _RaceLost(f"snapshot {snapshot.id} was published by another writer first")
@@ -343,14 +357,16 @@ class FileStoreCommit:
             raise _RaceLost(f"base snapshot {latest.id} was expired during the attempt "
                             f"({error})") from error
 
-    def _find_own_snapshot(self, after: int, upto: int, identifier: int, kind: str
+    def _find_own_snapshot(self, state: _AttemptState, latest: Optional[Snapshot]
                            ) -> Optional[int]:
-        for sid in range(after + 1, upto + 1):
-            s = self.store.snapshots.try_snapshot(sid)
-            if s is not None and s.commit_user == self.commit_user \
-                    and s.commit_identifier == identifier and s.commit_kind == kind:
-                return sid
-        return None
+        """Settle the attempt whose publish failed with an I/O error: its snapshot id if it
+        landed (also if it was expired since), None if it did not (its changes can then be
+        published again); PublishOutcomeUnknownError if that cannot be decided, so that the
+        same delta is never published twice."""
+        ours, base = state.uncertain, state.uncertain_base
+        landed = resolve_uncertain(self.store, ours, base or 0, latest.id if latest else 0)
+        state.uncertain = state.uncertain_base = None
+        return ours.id if landed else None
 
     def _delta_files(self, state: _AttemptState, entries: List[ManifestEntry]) -> _Delta:
         """The delta manifests and list of these entries: the ones an earlier attempt wrote

@@ -160,10 +160,8 @@ class ExpireSnapshots(ChangelogExpiration):
         if known is not None and known[0] == data:
             snap = known[1]
         else:
-            snap = Snapshot.from_json(data, path)
+            snap = SnapshotManager.parse(data, path, sid)
         self._raw_memo[key] = (data, snap, version)
-        if snap.id != sid:
-            raise CorruptMetadataError(path, f"holds id {snap.id}, but its name says {sid}")
         self._memo[key] = snap
         return snap
 

@@ -30,8 +30,9 @@ from ..errors import CorruptMetadataError, TableNotFoundError
 from ..io import FileStatus
 from ..io import for_path as file_io_for_path
 from ..format import paths as P
-from ..format.snapshot import Snapshot, Tag
+from ..format.snapshot import Tag
 from ..reachability import Reachability, Root, Unreadable
+from ..snapshots import SnapshotManager
 from ..store import FileStore, SchemaManager
 from .orphan_context import (PLAUSIBLE_MS, Candidate, CleanContext, OrphanCleanAborted,
                              OrphanCleanResult, classify, is_bucket_dir, is_symlink,
@@ -324,10 +325,7 @@ class OrphanFilesCleaner:
                     continue
                 path = io.join(meta_root, sub, name)
                 try:
-                    snap = Snapshot.from_json(io.read_bytes(path), path)
-                    if snap.id != sid:
-                        raise CorruptMetadataError(path, f"holds id {snap.id}, but its name "
-                                                         f"says {sid}")
+                    snap = SnapshotManager.parse(io.read_bytes(path), path, sid)
                     out.append(Root(path, snap, what))
                 except (FileNotFoundError, CorruptMetadataError) as e:
                     raise OrphanCleanAborted(

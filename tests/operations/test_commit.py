@@ -14,6 +14,7 @@ from paimon_commit import (
     CommitConflictError, CommitFailedError, CommitMessage, Table,
 )
 from paimon_commit.io.local import LocalFileIO
+from paimon_commit.operations.publish import built_on_check
 from paimon_commit.store import FileStore
 
 
@@ -402,21 +403,20 @@ class _ExpiresBaseRightAfterTheCheck(LocalFileIO):
 
 def _stale_commit_of_snapshot_4(table_path):
     store = FileStore.open(str(table_path), io=_ExpiresBaseRightAfterTheCheck(str(table_path)))
-    return store.snapshots, store.snapshots.snapshot(3).with_(id=4)
+    stale = store.snapshots.snapshot(3).with_(id=4)
+    return store.snapshots, stale, built_on_check(store, stale)
 
 
 def test_a_snapshot_id_published_and_expired_meanwhile_is_not_created_again(table, table_path):
-    import time
     for i in range(1, 4):
         write(table, make_rows([i]))
-    sm, stale = _stale_commit_of_snapshot_4(table_path)
+    sm, stale, built_on = _stale_commit_of_snapshot_4(table_path)
     # While that commit was descheduled: others published 4, 5, 6 and expired up to 4.
     for i in range(4, 7):
         write(table, make_rows([i]))
     for sid in (1, 2, 4):
         os.unlink(table_path / "snapshot" / f"snapshot-{sid}")
-    time.sleep(0.05)                              # file times tick coarsely
-    assert sm.try_commit(stale, base_id=3) is False
+    assert sm.try_commit(stale, base_id=3, built_on=built_on) is False
     assert snapshot_ids(table_path) == [5, 6]     # the copy of 4 was removed again
     assert sorted(Table.open(str(table_path)).read_arrow().column("id").to_pylist()) == \
         list(range(1, 7))
@@ -426,8 +426,8 @@ def test_a_snapshot_id_published_and_expired_meanwhile_is_not_created_again(tabl
 def test_a_base_expired_right_after_a_legitimate_publish_keeps_it(table, table_path):
     for i in range(1, 4):
         write(table, make_rows([i]))
-    sm, snap = _stale_commit_of_snapshot_4(table_path)
-    assert sm.try_commit(snap, base_id=3) is True
+    sm, snap, built_on = _stale_commit_of_snapshot_4(table_path)
+    assert sm.try_commit(snap, base_id=3, built_on=built_on) is True
     assert snapshot_ids(table_path) == [1, 2, 4]
     assert sorted(pp_read(table_path).column("id").to_pylist()) == [1, 2, 3]
 

@@ -13,8 +13,10 @@ from paimon_commit.io.arrow import PyArrowFileIO
 
 
 def test_pyarrow_filesystem_round_trip(table_path):
+    # pyarrow.fs cannot create a file only if absent: one committer, declared.
     io = PyArrowFileIO(pafs.LocalFileSystem(), str(table_path))
-    t = Table.create(str(table_path), SCHEMA, ["dt", "hr"], file_io=io)
+    t = Table.create(str(table_path), SCHEMA, ["dt", "hr"], {"commit.single-writer": "true"},
+                     file_io=io)
     write(t, make_rows([1, 2]))
     write(t, make_rows([3], hr=2))
     with t.new_commit() as c:
