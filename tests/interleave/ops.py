@@ -11,7 +11,7 @@ from typing import List, Optional
 from paimon_commit.operations.expire import ExpireConfig, ExpireSnapshots
 from paimon_commit.operations.orphan import CleanContext, OrphanFilesCleaner
 
-from .sim import PARTITIONS, Held, Op, Sim
+from .sim import PARTITIONS, REFUSALS, Held, Op, Sim
 from .storage import EPOCH_MS, InlineExecutor
 
 
@@ -48,11 +48,20 @@ def start_retry(sim: Sim, partition: str = "a", n: int = 2) -> Op:
         op.msgs = msgs
         c = t.new_commit(commit_user=op.user)
         op.committing = True
-        for _ in range(2):
-            sid = c.commit(msgs, op.ident)
+        sid = c.commit(msgs, op.ident)
+        if sid is not None:
+            op.sids.append(sid)
+        try:
+            sid = c.commit(msgs, op.ident)   # the retry: may be refused as a duplicate
             if sid is not None:
                 op.sids.append(sid)
-        sid = c.commit(sim.write(t, second, op.partition), op.ident + 1)
+        except REFUSALS as e:
+            op.detail += f" retry refused ({type(e).__name__})"
+        try:
+            sid = c.commit(sim.write(t, second, op.partition), op.ident + 1)
+        except REFUSALS as e:
+            # the first commit did land: not a refusal of the whole operation
+            raise RuntimeError(f"third commit refused: {e!r}") from e
         if sid is not None:
             op.sids.append(sid)
     sim.next_ident += 1
@@ -223,6 +232,10 @@ WEIGHTS = [("append", 30), ("retry", 4), ("hold", 6), ("commit_held", 5), ("abor
            ("expire", 10), ("orphan", 6)]
 
 
+#: Operations that publish snapshots (one at a time where the storage has a single writer).
+COMMITTERS = ("append", "retry", "commit_held", "overwrite", "drop")
+
+
 def start_random(sim: Sim, rng: random.Random, exclude=()) -> Optional[Op]:
     kinds, weights = zip(*[(k, w) for k, w in WEIGHTS if k not in exclude])
     kind = rng.choices(kinds, weights)[0]
@@ -252,16 +265,22 @@ def start_random(sim: Sim, rng: random.Random, exclude=()) -> Optional[Op]:
     return start_orphan(sim, dry_run=rng.random() < 0.2)
 
 
-def run_seed(sim: Sim, seed: int, rounds: int, exclude=(), max_ops: int = 4) -> None:
-    """`rounds` rounds of 1-4 concurrent operations (a rollback runs alone), each followed
-    by the full check."""
+def run_seed(sim: Sim, seed: int, rounds: int, exclude=(), max_ops: int = 4,
+             single_writer: bool = False) -> None:
+    """`rounds` rounds of 1-`max_ops` concurrent operations (a rollback runs alone), each
+    followed by the full check. `single_writer`: at most one committing operation per round
+    (maintenance runs beside it), for tables declared `commit.single-writer`."""
     rng = random.Random(seed)
     with sim.running():
         for r in range(rounds):
             if r > 2 and rng.random() < 0.06 and "rollback" not in exclude:
                 started: List[Optional[Op]] = [start_rollback(sim)]
             else:
-                started = [start_random(sim, rng, exclude) for _ in range(rng.randint(1, max_ops))]
+                started = []
+                for _ in range(rng.randint(1, max_ops)):
+                    busy = single_writer and any(o and o.kind in COMMITTERS for o in started)
+                    started.append(start_random(
+                        sim, rng, tuple(exclude) + (COMMITTERS if busy else ())))
             sim.sched.run_all()
             sim.finish_unfinished()
             sim.check(f"after round {r} ({', '.join(o.name for o in started if o)})")

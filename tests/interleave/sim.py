@@ -196,8 +196,12 @@ class Sim:
         orphan cleaner's threshold must lie before it, as a real one lies a day back."""
         ticks = [self.sched.tick] + [h.tick for h in self.held]
         for o in self.ops:
-            if o is not me and o.start_tick is not None and o.end_tick is None:
-                ticks.append(o.floor_tick if o.floor_tick is not None else o.start_tick)
+            if o is me or o.end_tick is not None:
+                continue
+            if o.floor_tick is not None:     # commits or aborts held messages (started or not)
+                ticks.append(o.floor_tick)
+            elif o.start_tick is not None:
+                ticks.append(o.start_tick)
         return min(ticks)
 
     # --- running ------------------------------------------------------------------------
