@@ -25,7 +25,7 @@ def start_append(sim: Sim, partition: str = "a", n: int = 2) -> Op:
                     rows=sim.new_rows(n), partition=partition)
 
     def body(op: Op) -> None:
-        t = sim.table()
+        t = sim.table(op)
         op.msgs = sim.write(t, op.rows, op.partition)
         c = t.new_commit(commit_user=op.user)
         op.committing = True
@@ -42,7 +42,7 @@ def start_retry(sim: Sim, partition: str = "a", n: int = 2) -> Op:
                     rows=sim.new_rows(2 * n), partition=partition)
 
     def body(op: Op) -> None:
-        t = sim.table()
+        t = sim.table(op)
         first, second = op.rows[:n], op.rows[n:]
         msgs = sim.write(t, first, op.partition)
         op.msgs = msgs
@@ -73,7 +73,7 @@ def start_hold(sim: Sim, partition: str = "a", n: int = 2) -> Op:
     op = sim.new_op("hold", rows=sim.new_rows(n), partition=partition)
 
     def body(op: Op) -> None:
-        msgs = sim.write(sim.table(), op.rows, op.partition)
+        msgs = sim.write(sim.table(op), op.rows, op.partition)
         sim.held.append(Held(op, msgs, op.rows, op.partition, op.start_tick))
     return sim.spawn(op, body)
 
@@ -87,7 +87,7 @@ def start_commit_held(sim: Sim) -> Optional[Op]:
     op.floor_tick = h.tick
 
     def body(op: Op) -> None:
-        t = sim.table()
+        t = sim.table(op)
         op.committing = True
         sid = t.new_commit(commit_user=op.user).commit(h.msgs, op.ident)
         if sid is not None:
@@ -104,7 +104,7 @@ def start_abort_held(sim: Sim) -> Optional[Op]:
     op.floor_tick = h.tick
 
     def body(op: Op) -> None:
-        op.detail = f"deleted {sim.table().new_commit().abort(h.msgs)}"
+        op.detail = f"deleted {sim.table(op).new_commit().abort(h.msgs)}"
     return sim.spawn(op, body)
 
 
@@ -119,7 +119,7 @@ def start_abort_committed(sim: Sim, of: Optional[Op] = None) -> Optional[Op]:
     op = sim.new_op("abort_committed", detail=f"of {of.name}")
 
     def body(op: Op) -> None:
-        op.detail += f" deleted {sim.table().new_commit().abort(of.msgs)}"
+        op.detail += f" deleted {sim.table(op).new_commit().abort(of.msgs)}"
     return sim.spawn(op, body)
 
 
@@ -129,7 +129,7 @@ def start_overwrite(sim: Sim, partition: str = "a", n: int = 2) -> Op:
                     rows=sim.new_rows(n), partition=partition)
 
     def body(op: Op) -> None:
-        t = sim.table()
+        t = sim.table(op)
         msgs = sim.write(t, op.rows, op.partition)
         op.committing = True
         sid = t.new_commit(commit_user=op.user).overwrite(msgs, {"p": op.partition}, op.ident)
@@ -143,7 +143,7 @@ def start_drop(sim: Sim, partition: str = "a") -> Op:
                     partition=partition)
 
     def body(op: Op) -> None:
-        t = sim.table()
+        t = sim.table(op)
         op.committing = True
         sid = t.new_commit(commit_user=op.user).drop_partitions([{"p": op.partition}],
                                                                  op.ident)
@@ -157,7 +157,7 @@ def start_tag(sim: Sim, snapshot_id: Optional[int] = None) -> Op:
     op = sim.new_op("tag", detail=name, target=snapshot_id)
 
     def body(op: Op) -> None:
-        tag = sim.table().create_tag(name, snapshot_id)
+        tag = sim.table(op).create_tag(name, snapshot_id)
         op.target = tag.snapshot.id
         sim.tags.append(name)
     return sim.spawn(op, body)
@@ -171,7 +171,7 @@ def start_untag(sim: Sim, name: Optional[str] = None) -> Optional[Op]:
     op = sim.new_op("untag", detail=name)
 
     def body(op: Op) -> None:
-        sim.table().delete_tag(name)
+        sim.table(op).delete_tag(name)
         if name in sim.tags:
             sim.tags.remove(name)
     return sim.spawn(op, body)
@@ -183,7 +183,7 @@ def start_rollback(sim: Sim, snapshot_id: Optional[int] = None) -> Optional[Op]:
     op = sim.new_op("rollback", target=snapshot_id)
 
     def body(op: Op) -> None:
-        t = sim.table()
+        t = sim.table(op)
         if op.target is None:
             ids = [s.id for s in t.snapshots()]
             if len(ids) < 2:
@@ -203,7 +203,7 @@ def start_expire(sim: Sim, retain_max: int = 1) -> Op:
     op = sim.new_op("expire", target=retain_max, detail=f"retain_max={retain_max}")
 
     def body(op: Op) -> None:
-        store = sim.table().store
+        store = sim.table(op).store
         cfg = ExpireConfig.from_options(store.options, retain_min=1, retain_max=retain_max)
         r = ExpireSnapshots(store, cfg, executor=InlineExecutor()).expire()
         op.detail += f" expired={r.expired_ids}"
@@ -217,7 +217,7 @@ def start_orphan(sim: Sim, dry_run: bool = False) -> Op:
     op = sim.new_op("orphan", detail="dry-run" if dry_run else "")
 
     def body(op: Op) -> None:
-        io = sim.io()
+        io = sim.io(op)
         older = EPOCH_MS + sim.inflight_floor(op)
         r = OrphanFilesCleaner(CleanContext(sim.path, older_than_ms=older, dry_run=dry_run,
                                             file_io=io, executor=InlineExecutor())).clean()

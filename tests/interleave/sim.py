@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
 PARTITIONS = ("a", "b")
 STORAGES = ("local", "arrow", "memory")
+PROCESSES = 3
 
 #: Table options: retries without long sleeps (the scheduler, not the clock, orders actors).
 TABLE_OPTIONS = {"commit.min-retry-wait": "1", "commit.max-retry-wait": "4",
@@ -66,6 +67,7 @@ class Op:
     msgs: list = field(default_factory=list)
     target: Optional[int] = None   # rollback target / tag snapshot
     detail: str = ""
+    process: int = 0   # which process runs it (operations of one process share a FileIO)
 
     @property
     def name(self) -> str:
@@ -85,7 +87,7 @@ class Op:
             s += f" {self.detail}"
         if self.error:
             s += f" error={self.error[:160]}"
-        return s + f" ticks={self.start_tick}-{self.end_tick}]"
+        return s + f" process={self.process} ticks={self.start_tick}-{self.end_tick}]"
 
 
 @dataclass
@@ -119,6 +121,7 @@ class Sim:
         self.next_row = 0
         self.next_ident = 0
         self.problems: List[str] = []
+        self._processes: Dict[int, FileIO] = {}   # process number -> its FileIO
         self.replay: Optional[str] = None   # the call that replays this run (reports)
         self.rng = random.Random(seed ^ 0x5EED)   # choices made inside actors
         options = dict(TABLE_OPTIONS, **(table_options or {}))
@@ -166,11 +169,20 @@ class Sim:
         self._outside_before = self._outside_state()
 
     # --- helpers used by the operations (inside actor threads) ----------------------------
-    def io(self) -> FileIO:
-        return ControlledIO(self._make_inner(), self.sched, self.clock)
+    def io(self, op: Optional["Op"] = None) -> FileIO:
+        """The storage of an operation: the FileIO of its process (what one process learns
+        about the store, e.g. that conditional writes fail, it keeps for its later
+        operations), each call a scheduling point."""
+        if op is None:
+            inner = self._make_inner()
+        else:
+            inner = self._processes.get(op.process)
+            if inner is None:
+                inner = self._processes[op.process] = self._make_inner()
+        return ControlledIO(inner, self.sched, self.clock)
 
-    def table(self) -> Table:
-        return Table.open(self.path, file_io=self.io())
+    def table(self, op: Optional["Op"] = None) -> Table:
+        return Table.open(self.path, file_io=self.io(op))
 
     def new_rows(self, n: int) -> List[int]:
         rows = list(range(self.next_row, self.next_row + n))
@@ -234,7 +246,8 @@ class Sim:
         return op
 
     def new_op(self, kind: str, **kw) -> Op:
-        return Op(len(self.ops), kind, **kw)
+        """An operation of one of PROCESSES processes (chosen by the seed)."""
+        return Op(len(self.ops), kind, process=self.rng.randrange(PROCESSES), **kw)
 
     # --- the checker --------------------------------------------------------------------
     def _outside_state(self) -> Dict[str, bytes]:

@@ -76,9 +76,10 @@ def test_finding_0_duplicate_commit_scripted(tmp_path, storage):
 # --- finding 1: PyArrowFileIO's check-then-move create replaces a published snapshot -------
 
 @fixed_on("h-publish", 1)
-def test_finding_1_pyarrow_move_replaces_snapshot_seed_2_arrow(tmp_path):
-    # No faults at all: two appends interleaved on the pyarrow storage.
-    simulate(tmp_path, "arrow", 2, exclude=("retry", "abort_committed"), rate=0.0)
+def test_finding_1_pyarrow_move_replaces_snapshot_seed_3_arrow(tmp_path):
+    # No faults at all: round 0, an overwrite and an append interleaved on the pyarrow
+    # storage both return snapshot 1.
+    simulate(tmp_path, "arrow", 3, exclude=("retry", "abort_committed"), rate=0.0)
 
 
 @fixed_on("h-publish", 1)
@@ -131,6 +132,15 @@ def test_finding_3_recreated_snapshot_id_on_object_store_scripted(tmp_path):
 
 
 # --- finding 4: check-then-put for good after one 501 reply ---------------------------------
+
+@fixed_on("h-publish", 4)
+def test_finding_4_check_then_put_after_one_501_seed_16_memory(tmp_path):
+    # Only 501 replies to conditional creates (10 % of them): process 0 falls back to
+    # check-then-put for good; in round 5 append#6, append#7 (process 0) and overwrite#8 all
+    # return snapshot 3.
+    simulate(tmp_path, "memory", 16, exclude=("retry", "abort_committed"), rate=0.1,
+             faults=(Fault.UNSUPPORTED,))
+
 
 @fixed_on("h-publish", 4)
 def test_finding_4_check_then_put_after_one_501_scripted(tmp_path):
