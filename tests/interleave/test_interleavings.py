@@ -71,12 +71,13 @@ def test_budget(tmp_path, variant, seed):
     simulate(tmp_path, seed=seed, **VARIANTS[variant])
 
 
-# What can run today: the operations and faults that trigger findings 0-5 left out (retried
-# commits, aborts of committed messages, 501 replies; the pyarrow storage only one operation
-# at a time). Everything else must hold on every seed.
+# What holds today (1592003): the operations and faults that trigger findings 0-5 left out
+# (retried commits, aborts of committed messages, 501 replies, lost replies of the pyarrow
+# move; the pyarrow storage with one committer at a time). Every seed must pass; finding 3
+# (a narrow window) is not hit by these seeds.
 SOUND_TODAY = {
     "local": dict(storage="local", exclude=("retry", "abort_committed")),
-    "memory": dict(storage="memory", exclude=("retry", "abort_committed", "expire"),
+    "memory": dict(storage="memory", exclude=("retry", "abort_committed"),
                    faults=(Fault.BEFORE, Fault.AFTER)),
     "arrow-single-writer": dict(storage="arrow", exclude=("retry", "abort_committed"),
                                 single_writer=True, faults=(Fault.BEFORE,)),
