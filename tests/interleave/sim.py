@@ -222,6 +222,7 @@ class Sim:
     def running(self):
         with contextlib.ExitStack() as stack:
             stack.enter_context(inline_pools())
+            stack.enter_context(seeded_uuids(self.seed))
             if self.storage == "memory":
                 stack.enter_context(patched_obstore(self.sched))
             yield
@@ -409,9 +410,9 @@ class Sim:
     def report(self, problems: Sequence[str], where: str) -> str:
         lines = [f"interleaving seed {self.seed} on {self.storage} storage: invariant "
                  f"violated {where}",
-                 f"replay: {self.replay or ''} (tests/interleave/test_interleavings.py; "
-                 f"with the defaults: PAIMON_INTERLEAVE_SEED={self.seed} "
-                 f"PAIMON_INTERLEAVE_STORAGE={self.storage} pytest -q "
+                 f"replay: {self.replay or '?'} (tests/interleave/test_interleavings.py; "
+                 f"or PAIMON_INTERLEAVE_SEED={self.seed} PAIMON_INTERLEAVE_STORAGE=<variant> "
+                 f"[PAIMON_INTERLEAVE_ROUNDS, PAIMON_INTERLEAVE_RATE] pytest "
                  f"tests/interleave/test_interleavings.py -k replay)", ""]
         lines += [f"  - {p}" for p in problems]
         lines += ["", "history:"] + [f"  {o}" for o in self.ops]
@@ -451,6 +452,19 @@ class Sim:
         if ours != theirs:
             raise InvariantViolation(self.report(
                 [f"pypaimon reads {len(theirs)} rows, we read {len(ours)}"], "at the end"))
+
+
+@contextlib.contextmanager
+def seeded_uuids(seed: int):
+    """File names (uuid4) from the seed: listings, and so the order of the calls made for
+    each listed file, are the same in every replay."""
+    rng = random.Random(seed ^ 0x0BADC0DE)
+    real = uuid.uuid4
+    uuid.uuid4 = lambda: uuid.UUID(int=rng.getrandbits(128), version=4)
+    try:
+        yield
+    finally:
+        uuid.uuid4 = real
 
 
 def walk(io: FileIO) -> List[str]:

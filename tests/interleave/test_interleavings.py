@@ -96,11 +96,12 @@ def test_budget_without_the_known_triggers(tmp_path, variant, seed):
                     reason="set PAIMON_INTERLEAVE_SEED (and PAIMON_INTERLEAVE_STORAGE)")
 def test_replay(tmp_path):
     """Replay one seed of the budget or the soak: PAIMON_INTERLEAVE_SEED=n
-    PAIMON_INTERLEAVE_STORAGE=<a VARIANTS key> [PAIMON_INTERLEAVE_ROUNDS=r] (the soak runs
-    20 rounds with rate 0.03: use simulate() with the arguments its report prints)."""
+    PAIMON_INTERLEAVE_STORAGE=<a VARIANTS key> [PAIMON_INTERLEAVE_ROUNDS=r]
+    [PAIMON_INTERLEAVE_RATE=f] (the soak runs 20 rounds at rate 0.03)."""
     variant = VARIANTS[os.environ.get("PAIMON_INTERLEAVE_STORAGE", "local")]
     simulate(tmp_path, seed=int(os.environ["PAIMON_INTERLEAVE_SEED"]),
-             rounds=int(os.environ.get("PAIMON_INTERLEAVE_ROUNDS", "10")), **variant)
+             rounds=int(os.environ.get("PAIMON_INTERLEAVE_ROUNDS", "10")),
+             rate=float(os.environ.get("PAIMON_INTERLEAVE_RATE", "0.02")), **variant)
 
 
 @pytest.mark.skipif(not FULL, reason="soak: PAIMON_COMMIT_FULL_FAULTS=1 (make soak)")
@@ -114,4 +115,6 @@ def test_soak(tmp_path, variant):
     while time.monotonic() < deadline:
         simulate(tmp_path / str(seed), seed=seed, rounds=20, rate=0.03, **VARIANTS[variant])
         seed += 1
-    print(f"interleaving soak of {variant}: seeds {base}..{seed - 1} passed")
+    print(f"interleaving soak of {variant}: seeds {base}..{seed - 1} passed (replay one: "
+          f"PAIMON_INTERLEAVE_STORAGE={variant} PAIMON_INTERLEAVE_SEED=n "
+          f"PAIMON_INTERLEAVE_ROUNDS=20 PAIMON_INTERLEAVE_RATE=0.03 ... -k replay)")
