@@ -15,10 +15,6 @@ from .sim import PARTITIONS, REFUSALS, Held, Op, Sim
 from .storage import EPOCH_MS, InlineExecutor
 
 
-def _commit_options(sim: Sim):
-    return None
-
-
 def start_append(sim: Sim, partition: str = "a", n: int = 2) -> Op:
     """A writer: write rows, commit them with a commit identifier."""
     op = sim.new_op("append", user=f"writer-{len(sim.ops)}", ident=sim.ident(),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 import threading
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional
 
 _tls = threading.local()

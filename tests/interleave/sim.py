@@ -9,27 +9,23 @@ plain, un-faulted FileIO and checks the invariants against the history (see READ
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
-import posixpath
 import random
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence, Set
+from typing import Callable, Dict, List, Optional, Sequence
 
 import pyarrow as pa
 
 from paimon_commit import Table
 from paimon_commit.errors import AtomicCreateUnsupportedError, CommitConflictError
-from paimon_commit.io.base import FileIO, walk_files
+from paimon_commit.io.base import FileIO
 from paimon_commit.manifests import merge_entries
 
-from .scheduler import Policy, RandomPolicy, Scheduler
-from .storage import (EPOCH_MS, Clock, ControlledIO, InlineExecutor, arrow_io, inline_pools,
+from .scheduler import Policy, Scheduler
+from .storage import (Clock, ControlledIO, InlineExecutor, arrow_io, inline_pools,
                       patched_obstore)
-
-log = logging.getLogger(__name__)
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
 PARTITIONS = ("a", "b")
@@ -416,7 +412,7 @@ class Sim:
                  f"tests/interleave/test_interleavings.py -k replay)", ""]
         lines += [f"  - {p}" for p in problems]
         lines += ["", "history:"] + [f"  {o}" for o in self.ops]
-        lines += ["", "last scheduling steps:"] + [f"  {s}" for s in self.sched.trace[-40:]]
+        lines += ["", "last scheduling steps:"] + [f"  {s}" for s in self.sched.trace[-int(os.environ.get("PAIMON_INTERLEAVE_TRACE", "40")):]]
         return "\n".join(lines)
 
     def finish_unfinished(self) -> None:
@@ -466,6 +462,3 @@ def seeded_uuids(seed: int):
     finally:
         uuid.uuid4 = real
 
-
-def walk(io: FileIO) -> List[str]:
-    return sorted(posixpath.relpath(s.path, io.root) for s in walk_files(io, io.root))

@@ -109,7 +109,8 @@ def test_replay(tmp_path):
 def test_soak(tmp_path, variant):
     """Fresh seeds for a fixed time; the first failing seed is reported with its replay."""
     seconds = float(os.environ.get("PAIMON_INTERLEAVE_SOAK_SECONDS", "60"))
-    base = int(os.environ.get("PAIMON_INTERLEAVE_SOAK_SEED", random.SystemRandom().randrange(10**6)))
+    base = int(os.environ.get("PAIMON_INTERLEAVE_SOAK_SEED",
+                              random.SystemRandom().randrange(10**6)))
     deadline = time.monotonic() + seconds
     seed = base
     while time.monotonic() < deadline:
