@@ -98,11 +98,11 @@ def test_finding_1_pyarrow_move_replaces_snapshot_scripted(tmp_path):
 # --- finding 2: a move that renamed, then failed, taken as a lost race ---------------------
 
 @fixed_on("h-publish", 2)
-def test_finding_2_pyarrow_move_failed_after_rename_seed_3_arrow(tmp_path):
+def test_finding_2_pyarrow_move_failed_after_rename_seed_11_arrow(tmp_path):
     # A declared single writer (commit.single-writer), one operation at a time, only
-    # lost-reply faults: in round 3 fs.move(snapshot-3) fails after the rename; snapshot 3
-    # loses its base list and snapshot 4 publishes the rows again.
-    simulate(tmp_path, "arrow", 3, exclude=("retry", "abort_committed"), rate=0.05,
+    # lost-reply faults: in round 2 fs.move(snapshot-2) fails after the rename (tick 95);
+    # snapshot 2 loses its base list and snapshot 3 publishes the rows again.
+    simulate(tmp_path, "arrow", 11, exclude=("retry", "abort_committed"), rate=0.08,
              faults=(Fault.AFTER,), max_ops=1, single_writer=True)
 
 
