@@ -262,15 +262,20 @@ def start_random(sim: Sim, rng: random.Random, exclude=()) -> Optional[Op]:
 
 
 def run_seed(sim: Sim, seed: int, rounds: int, exclude=(), max_ops: int = 4,
-             single_writer: bool = False) -> None:
+             single_writer: bool = False, storms: bool = False) -> None:
     """`rounds` rounds of 1-`max_ops` concurrent operations (a rollback runs alone), each
     followed by the full check. `single_writer`: at most one committing operation per round
-    (maintenance runs beside it), for tables declared `commit.single-writer`."""
+    (maintenance runs beside it), for tables declared `commit.single-writer`. `storms`: some
+    rounds are three appends racing an expiration that keeps one snapshot."""
     rng = random.Random(seed)
+    storm = random.Random(seed ^ 0x570A)   # its own stream: other seeds replay unchanged
     with sim.running():
         for r in range(rounds):
             if r > 2 and rng.random() < 0.06 and "rollback" not in exclude:
                 started: List[Optional[Op]] = [start_rollback(sim)]
+            elif storms and not single_writer and storm.random() < 0.3:
+                started = [start_append(sim, storm.choice(PARTITIONS)) for _ in range(3)]
+                started.insert(storm.randrange(4), start_expire(sim, 1))
             else:
                 started = []
                 for _ in range(rng.randint(1, max_ops)):

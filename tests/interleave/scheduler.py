@@ -96,7 +96,7 @@ class RandomPolicy(Policy):
             last = sched.actors.get(sched.last) if sched.last is not None else None
             if last is not None and last.name in self._prio and not last.done:
                 # Drop more often right before a publish: the races that matter are there.
-                odds = 0.3 if _publishes(last.call) else 0.04
+                odds = 0.2 if _publishes(last.call) else 0.01
                 if self.rng.random() < odds:
                     self._prio[last.name] = min(self._prio.values()) - 1.0
             return max(parked, key=lambda a: self._prio[a.name])

@@ -30,7 +30,7 @@ OPEN_FINDINGS = True
 
 def simulate(tmp_path, storage: str, seed: int, rounds: int = 10, exclude=(),
              faults=ALL_FAULTS, rate: float = 0.02, max_ops: int = 4,
-             single_writer: bool = False) -> Sim:
+             single_writer: bool = False, storms: bool = False) -> Sim:
     """One seeded run; raises InvariantViolation (with the seed and the history).
     `single_writer`: the table declares `commit.single-writer` and each round has at most one
     committing operation (maintenance runs beside it)."""
@@ -40,8 +40,8 @@ def simulate(tmp_path, storage: str, seed: int, rounds: int = 10, exclude=(),
     sim = Sim(storage, str(tmp_path), policy, seed, table_options=options)
     sim.replay = (f"simulate(tmp_path, {storage!r}, {seed}, rounds={rounds}, "
                   f"exclude={tuple(exclude)!r}, faults={tuple(faults)!r}, rate={rate}, "
-                  f"max_ops={max_ops}, single_writer={single_writer})")
-    run_seed(sim, seed, rounds, exclude, max_ops, single_writer)
+                  f"max_ops={max_ops}, single_writer={single_writer}, storms={storms})")
+    run_seed(sim, seed, rounds, exclude, max_ops, single_writer, storms)
     return sim
 
 
