@@ -119,6 +119,15 @@ def test_finding_2_pyarrow_move_failed_after_rename_scripted(tmp_path):
 # --- finding 3: a slow commit re-creates an expired snapshot id on an object store ----------
 
 @fixed_on("h-publish", 3)
+def test_finding_3_recreated_snapshot_id_on_object_store_seed_9_memory(tmp_path):
+    # No faults; round 1 is a commit storm: append#4, parked right before its conditional
+    # PUT of snapshot-4, publishes it after append#3 and #5 published 4 and 5 and expire#6
+    # removed 3 and 4; both append#3 and append#4 report snapshot 4.
+    simulate(tmp_path, "memory", 9, exclude=("retry", "abort_committed"), rate=0.0,
+             storms=True)
+
+
+@fixed_on("h-publish", 3)
 def test_finding_3_recreated_snapshot_id_on_object_store_scripted(tmp_path):
     with _Script(tmp_path, "memory") as s:
         s.finish(start_append(s.sim, "a"))          # snapshot 1
