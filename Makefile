@@ -34,10 +34,12 @@ test: java $(STAMP) $(JAVA_JAR) $(AZURITE)
 demo: java $(STAMP)
 	$(PY) -m paimon_commit.demo
 
-# The full fault matrix, kill trials and concurrency soak (a reduced, seeded set runs in `test`).
+# The full fault matrix, kill trials, concurrency soak and interleaving soak (a reduced, seeded
+# set runs in `test`).
 soak: java $(STAMP) $(AZURITE)
 	PAIMON_COMMIT_FULL_FAULTS=1 $(PY) -m pytest -q -p no:cacheprovider tests/faults \
-		tests/objectstore/test_s3_faults.py tests/objectstore/test_store_concurrency.py
+		tests/objectstore/test_s3_faults.py tests/objectstore/test_store_concurrency.py \
+		tests/interleave
 
 bench: java $(STAMP)
 	$(PY) benchmarks/bench_commit.py

@@ -1,0 +1,291 @@
+"""The operations actors run, and the seeded generator of rounds.
+
+Each `start_<kind>(sim, ...)` creates an Op, spawns its actor (parked at its first storage
+call) and returns the Op; the Scheduler decides from then on when it moves.
+"""
+from __future__ import annotations
+
+import random
+from typing import List, Optional
+
+from paimon_commit.operations.expire import ExpireConfig, ExpireSnapshots
+from paimon_commit.operations.orphan import CleanContext, OrphanFilesCleaner
+
+from .sim import PARTITIONS, REFUSALS, Held, Op, Sim
+from .storage import EPOCH_MS, InlineExecutor
+
+
+def start_append(sim: Sim, partition: str = "a", n: int = 2) -> Op:
+    """A writer: write rows, commit them with a commit identifier."""
+    op = sim.new_op("append", user=f"writer-{len(sim.ops)}", ident=sim.ident(),
+                    rows=sim.new_rows(n), partition=partition)
+
+    def body(op: Op) -> None:
+        t = sim.table(op)
+        op.msgs = sim.write(t, op.rows, op.partition)
+        c = t.new_commit(commit_user=op.user)
+        op.committing = True
+        sid = c.commit(op.msgs, op.ident)
+        if sid is not None:
+            op.sids.append(sid)
+    return sim.spawn(op, body)
+
+
+def start_retry(sim: Sim, partition: str = "a", n: int = 2) -> Op:
+    """A writer whose job framework retries a commit it believes failed: the same messages
+    and identifier twice on one commit object, then the next identifier with new rows."""
+    op = sim.new_op("retry", user=f"retrier-{len(sim.ops)}", ident=sim.ident(),
+                    rows=sim.new_rows(2 * n), partition=partition)
+
+    def body(op: Op) -> None:
+        t = sim.table(op)
+        first, second = op.rows[:n], op.rows[n:]
+        msgs = sim.write(t, first, op.partition)
+        op.msgs = msgs
+        c = t.new_commit(commit_user=op.user)
+        op.committing = True
+        sid = c.commit(msgs, op.ident)
+        if sid is not None:
+            op.sids.append(sid)
+        try:
+            sid = c.commit(msgs, op.ident)   # the retry: may be refused as a duplicate
+            if sid is not None:
+                op.sids.append(sid)
+        except REFUSALS as e:
+            op.detail += f" retry refused ({type(e).__name__})"
+        try:
+            sid = c.commit(sim.write(t, second, op.partition), op.ident + 1)
+        except REFUSALS as e:
+            # the first commit did land: not a refusal of the whole operation
+            raise RuntimeError(f"third commit refused: {e!r}") from e
+        if sid is not None:
+            op.sids.append(sid)
+    sim.next_ident += 1
+    return sim.spawn(op, body)
+
+
+def start_hold(sim: Sim, partition: str = "a", n: int = 2) -> Op:
+    """A writer that prepares messages and keeps them for a later commit or abort."""
+    op = sim.new_op("hold", rows=sim.new_rows(n), partition=partition)
+
+    def body(op: Op) -> None:
+        msgs = sim.write(sim.table(op), op.rows, op.partition)
+        sim.held.append(Held(op, msgs, op.rows, op.partition, op.start_tick))
+    return sim.spawn(op, body)
+
+
+def start_commit_held(sim: Sim) -> Optional[Op]:
+    if not sim.held:
+        return None
+    h = sim.held.pop(0)
+    op = sim.new_op("commit_held", user=f"late-{len(sim.ops)}", ident=sim.ident(),
+                    rows=h.rows, partition=h.partition)
+    op.floor_tick = h.tick
+
+    def body(op: Op) -> None:
+        t = sim.table(op)
+        op.committing = True
+        sid = t.new_commit(commit_user=op.user).commit(h.msgs, op.ident)
+        if sid is not None:
+            op.sids.append(sid)
+    return sim.spawn(op, body)
+
+
+def start_abort_held(sim: Sim) -> Optional[Op]:
+    """Abort messages that were never committed: their files go, nothing else."""
+    if not sim.held:
+        return None
+    h = sim.held.pop(0)
+    op = sim.new_op("abort_held", rows=h.rows, partition=h.partition)
+    op.floor_tick = h.tick
+
+    def body(op: Op) -> None:
+        op.detail = f"deleted {sim.table(op).new_commit().abort(h.msgs)}"
+    return sim.spawn(op, body)
+
+
+def start_abort_committed(sim: Sim, of: Optional[Op] = None) -> Optional[Op]:
+    """Abort the messages of a commit that succeeded (a job that thinks it failed): no file
+    a retained snapshot or tag needs may go."""
+    done = [o for o in sim.ops if o.kind == "append" and o.outcome == "ok" and o.msgs]
+    if of is None:
+        if not done:
+            return None
+        of = sim.rng.choice(done)
+    op = sim.new_op("abort_committed", detail=f"of {of.name}")
+
+    def body(op: Op) -> None:
+        op.detail += f" deleted {sim.table(op).new_commit().abort(of.msgs)}"
+    return sim.spawn(op, body)
+
+
+def start_overwrite(sim: Sim, partition: str = "a", n: int = 2) -> Op:
+    """INSERT OVERWRITE of one partition."""
+    op = sim.new_op("overwrite", user=f"overwriter-{len(sim.ops)}", ident=sim.ident(),
+                    rows=sim.new_rows(n), partition=partition)
+
+    def body(op: Op) -> None:
+        t = sim.table(op)
+        msgs = sim.write(t, op.rows, op.partition)
+        op.committing = True
+        sid = t.new_commit(commit_user=op.user).overwrite(msgs, {"p": op.partition}, op.ident)
+        if sid is not None:
+            op.sids.append(sid)
+    return sim.spawn(op, body)
+
+
+def start_drop(sim: Sim, partition: str = "a") -> Op:
+    op = sim.new_op("drop", user=f"dropper-{len(sim.ops)}", ident=sim.ident(),
+                    partition=partition)
+
+    def body(op: Op) -> None:
+        t = sim.table(op)
+        op.committing = True
+        sid = t.new_commit(commit_user=op.user).drop_partitions([{"p": op.partition}],
+                                                                 op.ident)
+        if sid is not None:
+            op.sids.append(sid)
+    return sim.spawn(op, body)
+
+
+def start_tag(sim: Sim, snapshot_id: Optional[int] = None) -> Op:
+    name = f"tag{len(sim.ops)}"
+    op = sim.new_op("tag", detail=name, target=snapshot_id)
+
+    def body(op: Op) -> None:
+        tag = sim.table(op).create_tag(name, snapshot_id)
+        op.target = tag.snapshot.id
+        sim.tags.append(name)
+    return sim.spawn(op, body)
+
+
+def start_untag(sim: Sim, name: Optional[str] = None) -> Optional[Op]:
+    if name is None:
+        if not sim.tags:
+            return None
+        name = sim.rng.choice(sim.tags)
+    op = sim.new_op("untag", detail=name)
+
+    def body(op: Op) -> None:
+        sim.table(op).delete_tag(name)
+        if name in sim.tags:
+            sim.tags.remove(name)
+    return sim.spawn(op, body)
+
+
+def start_rollback(sim: Sim, snapshot_id: Optional[int] = None) -> Optional[Op]:
+    """Rollback (run alone: Paimon's rollback is not meant to race writers). The model drops
+    every commit newer than the target."""
+    op = sim.new_op("rollback", target=snapshot_id)
+
+    def body(op: Op) -> None:
+        t = sim.table(op)
+        if op.target is None:
+            ids = [s.id for s in t.snapshots()]
+            if len(ids) < 2:
+                op.detail = "nothing to roll back"
+                return
+            op.target = sim.rng.choice(ids[:-1])
+        try:
+            t.rollback_to(op.target)
+        finally:   # a rollback that failed half-way may have removed them too
+            for o in sim.ops:
+                if o.sids and max(o.sids) > op.target:
+                    o.rolled_back = True
+    return sim.spawn(op, body)
+
+
+def start_expire(sim: Sim, retain_max: int = 1) -> Op:
+    op = sim.new_op("expire", target=retain_max, detail=f"retain_max={retain_max}")
+
+    def body(op: Op) -> None:
+        store = sim.table(op).store
+        cfg = ExpireConfig.from_options(store.options, retain_min=1, retain_max=retain_max)
+        r = ExpireSnapshots(store, cfg, executor=InlineExecutor()).expire()
+        op.detail += f" expired={r.expired_ids}"
+        if r.skipped:   # left work for the next run (the failure it met was logged)
+            op.detail += " unfinished"
+    return sim.spawn(op, body)
+
+
+def start_orphan(sim: Sim, dry_run: bool = False) -> Op:
+    """Orphan cleanup with a threshold right before the oldest write still in flight."""
+    op = sim.new_op("orphan", detail="dry-run" if dry_run else "")
+
+    def body(op: Op) -> None:
+        io = sim.io(op)
+        older = EPOCH_MS + sim.inflight_floor(op)
+        r = OrphanFilesCleaner(CleanContext(sim.path, older_than_ms=older, dry_run=dry_run,
+                                            file_io=io, executor=InlineExecutor())).clean()
+        op.detail += f" deleted={r.deleted_files}"
+    return sim.spawn(op, body)
+
+
+# --- the seeded generator ----------------------------------------------------------------
+
+WEIGHTS = [("append", 30), ("retry", 4), ("hold", 6), ("commit_held", 5), ("abort_held", 4),
+           ("abort_committed", 3), ("overwrite", 7), ("drop", 3), ("tag", 6), ("untag", 3),
+           ("expire", 10), ("orphan", 6)]
+
+
+#: Operations that publish snapshots (one at a time where the storage has a single writer).
+COMMITTERS = ("append", "retry", "commit_held", "overwrite", "drop")
+
+
+def start_random(sim: Sim, rng: random.Random, exclude=()) -> Optional[Op]:
+    kinds, weights = zip(*[(k, w) for k, w in WEIGHTS if k not in exclude])
+    kind = rng.choices(kinds, weights)[0]
+    part = rng.choice(PARTITIONS)
+    if kind == "append":
+        return start_append(sim, part, rng.randint(1, 3))
+    if kind == "retry":
+        return start_retry(sim, part)
+    if kind == "hold":
+        return start_hold(sim, part)
+    if kind == "commit_held":
+        return start_commit_held(sim)
+    if kind == "abort_held":
+        return start_abort_held(sim)
+    if kind == "abort_committed":
+        return start_abort_committed(sim)
+    if kind == "overwrite":
+        return start_overwrite(sim, part)
+    if kind == "drop":
+        return start_drop(sim, part)
+    if kind == "tag":
+        return start_tag(sim)
+    if kind == "untag":
+        return start_untag(sim)
+    if kind == "expire":
+        return start_expire(sim, rng.randint(1, 3))
+    return start_orphan(sim, dry_run=rng.random() < 0.2)
+
+
+def run_seed(sim: Sim, seed: int, rounds: int, exclude=(), max_ops: int = 4,
+             single_writer: bool = False, storms: bool = False) -> None:
+    """`rounds` rounds of 1-`max_ops` concurrent operations (a rollback runs alone), each
+    followed by the full check. `single_writer`: at most one committing operation per round
+    (maintenance runs beside it), for tables declared `commit.single-writer`. `storms`: some
+    rounds are three appends racing an expiration that keeps one snapshot."""
+    rng = random.Random(seed)
+    storm = random.Random(seed ^ 0x570A)   # its own stream: other seeds replay unchanged
+    with sim.running():
+        for r in range(rounds):
+            if r > 2 and rng.random() < 0.06 and "rollback" not in exclude:
+                started: List[Optional[Op]] = [start_rollback(sim)]
+            elif storms and not single_writer and storm.random() < 0.3:
+                started = [start_append(sim, storm.choice(PARTITIONS)) for _ in range(3)]
+                started.insert(storm.randrange(4), start_expire(sim, 1))
+            else:
+                started = []
+                for _ in range(rng.randint(1, max_ops)):
+                    busy = single_writer and any(o and o.kind in COMMITTERS for o in started)
+                    started.append(start_random(
+                        sim, rng, tuple(exclude) + (COMMITTERS if busy else ())))
+            sim.sched.run_all()
+            sim.finish_unfinished()
+            sim.check(f"after round {r} ({', '.join(o.name for o in started if o)})")
+        if sim.sched.unscheduled:
+            raise AssertionError(f"storage calls outside any actor: "
+                                 f"{sim.sched.unscheduled[:5]}")
+    sim.pypaimon_agrees()

@@ -1,0 +1,464 @@
+"""The simulation: a table on one storage, operations run as actors, a history, a checker.
+
+Each operation (a writer's commit, an overwrite, an abort, a tag, an expiration, ...) is an
+actor thread with its own FileIO; the Scheduler decides who moves at every storage call and
+which call fails. Every operation's outcome is recorded (Jepsen's history: ok / refused /
+unknown), and after every round, when all actors are done, the checker reads the table with a
+plain, un-faulted FileIO and checks the invariants against the history (see README.md).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Sequence
+
+import pyarrow as pa
+
+from paimon_commit import Table
+from paimon_commit.errors import AtomicCreateUnsupportedError, CommitConflictError
+from paimon_commit.io.base import FileIO
+from paimon_commit.manifests import merge_entries
+
+from .scheduler import Policy, Scheduler
+from .storage import (Clock, ControlledIO, InlineExecutor, arrow_io, inline_pools,
+                      patched_obstore)
+
+SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
+PARTITIONS = ("a", "b")
+STORAGES = ("local", "arrow", "memory")
+PROCESSES = 3
+
+#: Table options: retries without long sleeps (the scheduler, not the clock, orders actors).
+TABLE_OPTIONS = {"commit.min-retry-wait": "1", "commit.max-retry-wait": "4",
+                 "commit.max-retries": "6"}
+
+#: Errors that are verdicts: the operation did not change the table.
+REFUSALS = (AtomicCreateUnsupportedError, CommitConflictError)
+
+#: Kinds that publish rows, and kinds that may remove rows of a partition.
+WRITES = ("append", "retry", "commit_held", "overwrite")
+REMOVERS = ("overwrite", "drop")
+
+
+@dataclass
+class Op:
+    """One operation of the history."""
+    n: int
+    kind: str
+    user: str = ""
+    ident: int = 0
+    rows: List[int] = field(default_factory=list)
+    partition: Optional[str] = None
+    sids: List[int] = field(default_factory=list)    # snapshot ids it returned
+    outcome: str = "pending"    # ok | refused (did nothing) | unknown (raised) | unwritten
+    error: str = ""
+    start_tick: Optional[int] = None
+    end_tick: Optional[int] = None
+    floor_tick: Optional[int] = None   # writes older than this op belong to it (held files)
+    committing: bool = False    # the commit call was reached (before: nothing published)
+    rolled_back: bool = False
+    msgs: list = field(default_factory=list)
+    target: Optional[int] = None   # rollback target / tag snapshot
+    detail: str = ""
+    process: int = 0   # which process runs it (operations of one process share a FileIO)
+
+    @property
+    def name(self) -> str:
+        return f"{self.kind}#{self.n}"
+
+    def __str__(self) -> str:
+        s = f"{self.name}[{self.outcome}"
+        if self.sids:
+            s += f" sids={self.sids}"
+        if self.rows:
+            s += f" rows={self.rows[0]}..{self.rows[-1]}"
+        if self.partition:
+            s += f" p={self.partition}"
+        if self.target is not None:
+            s += f" target={self.target}"
+        if self.detail:
+            s += f" {self.detail}"
+        if self.error:
+            s += f" error={self.error[:160]}"
+        return s + f" process={self.process} ticks={self.start_tick}-{self.end_tick}]"
+
+
+@dataclass
+class Held:
+    """Messages written and not yet committed or aborted."""
+    op: Op
+    msgs: list
+    rows: List[int]
+    partition: str
+    tick: int
+
+
+class InvariantViolation(AssertionError):
+    pass
+
+
+class Sim:
+    """One table on one storage, shared by the actors of a simulation."""
+
+    def __init__(self, storage: str, tmp: str, policy: Policy, seed: int = 0,
+                 table_options: Optional[Dict[str, str]] = None):
+        if storage not in STORAGES:
+            raise ValueError(f"unknown storage {storage!r}; one of {STORAGES}")
+        self.storage = storage
+        self.seed = seed
+        self.sched = Scheduler(policy)
+        self.clock = Clock(self.sched)
+        self.ops: List[Op] = []
+        self.held: List[Held] = []
+        self.tags: List[str] = []
+        self.next_row = 0
+        self.next_ident = 0
+        self.problems: List[str] = []
+        self._processes: Dict[int, FileIO] = {}   # process number -> its FileIO
+        self.replay: Optional[str] = None   # the call that replays this run (reports)
+        self.rng = random.Random(seed ^ 0x5EED)   # choices made inside actors
+        options = dict(TABLE_OPTIONS, **(table_options or {}))
+        if storage == "memory":
+            from obstore.store import MemoryStore
+
+            from paimon_commit.io.object_store import ObjectStoreFileIO
+            store = MemoryStore()
+            prefix = f"wh/db.db/t-{uuid.uuid4().hex[:8]}"
+            self.path = f"s3://bucket/{prefix}"
+
+            def make():
+                return ObjectStoreFileIO(store, "s3", "bucket", prefix, "memory store")
+            self._make_inner = make
+            self.plain = make()
+            self._store = store
+            # Things outside the root, which must stay as they are.
+            import obstore
+            for key in (f"{prefix}-sibling/keep.parquet", "wh/db.db/other/snapshot/LATEST",
+                        f"{prefix}x/schema/schema-0"):
+                obstore.put(store, key, b"not yours: " + key.encode())
+        else:
+            self.path = os.path.join(tmp, "wh", "db.db", "t")
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            root = self.path
+            if storage == "local":
+                from paimon_commit.io.local import LocalFileIO
+                self._make_inner = lambda: LocalFileIO(root)
+                self.plain = LocalFileIO(root)
+            else:
+                from pyarrow import fs as pafs
+
+                from paimon_commit.io.arrow import PyArrowFileIO
+                self._make_inner = lambda: arrow_io(root, self.sched)
+                self.plain = PyArrowFileIO(pafs.LocalFileSystem(), root)
+            self._outside = os.path.join(tmp, "wh")
+            for rel in ("db.db/t-sibling/keep.parquet", "db.db/tx/schema/schema-0",
+                        "keep.txt"):
+                p = os.path.join(self._outside, rel)
+                os.makedirs(os.path.dirname(p), exist_ok=True)
+                with open(p, "wb") as f:
+                    f.write(b"not yours: " + rel.encode())
+        Table.create(self.path, SCHEMA, partition_keys=["p"], options=options,
+                     file_io=self.plain)
+        self._outside_before = self._outside_state()
+
+    # --- helpers used by the operations (inside actor threads) ----------------------------
+    def io(self, op: Optional["Op"] = None) -> FileIO:
+        """The storage of an operation: the FileIO of its process (what one process learns
+        about the store, e.g. that conditional writes fail, it keeps for its later
+        operations), each call a scheduling point."""
+        if op is None:
+            inner = self._make_inner()
+        else:
+            inner = self._processes.get(op.process)
+            if inner is None:
+                inner = self._processes[op.process] = self._make_inner()
+        return ControlledIO(inner, self.sched, self.clock)
+
+    def table(self, op: Optional["Op"] = None) -> Table:
+        return Table.open(self.path, file_io=self.io(op))
+
+    def new_rows(self, n: int) -> List[int]:
+        rows = list(range(self.next_row, self.next_row + n))
+        self.next_row += n
+        return rows
+
+    def ident(self) -> int:
+        self.next_ident += 1
+        return self.next_ident
+
+    @staticmethod
+    def data(rows: Sequence[int], partition: str) -> pa.Table:
+        return pa.table({"id": pa.array(rows, pa.int64()),
+                         "p": pa.array([partition] * len(rows), pa.string())})
+
+    def write(self, table: Table, rows: Sequence[int], partition: str) -> list:
+        w = table.new_writer()
+        w.write_arrow(self.data(rows, partition))
+        return w.prepare_commit()
+
+    def inflight_floor(self, me: Op) -> int:
+        """The oldest tick a write still in flight (or held for a later commit) has: an
+        orphan cleaner's threshold must lie before it, as a real one lies a day back."""
+        ticks = [self.sched.tick] + [h.tick for h in self.held]
+        for o in self.ops:
+            if o is me or o.end_tick is not None:
+                continue
+            if o.floor_tick is not None:     # commits or aborts held messages (started or not)
+                ticks.append(o.floor_tick)
+            elif o.start_tick is not None:
+                ticks.append(o.start_tick)
+        return min(ticks)
+
+    # --- running ------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def running(self):
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(inline_pools())
+            stack.enter_context(seeded_uuids(self.seed))
+            if self.storage == "memory":
+                stack.enter_context(patched_obstore(self.sched))
+            yield
+
+    def spawn(self, op: Op, body: Callable[[Op], None]) -> Op:
+        self.ops.append(op)
+
+        def run():
+            op.start_tick = self.sched.tick
+            try:
+                body(op)
+                if op.outcome == "pending":
+                    op.outcome = "ok"
+            except REFUSALS as e:
+                op.outcome, op.error = "refused", f"{type(e).__name__}: {e}"
+            except Exception as e:  # noqa: BLE001 - an outcome like any other
+                op.outcome = "unknown" if op.committing or op.kind not in WRITES \
+                    else "unwritten"
+                op.error = f"{type(e).__name__}: {e}"
+            finally:
+                op.end_tick = self.sched.tick
+        self.sched.spawn(op.name, run)
+        return op
+
+    def new_op(self, kind: str, **kw) -> Op:
+        """An operation of one of PROCESSES processes (chosen by the seed)."""
+        return Op(len(self.ops), kind, process=self.rng.randrange(PROCESSES), **kw)
+
+    # --- the checker --------------------------------------------------------------------
+    def _outside_state(self) -> Dict[str, bytes]:
+        if self.storage == "memory":
+            import obstore
+            prefix = self.plain.root[len("bucket/"):] + "/"
+            out = {}
+            for batch in obstore.list(self._store, None):
+                for m in batch:
+                    if not m["path"].startswith(prefix):
+                        out[m["path"]] = bytes(obstore.get(self._store, m["path"]).bytes())
+            return out
+        out = {}
+        for d, _, names in os.walk(self._outside):
+            if d == self.path or d.startswith(self.path + os.sep):
+                continue
+            for n in names:
+                p = os.path.join(d, n)
+                with open(p, "rb") as f:
+                    out[os.path.relpath(p, self._outside)] = f.read()
+        return out
+
+    def check(self, where: str) -> None:
+        """Check every invariant on the table as it is now (all actors done)."""
+        problems: List[str] = []
+        t = Table.open(self.path, file_io=self.plain)
+        st = t.store
+        snaps = t.snapshots()
+        ids = [s.id for s in snaps]
+        reads: Dict[int, Counter] = {}
+
+        def read_all(what: str, **at) -> Optional[Counter]:
+            try:
+                got = t.read_arrow(**at).column("id").to_pylist()
+            except Exception as e:  # noqa: BLE001 - unreadable is the finding
+                problems.append(f"{what} does not read completely: {type(e).__name__}: {e}")
+                return None
+            c = Counter(got)
+            twice = sorted(r for r, k in c.items() if k > 1)
+            if twice:
+                problems.append(f"{what} has rows more than once: ids {twice[:10]}")
+            return c
+
+        # 1. every retained snapshot, tag and changelog reads completely, no row twice
+        for s in snaps:
+            try:   # our reader keeps the first of a file added twice; pypaimon reads it twice
+                mio = st.manifests
+                merge_entries(mio.read_entries(mio.read_list(s.base_manifest_list)
+                                               + mio.read_list(s.delta_manifest_list)))
+            except CommitConflictError as e:
+                problems.append(f"snapshot {s.id} publishes a data file twice: {e}")
+            except Exception:  # noqa: BLE001 - unreadable: reported by read_all below
+                pass
+            c = read_all(f"snapshot {s.id}", snapshot_id=s.id)
+            if c is not None:
+                reads[s.id] = c
+                if sum(c.values()) != s.total_record_count:
+                    problems.append(f"snapshot {s.id} reads {sum(c.values())} rows, its "
+                                    f"totalRecordCount says {s.total_record_count}")
+        for tag in t.tags():
+            read_all(f"tag {tag.name} (snapshot {tag.snapshot.id})", tag=tag.name)
+        from paimon_commit.snapshots import ChangelogManager
+        changelogs = ChangelogManager(self.plain, self.plain.root)
+        for cid in changelogs.list_snapshot_ids():
+            try:
+                cl = changelogs.snapshot(cid)
+                for lst in cl.manifest_lists():
+                    for m in st.manifests.read_list(lst):
+                        st.manifests.read_entries([m])
+            except Exception as e:  # noqa: BLE001
+                problems.append(f"changelog {cid} does not read completely: {e!r}")
+
+        # 2. every commit that returned an id is in the lineage, until replaced
+        latest = reads.get(ids[-1]) if ids else Counter()
+        if latest is None:
+            latest = Counter()
+        owner: Dict[int, Op] = {}
+        for o in self.ops:
+            for r in o.rows:
+                owner[r] = o
+        for o in self.ops:
+            if o.kind in ("append", "retry", "commit_held", "overwrite", "drop") \
+                    and o.outcome == "ok" and not o.rolled_back:
+                for sid in o.sids:
+                    s = next((x for x in snaps if x.id == sid), None)
+                    if s is not None and (s.commit_user != o.user):
+                        problems.append(f"{o.name} returned snapshot {sid}, but snapshot {sid}"
+                                        f" was committed by {s.commit_user} (identifier "
+                                        f"{s.commit_identifier}): the commit is lost")
+                    if s is None and ids and sid > ids[0]:
+                        problems.append(f"{o.name} returned snapshot {sid}, which is gone "
+                                        f"while older snapshot {ids[0]} is retained")
+                    if sid > (ids[-1] if ids else 0):
+                        problems.append(f"{o.name} returned snapshot {sid}, beyond the latest "
+                                        f"snapshot {ids[-1] if ids else None}")
+            if o.kind in WRITES and o.outcome == "ok" and not o.rolled_back and o.sids:
+                first = min(o.sids)
+                excused = self._removed_by(o, first)
+                missing = [r for r in o.rows if r not in latest]
+                if missing and not excused:
+                    problems.append(
+                        f"{o.name} returned snapshot(s) {o.sids}, but the latest snapshot "
+                        f"{ids[-1] if ids else None} lacks its rows {missing[:5]} (no "
+                        f"overwrite, drop or rollback replaced them)")
+        # 3. no row of an operation that did not commit; none an overwrite replaced
+        for r in latest:
+            o = owner.get(r)
+            if o is None:
+                problems.append(f"row {r} in the latest snapshot was never written")
+            elif o.outcome in ("refused", "unwritten") or o.kind in ("hold", "abort_held"):
+                problems.append(f"row {r} of {o.name} ({o.outcome}) is in the latest "
+                                f"snapshot, though that operation committed nothing")
+            elif o.outcome == "ok" and o.sids and not o.rolled_back:
+                rep = self._replaced_by(o, min(o.sids))
+                if rep is not None:
+                    problems.append(f"row {r} of {o.name} (snapshot {min(o.sids)}) survived "
+                                    f"{rep.name} (snapshot {rep.sids}) of its partition")
+
+        # 4. nothing outside the root touched
+        if self._outside_state() != self._outside_before:
+            problems.append("files outside the table root changed")
+
+        if problems:
+            self.problems.extend(f"[{where}] {p}" for p in problems)
+            raise InvariantViolation(self.report(problems, where))
+
+    def _removers(self, o: Op):
+        for x in self.ops:
+            if x is o or x.kind not in REMOVERS or x.rolled_back:
+                continue
+            if x.partition is not None and o.partition is not None \
+                    and x.partition != o.partition:
+                continue
+            yield x
+
+    def _removed_by(self, o: Op, sid: int) -> bool:
+        """Whether a later overwrite / drop of its partition (or one of unknown outcome that
+        overlapped it) may have removed the rows of `o`; or a rollback of unknown outcome."""
+        for x in self._removers(o):
+            if x.outcome == "ok" and x.sids and max(x.sids) > sid:
+                return True
+            if x.outcome == "unknown" and x.end_tick is not None \
+                    and x.end_tick > (o.start_tick or 0):
+                return True
+        for x in self.ops:
+            if x.kind == "rollback" and x.outcome == "unknown" \
+                    and (x.target is None or x.target < sid):
+                return True
+        return False
+
+    def _replaced_by(self, o: Op, sid: int) -> Optional[Op]:
+        for x in self._removers(o):
+            if x.outcome == "ok" and x.sids and min(x.sids) > max(o.sids) \
+                    and (o.kind != "retry"):
+                return x
+        return None
+
+    def report(self, problems: Sequence[str], where: str) -> str:
+        lines = [f"interleaving seed {self.seed} on {self.storage} storage: invariant "
+                 f"violated {where}",
+                 f"replay: {self.replay or '?'} (tests/interleave/test_interleavings.py; "
+                 f"or PAIMON_INTERLEAVE_SEED={self.seed} PAIMON_INTERLEAVE_STORAGE=<variant> "
+                 f"[PAIMON_INTERLEAVE_ROUNDS, PAIMON_INTERLEAVE_RATE] pytest "
+                 f"tests/interleave/test_interleavings.py -k replay)", ""]
+        lines += [f"  - {p}" for p in problems]
+        lines += ["", "history:"] + [f"  {o}" for o in self.ops]
+        lines += ["", "last scheduling steps:"] + [f"  {s}" for s in self.sched.trace[-int(os.environ.get("PAIMON_INTERLEAVE_TRACE", "40")):]]
+        return "\n".join(lines)
+
+    def finish_unfinished(self) -> None:
+        """What a rerun does after an operation failed half-way (the crash-safety promise
+        of expiration and tag deletion): finish it with a plain FileIO, then check."""
+        from paimon_commit.operations.expire import ExpireConfig, ExpireSnapshots
+        t = Table.open(self.path, file_io=self.plain)
+        for o in self.ops:
+            if o.kind == "expire" and (o.outcome == "unknown" or "unfinished" in o.detail) \
+                    and not o.detail.endswith("rerun"):
+                cfg = ExpireConfig.from_options(t.store.options, retain_min=1,
+                                                retain_max=o.target)
+                ExpireSnapshots(t.store, cfg, executor=InlineExecutor()).expire()
+                o.detail += " rerun"
+        for name in t.unfinished_tag_deletions():
+            t.delete_tag(name)
+        for o in self.ops:
+            if o.kind == "rollback" and o.outcome == "unknown" and o.target is not None \
+                    and not o.detail.endswith("rerun"):
+                t.rollback_to(o.target)
+                o.detail += " rerun"
+
+    def pypaimon_agrees(self) -> None:
+        """pypaimon reads the latest snapshot as we do (local directories only)."""
+        if self.storage == "memory":
+            return
+        from oracle import pp_read
+        t = Table.open(self.path, file_io=self.plain)
+        if t.latest_snapshot() is None:
+            return
+        ours = sorted(t.read_arrow().column("id").to_pylist())
+        theirs = sorted(pp_read(self.path).column("id").to_pylist())
+        if ours != theirs:
+            raise InvariantViolation(self.report(
+                [f"pypaimon reads {len(theirs)} rows, we read {len(ours)}"], "at the end"))
+
+
+@contextlib.contextmanager
+def seeded_uuids(seed: int):
+    """File names (uuid4) from the seed: listings, and so the order of the calls made for
+    each listed file, are the same in every replay."""
+    rng = random.Random(seed ^ 0x0BADC0DE)
+    real = uuid.uuid4
+    uuid.uuid4 = lambda: uuid.UUID(int=rng.getrandbits(128), version=4)
+    try:
+        yield
+    finally:
+        uuid.uuid4 = real
+

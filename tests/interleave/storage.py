@@ -1,0 +1,336 @@
+"""Storages whose every call is a scheduling point of the Scheduler, with injected faults.
+
+Three levels of points:
+- `io`:  every public FileIO method (ControlledIO wraps any FileIO: local, pyarrow, obstore);
+- `fs`:  every pyarrow.fs primitive under PyArrowFileIO (ControlledFS), so that a call such as
+         try_create_atomic = exists + write temp + move can be split by other actors;
+- `obj`: every obstore request (put / get / head / delete / list) under ObjectStoreFileIO,
+         patched on the obstore module while a simulation runs (`patched_obstore`).
+
+Each actor gets its own FileIO object, as separate processes would; they share the storage
+(one directory, or one obstore MemoryStore). Files written through a ControlledIO get a
+logical modification time (the scheduler's tick), so an orphan cleaner's `older_than` can be
+set exactly before the oldest write still in flight, as a real threshold is in real time.
+"""
+from __future__ import annotations
+
+import contextlib
+import errno
+import posixpath
+import threading
+from typing import Dict, Iterable, List, Optional
+
+from paimon_commit.io.base import FileIO, FileStatus
+
+from .scheduler import Call, Fault, Scheduler
+
+#: The logical clock's epoch (ms): ticks are milliseconds after it, far in the past, so that
+#: thresholds derived from ticks are plausible epoch milliseconds and before "now".
+EPOCH_MS = 1_600_000_000_000
+
+
+class InjectedIOError(OSError):
+    """The injected storage failure."""
+
+
+def _injected(call: Call, fault: str) -> InjectedIOError:
+    return InjectedIOError(errno.EIO, f"injected {fault} fault at {call.level}.{call.method}",
+                           call.path)
+
+
+class Clock:
+    """Logical write times shared by the ControlledIOs of one simulation."""
+
+    def __init__(self, sched: Scheduler):
+        self.sched = sched
+        self.written: Dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def wrote(self, path: str) -> None:
+        with self._lock:
+            self.written[posixpath.normpath(path)] = self.sched.tick
+
+    def mtime(self, st: FileStatus) -> FileStatus:
+        t = self.written.get(posixpath.normpath(st.path))
+        if t is None or st.is_dir:
+            return st   # written by no actor (temp files, directories): real time = young
+        return st._replace(mtime_ms=EPOCH_MS + t)
+
+
+class ControlledIO(FileIO):
+    """A FileIO whose every call waits for the scheduler and may be failed by it. The
+    deletion gate stays the wrapped FileIO's (its delete_* methods are called)."""
+
+    def __init__(self, inner: FileIO, sched: Scheduler, clock: Clock):
+        self.inner = inner
+        self.root = inner.root
+        self.delete_batch_size = inner.delete_batch_size
+        self.sched = sched
+        self.clock = clock
+
+    def __getattr__(self, name):   # uri(), description, ... of the wrapped storage
+        return getattr(self.inner, name)
+
+    def join(self, *parts: str) -> str:
+        return self.inner.join(*parts)
+
+    def _do(self, method: str, path: str, fn, on_fault_before=None):
+        call = Call("io", method, str(path))
+        fault = self.sched.point(call)
+        if fault == Fault.BEFORE:
+            if on_fault_before is not None:
+                return on_fault_before()
+            raise _injected(call, fault)
+        result = fn()
+        if fault == Fault.AFTER:
+            raise _injected(call, fault)
+        return result
+
+    # reading
+    def read_bytes(self, path):
+        return self._do("read_bytes", path, lambda: self.inner.read_bytes(path))
+
+    def exists(self, path):
+        return self._do("exists", path, lambda: self.inner.exists(path))
+
+    def file_size(self, path):
+        return self._do("file_size", path, lambda: self.inner.file_size(path))
+
+    def list_status(self, directory):
+        return self._do("list_status", directory, lambda: [
+            self.clock.mtime(st) for st in self.inner.list_status(directory)])
+
+    def list_names(self, directory):
+        return self._do("list_names", directory, lambda: self.inner.list_names(directory))
+
+    def file_versions(self, directory):
+        return self._do("file_versions", directory,
+                        lambda: self.inner.file_versions(directory))
+
+    def link_time_ns(self, path):
+        return self._do("link_time_ns", path, lambda: self.inner.link_time_ns(path))
+
+    def open_input_file(self, path):
+        return self._do("open_input_file", path, lambda: self.inner.open_input_file(path))
+
+    def read_parquet(self, path):
+        return self._do("read_parquet", path, lambda: self.inner.read_parquet(path))
+
+    # writing
+    def mkdirs(self, directory):
+        return self._do("mkdirs", directory, lambda: self.inner.mkdirs(directory))
+
+    def write_new(self, path, data):
+        def fn():
+            self.inner.write_new(path, data)
+            self.clock.wrote(path)
+        return self._do("write_new", path, fn)
+
+    def overwrite_atomic(self, path, data):
+        def fn():
+            self.inner.overwrite_atomic(path, data)
+            self.clock.wrote(path)
+        return self._do("overwrite_atomic", path, fn)
+
+    def try_create_atomic(self, path, data, precondition=None):
+        def fn():
+            created = self.inner.try_create_atomic(path, data, precondition)
+            if created:
+                self.clock.wrote(path)
+            return created
+        return self._do("try_create_atomic", path, fn)
+
+    def check_atomic_create(self):
+        return self._do("check_atomic_create", self.root, self.inner.check_atomic_create)
+
+    def open_output_stream(self, path):
+        def fn():
+            stream = self.inner.open_output_stream(path)
+            self.clock.wrote(path)
+            return stream
+        return self._do("open_output_stream", path, fn)
+
+    # deleting: through the wrapped FileIO's gate; an injected failure is a delete that did
+    # not happen (the contract: no exception for I/O errors)
+    def delete_quietly(self, path):
+        return self._do("delete_quietly", path, lambda: self.inner.delete_quietly(path),
+                        on_fault_before=lambda: False)
+
+    def delete_files(self, paths: Iterable[str]) -> List[str]:
+        paths = list(paths)
+        return self._do("delete_files", paths[0] if paths else "",
+                        lambda: self.inner.delete_files(paths), on_fault_before=lambda: [])
+
+    def delete_empty_dir(self, path):
+        return self._do("delete_empty_dir", path, lambda: self.inner.delete_empty_dir(path),
+                        on_fault_before=lambda: False)
+
+    def deletion_refused(self, path):
+        return self.inner.deletion_refused(path)
+
+    def forget_resolved_dirs(self):
+        self.inner.forget_resolved_dirs()
+
+    def _check_inside(self, path):
+        return self.inner._check_inside(path)
+
+    def _unlink(self, norm):   # never reached: every delete goes to the wrapped gate
+        raise AssertionError("ControlledIO deletes through the wrapped FileIO only")
+
+
+# --- pyarrow.fs ------------------------------------------------------------------------------
+
+class ControlledFS:
+    """The pyarrow.fs methods PyArrowFileIO calls, each a scheduling point."""
+
+    def __init__(self, real, sched: Scheduler):
+        self.real = real
+        self.sched = sched
+
+    def _do(self, method: str, path: str, fn):
+        call = Call("fs", method, str(path))
+        fault = self.sched.point(call)
+        if fault == Fault.BEFORE:
+            raise _injected(call, fault)
+        result = fn()
+        if fault == Fault.AFTER:
+            raise _injected(call, fault)
+        return result
+
+    def get_file_info(self, what):
+        path = getattr(what, "base_dir", what)
+        return self._do("get_file_info", path, lambda: self.real.get_file_info(what))
+
+    def open_input_stream(self, path):
+        return self._do("open_input_stream", path, lambda: self.real.open_input_stream(path))
+
+    def open_input_file(self, path):
+        return self._do("open_input_file", path, lambda: self.real.open_input_file(path))
+
+    def open_output_stream(self, path):
+        return self._do("open_output_stream", path,
+                        lambda: self.real.open_output_stream(path))
+
+    def move(self, src, dest):
+        return self._do("move", dest, lambda: self.real.move(src, dest))
+
+    def delete_file(self, path):
+        return self._do("delete_file", path, lambda: self.real.delete_file(path))
+
+    def create_dir(self, path, recursive=True):
+        return self._do("create_dir", path, lambda: self.real.create_dir(path,
+                                                                          recursive=recursive))
+
+
+def arrow_io(root: str, sched: Scheduler):
+    """PyArrowFileIO over a local directory through a ControlledFS."""
+    import pyarrow.parquet as pq
+    from pyarrow import fs as pafs
+
+    from paimon_commit.io.arrow import PyArrowFileIO
+
+    class _ArrowIO(PyArrowFileIO):
+        # pq.read_table needs a real pyarrow FileSystem: parquet reads go around the proxy
+        # (one point for the whole read).
+        def read_parquet(self, path):
+            return self.fs._do("read_parquet", path, lambda: pq.read_table(
+                path, filesystem=self.fs.real, partitioning=None))
+
+        def open_input_file(self, path):
+            return self.fs.open_input_file(path)
+
+    return _ArrowIO(ControlledFS(pafs.LocalFileSystem(), sched), root)
+
+
+# --- obstore ---------------------------------------------------------------------------------
+
+_OBSTORE_CALLS = ("put", "get", "head", "delete", "list_with_delimiter", "list")
+_patch_lock = threading.Lock()
+_active: Optional[Scheduler] = None
+
+
+@contextlib.contextmanager
+def patched_obstore(sched: Scheduler):
+    """Make every obstore request of an actor thread a scheduling point (module attributes:
+    ObjectStoreFileIO imports obstore and calls obstore.put(...) at call time)."""
+    import obstore
+    from obstore.exceptions import GenericError, NotSupportedError
+
+    global _active
+    with _patch_lock:
+        if _active is not None:
+            raise RuntimeError("one simulation with an object store at a time")
+        _active = sched
+    originals = {name: getattr(obstore, name) for name in _OBSTORE_CALLS}
+
+    def wrap(name, real):
+        def call(store, key=None, *args, **kwargs):
+            path = key if isinstance(key, str) else (",".join(key) if key else "")
+            if ".atomic-create-probe-" in path:
+                # The probe runs under a process-wide lock: parking there would stop every
+                # other actor's probe outside a storage call. It is one atomic step.
+                return real(store, key, *args, **kwargs)
+            c = Call("obj", name, path, create=kwargs.get("mode") == "create")
+            fault = sched.point(c)
+            if fault == Fault.UNSUPPORTED:
+                raise NotSupportedError("injected: 501 Not Implemented (conditional write)")
+            if fault == Fault.BEFORE:
+                raise GenericError(f"injected {fault} fault at obj.{name} {path}")
+            result = real(store, key, *args, **kwargs)
+            if fault == Fault.AFTER:
+                raise GenericError(f"injected {fault} fault (lost reply) at obj.{name} {path}")
+            return result
+        return call
+
+    try:
+        for name, real in originals.items():
+            setattr(obstore, name, wrap(name, real))
+        yield
+    finally:
+        for name, real in originals.items():
+            setattr(obstore, name, real)
+        with _patch_lock:
+            _active = None
+
+
+class InlineExecutor:
+    """A concurrent.futures executor that runs each task in the calling thread, so that an
+    operation's parallel listing and deleting stays inside its actor (and deterministic)."""
+
+    def __init__(self, max_workers=None, *args, **kwargs):
+        self._max_workers = 1
+
+    def submit(self, fn, *args, **kwargs):
+        from concurrent.futures import Future
+        f: Future = Future()
+        try:
+            f.set_result(fn(*args, **kwargs))
+        except BaseException as e:  # noqa: BLE001
+            f.set_exception(e)
+        return f
+
+    def map(self, fn, *iterables, timeout=None, chunksize=1):
+        return [fn(*args) for args in zip(*iterables)]
+
+    def shutdown(self, wait=True, cancel_futures=False):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.shutdown()
+
+
+@contextlib.contextmanager
+def inline_pools():
+    """Operations create thread pools for listing and deleting; in a simulation they run
+    inline (a pool thread is no actor: its calls could not be scheduled)."""
+    import paimon_commit.io.deletion as deletion
+    import paimon_commit.operations.orphan as orphan
+    saved = (deletion.ThreadPoolExecutor, orphan.ThreadPoolExecutor)
+    deletion.ThreadPoolExecutor = orphan.ThreadPoolExecutor = InlineExecutor
+    try:
+        yield
+    finally:
+        deletion.ThreadPoolExecutor, orphan.ThreadPoolExecutor = saved

@@ -1,0 +1,157 @@
+"""Interleaving tests: writers, overwrites, drops, aborts, tags, rollback, expirers and orphan
+cleaners interleaved at every storage call by a seeded scheduler, with faults injected at the
+calls, on local disk, the pyarrow storage and an in-memory object store (obstore's
+MemoryStore). After every round the checker verifies the invariants (README.md).
+
+- `make test`: a fixed list of seeds per storage (a few seconds each);
+- `make soak` (PAIMON_COMMIT_FULL_FAULTS=1): fresh seeds for a fixed time per storage;
+- a failure prints the seed and the command that replays it (`-k replay`).
+"""
+from __future__ import annotations
+
+import os
+import random
+import re
+import time
+
+import pytest
+
+from .ops import run_seed
+from .scheduler import Fault, RandomPolicy
+from .sim import InvariantViolation, Sim
+
+FULL = os.environ.get("PAIMON_COMMIT_FULL_FAULTS") == "1"
+ALL_FAULTS = (Fault.BEFORE, Fault.AFTER, Fault.UNSUPPORTED)
+
+#: Findings 0-5 are fixed on other branches (h-duplicate-commit, h-publish, h-abort); on this
+#: branch the budget runs below rediscover them. Set to False once those branches are merged.
+OPEN_FINDINGS = True
+
+
+def simulate(tmp_path, storage: str, seed: int, rounds: int = 10, exclude=(),
+             faults=ALL_FAULTS, rate: float = 0.02, max_ops: int = 4,
+             single_writer: bool = False, storms: bool = False) -> Sim:
+    """One seeded run; raises InvariantViolation (with the seed and the history).
+    `single_writer`: the table declares `commit.single-writer` and each round has at most one
+    committing operation (maintenance runs beside it)."""
+    options = {"commit.single-writer": "true"} if single_writer else None
+    # Odd seeds schedule by priority (slow actors), even ones by sticky coin flips.
+    policy = RandomPolicy(seed * 2 + 1, rate, faults=faults, priorities=seed % 2 == 1)
+    sim = Sim(storage, str(tmp_path), policy, seed, table_options=options)
+    sim.replay = (f"simulate(tmp_path, {storage!r}, {seed}, rounds={rounds}, "
+                  f"exclude={tuple(exclude)!r}, faults={tuple(faults)!r}, rate={rate}, "
+                  f"max_ops={max_ops}, single_writer={single_writer}, storms={storms})")
+    run_seed(sim, seed, rounds, exclude, max_ops, single_writer, storms)
+    return sim
+
+
+#: What the budget and the soak run: each storage with several writers, and the pyarrow
+#: storage also as a declared single writer (several writers on it may be refused, with
+#: AtomicCreateUnsupportedError, which the checker accepts; losing a commit it does not).
+VARIANTS = {
+    "local": dict(storage="local", storms=True),
+    "memory": dict(storage="memory", storms=True),
+    "arrow": dict(storage="arrow"),
+    "arrow-single-writer": dict(storage="arrow", single_writer=True),
+}
+
+
+# --- the fixed budget of `make test` ------------------------------------------------------
+
+BUDGET_SEEDS = range(20)
+
+open_findings = pytest.mark.xfail(
+    OPEN_FINDINGS, reason="findings 0-5 are open on this branch (fixed on h-duplicate-commit, "
+                          "h-publish, h-abort)", raises=InvariantViolation, strict=False)
+
+
+@open_findings
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("seed", BUDGET_SEEDS)
+def test_budget(tmp_path, variant, seed):
+    simulate(tmp_path, seed=seed, **VARIANTS[variant])
+
+
+# What holds today (1592003): the operations and faults that trigger findings 0-5 left out
+# (retried commits, aborts of committed messages, 501 replies, lost replies of the pyarrow
+# move; commit storms; the pyarrow storage with one committer at a time). Every seed must
+# pass.
+SOUND_TODAY = {
+    "local": dict(storage="local", exclude=("retry", "abort_committed")),
+    "memory": dict(storage="memory", exclude=("retry", "abort_committed"),
+                   faults=(Fault.BEFORE, Fault.AFTER)),
+    "arrow-single-writer": dict(storage="arrow", exclude=("retry", "abort_committed"),
+                                single_writer=True, faults=(Fault.BEFORE,)),
+}
+
+
+@pytest.mark.parametrize("variant", SOUND_TODAY)
+@pytest.mark.parametrize("seed", range(100, 110))
+def test_budget_without_the_known_triggers(tmp_path, variant, seed):
+    simulate(tmp_path, seed=seed, rate=0.04, **SOUND_TODAY[variant])
+
+
+# --- replay and soak -------------------------------------------------------------------------
+
+@pytest.mark.skipif("PAIMON_INTERLEAVE_SEED" not in os.environ,
+                    reason="set PAIMON_INTERLEAVE_SEED (and PAIMON_INTERLEAVE_STORAGE)")
+def test_replay(tmp_path):
+    """Replay one seed of the budget or the soak: PAIMON_INTERLEAVE_SEED=n
+    PAIMON_INTERLEAVE_STORAGE=<a VARIANTS key> [PAIMON_INTERLEAVE_ROUNDS=r]
+    [PAIMON_INTERLEAVE_RATE=f] (the soak runs 20 rounds at rate 0.03)."""
+    variant = VARIANTS[os.environ.get("PAIMON_INTERLEAVE_STORAGE", "local")]
+    simulate(tmp_path, seed=int(os.environ["PAIMON_INTERLEAVE_SEED"]),
+             rounds=int(os.environ.get("PAIMON_INTERLEAVE_ROUNDS", "10")),
+             rate=float(os.environ.get("PAIMON_INTERLEAVE_RATE", "0.02")), **variant)
+
+
+@pytest.mark.skipif(not FULL, reason="soak: PAIMON_COMMIT_FULL_FAULTS=1 (make soak)")
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_soak(tmp_path, variant):
+    """Fresh seeds for a fixed time; the first failing seed is reported with its replay."""
+    seconds = float(os.environ.get("PAIMON_INTERLEAVE_SOAK_SECONDS", "60"))
+    base = int(os.environ.get("PAIMON_INTERLEAVE_SOAK_SEED",
+                              random.SystemRandom().randrange(10**6)))
+    deadline = time.monotonic() + seconds
+    seed = base
+    while time.monotonic() < deadline:
+        simulate(tmp_path / str(seed), seed=seed, rounds=20, rate=0.03, **VARIANTS[variant])
+        seed += 1
+    print(f"interleaving soak of {variant}: seeds {base}..{seed - 1} passed (replay one: "
+          f"PAIMON_INTERLEAVE_STORAGE={variant} PAIMON_INTERLEAVE_SEED=n "
+          f"PAIMON_INTERLEAVE_ROUNDS=20 PAIMON_INTERLEAVE_RATE=0.03 ... -k replay)")
+
+
+# --- the harness itself ----------------------------------------------------------------------
+
+def test_a_seed_replays_the_same_interleaving_and_faults(tmp_path):
+    runs = [simulate(tmp_path / str(i), "memory", 7, rounds=8, rate=0.05,
+                     **{k: v for k, v in SOUND_TODAY["memory"].items() if k != "storage"})
+            for i in range(2)]
+    assert runs[0].sched.tick > 100
+    assert any("FAULT=" in step for step in runs[0].sched.trace)
+    def same(lines):   # each run has its own root prefix, t-<random>
+        return [re.sub(r"t-[0-9a-f]{8}", "t", line) for line in lines]
+    assert same(runs[0].sched.trace) == same(runs[1].sched.trace)
+    assert same(map(str, runs[0].ops)) == same(map(str, runs[1].ops))
+
+
+def test_the_checker_sees_a_missing_file_a_lost_commit_and_a_touched_neighbour(tmp_path):
+    """The checker is not a test that cannot fail: damage made by hand is reported."""
+    sim = simulate(tmp_path, "local", 4, rounds=3, rate=0.0,
+                   exclude=("retry", "abort_committed", "expire", "orphan", "drop",
+                            "overwrite"))
+    from paimon_commit import Table
+    t = Table.open(sim.path)
+    victim = t.live_files()[0].path
+    os.remove(victim)
+    with pytest.raises(InvariantViolation, match=r"does not read completely"):
+        sim.check("after a data file was removed by hand")
+    committed = next(o for o in sim.ops if o.sids)
+    committed.sids = [committed.sids[0] + 100]   # as if it had returned an id never published
+    with open(os.path.join(str(tmp_path), "wh", "keep.txt"), "ab") as f:
+        f.write(b"!")
+    with pytest.raises(InvariantViolation) as e:
+        sim.check("after more damage")
+    assert "beyond the latest snapshot" in str(e.value)
+    assert "files outside the table root changed" in str(e.value)
