@@ -14,14 +14,9 @@ import pytest
 from .ops import (start_abort_committed, start_append, start_expire, start_overwrite,
                   start_retry, start_tag)
 from .scheduler import Fault, RandomPolicy
-from .sim import InvariantViolation, Sim
+from .sim import Sim
 from .test_interleavings import simulate
 
-
-def fixed_on(branch: str, finding: int):
-    """Open on this branch (1592003), fixed on `branch`: remove at merge."""
-    return pytest.mark.xfail(strict=True, raises=InvariantViolation,
-                             reason=f"finding {finding}, fixed on branch {branch}")
 
 
 class _Script:
@@ -60,13 +55,11 @@ class _Script:
 
 # --- finding 0: the same messages committed twice on one commit object -----------------
 
-@fixed_on("h-duplicate-commit", 0)
 def test_finding_0_duplicate_commit_seed_3_local(tmp_path):
     # Round 0 is one `retry` operation: commit(msgs, 7) twice, then commit(other, 8).
     simulate(tmp_path, "local", 3)
 
 
-@fixed_on("h-duplicate-commit", 0)
 @pytest.mark.parametrize("storage", ["local", "memory"])
 def test_finding_0_duplicate_commit_scripted(tmp_path, storage):
     with _Script(tmp_path, storage) as s:
@@ -76,14 +69,12 @@ def test_finding_0_duplicate_commit_scripted(tmp_path, storage):
 
 # --- finding 1: PyArrowFileIO's check-then-move create replaces a published snapshot -------
 
-@fixed_on("h-publish", 1)
 def test_finding_1_pyarrow_move_replaces_snapshot_seed_3_arrow(tmp_path):
     # No faults at all: round 0, an overwrite and an append interleaved on the pyarrow
     # storage both return snapshot 1.
     simulate(tmp_path, "arrow", 3, exclude=("retry", "abort_committed"), rate=0.0)
 
 
-@fixed_on("h-publish", 1)
 def test_finding_1_pyarrow_move_replaces_snapshot_scripted(tmp_path):
     with _Script(tmp_path, "arrow") as s:
         a = start_append(s.sim, "a")
@@ -97,7 +88,6 @@ def test_finding_1_pyarrow_move_replaces_snapshot_scripted(tmp_path):
 
 # --- finding 2: a move that renamed, then failed, taken as a lost race ---------------------
 
-@fixed_on("h-publish", 2)
 def test_finding_2_pyarrow_move_failed_after_rename_seed_11_arrow(tmp_path):
     # A declared single writer (commit.single-writer), one operation at a time, only
     # lost-reply faults: in round 2 fs.move(snapshot-2) fails after the rename (tick 95);
@@ -106,7 +96,6 @@ def test_finding_2_pyarrow_move_failed_after_rename_seed_11_arrow(tmp_path):
              faults=(Fault.AFTER,), max_ops=1, single_writer=True)
 
 
-@fixed_on("h-publish", 2)
 def test_finding_2_pyarrow_move_failed_after_rename_scripted(tmp_path):
     with _Script(tmp_path, "arrow", {"commit.single-writer": "true"}) as s:
         s.finish(start_append(s.sim, "a"))
@@ -118,7 +107,6 @@ def test_finding_2_pyarrow_move_failed_after_rename_scripted(tmp_path):
 
 # --- finding 3: a slow commit re-creates an expired snapshot id on an object store ----------
 
-@fixed_on("h-publish", 3)
 def test_finding_3_recreated_snapshot_id_on_object_store_seed_9_memory(tmp_path):
     # No faults; round 1 is a commit storm: append#4, parked right before its conditional
     # PUT of snapshot-4, publishes it after append#3 and #5 published 4 and 5 and expire#6
@@ -127,7 +115,6 @@ def test_finding_3_recreated_snapshot_id_on_object_store_seed_9_memory(tmp_path)
              storms=True)
 
 
-@fixed_on("h-publish", 3)
 def test_finding_3_recreated_snapshot_id_on_object_store_scripted(tmp_path):
     with _Script(tmp_path, "memory") as s:
         s.finish(start_append(s.sim, "a"))          # snapshot 1
@@ -144,7 +131,6 @@ def test_finding_3_recreated_snapshot_id_on_object_store_scripted(tmp_path):
 
 # --- finding 4: check-then-put for good after one 501 reply ---------------------------------
 
-@fixed_on("h-publish", 4)
 def test_finding_4_check_then_put_after_one_501_seed_16_memory(tmp_path):
     # Only 501 replies to conditional creates (10 % of them): process 0 falls back to
     # check-then-put for good; in round 5 append#6, append#7 (process 0) and overwrite#8 all
@@ -153,7 +139,6 @@ def test_finding_4_check_then_put_after_one_501_seed_16_memory(tmp_path):
              faults=(Fault.UNSUPPORTED,))
 
 
-@fixed_on("h-publish", 4)
 def test_finding_4_check_then_put_after_one_501_scripted(tmp_path):
     with _Script(tmp_path, "memory") as s:
         a = start_append(s.sim, "a")
@@ -168,14 +153,12 @@ def test_finding_4_check_then_put_after_one_501_scripted(tmp_path):
 
 # --- finding 5: abort deletes files of retained snapshots and tags --------------------------
 
-@fixed_on("h-abort", 5)
 def test_finding_5_abort_deletes_retained_files_seed_36_local(tmp_path):
     # No faults: in round 1, abort_committed#5 aborts the messages of a commit that a later
     # overwrite replaced in the latest snapshot; snapshot 1 loses a data file.
     simulate(tmp_path, "local", 36, exclude=("retry",), rate=0.0)
 
 
-@fixed_on("h-abort", 5)
 def test_finding_5_abort_deletes_retained_files_scripted(tmp_path):
     with _Script(tmp_path, "local") as s:
         first = s.finish(start_append(s.sim, "a"))  # snapshot 1
