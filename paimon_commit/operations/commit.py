@@ -16,7 +16,8 @@ import random
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence, Set
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, \
+    Tuple
 
 from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_delay, \
     stop_never
@@ -28,6 +29,7 @@ from ..format.manifest import FileKind, ManifestEntry
 from ..format.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
 from ..manifests import ManifestWriteSession, live_entries
 from ..store import FileStore, PartitionSpec
+from .commit_record import RECORD, Committed
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +68,7 @@ class CommitResult:
     added_files: int = 0
     deleted_files: int = 0
     seconds: float = 0.0
+    already_committed: bool = False  # a repeated call: snapshot_id is the earlier commit's
 
 
 class _Stalled(Exception):
@@ -124,17 +127,23 @@ class FileStoreCommit:
     def commit(self, messages: Sequence[CommitMessage],
                commit_identifier: Optional[int] = None,
                check_append_conflicts: bool = False) -> CommitResult:
-        """APPEND the new files (or OVERWRITE if messages carry deleted files)."""
+        """APPEND the new files (or OVERWRITE if messages carry deleted files).
+
+        Files this commit user already committed are never added twice: the same files with
+        the same identifier and kind return the earlier snapshot (exactly-once), anything
+        else raises CommitConflictError (see _screen)."""
         ident = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier
         entries = _entries_of(messages)
-        if any(e.kind == FileKind.ADD for e in entries):
+        adds = [e for e in entries if e.kind == FileKind.ADD]
+        if adds:
             self.store.check_writable()
-        has_deletes = any(e.kind == FileKind.DELETE for e in entries)
+        has_deletes = len(adds) < len(entries)
         kind = CommitKind.OVERWRITE if has_deletes else CommitKind.APPEND
         if not entries and self.config.ignore_empty_commit:
             return CommitResult(None, 0, kind)
-        return self._run(lambda latest: entries, kind, ident,
-                         check_conflicts=has_deletes or check_append_conflicts)
+        return self._run_once(adds, kind, ident, lambda check: self._run(
+            lambda latest: entries, kind, ident,
+            check_conflicts=has_deletes or check_append_conflicts or check))
 
     def overwrite(self, messages: Sequence[CommitMessage],
                   partition: Optional[Mapping[str, Any]] = None,
@@ -167,7 +176,9 @@ class FileStoreCommit:
             # is live in the target partitions when it publishes.
             return self._deletes_matching(latest, target) + adds
 
-        return self._run(changes, CommitKind.OVERWRITE, ident, check_conflicts=True)
+        new = [e for e in adds if e.kind == FileKind.ADD]
+        return self._run_once(new, CommitKind.OVERWRITE, ident, lambda check: self._run(
+            changes, CommitKind.OVERWRITE, ident, check_conflicts=True))
 
     def drop_partitions(self, partitions: Sequence[Mapping[str, Any]],
                         commit_identifier: Optional[int] = None) -> CommitResult:
@@ -210,6 +221,101 @@ class FileStoreCommit:
                             f"cannot re-commit identifier {ident}: data file {path} no longer "
                             f"exists (deleted by orphan cleanup or abort?)")
         return [self.commit(by_identifier[i], i, check_append_conflicts=True) for i in pending]
+
+    # --- committing each file once -------------------------------------------------------
+    def _run_once(self, adds: List[ManifestEntry], kind: str, identifier: int,
+                  run: Callable[[bool], CommitResult]) -> CommitResult:
+        """Screen the ADDs against what this process committed, run the commit (`run(True)`:
+        check the table too), and remember its files."""
+        done, check_table = self._screen(adds, identifier, kind)
+        if done is not None:
+            return CommitResult(done, 0, kind, already_committed=True)
+        root, user = self.store.root, self.commit_user
+        keys = [e.identifier for e in adds]
+        try:
+            result = run(check_table)
+        except BaseException:
+            # It may have published (an unknown outcome): a later call with these files
+            # checks the table before adding them.
+            if keys:
+                RECORD.record(root, keys, Committed(user, identifier, kind, None),
+                              replace=False)
+            raise
+        if keys and result.snapshot_id is not None:
+            RECORD.record(root, keys, Committed(user, identifier, kind, result.snapshot_id))
+            if identifier != BATCH_COMMIT_IDENTIFIER:
+                RECORD.note_identifier(root, user, identifier, result.snapshot_id)
+        return result
+
+    def _screen(self, adds: List[ManifestEntry], identifier: int, kind: str
+                ) -> Tuple[Optional[int], bool]:
+        """Decide from memory what to do with ADDs this process may have committed before.
+
+        Returns (snapshot id, False) when this commit user already committed exactly these
+        files with this identifier and kind: the call is a repeat and publishes nothing.
+        Raises CommitConflictError when this commit user committed some of them otherwise,
+        or when a streaming identifier does not increase (Paimon's filterCommitted treats
+        identifiers up to the user's last one as committed, so a restart would drop it).
+        Otherwise returns (None, check_table): True when a file was handed to another commit
+        user or to a call that raised, so the commit must check the live files of the table
+        (an ADD of a live file is refused there, as Paimon's conflict check does)."""
+        if not adds:
+            return None, False
+        root, user = self.store.root, self.commit_user
+        hits = RECORD.lookup(root, [e.identifier for e in adds])
+        check_table = False
+        mine: List[Tuple[ManifestEntry, Committed]] = []
+        valid: Dict[int, bool] = {}
+        for e in adds:
+            c = hits.get(e.identifier)
+            if c is None:
+                continue
+            if c.commit_user != user or c.snapshot_id is None:
+                check_table = True
+                continue
+            if c.snapshot_id not in valid:
+                valid[c.snapshot_id] = self._still_committed(c)
+            if valid[c.snapshot_id]:
+                mine.append((e, c))
+            else:   # rolled back since: not committed any more
+                RECORD.forget(root, [e.identifier])
+                check_table = True
+        if mine:
+            first = mine[0][1]
+            if len(mine) == len(adds) and first.identifier == identifier \
+                    and first.kind == kind and all(c == first for _, c in mine):
+                log.info("commit %s/%s was already published as snapshot %d; not again",
+                         user, _ident_str(identifier), first.snapshot_id)
+                return first.snapshot_id, False
+            e, c = mine[0]
+            raise CommitConflictError(
+                f"data file {self.store.data_file_path(e)} was already committed by commit "
+                f"user {user!r} ({_ident_str(c.identifier)}, {c.kind} snapshot "
+                f"{c.snapshot_id}); refusing to commit it again ({_ident_str(identifier)}, "
+                f"{kind}): its rows would be read twice")
+        if identifier != BATCH_COMMIT_IDENTIFIER:
+            last = RECORD.last_identifier(root, user)
+            if last is not None and identifier <= last[0]:
+                s = self.store.snapshots.try_snapshot(last[1])
+                if s is None or (s.commit_user, s.commit_identifier) == (user, last[0]):
+                    raise CommitConflictError(
+                        f"commit identifier {identifier} of commit user {user!r} is not above "
+                        f"{last[0]}, which it committed to {root} as snapshot {last[1]}: "
+                        f"identifiers must increase (filter_committed treats every identifier "
+                        f"up to {last[0]} as committed)")
+                RECORD.forget_user(root, user)   # rolled back since
+        return None, check_table
+
+    def _still_committed(self, c: Committed) -> bool:
+        """Whether the snapshot that published `c` is still in the table (or was expired,
+        which keeps its files live): a rollback removes it."""
+        sm = self.store.snapshots
+        s = sm.try_snapshot(c.snapshot_id)
+        if s is not None:
+            return (s.commit_user, s.commit_identifier, s.commit_kind) == \
+                (c.commit_user, c.identifier, c.kind)
+        earliest = sm.earliest_snapshot_id()
+        return earliest is not None and c.snapshot_id < earliest
 
     # --- the retry loop ------------------------------------------------------------------
     def _wait(self, retry_state) -> float:
@@ -449,6 +555,11 @@ class FileStoreCommit:
                         f"{latest.id}; refusing to add it twice")
                 seen_adds.add(ident)
         return bool(seen_adds & old_deletes)
+
+
+def _ident_str(identifier: int) -> str:
+    return "a batch commit" if identifier == BATCH_COMMIT_IDENTIFIER \
+        else f"identifier {identifier}"
 
 
 def _entries_of(messages: Sequence[CommitMessage]) -> List[ManifestEntry]:
