@@ -274,7 +274,8 @@ class FileStoreCommit:
                 check_table = True
                 continue
             if c.snapshot_id not in valid:
-                valid[c.snapshot_id] = self._still_committed(c)
+                valid[c.snapshot_id] = self._still_committed(c.snapshot_id, user,
+                                                             c.identifier, c.kind)
             if valid[c.snapshot_id]:
                 mine.append((e, c))
             else:   # rolled back since: not committed any more
@@ -296,8 +297,7 @@ class FileStoreCommit:
         if identifier != BATCH_COMMIT_IDENTIFIER:
             last = RECORD.last_identifier(root, user)
             if last is not None and identifier <= last[0]:
-                s = self.store.snapshots.try_snapshot(last[1])
-                if s is None or (s.commit_user, s.commit_identifier) == (user, last[0]):
+                if self._still_committed(last[1], user, last[0]):
                     raise CommitConflictError(
                         f"commit identifier {identifier} of commit user {user!r} is not above "
                         f"{last[0]}, which it committed to {root} as snapshot {last[1]}: "
@@ -306,16 +306,18 @@ class FileStoreCommit:
                 RECORD.forget_user(root, user)   # rolled back since
         return None, check_table
 
-    def _still_committed(self, c: Committed) -> bool:
-        """Whether the snapshot that published `c` is still in the table (or was expired,
-        which keeps its files live): a rollback removes it."""
+    def _still_committed(self, snapshot_id: int, user: str, identifier: int,
+                         kind: Optional[str] = None) -> bool:
+        """Whether snapshot `snapshot_id` that this process published is still in the table,
+        or was expired (its changes stay): a rollback removes it, and the id may then name
+        another commit."""
         sm = self.store.snapshots
-        s = sm.try_snapshot(c.snapshot_id)
+        s = sm.try_snapshot(snapshot_id)
         if s is not None:
-            return (s.commit_user, s.commit_identifier, s.commit_kind) == \
-                (c.commit_user, c.identifier, c.kind)
+            return (s.commit_user, s.commit_identifier) == (user, identifier) and \
+                kind in (None, s.commit_kind)
         earliest = sm.earliest_snapshot_id()
-        return earliest is not None and c.snapshot_id < earliest
+        return earliest is not None and snapshot_id < earliest
 
     # --- the retry loop ------------------------------------------------------------------
     def _wait(self, retry_state) -> float:
