@@ -7,7 +7,8 @@ with jitter); the delta manifests and list depend only on the changes and are re
 the changes stay the same, and deleted if the commit gives up. A real conflict (a DELETE of a
 file that is no longer live, an ADD of a live file) fails at once. An attempt whose publish
 outcome is unknown keeps its files, and the next attempt first looks for its snapshot (same
-commit user, identifier and kind).
+commit user, identifier and kind). A data file is committed once: a repeated call returns the
+earlier snapshot or is refused (_screen, with the process's record in commit_record.py).
 """
 from __future__ import annotations
 
