@@ -233,7 +233,7 @@ class TableCommit:
 
     def _start_call(self) -> None:
         """Before a commit call publishes anything: refuse on a closed object or a parked
-        maintenance failure, so that an error from the call means it committed nothing."""
+        maintenance failure, so that a MaintenanceError means this call committed nothing."""
         self._check_open()
         self.last_result = None
         if self._error is not None:
