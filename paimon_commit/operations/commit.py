@@ -267,12 +267,15 @@ class FileStoreCommit:
         check_table = False
         mine: List[Tuple[ManifestEntry, Committed]] = []
         valid: Dict[int, bool] = {}
+        unknown = 0   # files of an earlier call like this one that raised
         for e in adds:
             c = hits.get(e.identifier)
             if c is None:
                 continue
             if c.commit_user != user or c.snapshot_id is None:
                 check_table = True
+                unknown += (c.commit_user, c.identifier, c.kind, c.snapshot_id) == \
+                    (user, identifier, kind, None)
                 continue
             if c.snapshot_id not in valid:
                 valid[c.snapshot_id] = self._still_committed(c.snapshot_id, user,
@@ -305,7 +308,44 @@ class FileStoreCommit:
                         f"identifiers must increase (filter_committed treats every identifier "
                         f"up to {last[0]} as committed)")
                 RECORD.forget_user(root, user)   # rolled back since
+        if unknown == len(adds):
+            done = self._published_by_raised_call(adds, identifier, kind)
+            if done is not None:
+                RECORD.record(root, [e.identifier for e in adds],
+                              Committed(user, identifier, kind, done))
+                log.info("commit %s/%s was published as snapshot %d by a call that raised; "
+                         "not again", user, _ident_str(identifier), done)
+                return done, False
         return None, check_table
+
+    def _published_by_raised_call(self, adds: List[ManifestEntry], identifier: int,
+                                  kind: str) -> Optional[int]:
+        """The snapshot an earlier call with these ADDs published before it raised (e.g.
+        interrupted right after the publish), or None. Only on that rare path: it reads the
+        live files of the partitions touched, and walks back to the snapshot of this commit
+        user, identifier and kind whose delta adds them."""
+        store = self.store
+        latest = store.snapshots.latest_snapshot()
+        if latest is None:
+            return None
+        changed = {e.partition for e in adds}
+        mio = store.manifests
+        live = {e.identifier for e in live_entries(mio.read_entries(
+            mio.read_list(latest.base_manifest_list) + mio.read_list(latest.delta_manifest_list)))
+            if e.partition in changed}
+        if any(e.identifier not in live for e in adds):
+            return None
+        first = adds[0].identifier
+        earliest = store.snapshots.earliest_snapshot_id() or 1
+        for sid in range(latest.id, earliest - 1, -1):
+            s = store.snapshots.try_snapshot(sid)
+            if s is None or (s.commit_user, s.commit_identifier, s.commit_kind) != \
+                    (self.commit_user, identifier, kind):
+                continue
+            if any(e.kind == FileKind.ADD and e.identifier == first
+                   for e in store.delta_entries(s)):
+                return sid
+        return None
 
     def _still_committed(self, snapshot_id: int, user: str, identifier: int,
                          kind: Optional[str] = None) -> bool:

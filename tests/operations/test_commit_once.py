@@ -158,18 +158,29 @@ def test_filter_and_commit_with_already_committed_files(table, table_path):
     assert read_ids(table_path) == [1]
 
 
-def test_batch_commit_interrupted_after_publishing_is_refused_on_retry(table, table_path):
+@pytest.mark.parametrize("identifier", [None, 7])
+def test_commit_interrupted_after_publishing_is_a_no_op_on_retry(table, table_path,
+                                                                   identifier):
+    with table.new_commit(commit_user="nb") as c:
+        c.commit(messages(table, [0]), None if identifier is None else identifier - 1)
     msgs = messages(table, [1, 2])
     io = FaultIO(str(table_path), kind="publish", at=1, mode="crash_after")
     faulty = Table(FileStore.open(str(table_path), io=io))
     with pytest.raises(Crash):                  # e.g. Ctrl-C right after the snapshot landed
-        faulty.new_commit(commit_user="nb").commit(msgs)
-    assert snapshot_ids(table_path) == [1]
+        faulty.new_commit(commit_user="nb").commit(msgs, identifier)
+    assert snapshot_ids(table_path) == [1, 2]
     with table.new_commit(commit_user="nb") as c:
-        with pytest.raises(CommitConflictError, match="already live in snapshot 1"):
-            c.commit(msgs)
-    assert snapshot_ids(table_path) == [1]
-    assert read_ids(table_path) == [1, 2]
+        assert c.commit(msgs, identifier) == 2      # found: published by the call that raised
+        assert c.last_result.already_committed
+        assert c.commit(msgs, identifier) == 2
+        # Under another identifier (or by another user) the live files are refused.
+        with pytest.raises(CommitConflictError, match="already committed by commit user 'nb'"):
+            c.commit(msgs, 8)
+    with table.new_commit(commit_user="other") as c:
+        with pytest.raises(CommitConflictError, match="already live in snapshot 2"):
+            c.commit(msgs, identifier)
+    assert snapshot_ids(table_path) == [1, 2]
+    assert read_ids(table_path) == [0, 1, 2]
 
 
 def test_batch_commit_that_failed_before_publishing_commits_on_retry(table_path):
