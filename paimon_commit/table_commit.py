@@ -12,9 +12,11 @@ commit. `snapshot.expire.execution-mode`:
 - `sync`: in the committing thread;
 - `async`: on one background thread, in order.
 A maintenance failure never fails the commit that triggered it: it is parked in an error slot
-and raised by the next `commit()` after that commit's snapshot is published (Paimon's rule);
-the slot stays set, so a new TableCommit is the way to recover. A one-shot batch commit
-(`commit_identifier=None`) runs maintenance inline and raises directly.
+and raised by the next commit call *before* it publishes anything. (Paimon raises it after
+publishing; a caller that retries on the error would then commit the same data twice.) The
+slot stays set, so a new TableCommit is the way to recover. A one-shot batch commit
+(`commit_identifier=None`) runs maintenance inline and raises directly; its snapshot is
+published then, and repeating the call with the same messages is a no-op.
 """
 from __future__ import annotations
 
@@ -41,7 +43,8 @@ __all__ = ["TableCommit", "MaintenanceError", "MaintenanceResult"]
 
 
 class MaintenanceError(PaimonCommitError):
-    """Post-commit maintenance failed earlier; raised by a later commit (which did publish)."""
+    """Post-commit maintenance failed earlier; raised by the next commit call of the same
+    TableCommit before it publishes anything (that call committed nothing)."""
 
 
 @dataclass
@@ -126,15 +129,19 @@ class TableCommit:
 
         Returns:
             The new snapshot id, or None when nothing was committed (no files and
-            snapshot.ignore-empty-commit = true).
+            snapshot.ignore-empty-commit = true). Repeating a call with messages this commit
+            user already committed with the same identifier returns the earlier snapshot id
+            and publishes nothing (see README, "Commit semantics").
 
         Raises:
             UnsupportedTableError: the table is not one this library writes to.
-            CommitConflictError: a file is no longer live / already live (no retry helps).
+            CommitConflictError: a file is no longer live / already live / already committed
+                by this commit user under another identifier, or the identifier does not
+                increase (no retry helps).
             CommitFailedError: the retry budget ran out (commit.max-retries / .timeout).
-            MaintenanceError: an earlier maintenance run failed (this commit did publish).
+            MaintenanceError: an earlier maintenance run failed (nothing was committed).
         """
-        self._check_open()
+        self._start_call()
         self.last_result = self._commit.commit(list(messages), commit_identifier)
         self._maintain(commit_identifier)
         return self.last_result.snapshot_id
@@ -153,7 +160,7 @@ class TableCommit:
         Raises:
             ValueError: a new file lies outside `partition`; and as commit().
         """
-        self._check_open()
+        self._start_call()
         self.last_result = self._commit.overwrite(list(messages), partition, commit_identifier)
         self._maintain(commit_identifier)
         return self.last_result.snapshot_id
@@ -170,7 +177,7 @@ class TableCommit:
         Raises:
             TypeError / ValueError: a malformed spec, unknown key or wrongly typed value.
         """
-        self._check_open()
+        self._start_call()
         self.last_result = self._commit.drop_partitions(partitions, commit_identifier)
         self._maintain(commit_identifier)
         return self.last_result.snapshot_id
@@ -189,7 +196,7 @@ class TableCommit:
         Raises:
             CommitConflictError: a data file of a pending commit has vanished.
         """
-        self._check_open()
+        self._start_call()
         results = self._commit.filter_and_commit(by_identifier)
         if results:
             self.last_result = results[-1]
@@ -221,13 +228,22 @@ class TableCommit:
         return ExpireSnapshots(self.store, cfg, clock=self.clock, progress=progress) \
             .expire(dry_run=dry_run)
 
-    def _maintain(self, identifier: Optional[int]) -> None:
+    def _start_call(self) -> None:
+        """Before a commit call publishes anything: refuse on a closed object or a parked
+        maintenance failure, so that a MaintenanceError means this call committed nothing."""
+        self._check_open()
+        self.last_result = None
         if self._error is not None:
             raise MaintenanceError(
                 f"post-commit maintenance of {self.store.path} failed earlier: "
-                f"{self._error!r} (this commit was published; open a new commit object to "
-                f"continue)") from self._error
-        if self.write_only:
+                f"{self._error!r} (nothing was committed by this call; open a new commit "
+                f"object to continue)") from self._error
+
+    def _maintain(self, identifier: Optional[int]) -> None:
+        if self.write_only or self._error is not None or \
+                (self.last_result is not None and self.last_result.already_committed):
+            # A parked failure stops further runs (the next call raises it); a repeated
+            # call published nothing to maintain.
             return
         if identifier is None:  # one-shot batch commit: inline, errors propagate
             self._run_maintenance(identifier)

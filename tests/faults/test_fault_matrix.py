@@ -48,7 +48,9 @@ from invariants import referenced_files
 from oracle import pp_read
 
 from paimon_commit import Table
+from paimon_commit.operations import commit as commit_module
 from paimon_commit.operations.commit import FileStoreCommit
+from paimon_commit.operations.commit_record import CommitRecord
 from paimon_commit.operations.orphan import CleanContext, OrphanCleanAborted, OrphanFilesCleaner
 from paimon_commit.operations.partition_expire import PartitionExpire, PartitionExpireConfig
 from paimon_commit.format import paths as P
@@ -680,7 +682,8 @@ def test_checks_catch_a_missing_referenced_file(templates, tmp_path):
         check_readable(path, HIST, {1, 2, 3, 4})
 
 
-def test_checks_catch_wrong_rows_extra_snapshots_and_duplicate_commits(templates, tmp_path):
+def test_checks_catch_wrong_rows_extra_snapshots_and_duplicate_commits(templates, tmp_path,
+                                                                      monkeypatch):
     path = _copy(templates, "hist", tmp_path)
     with pytest.raises(AssertionError, match="latest snapshot 8"):
         check_readable(path, {**HIST, ("s", 8): [5, 6]}, set())
@@ -693,7 +696,10 @@ def test_checks_catch_wrong_rows_extra_snapshots_and_duplicate_commits(templates
     op = OPS["commit"]
     _commit_run(path, None, {"crashed": False})
     check_readable(path, op.success, set(), exact=op.success)
-    with table_at(path).new_commit(commit_user=USER) as c:   # the same batch, again
+    # The same batch, again, as another process would (this one refuses a repeated
+    # identifier: it remembers what it committed).
+    monkeypatch.setattr(commit_module, "RECORD", CommitRecord())
+    with table_at(path).new_commit(commit_user=USER) as c:
         c.commit(written(table_at(path), make_rows([100, 101], D2, 0)), 42)
     assert len(new_snapshots_of(path, USER, 42)) == 2
     with pytest.raises(AssertionError):
