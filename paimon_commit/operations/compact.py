@@ -258,14 +258,18 @@ class AppendCompaction:
                                                   e.file.file_name))
         writer = TableWriter(st)
         # We roll files ourselves, on the estimated *stored* size; the writer would roll on
-        # the uncompressed Arrow size, which makes files far below the target.
+        # the uncompressed Arrow size, which makes files far below the target. The bin is
+        # cut into equal parts of at least the target (estimated), so that its last file is
+        # not a small remainder that the next compaction would pick up again.
         writer.target_file_size = sys.maxsize
+        parts = max(1, int(task.input_bytes * ratio.value // target))
+        per_file = task.input_bytes / parts
         fed = 0
         try:
             for e in files:
                 writer.write_arrow(self._read(e, task.values))
                 fed += e.file.file_size
-                if fed >= ratio.input_bytes_for(target):
+                if fed >= per_file and len(out.files) < parts - 1:
                     self._roll(writer, task, out, fed, ratio)
                     fed = 0
             if fed:
@@ -466,7 +470,8 @@ class AppendCompaction:
 
 class _Ratio:
     """Stored bytes written per input byte, learned from the files written so far (1.0
-    before the first): a file is rolled once its input is expected to fill the target."""
+    before the first: many small files shrink when merged, so early estimates err on the
+    side of more, smaller files)."""
 
     def __init__(self):
         self.inputs = 0
@@ -476,10 +481,11 @@ class _Ratio:
         self.inputs += input_bytes
         self.outputs += output_bytes
 
-    def input_bytes_for(self, target: int) -> float:
+    @property
+    def value(self) -> float:
         if not self.inputs or not self.outputs:
-            return target
-        return target * self.inputs / self.outputs
+            return 1.0
+        return self.outputs / self.inputs
 
 
 def _io_error(e: BaseException) -> bool:
