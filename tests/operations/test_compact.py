@@ -15,7 +15,6 @@ from paimon_commit import ExpireConfig, ExpireSnapshots, Table
 from paimon_commit.errors import CommitConflictError, OptionError, UnsupportedTableError
 from paimon_commit.format.manifest import DataFileMeta, FileKind, ManifestEntry
 from paimon_commit.format.schema import DataField
-from paimon_commit.operations.commit import FileStoreCommit
 from paimon_commit.operations.compact import (
     AppendCompaction, CompactionConflictError, compact_table,
 )
