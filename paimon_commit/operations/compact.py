@@ -171,7 +171,15 @@ class AppendCompaction:
         fed = 0
         try:
             for e in files:
-                writer.write_arrow(self._read(e, task.values))
+                try:
+                    data = self._read(e, task.values)
+                except FileNotFoundError:
+                    path = st.data_file_path(e)
+                    raise CompactionConflictError(
+                        f"compaction of {st.path}: input file {path} disappeared while "
+                        f"being rewritten (removed by a concurrent commit and expired, or "
+                        f"lost); nothing is committed", [path]) from None
+                writer.write_arrow(data)
                 fed += e.file.file_size
                 if fed >= per_file and len(out.files) < parts - 1:
                     self._roll(writer, task, out, fed, ratio)

@@ -273,6 +273,15 @@ def test_bad_options_are_refused_before_any_io(table_path, options, message):
         compact_table(t, options=options)
     assert message in str(e.value)
     assert files_under(table_path) == before
+    with pytest.raises(OptionError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        AppendCompaction(dataclasses.replace(t.store, io=_NoIO()), options=options)
+
+
+class _NoIO:
+    """A storage whose every use fails the test: validation must come before any I/O."""
+
+    def __getattr__(self, name):
+        raise AssertionError(f"I/O before validation: {name}")
 
 
 @pytest.mark.parametrize("partitions, message", [
@@ -284,12 +293,7 @@ def test_bad_options_are_refused_before_any_io(table_path, options, message):
 def test_bad_partition_specs_are_refused_before_any_io(table_path, partitions, message):
     t = _table(table_path)
     _fill(t, n=5, hrs=(1,))
-
-    class NoIO:                                      # any storage access fails the test
-        def __getattr__(self, name):
-            raise AssertionError(f"I/O before validation: {name}")
-
-    store = dataclasses.replace(t.store, io=NoIO())
+    store = dataclasses.replace(t.store, io=_NoIO())
     with pytest.raises(OptionError) as e:
         AppendCompaction(store, partitions)
     assert message in str(e.value)
@@ -412,6 +416,19 @@ def test_a_rewrite_that_fails_deletes_what_it_wrote(table_path):
         job.rewrite(plan)
     assert files_under(table_path) == before
     assert t.latest_snapshot().id == 10
+
+
+def test_an_input_file_vanishing_during_the_rewrite_is_a_conflict(table_path):
+    t = _table(table_path)
+    _fill(t, n=5, hrs=(1,))
+    job = AppendCompaction(t.store)
+    plan = job.plan()
+    victim = t.store.data_file_path(plan.tasks[0].files[-1])
+    os.remove(victim)
+    before = files_under(table_path)
+    with pytest.raises(CompactionConflictError, match=f"input file {victim} disappeared"):
+        job.rewrite(plan)
+    assert files_under(table_path) == before
 
 
 # --- the lifecycle ----------------------------------------------------------------------------
