@@ -143,18 +143,18 @@ class AppendCompaction:
         ratio = _Ratio()
         try:
             for task in plan.tasks:
-                done.append(self._rewrite_task(task, ratio, done))
+                self._rewrite_task(task, ratio, done)
         except BaseException:
             self.abort(done)
             raise
         return done
 
     def _rewrite_task(self, task: CompactTask, ratio: "_Ratio",
-                      done: List[_Rewritten]) -> _Rewritten:
+                      done: List[_Rewritten]) -> None:
         st = self.store
         target = self.options.target_file_size
         out = _Rewritten(task, [], [])
-        done.append(out)  # so that abort() finds the files of a task that fails halfway
+        done.append(out)  # first: abort() then finds the files of a task failing halfway
         # Read in write order (sequence number, then creation time): the rows of the new
         # files keep the order in which they were committed.
         files = sorted(task.files, key=lambda e: (e.file.min_sequence_number,
@@ -189,7 +189,6 @@ class AppendCompaction:
         except BaseException:
             writer.abort()
             raise
-        done.pop()
         # Paimon counts sequence numbers on from the first input file's.
         seq = files[0].file.min_sequence_number
         metas = []
@@ -200,11 +199,9 @@ class AppendCompaction:
         out.files = metas
         rows_in, rows_out = task.input_rows, sum(m.row_count for m in metas)
         if rows_in != rows_out:
-            self.abort([out])
             raise CompactionError(
                 f"compaction of {st.path}: {len(files)} files with {rows_in} rows were "
                 f"rewritten into {rows_out} rows; nothing is committed")
-        return out
 
     def _roll(self, writer: TableWriter, task: CompactTask, out: _Rewritten, fed: int,
               ratio: "_Ratio") -> None:
