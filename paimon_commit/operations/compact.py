@@ -1,0 +1,474 @@
+"""Compaction of bucket-unaware append tables: rewrite the small files of each partition into
+files of about `target-file-size`, and commit one COMPACT snapshot.
+
+Paimon Java's semantics (AppendCompactCoordinator, AppendCompactTask,
+BaseAppendFileStoreWrite.compactRewrite): the planner (`compact_plan.py`) picks bins of
+small files per partition; each bin is read and written again as new files with file source
+COMPACT, the table's current schema id (rows of files written under older schemas are read
+through schema evolution: columns matched by field id, later columns as null) and sequence
+numbers counted on from the bin's first file; the snapshot DELETEs the old files and ADDs the
+new ones, so the row count does not change and every earlier snapshot still reads as before.
+The old files stay on storage until snapshot expiration finds no retained snapshot or tag
+using them.
+
+Conflicts are detected, never resolved by losing data: when the commit finds that an input
+file is no longer live (an overwrite, a dropped partition, another compaction or a rollback
+removed it meanwhile), the compaction fails with CompactionConflictError naming every file
+that moved, and deletes the files it wrote. An append racing with it simply lands too.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import sys
+import time
+import uuid
+from dataclasses import dataclass, replace
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import pyarrow as pa
+
+from ..errors import CommitConflictError, OptionError
+from ..format.manifest import DataFileMeta, FileKind, ManifestEntry
+from ..format.schema import TableSchema
+from ..format.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
+from ..options import validate_options
+from ..store import FileStore, PartitionSpec, SchemaManager
+from ..writer import TableWriter, message_paths
+from .commit import CommitConfig, CommitResult, FileStoreCommit
+from .compact_plan import CompactOptions, CompactPlan, CompactTask, evolution_problem, \
+    plan_compaction
+from .compact_result import CompactionConflictError, CompactionError, CompactResult, \
+    PartitionCompaction
+
+log = logging.getLogger(__name__)
+
+__all__ = ["compact_table", "AppendCompaction", "CompactResult", "PartitionCompaction",
+           "CompactionConflictError", "CompactionError", "COMPACT_SOURCE"]
+
+COMPACT_SOURCE = 1  # DataFileMeta._FILE_SOURCE of files written by a compaction (FileSource)
+
+
+@dataclass
+class _Rewritten:
+    """The new files of one task (their paths, for deletion if the commit fails)."""
+    task: CompactTask
+    files: List[DataFileMeta]
+    paths: List[str]
+
+
+class AppendCompaction:
+    """Compacts one bucket-unaware append table: `plan()`, `rewrite(plan)`, `commit(...)`;
+    `run()` does all three. Every argument is checked on construction, before any I/O.
+
+    Raises (on construction):
+        UnsupportedTableError: a table this library does not write (primary-key, fixed
+            bucket, ...), with the same message as a write.
+        OptionError: a bad option (e.g. target-file-size) or partition spec.
+    """
+
+    def __init__(self, store: FileStore, partitions: Optional[Sequence[Mapping[str, Any]]] = None,
+                 options: Optional[Mapping[str, Any]] = None,
+                 commit_user: Optional[str] = None):
+        overrides = _option_strings(options)
+        merged = {**store.schema.options, **overrides}
+        try:
+            parsed = validate_options(merged)
+        except OptionError as e:
+            raise OptionError(f"compaction of {store.path}: {e}") from None
+        self.options = CompactOptions.from_options(merged)
+        # The writer reads data-file.prefix, file.compression, ... from the store's options:
+        # a copy carries the dynamic options without changing the caller's store.
+        self.store = replace(store, options=parsed)
+        self.store.check_writable()
+        self.specs = _partition_specs(self.store, partitions)
+        self.commit_user = commit_user or f"compact-{uuid.uuid4()}"
+        self._schemas: Dict[int, TableSchema] = {store.schema.id: store.schema}
+
+    # --- planning ------------------------------------------------------------------------
+    def plan(self) -> CompactPlan:
+        """Which small files of which partitions are rewritten together (reads metadata)."""
+        st = self.store
+        latest = st.snapshots.latest_snapshot()
+        matched = [False] * len(self.specs)
+
+        def wanted(values: Tuple[Any, ...]) -> bool:
+            if not self.specs:
+                return True
+            hit = False
+            for i, spec in enumerate(self.specs):
+                if spec.matches(values):
+                    matched[i] = hit = True
+            return hit
+
+        if latest is None:
+            plan = CompactPlan(None, (), {})
+        else:
+            # Deletion vectors hide rows of live files: a rewrite ignoring them would bring
+            # deleted rows back.
+            st.check_readable(latest)
+            plan = plan_compaction(st.live_entries(latest), self.options,
+                                   st.manifests.decode_partition, wanted,
+                                   self._schema_problem, latest.id)
+        unknown = [s.spec for s, hit in zip(self.specs, matched) if not hit]
+        if unknown:
+            where = f"snapshot {latest.id}" if latest else "the table (it has no snapshot)"
+            raise OptionError(f"compaction of {st.path}: no data files in partition(s) "
+                              f"{unknown} in {where}")
+        for name, why in plan.skipped:
+            log.warning("compaction of %s leaves %s alone: %s", st.path, name, why)
+        return plan
+
+    def _schema(self, schema_id: int) -> TableSchema:
+        s = self._schemas.get(schema_id)
+        if s is None:
+            s = self._schemas[schema_id] = SchemaManager(self.store.io,
+                                                         self.store.root).schema(schema_id)
+        return s
+
+    def _schema_problem(self, schema_id: int) -> Optional[str]:
+        current = self.store.schema
+        if schema_id == current.id:
+            return None
+        if schema_id > current.id:
+            return (f"written with schema {schema_id}, newer than the schema {current.id} "
+                    f"this compaction writes")
+        return evolution_problem(self._schema(schema_id), current)
+
+    # --- rewriting -----------------------------------------------------------------------
+    def rewrite(self, plan: CompactPlan) -> List[_Rewritten]:
+        """Read every bin and write its rows as new files. On any failure the files written
+        so far are deleted and the error is raised."""
+        done: List[_Rewritten] = []
+        ratio = _Ratio()
+        try:
+            for task in plan.tasks:
+                self._rewrite_task(task, ratio, done)
+        except BaseException:
+            self.abort(done)
+            raise
+        return done
+
+    def _rewrite_task(self, task: CompactTask, ratio: "_Ratio",
+                      done: List[_Rewritten]) -> None:
+        st = self.store
+        target = self.options.target_file_size
+        out = _Rewritten(task, [], [])
+        done.append(out)  # first: abort() then finds the files of a task failing halfway
+        # Read in write order (sequence number, then creation time): the rows of the new
+        # files keep the order in which they were committed.
+        files = sorted(task.files, key=lambda e: (e.file.min_sequence_number,
+                                                  e.file.creation_time or 0,
+                                                  e.file.file_name))
+        writer = TableWriter(st)
+        # We roll files ourselves, on the estimated *stored* size; the writer would roll on
+        # the uncompressed Arrow size, which makes files far below the target. The bin is
+        # cut into equal parts of at least the target (estimated), so that its last file is
+        # not a small remainder that the next compaction would pick up again.
+        writer.target_file_size = sys.maxsize
+        parts = max(1, int(task.input_bytes * ratio.value // target))
+        per_file = task.input_bytes / parts
+        fed = 0
+        try:
+            for e in files:
+                try:
+                    data = self._read(e, task.values)
+                except FileNotFoundError:
+                    path = st.data_file_path(e)
+                    raise CompactionConflictError(
+                        f"compaction of {st.path}: input file {path} disappeared while "
+                        f"being rewritten (removed by a concurrent commit and expired, or "
+                        f"lost); nothing is committed", [path]) from None
+                writer.write_arrow(data)
+                fed += e.file.file_size
+                if fed >= per_file and len(out.files) < parts - 1:
+                    self._roll(writer, task, out, fed, ratio)
+                    fed = 0
+            if fed:
+                self._roll(writer, task, out, fed, ratio)
+        except BaseException:
+            writer.abort()
+            raise
+        # Paimon counts sequence numbers on from the first input file's.
+        seq = files[0].file.min_sequence_number
+        metas = []
+        for m in out.files:
+            metas.append(replace(m, file_source=COMPACT_SOURCE, min_sequence_number=seq,
+                                 max_sequence_number=seq + max(m.row_count, 1) - 1))
+            seq += m.row_count
+        out.files = metas
+        rows_in, rows_out = task.input_rows, sum(m.row_count for m in metas)
+        if rows_in != rows_out:
+            raise CompactionError(
+                f"compaction of {st.path}: {len(files)} files with {rows_in} rows were "
+                f"rewritten into {rows_out} rows; nothing is committed")
+
+    def _roll(self, writer: TableWriter, task: CompactTask, out: _Rewritten, fed: int,
+              ratio: "_Ratio") -> None:
+        msgs = writer.prepare_commit()
+        out.paths.extend(message_paths(self.store, msgs))
+        for m in msgs:
+            if tuple(m.partition) != tuple(task.values):
+                raise CompactionError(
+                    f"compaction of {self.store.path}: rows of partition "
+                    f"{self.store.partition_dict(task.values)} hold partition values "
+                    f"{self.store.partition_dict(m.partition)}; nothing is committed")
+            for f in m.new_files:
+                out.files.append(f)
+                ratio.learn(fed, f.file_size)
+
+    def _read(self, entry: ManifestEntry, values: Tuple[Any, ...]) -> pa.Table:
+        # The reader lives with Table (table.py, above the operations): imported here.
+        from ..table import read_data_file
+        st = self.store
+        path = st.data_file_path(entry)
+        current = st.schema
+        target = current.arrow_schema()
+        partition = st.partition_dict(values)
+        old = self._schema(entry.file.schema_id)
+        if old.id == current.id:
+            return read_data_file(st.io, path, partition, target)
+        # Schema evolution, by field id: read the old names with the current types, then
+        # put the columns in today's names and order (columns added later: null).
+        by_id = {f.id: f for f in old.fields}
+        current_ids = {f.name: f.id for f in current.fields}
+        read_fields, names = [], {}
+        for f, af in zip(current.fields, target):
+            o = by_id.get(f.id)
+            if o is not None:
+                read_fields.append(pa.field(o.name, af.type, nullable=True))
+                names[f.name] = o.name
+        old_partition = {by_id[current_ids[k]].name: v for k, v in partition.items()
+                         if current_ids[k] in by_id}
+        t = read_data_file(st.io, path, old_partition, pa.schema(read_fields))
+        cols = [t.column(names[af.name]) if af.name in names
+                else pa.nulls(t.num_rows, type=af.type) for af in target]
+        return pa.Table.from_arrays(cols, schema=target)
+
+    def abort(self, rewritten: Sequence[_Rewritten]) -> int:
+        """Delete the files a rewrite wrote (through the FileIO gate)."""
+        paths = [p for r in rewritten for p in r.paths]
+        if not paths:
+            return 0
+        deleted = self.store.io.delete_files(paths)
+        log.info("compaction of %s: deleted the %d file(s) it wrote", self.store.path,
+                 len(deleted))
+        return len(deleted)
+
+    # --- committing ----------------------------------------------------------------------
+    def commit(self, plan: CompactPlan, rewritten: Sequence[_Rewritten]) -> CommitResult:
+        """One COMPACT snapshot: DELETE every input file, ADD every new one. A conflict
+        (an input file no longer live) raises CompactionConflictError after deleting the
+        new files; so does any failure after which the snapshot surely did not land."""
+        st = self.store
+        total_buckets = st.options["bucket"]
+        inputs = [e for r in rewritten for e in r.task.files]
+        adds = [ManifestEntry(FileKind.ADD, r.task.partition, 0, total_buckets, f)
+                for r in rewritten for f in r.files]
+        changes = [e.as_delete() for e in inputs] + adds
+        partitions = {e.partition for e in inputs}
+
+        def at(latest: Optional[Snapshot]) -> List[ManifestEntry]:
+            # Checked on every attempt, against the snapshot it builds on; names every
+            # file that moved (FileStoreCommit's own check stops at the first one).
+            if latest is not None and latest.index_manifest:
+                # The base had none (plan() refuses them): deletion vectors written
+                # meanwhile may hide rows of our inputs, which the new files still hold.
+                raise CompactionConflictError(
+                    f"compaction of {st.path} conflicts with snapshot {latest.id}: it has "
+                    f"an index manifest ({latest.index_manifest}), written meanwhile; "
+                    f"nothing is committed")
+            live = set() if latest is None else {
+                e.identifier for e in st.live_entries(latest) if e.partition in partitions}
+            moved = [st.data_file_path(e) for e in inputs if e.identifier not in live]
+            if moved:
+                where = f"snapshot {latest.id}" if latest else "the table (no snapshot)"
+                shown = ", ".join(moved[:10]) + (f" and {len(moved) - 10} more"
+                                                 if len(moved) > 10 else "")
+                raise CompactionConflictError(
+                    f"compaction of {st.path} conflicts: {len(moved)} of its {len(inputs)} "
+                    f"input files are no longer live in {where} (removed by a concurrent "
+                    f"overwrite, partition drop, compaction or rollback): {shown}; nothing "
+                    f"is committed", moved)
+            return changes
+
+        committer = FileStoreCommit(st, self.commit_user, CommitConfig.from_options(st.options))
+        try:
+            return committer._run(at, CommitKind.COMPACT, BATCH_COMMIT_IDENTIFIER,
+                                  check_conflicts=True)
+        except Exception as e:
+            landed = self._landed(plan.base_snapshot_id)
+            if landed is not None:  # an attempt whose outcome seemed unknown did publish
+                log.warning("compaction of %s failed (%s) but its snapshot %d is in the "
+                            "table", st.path, e, landed)
+                return CommitResult(landed, 0, CommitKind.COMPACT, len(adds), len(inputs))
+            if isinstance(e, CommitConflictError) or not _io_error(e):
+                n = self.abort(rewritten)
+                if isinstance(e, CompactionConflictError):
+                    raise CompactionConflictError(
+                        f"{e}; deleted the {n} file(s) it wrote", e.moved_files) from None
+                raise
+            log.warning("compaction of %s: publishing failed with I/O errors (%s); its %d "
+                        "new file(s) are kept in case the snapshot landed, orphan cleanup "
+                        "removes them otherwise", st.path, e, len(adds))
+            raise
+
+    def _landed(self, base: Optional[int]) -> Optional[int]:
+        sm = self.store.snapshots
+        try:
+            latest = sm.latest_snapshot_id()
+        except Exception:  # noqa: BLE001 - cannot tell: keep the files (caller decides)
+            return None
+        for sid in range((base or 0) + 1, (latest or 0) + 1):
+            s = sm.try_snapshot(sid)
+            if s is not None and s.commit_user == self.commit_user \
+                    and s.commit_kind == CommitKind.COMPACT:
+                return sid
+        return None
+
+    # --- all of it -----------------------------------------------------------------------
+    def run(self, dry_run: bool = False) -> CompactResult:
+        t0 = time.monotonic()
+        plan = self.plan()
+        t1 = time.monotonic()
+        seconds = {"plan": t1 - t0}
+        if dry_run or not plan.tasks:
+            result = self._result(plan, None, dry_run, None, seconds)
+            seconds["total"] = time.monotonic() - t0
+            log.info("%s", result.message)
+            return result
+        rewritten = self.rewrite(plan)
+        t2 = time.monotonic()
+        seconds["rewrite"] = t2 - t1
+        commit = self.commit(plan, rewritten)
+        seconds["commit"] = time.monotonic() - t2
+        seconds["total"] = time.monotonic() - t0
+        result = self._result(plan, rewritten, False, commit, seconds)
+        log.info("%s", result.message)
+        return result
+
+    def _result(self, plan: CompactPlan, rewritten: Optional[Sequence[_Rewritten]],
+                dry_run: bool, commit: Optional[CommitResult],
+                seconds: Dict[str, float]) -> CompactResult:
+        st = self.store
+        target = self.options.target_file_size
+        per: Dict[bytes, List[int]] = {}
+        for task in plan.tasks:
+            p = per.setdefault(task.partition, [0, 0, 0, 0, 0])
+            p[0] += 1
+            p[1] += len(task.files)
+            p[2] += task.input_bytes
+            if rewritten is None:  # a dry run estimates: about target-size files
+                p[3] += max(1, math.ceil(task.input_bytes / target))
+                p[4] += task.input_bytes
+        for r in rewritten or ():
+            p = per[r.task.partition]
+            p[3] += len(r.files)
+            p[4] += sum(f.file_size for f in r.files)
+        parts = []
+        for partition, (tasks, nfiles, nbytes, wfiles, wbytes) in per.items():
+            before = plan.live[partition]
+            parts.append(PartitionCompaction(
+                st.partition_dict(st.manifests.decode_partition(partition)), tasks,
+                before[0], before[1], nfiles, nbytes, wfiles, wbytes))
+        return CompactResult(st.path, dry_run, plan.base_snapshot_id,
+                             commit.snapshot_id if commit else None, tuple(parts),
+                             plan.remaining, plan.skipped, seconds,
+                             commit.attempts if commit else 0)
+
+
+class _Ratio:
+    """Stored bytes written per input byte, learned from the files written so far (1.0
+    before the first: many small files shrink when merged, so early estimates err on the
+    side of more, smaller files)."""
+
+    def __init__(self):
+        self.inputs = 0
+        self.outputs = 0
+
+    def learn(self, input_bytes: int, output_bytes: int) -> None:
+        self.inputs += input_bytes
+        self.outputs += output_bytes
+
+    @property
+    def value(self) -> float:
+        if not self.inputs or not self.outputs:
+            return 1.0
+        return self.outputs / self.inputs
+
+
+def _io_error(e: BaseException) -> bool:
+    """Whether an I/O error is among the causes: a publish may then have landed."""
+    seen = 0
+    while e is not None and seen < 20:
+        if isinstance(e, OSError) and not isinstance(e, FileNotFoundError):
+            return True
+        e = e.__cause__ or e.__context__
+        seen += 1
+    return False
+
+
+def _option_strings(options: Optional[Mapping[str, Any]]) -> Dict[str, str]:
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise OptionError(f"compaction options must be a dict of option names to values, "
+                          f"got {options!r}")
+    return {str(k): str(v).lower() if isinstance(v, bool) else str(v)
+            for k, v in options.items()}
+
+
+def _partition_specs(store: FileStore, partitions: Optional[Sequence[Mapping[str, Any]]]
+                     ) -> List[PartitionSpec]:
+    if partitions is None:
+        return []
+    if isinstance(partitions, Mapping) or not isinstance(partitions, (list, tuple)):
+        raise OptionError(f"partitions must be a list of partition specs (dicts), got "
+                          f"{partitions!r}")
+    if not partitions:
+        raise OptionError("partitions is empty: name at least one partition spec, or pass "
+                          "None to compact every partition")
+    specs = []
+    for p in partitions:
+        try:
+            specs.append(store.partition_spec(p))
+        except (TypeError, ValueError) as e:
+            raise OptionError(f"bad partition spec {p!r} for table {store.path}: {e}") \
+                from None
+    return specs
+
+
+def compact_table(table_or_store: Union[Any, str], partitions: Optional[Sequence[Mapping[
+                  str, Any]]] = None, dry_run: bool = False,
+                  options: Optional[Mapping[str, Any]] = None) -> CompactResult:
+    """Compact the small files of a bucket-unaware append table (Paimon's rules and options:
+    target-file-size, compaction.small-file-ratio, compaction.min.file-num,
+    compaction.file-num-limit, source.split.open-file-cost).
+
+    Args:
+        table_or_store: a Table, a FileStore, or a table path.
+        partitions: partition specs (dicts, possibly partial) to compact; None: all.
+        dry_run: plan only; nothing is written or committed.
+        options: dynamic options on top of the table's, for this compaction only.
+
+    Returns:
+        CompactResult; `nothing_to_compact` when no partition has enough small files
+        (then no snapshot is committed).
+
+    Raises:
+        UnsupportedTableError: a table this library does not write (before any I/O).
+        OptionError: a bad option or partition spec (before any I/O), or a partition with
+            no data files.
+        CompactionConflictError: input files were removed by a concurrent commit; the new
+            files were deleted and nothing was committed.
+    """
+    if isinstance(table_or_store, FileStore):
+        store = table_or_store
+    elif isinstance(getattr(table_or_store, "store", None), FileStore):
+        store = table_or_store.store
+    elif isinstance(table_or_store, str):
+        store = FileStore.open(table_or_store)
+    else:
+        raise TypeError(f"compact_table expects a Table, a FileStore or a path, got "
+                        f"{type(table_or_store).__name__}")
+    return AppendCompaction(store, partitions, options).run(dry_run=dry_run)
