@@ -495,7 +495,7 @@ def test_a_publish_failing_with_io_errors_keeps_the_new_files(table_path, monkey
     ids = _fill(t, n=5, hrs=(1,))
     job, plan, rewritten = _planned(table_path)
 
-    def refuse(snapshot, base_id):
+    def refuse(*args, **kwargs):
         raise OSError("storage unavailable")
 
     monkeypatch.setattr(job.store.snapshots, "try_commit", refuse)
