@@ -10,8 +10,7 @@ import logging
 import threading
 import uuid
 from collections import OrderedDict
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from .errors import CommitConflictError
 from .io import FileIO

@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Dict, List, Optional
+from typing import List, Optional
 
-from .errors import CorruptMetadataError
 from .io import FileIO
 from .format import paths as P
 from .format.snapshot import Consumer, Tag

@@ -9,8 +9,8 @@ file that is no longer live, an ADD of a live file) fails at once. An attempt wh
 outcome is unknown keeps its files, and the next attempt first settles it from content
 (publish.py): its snapshot is found, or shown never to have landed, before the changes are
 published again; if nothing left can tell, the commit fails and keeps every file. A data file
-is committed once: a repeated call returns the earlier snapshot or is refused (_screen, with
-the process's record in commit_record.py).
+is committed once: a repeated call returns the earlier snapshot or is refused (RepeatScreen, with
+the process's record, in commit_record.py).
 """
 from __future__ import annotations
 
@@ -19,8 +19,7 @@ import random
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, \
-    Tuple
+from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence, Set
 
 from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_delay, \
     stop_never
@@ -32,7 +31,7 @@ from ..format.manifest import FileKind, ManifestEntry
 from ..format.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
 from ..manifests import ManifestWriteSession, live_entries
 from ..store import FileStore, PartitionSpec
-from .commit_record import RECORD, Committed
+from .commit_record import RECORD, Committed, RepeatScreen
 from .publish import built_on_check, resolve_uncertain
 
 log = logging.getLogger(__name__)
@@ -136,7 +135,7 @@ class FileStoreCommit:
 
         Files this commit user already committed are never added twice: the same files with
         the same identifier and kind return the earlier snapshot (exactly-once), anything
-        else raises CommitConflictError (see _screen)."""
+        else raises CommitConflictError (see commit_record.RepeatScreen)."""
         ident = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier
         entries = _entries_of(messages)
         adds = [e for e in entries if e.kind == FileKind.ADD]
@@ -232,7 +231,8 @@ class FileStoreCommit:
                   run: Callable[[bool], CommitResult]) -> CommitResult:
         """Screen the ADDs against what this process committed, run the commit (`run(True)`:
         check the table too), and remember its files."""
-        done, check_table = self._screen(adds, identifier, kind)
+        done, check_table = RepeatScreen(self.store, self.commit_user).screen(adds, identifier,
+                                                                              kind)
         if done is not None:
             return CommitResult(done, 0, kind, already_committed=True)
         root, user = self.store.root, self.commit_user
@@ -251,118 +251,6 @@ class FileStoreCommit:
             if identifier != BATCH_COMMIT_IDENTIFIER:
                 RECORD.note_identifier(root, user, identifier, result.snapshot_id)
         return result
-
-    def _screen(self, adds: List[ManifestEntry], identifier: int, kind: str
-                ) -> Tuple[Optional[int], bool]:
-        """Decide from memory what to do with ADDs this process may have committed before.
-
-        Returns (snapshot id, False) when this commit user already committed exactly these
-        files with this identifier and kind: the call is a repeat and publishes nothing.
-        Raises CommitConflictError when this commit user committed some of them otherwise,
-        or when a streaming identifier does not increase (Paimon's filterCommitted treats
-        identifiers up to the user's last one as committed, so a restart would drop it).
-        Otherwise returns (None, check_table): True when a file was handed to another commit
-        user or to a call that raised, so the commit must check the live files of the table
-        (an ADD of a live file is refused there, as Paimon's conflict check does)."""
-        if not adds:
-            return None, False
-        root, user = self.store.root, self.commit_user
-        hits = RECORD.lookup(root, [e.identifier for e in adds])
-        check_table = False
-        mine: List[Tuple[ManifestEntry, Committed]] = []
-        valid: Dict[int, bool] = {}
-        unknown = 0   # files of an earlier call like this one that raised
-        for e in adds:
-            c = hits.get(e.identifier)
-            if c is None:
-                continue
-            if c.commit_user != user or c.snapshot_id is None:
-                check_table = True
-                unknown += (c.commit_user, c.identifier, c.kind, c.snapshot_id) == \
-                    (user, identifier, kind, None)
-                continue
-            if c.snapshot_id not in valid:
-                valid[c.snapshot_id] = self._still_committed(c.snapshot_id, user,
-                                                             c.identifier, c.kind)
-            if valid[c.snapshot_id]:
-                mine.append((e, c))
-            else:   # rolled back since: not committed any more
-                RECORD.forget(root, [e.identifier])
-                check_table = True
-        if mine:
-            first = mine[0][1]
-            if len(mine) == len(adds) and first.identifier == identifier \
-                    and first.kind == kind and all(c == first for _, c in mine):
-                log.info("commit %s/%s was already published as snapshot %d; not again",
-                         user, _ident_str(identifier), first.snapshot_id)
-                return first.snapshot_id, False
-            e, c = mine[0]
-            raise CommitConflictError(
-                f"data file {self.store.data_file_path(e)} was already committed by commit "
-                f"user {user!r} ({_ident_str(c.identifier)}, {c.kind} snapshot "
-                f"{c.snapshot_id}); refusing to commit it again ({_ident_str(identifier)}, "
-                f"{kind}): its rows would be read twice")
-        if identifier != BATCH_COMMIT_IDENTIFIER:
-            last = RECORD.last_identifier(root, user)
-            if last is not None and identifier <= last[0]:
-                if self._still_committed(last[1], user, last[0]):
-                    raise CommitConflictError(
-                        f"commit identifier {identifier} of commit user {user!r} is not above "
-                        f"{last[0]}, which it committed to {root} as snapshot {last[1]}: "
-                        f"identifiers must increase (filter_committed treats every identifier "
-                        f"up to {last[0]} as committed)")
-                RECORD.forget_user(root, user)   # rolled back since
-        if unknown == len(adds):
-            done = self._published_by_raised_call(adds, identifier, kind)
-            if done is not None:
-                RECORD.record(root, [e.identifier for e in adds],
-                              Committed(user, identifier, kind, done))
-                log.info("commit %s/%s was published as snapshot %d by a call that raised; "
-                         "not again", user, _ident_str(identifier), done)
-                return done, False
-        return None, check_table
-
-    def _published_by_raised_call(self, adds: List[ManifestEntry], identifier: int,
-                                  kind: str) -> Optional[int]:
-        """The snapshot an earlier call with these ADDs published before it raised (e.g.
-        interrupted right after the publish), or None. Only on that rare path: it reads the
-        live files of the partitions touched, and walks back to the snapshot of this commit
-        user, identifier and kind whose delta adds them."""
-        store = self.store
-        latest = store.snapshots.latest_snapshot()
-        if latest is None:
-            return None
-        changed = {e.partition for e in adds}
-        mio = store.manifests
-        live = {e.identifier for e in live_entries(mio.read_entries(
-            mio.read_list(latest.base_manifest_list) + mio.read_list(latest.delta_manifest_list)))
-            if e.partition in changed}
-        if any(e.identifier not in live for e in adds):
-            return None
-        first = adds[0].identifier
-        earliest = store.snapshots.earliest_snapshot_id() or 1
-        for sid in range(latest.id, earliest - 1, -1):
-            s = store.snapshots.try_snapshot(sid)
-            if s is None or (s.commit_user, s.commit_identifier, s.commit_kind) != \
-                    (self.commit_user, identifier, kind):
-                continue
-            if any(e.kind == FileKind.ADD and e.identifier == first
-                   for e in store.delta_entries(s)):
-                return sid
-        return None
-
-    def _still_committed(self, snapshot_id: int, user: str, identifier: int,
-                         kind: Optional[str] = None) -> bool:
-        """Whether snapshot `snapshot_id` that this process published is still in the table,
-        or was expired (its changes stay): a rollback removes it, and the id may then name
-        another commit."""
-        sm = self.store.snapshots
-        s = sm.try_snapshot(snapshot_id)
-        if s is not None:
-            return (s.commit_user, s.commit_identifier) == (user, identifier) and \
-                kind in (None, s.commit_kind)
-        earliest = sm.earliest_snapshot_id()
-        return earliest is not None and snapshot_id < earliest
 
     # --- the retry loop ------------------------------------------------------------------
     def _wait(self, retry_state) -> float:
@@ -615,11 +503,6 @@ class FileStoreCommit:
                         f"{latest.id}; refusing to add it twice")
                 seen_adds.add(ident)
         return bool(seen_adds & old_deletes)
-
-
-def _ident_str(identifier: int) -> str:
-    return "a batch commit" if identifier == BATCH_COMMIT_IDENTIFIER \
-        else f"identifier {identifier}"
 
 
 def _entries_of(messages: Sequence[CommitMessage]) -> List[ManifestEntry]:
