@@ -26,6 +26,7 @@ import concurrent.futures
 import fnmatch
 import logging
 import multiprocessing
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -336,9 +337,22 @@ def _table_steps(store, options, tag_config, expire_config, partition_expire,
             maintenance_order.SNAPSHOTS: snapshots}
 
 
+# Environment variables the storages read (endpoints, credentials, emulator switches).
+_STORAGE_ENV = ("AWS_", "GOOGLE_", "AZURE_", "AZURITE_", "HADOOP_", "ARROW_")
+
+
+def _storage_env() -> Dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k.startswith(_STORAGE_ENV)}
+
+
 def _maintain_one(args: Tuple) -> Dict[str, Any]:
     """Process-pool entry point: returns the result as a dict (picklable)."""
-    path, name, orphans, older_than_ms, dry_run, storage_options = args
+    path, name, orphans, older_than_ms, dry_run, storage_options, env = args
+    # A fork server is started once per process and keeps the environment of that moment:
+    # its workers would reach the store an earlier call pointed at, with its credentials.
+    for k in [k for k in os.environ if k.startswith(_STORAGE_ENV) and k not in env]:
+        del os.environ[k]
+    os.environ.update(env)
     r = maintain_table(path, name, orphans, older_than_ms, dry_run,
                        storage_options=storage_options)
     return r.__dict__
@@ -413,10 +427,12 @@ def maintain_warehouse(warehouse: str, database: Optional[str] = None,
                 finished(f.result())
     else:
         ctx = _process_context()
+        env = _storage_env()
         with concurrent.futures.ProcessPoolExecutor(min(parallelism, total),
                                                     mp_context=ctx) as pool:
             futures = {pool.submit(_maintain_one, (ref.path, ref.full_name, orphans,
-                                                   older_than_ms, dry_run, storage_options)): ref
+                                                   older_than_ms, dry_run, storage_options,
+                                                   env)): ref
                        for ref in refs}
             for f in concurrent.futures.as_completed(futures):
                 ref = futures[f]
@@ -451,7 +467,6 @@ def _process_context():
 
 def _os_threads() -> int:
     """Threads of this process as the OS sees them (native ones included); 0 if unknown."""
-    import os
     try:
         return len(os.listdir("/proc/self/task"))
     except OSError:
