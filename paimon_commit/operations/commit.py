@@ -31,7 +31,8 @@ from ..format.manifest import FileKind, ManifestEntry
 from ..format.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
 from ..manifests import ManifestWriteSession, live_entries
 from ..store import FileStore, PartitionSpec
-from .commit_record import RECORD, Committed, RepeatScreen
+from . import commit_record
+from .commit_record import Committed, RepeatScreen
 from .publish import built_on_check, resolve_uncertain
 
 log = logging.getLogger(__name__)
@@ -237,19 +238,19 @@ class FileStoreCommit:
             return CommitResult(done, 0, kind, already_committed=True)
         root, user = self.store.root, self.commit_user
         keys = [e.identifier for e in adds]
+        record = commit_record.RECORD   # looked up per call: a test swaps in a fresh process's
         try:
             result = run(check_table)
         except BaseException:
             # It may have published (an unknown outcome): a later call with these files
             # checks the table before adding them.
             if keys:
-                RECORD.record(root, keys, Committed(user, identifier, kind, None),
-                              replace=False)
+                record.record(root, keys, Committed(user, identifier, kind, None), replace=False)
             raise
         if keys and result.snapshot_id is not None:
-            RECORD.record(root, keys, Committed(user, identifier, kind, result.snapshot_id))
+            record.record(root, keys, Committed(user, identifier, kind, result.snapshot_id))
             if identifier != BATCH_COMMIT_IDENTIFIER:
-                RECORD.note_identifier(root, user, identifier, result.snapshot_id)
+                record.note_identifier(root, user, identifier, result.snapshot_id)
         return result
 
     # --- the retry loop ------------------------------------------------------------------

@@ -48,8 +48,8 @@ from invariants import referenced_files
 from oracle import pp_read
 
 from paimon_commit import Table
-from paimon_commit.operations import commit as commit_module
 from paimon_commit.operations.commit import FileStoreCommit
+from paimon_commit.operations import commit_record
 from paimon_commit.operations.commit_record import CommitRecord
 from paimon_commit.operations.orphan import CleanContext, OrphanCleanAborted, OrphanFilesCleaner
 from paimon_commit.operations.partition_expire import PartitionExpire, PartitionExpireConfig
@@ -698,7 +698,7 @@ def test_checks_catch_wrong_rows_extra_snapshots_and_duplicate_commits(templates
     check_readable(path, op.success, set(), exact=op.success)
     # The same batch, again, as another process would (this one refuses a repeated
     # identifier: it remembers what it committed).
-    monkeypatch.setattr(commit_module, "RECORD", CommitRecord())
+    monkeypatch.setattr(commit_record, "RECORD", CommitRecord())
     with table_at(path).new_commit(commit_user=USER) as c:
         c.commit(written(table_at(path), make_rows([100, 101], D2, 0)), 42)
     assert len(new_snapshots_of(path, USER, 42)) == 2
