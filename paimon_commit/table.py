@@ -19,7 +19,7 @@ from .format.schema import TableSchema
 from .format.snapshot import Consumer, Snapshot, Tag
 from .operations.tag_ops import RollbackResult, TagDeleteResult, TagOperations
 from .options import parse_duration_ms, validate_options
-from .tags import ConsumerManager, TagManager
+from .tags import ConsumerManager, tag_manager
 from .store import FileStore, SchemaManager, write_refusal
 from .table_commit import TableCommit
 from .writer import TableWriter
@@ -242,7 +242,7 @@ class Table:
     # --- tags, rollback, consumers ------------------------------------------------------
     def tags(self) -> List[Tag]:
         """Every tag, by name."""
-        return TagManager(self.store.io, self.store.root).tags()
+        return tag_manager(self.store).tags()
 
     def create_tag(self, name: str, snapshot_id: Optional[int] = None,
                    time_retained: Optional[Any] = None) -> Tag:
@@ -267,7 +267,7 @@ class Table:
 
     def unfinished_tag_deletions(self) -> List[str]:
         """Tags whose deletion was interrupted; delete_tag(name) finishes each."""
-        return TagManager(self.store.io, self.store.root).pending_deletions()
+        return tag_manager(self.store).pending_deletions()
 
     def expire_tags(self, older_than_ms: Optional[int] = None, dry_run: bool = False,
                     clock=time.time):
@@ -303,7 +303,7 @@ class Table:
         return ConsumerManager(self.store.io, self.store.root).consumers()
 
     def _resolve_tag(self, tag: str) -> Snapshot:
-        t = TagManager(self.store.io, self.store.root).try_tag(tag)
+        t = tag_manager(self.store).try_tag(tag)
         if t is None:
             raise ValueError(f"tag {tag!r} does not exist in table {self.path}")
         return t.snapshot

@@ -31,8 +31,11 @@ def validate_tag_name(name: str) -> str:
 
 
 class TagManager:
-    def __init__(self, io: FileIO, root: str):
+    def __init__(self, io: FileIO, root: str, single_writer: bool = False):
         self.io = io
+        # commit.single-writer: on a storage that cannot create atomically (a store answering
+        # 501 to a conditional PUT), the user declared nobody else writes this table.
+        self._create = {"single_writer": True} if single_writer else {}
         self.tag_dir = io.join(root, "tag")
         self.marker_dir = io.join(root, _MARKER_DIR)
 
@@ -81,7 +84,7 @@ class TagManager:
             raise ValueError(f"cannot create tag {tag.name!r}: an earlier deletion of a tag "
                              f"with this name is unfinished; run delete_tag({tag.name!r}) first")
         self.io.mkdirs(self.tag_dir)
-        return self.io.try_create_atomic(self.tag_path(tag.name), tag.to_json())
+        return self.io.try_create_atomic(self.tag_path(tag.name), tag.to_json(), **self._create)
 
     def delete_tag_file(self, name: str) -> bool:
         """Delete one tag file through the gate (the tag's data is delete_tag's business)."""
@@ -97,12 +100,12 @@ class TagManager:
         path = self.deletion_marker_path(tag.name)
         data = tag.to_json()
         self.io.mkdirs(self.marker_dir)
-        if self.io.try_create_atomic(path, data):
+        if self.io.try_create_atomic(path, data, **self._create):
             return
         if self.io.read_bytes(path) != data:
             # A marker from an earlier tag of the same name (created by another client).
             self.io.delete_quietly(path)
-            if not self.io.try_create_atomic(path, data):
+            if not self.io.try_create_atomic(path, data, **self._create):
                 raise OSError(f"could not write tag deletion marker {path}")
 
     def has_deletion_marker(self, name: str) -> bool:
@@ -166,3 +169,8 @@ class ConsumerManager:
         self.io.overwrite_atomic(self.io.join(self.consumer_dir,
                                               P.consumer_file_name(consumer_id)),
                                  Consumer(consumer_id, next_snapshot).to_json())
+
+
+def tag_manager(store) -> TagManager:
+    """The tag manager of a FileStore, honouring its commit.single-writer option."""
+    return TagManager(store.io, store.root, bool(store.options.get("commit.single-writer")))

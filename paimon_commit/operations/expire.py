@@ -34,7 +34,7 @@ from ..progress import DELETING, READING, emit
 from ..reachability import APPEND_SOURCE, Reachability, Root, Unreadable
 from ..snapshots import ChangelogManager, SnapshotManager
 from ..store import FileStore
-from ..tags import ConsumerManager, TagManager
+from ..tags import ConsumerManager, tag_manager
 from .expire_changelog import ChangelogExpiration
 from .expire_config import ExpireConfig
 from .expire_plan import KINDS, ExpirePlan, ExpireResult
@@ -59,7 +59,7 @@ class ExpireSnapshots(ChangelogExpiration):
             .with_table_changelog(store.options)
         self.executor = executor
         self.clock = clock
-        self.tags = TagManager(store.io, store.root)
+        self.tags = tag_manager(store)
         self.consumers = ConsumerManager(store.io, store.root)
         self.changelogs = ChangelogManager(store.io, store.root)
         # Kept from one run to the next (TableCommit reuses its expirer after every commit),

@@ -27,7 +27,7 @@ from ..errors import CorruptMetadataError
 from ..format import paths as P
 from ..format.snapshot import Tag
 from ..store import FileStore
-from ..tags import TagManager, validate_tag_name
+from ..tags import TagManager, tag_manager, validate_tag_name
 
 # The records keep the logger of the tag lifecycle they are part of.
 log = logging.getLogger("paimon_commit.operations.tag_lifecycle")
@@ -80,7 +80,7 @@ def delete_tag_into(store: FileStore, name: str, into, action: str = "expired") 
     try:
         r = TagOperations(store).delete_tag(name)
     except ValueError as e:
-        tags = TagManager(store.io, store.root)
+        tags = tag_manager(store)
         try:
             gone = not tags.exists(name) and tags.deletion_marker(name) is None
         except ValueError:
@@ -202,7 +202,7 @@ def expire_tags(store: FileStore, older_than_ms: Optional[int] = None, dry_run: 
         CorruptMetadataError: a tag file cannot be parsed (nothing is deleted).
         OSError: a tag file could not be deleted.
     """
-    tags = TagManager(store.io, store.root)
+    tags = tag_manager(store)
     result = TagExpireResult(dry_run=dry_run)
     if finish_pending and not dry_run:
         result.finished_deletions = _finish_pending(store, tags, result)

@@ -33,7 +33,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 from ..errors import OptionError
 from ..format.snapshot import Snapshot, Tag
 from ..store import FileStore
-from ..tags import TagManager, validate_tag_name
+from ..tags import tag_manager, validate_tag_name
 from .tag_expire import (create_tag_into, delete_tag_into, expire_tags, local_now, local_time,
                          readable_tags)
 
@@ -208,7 +208,7 @@ class TagAutoCreation:
         self.config = config
         self.clock = clock
         self.handler = TagPeriodHandler(config.period, config.formatter)
-        self.tags = TagManager(store.io, store.root)
+        self.tags = tag_manager(store)
         self.delay = datetime.timedelta(milliseconds=config.delay_ms)
         self._next_snapshot: Optional[int] = None
         self._next_tag: Optional[datetime.datetime] = None
@@ -368,7 +368,7 @@ class TagLifecycle:
         if self.config.mode != "batch":
             return result
         store = self.store
-        tags = TagManager(store.io, store.root)
+        tags = tag_manager(store)
         s = store.snapshots.latest_snapshot()
         if s is None:
             return result

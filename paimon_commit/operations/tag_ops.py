@@ -11,7 +11,7 @@ from ..format.snapshot import Tag
 from ..reachability import Reachability, Root, Unreadable
 from ..snapshots import ChangelogManager
 from ..store import FileStore
-from ..tags import TagManager, validate_tag_name
+from ..tags import tag_manager, validate_tag_name
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ class RollbackResult:
 class TagOperations:
     def __init__(self, store: FileStore):
         self.store = store
-        self.tags = TagManager(store.io, store.root)
+        self.tags = tag_manager(store)
 
     def create_tag(self, name: str, snapshot_id: Optional[int] = None,
                    time_retained_ms: Optional[int] = None) -> Tag:

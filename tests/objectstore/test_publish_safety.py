@@ -82,7 +82,7 @@ class _NotImplementedProxy(Proxy):
         super().__init__(port, lambda method, path, headers: None)
 
     def answer(self, method, path, headers, body):
-        if method == "PUT" and "/snapshot/snapshot-" in path:
+        if method == "PUT" and ("/snapshot/snapshot-" in path or "/tag/tag-" in path):
             conditional = any(k.lower() == "if-none-match" for k in headers)
             self.snapshot_puts.append((path.rsplit("/", 1)[1].split("?")[0], conditional))
             if conditional and self.armed:
@@ -128,3 +128,25 @@ def test_a_not_implemented_reply_is_an_error_and_never_turns_the_condition_off(s
     assert proxy.snapshot_puts[-2:] == [("snapshot-3", True), ("snapshot-3", False)]
     proxy.armed = False
     assert _ids(s3, Table.open(uri)) == [1, 2, 3]
+
+
+def test_tags_on_a_not_implemented_store_honour_commit_single_writer(s3, not_implemented):
+    # A tag is created the way a snapshot is published: on a store that answers 501 to the
+    # conditional PUT, an error unless the table declares a single writer (it used to be an
+    # error even then: the tag manager never saw the option).
+    proxy = not_implemented
+    opts = {"s3.endpoint": proxy.url, "s3.access-key": ACCESS_KEY, "s3.secret-key": SECRET_KEY,
+            "s3.region": "us-east-1", "object-store.max-retries": "0"}
+    shared = Table.create(s3.table_uri("db.db/shared"), SCHEMA, ["dt", "hr"], storage_options=opts)
+    single = Table.create(s3.table_uri("db.db/single"), SCHEMA, ["dt", "hr"], storage_options=opts,
+                          options={"commit.single-writer": "true"})
+    for t in (shared, single):
+        _commit(t, [1])
+    proxy.armed = True
+    with pytest.raises(AtomicCreateUnsupportedError) as e:
+        shared.create_tag("t1")
+    assert "tag/tag-t1" in str(e.value) and "'commit.single-writer' = 'true'" in str(e.value)
+    assert shared.tags() == []
+    assert single.create_tag("t1").id == 1
+    assert [t.name for t in single.tags()] == ["t1"]
+    assert proxy.snapshot_puts[-2:] == [("tag-t1", True), ("tag-t1", False)]
