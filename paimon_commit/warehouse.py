@@ -300,8 +300,9 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
     return result
 
 
-_UNITS = {maintenance_order.COMPACTION: "files", maintenance_order.TAGS: "tags", maintenance_order.PARTITIONS: "partitions",
-          maintenance_order.CONSUMERS: "consumers", maintenance_order.SNAPSHOTS: "snapshots"}
+_UNITS = {maintenance_order.COMPACTION: "files", maintenance_order.TAGS: "tags",
+          maintenance_order.PARTITIONS: "partitions", maintenance_order.CONSUMERS: "consumers",
+          maintenance_order.SNAPSHOTS: "snapshots"}
 
 
 def _table_steps(store, options, tag_config, expire_config, partition_expire,

@@ -106,6 +106,30 @@ def test_partition_specs_as_for_drop_partitions(table_path):
     assert _kinds(t).count("COMPACT") == 2
 
 
+def test_string_partitions_and_the_date_type_refusal(tmp_path, table_path):
+    import pyarrow as pa
+    schema = pa.schema([("id", pa.int64()), ("dt", pa.string())])
+    path = tmp_path / "wh" / "db.db" / "s"
+    t = Table.create(str(path), schema, ["dt"], OPTS)
+    for i in range(5):
+        write(t, pa.Table.from_pylist([{"id": i, "dt": "2024-01-01"}], schema=schema))
+    events = []
+    r = t.compact(partitions=[{"dt": "2024-01-01"}], progress=events.append)
+    assert [p.partition for p in r.partitions] == [{"dt": "2024-01-01"}]
+    assert r.snapshot_id == 6
+    assert [(e.phase, e.done, e.total) for e in events] == [
+        ("reading metadata", 0, None), ("compacting", 0, 5), ("compacting", 5, 5),
+        ("committing", 0, 1)]
+    # A DATE partition takes a date, as drop_partitions does: the error says so.
+    d = _table(table_path)
+    _fill(d, 5, hrs=(1,))
+    with pytest.raises(OptionError) as e:
+        d.compact(partitions=[{"dt": "2024-01-01"}])
+    assert str(e.value) == (f"bad partition spec {{'dt': '2024-01-01'}} for table "
+                            f"{table_path}: partition key 'dt' expects DATE, got "
+                            f"'2024-01-01' (str)")
+
+
 def test_dry_run_writes_nothing(table_path):
     t = _table(table_path)
     _fill(t, 5)
