@@ -5,6 +5,9 @@ from .errors import (
 )
 from .format.commit_message import CommitMessage
 from .format.snapshot import Snapshot, Tag
+from .operations.compact_result import (
+    CompactionConflictError, CompactionError, CompactResult, PartitionCompaction,
+)
 from .operations.expire import ExpireConfig, ExpireResult, ExpireSnapshots
 from .operations.orphan import CleanContext, OrphanCleanAborted, OrphanFilesCleaner
 from .operations.partition_expire import PartitionExpire, PartitionExpireConfig
@@ -16,6 +19,7 @@ __all__ = [
     "Table", "TableCommit", "TableWriter", "CommitMessage", "Snapshot", "Tag", "LiveFile",
     "ExpireConfig", "ExpireSnapshots", "ExpireResult", "CleanContext", "OrphanFilesCleaner",
     "OrphanCleanAborted", "PartitionExpire", "PartitionExpireConfig",
+    "CompactResult", "PartitionCompaction", "CompactionConflictError", "CompactionError",
     "PaimonCommitError", "OptionError", "CorruptMetadataError", "TableNotFoundError",
     "TableExistsError", "UnsafePathError", "CommitConflictError", "CommitFailedError",
     "UnsupportedTableError", "SchemaMismatchError",

@@ -102,6 +102,17 @@ def _parse_bool(text: Any, what: str) -> bool:
     raise OptionError(f"{what}: expected 'true' or 'false', got {text!r}")
 
 
+def _parse_float(text: Any, what: str) -> float:
+    if isinstance(text, bool):
+        raise OptionError(f"{what}: expected a number, got {text!r}")
+    if isinstance(text, (int, float)):
+        return float(text)
+    try:
+        return float(str(text).strip())
+    except ValueError:
+        raise OptionError(f"{what}: expected a number, got {text!r}") from None
+
+
 def _parse_str(text: Any, what: str) -> str:
     return str(text)
 
@@ -199,7 +210,30 @@ class CoreOptions:
                                              _at_least(1),
                                              "Threads for parallel deletes (default: CPUs).")
     WRITE_ONLY = ConfigOption("write-only", False, _parse_bool,
-                              description="Skip all post-commit maintenance.")
+                              description="Skip all post-commit maintenance, compaction "
+                                          "included (an explicit compaction still runs).")
+    # Compaction of bucket-unaware append tables (operations/compact_plan.py), Paimon's names
+    # and defaults for append tables; target-file-size (above) is the size it writes.
+    COMPACTION_SMALL_FILE_RATIO = ConfigOption(
+        "compaction.small-file-ratio", 0.7, _parse_float,
+        lambda v: None if 0 < v <= 1 else "must be > 0 and <= 1",
+        "Files smaller than target-file-size times this ratio are compacted (above 1, "
+        "every file a compaction writes would be rewritten again by the next one).")
+    COMPACTION_MIN_FILE_NUM = ConfigOption(
+        "compaction.min.file-num", 5, _parse_int, _at_least(1),
+        "Fewest small files of a partition that make a compaction task.")
+    COMPACTION_FILE_NUM_LIMIT = ConfigOption(
+        "compaction.file-num-limit", 100_000, _parse_int, _at_least(1),
+        "Most small files one compaction run looks at.")
+    SOURCE_SPLIT_OPEN_FILE_COST = ConfigOption(
+        "source.split.open-file-cost", 4 << 20, parse_memory_size, _at_least(0),
+        "Cost of opening a file, added to its size when files are packed into bins.")
+    # Not a Paimon option: Paimon's writers compact as they write unless write-only is set;
+    # this library's writers do not, and compaction after commits is asked for explicitly.
+    COMPACTION_POST_COMMIT = ConfigOption(
+        "compaction.post-commit.enabled", False, _parse_bool,
+        description="Compact the partitions a commit wrote to, as post-commit maintenance "
+                    "(never with write-only).")
     # Maintenance (snapshot / partition / consumer expiration).
     SNAPSHOT_NUM_RETAINED_MIN = ConfigOption("snapshot.num-retained.min", 10, _parse_int,
                                              _at_least(1), "Snapshots always kept.")

@@ -2,7 +2,7 @@
 
 Long operations (warehouse maintenance, orphan cleanup, expiration) accept an optional
 `progress` callable. It receives `ProgressEvent`s: the phase (`listing`, `reading metadata`,
-`deleting`, `maintaining`, ...), how much of it is done, the total when known, the unit, and
+`deleting`, `maintaining`, `compacting`, `committing`, ...), how much of it is done, the total when known, the unit, and
 the table concerned. Callbacks run in the thread doing the work and should be quick; an
 exception raised by a callback is logged and ignored, so a broken progress display never
 stops (or half-finishes) a deletion.
@@ -32,6 +32,8 @@ LISTING = "listing"
 READING = "reading metadata"
 DELETING = "deleting"
 MAINTAINING = "maintaining"
+COMPACTING = "compacting"
+COMMITTING = "committing"
 
 
 @dataclass(frozen=True)

@@ -332,5 +332,40 @@ class Table:
         """
         return TableCommit(self.store, commit_user, options)
 
+    # --- compaction ----------------------------------------------------------------------
+    def compact(self, partitions: Optional[Sequence[Mapping[str, Any]]] = None,
+                dry_run: bool = False, options: Optional[Mapping[str, Any]] = None,
+                progress=None):
+        """Rewrite the small data files of this (bucket-unaware append) table into files of
+        about `target-file-size` and commit one COMPACT snapshot (Paimon's rules and
+        options, see docs/compaction.md). Rows are not changed; every earlier snapshot and
+        tag reads as before; the old files go when snapshot expiration no longer needs them.
+
+        Args:
+            partitions: partition specs to compact, as for `drop_partitions`: a list of
+                dicts, possibly partial (`[{"dt": date(2024, 1, 1)}]`, `[{"hr": 3}]`);
+                None or the default partition name mean NULL. None: every partition.
+            dry_run: plan only; nothing is written or committed (sizes after: estimated).
+            options: dynamic table options for this compaction only (`target-file-size`,
+                `compaction.min.file-num`, `compaction.small-file-ratio`,
+                `compaction.file-num-limit`, `source.split.open-file-cost`).
+            progress: optional paimon_commit.progress callback.
+
+        Returns:
+            CompactResult: files and bytes before and after per partition, the COMPACT
+            snapshot id (None with nothing to compact or a dry run), timings; `to_dict()`.
+
+        Raises:
+            UnsupportedTableError: a table this library does not write (primary-key, fixed
+                bucket, ...), with the writer's message; before any I/O.
+            OptionError: a bad option or partition spec (before any I/O), or a partition
+                with no data files.
+            CompactionConflictError: input files were removed by a concurrent commit
+                (`moved_files` names them); the files written were deleted, nothing was
+                committed.
+        """
+        from .operations.compact import compact_table
+        return compact_table(self.store, partitions, dry_run, options, progress)
+
     def __repr__(self) -> str:
         return f"Table({self.path!r})"

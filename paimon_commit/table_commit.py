@@ -1,13 +1,18 @@
 """TableCommit: the commit object a job holds. FileStoreCommit plus post-commit maintenance.
 
-After every commit call: tag auto-creation and tag expiration, partition expiration, consumer
-expiration, snapshot expiration, then the batch tag (in that order; none with
-`write-only=true`). This is the order of Paimon's TableCommitImpl since 1.4.1 (1.3.x ran
+After every commit call: compaction of the partitions the commit wrote to (only with
+`compaction.post-commit.enabled=true`), tag auto-creation and tag expiration, partition
+expiration, consumer expiration, snapshot expiration, then the batch tag (in that order; none
+with `write-only=true`). This is the order of Paimon's TableCommitImpl since 1.4.1 (1.3.x ran
 consumer, snapshot, partition, then tags): a period's tag is taken on the snapshot that crossed
 the period boundary before snapshot expiration can remove that snapshot, an expired tag's files
 are freed by the snapshot expiration of the same run, and snapshot expiration, the slowest,
 comes last. The `batch` tag (`tag.automatic-creation=batch`, after one-shot batch commits) is
 taken at the very end, on the state the batch leaves, as Paimon's batch tag step runs after the
+commit. Compaction comes first, as Paimon's writers compact before the commit that their
+maintenance follows; a compaction that loses a conflict (another commit removed its input
+files meanwhile) is not a failure: it committed nothing, deleted what it wrote, is logged and
+recorded in `last_maintenance.compaction_conflict`, and those files are compacted after a later
 commit. `snapshot.expire.execution-mode`:
 - `sync`: in the committing thread;
 - `async`: on one background thread, in order.
@@ -26,7 +31,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, List, Mapping, Optional, Sequence
+from typing import Any, FrozenSet, Iterable, List, Mapping, Optional, Sequence
 
 from .errors import PaimonCommitError
 from .format.commit_message import CommitMessage
@@ -56,6 +61,8 @@ class MaintenanceResult:
     snapshots: Optional[ExpireResult] = None
     seconds: float = 0.0
     tags: Any = None                  # TagLifecycleResult or None
+    compaction: Any = None            # CompactResult or None
+    compaction_conflict: Optional[str] = None   # a compaction that lost a conflict: why
 
 
 class TableCommit:
@@ -70,11 +77,10 @@ class TableCommit:
 
     def __init__(self, store: FileStore, commit_user: Optional[str] = None,
                  options: Optional[Mapping[str, Any]] = None, clock=time.time):
-        if options:
-            merged = dict(store.schema.options)
-            merged.update({k: str(v).lower() if isinstance(v, bool) else str(v)
-                           for k, v in options.items()})
-            parsed = validate_options(merged)  # before any I/O
+        overrides = {k: str(v).lower() if isinstance(v, bool) else str(v)
+                     for k, v in (options or {}).items()}
+        if overrides:
+            parsed = validate_options({**store.schema.options, **overrides})  # before any I/O
         else:
             parsed = store.options
         self.store = store
@@ -94,6 +100,16 @@ class TableCommit:
         tag_config = TagLifecycleConfig.from_options(parsed)   # before any I/O
         self.tag_lifecycle = TagLifecycle(store, tag_config, clock=clock) \
             if tag_config.active and not self.write_only else None
+        self._compact_options = overrides
+        self.compaction = parsed["compaction.post-commit.enabled"] and not self.write_only
+        if self.compaction:   # a table compaction would refuse: say so now, before any I/O
+            from .errors import UnsupportedTableError
+            from .operations.compact import AppendCompaction
+            try:
+                AppendCompaction(store, options=overrides)
+            except UnsupportedTableError as e:
+                raise UnsupportedTableError(
+                    f"option 'compaction.post-commit.enabled' = 'true': {e}") from None
         self.last_result: Optional[CommitResult] = None
         self.last_maintenance: Optional[MaintenanceResult] = None
         self._error: Optional[Exception] = None
@@ -142,8 +158,9 @@ class TableCommit:
             MaintenanceError: an earlier maintenance run failed (nothing was committed).
         """
         self._start_call()
-        self.last_result = self._commit.commit(list(messages), commit_identifier)
-        self._maintain(commit_identifier)
+        messages = list(messages)
+        self.last_result = self._commit.commit(messages, commit_identifier)
+        self._maintain(commit_identifier, _written(messages))
         return self.last_result.snapshot_id
 
     def overwrite(self, messages: Sequence[CommitMessage],
@@ -161,8 +178,9 @@ class TableCommit:
             ValueError: a new file lies outside `partition`; and as commit().
         """
         self._start_call()
-        self.last_result = self._commit.overwrite(list(messages), partition, commit_identifier)
-        self._maintain(commit_identifier)
+        messages = list(messages)
+        self.last_result = self._commit.overwrite(messages, partition, commit_identifier)
+        self._maintain(commit_identifier, _written(messages))
         return self.last_result.snapshot_id
 
     def drop_partitions(self, partitions: Sequence[Mapping[str, Any]],
@@ -200,7 +218,8 @@ class TableCommit:
         results = self._commit.filter_and_commit(by_identifier)
         if results:
             self.last_result = results[-1]
-            self._maintain(max(by_identifier))
+            self._maintain(max(by_identifier),
+                           _written(m for ms in by_identifier.values() for m in ms))
         return [r.snapshot_id for r in results]
 
     last_abort = None   # AbortResult of the last abort(): what it deleted and kept, and why
@@ -239,24 +258,28 @@ class TableCommit:
                 f"{self._error!r} (nothing was committed by this call; open a new commit "
                 f"object to continue)") from self._error
 
-    def _maintain(self, identifier: Optional[int]) -> None:
+    def _maintain(self, identifier: Optional[int], written: FrozenSet[bytes] = frozenset()
+                  ) -> None:
+        """Run post-commit maintenance; `written`: the partitions (serialized) the commit
+        added files to, which post-commit compaction looks at."""
         if self.write_only or self._error is not None or \
                 (self.last_result is not None and self.last_result.already_committed):
             # A parked failure stops further runs (the next call raises it); a repeated
             # call published nothing to maintain.
             return
         if identifier is None:  # one-shot batch commit: inline, errors propagate
-            self._run_maintenance(identifier)
+            self._run_maintenance(identifier, written)
         elif self.async_mode:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(1, thread_name_prefix="paimon-maintenance")
-            self._last_future = self._executor.submit(self._guarded, identifier)
+            self._last_future = self._executor.submit(self._guarded, identifier, written)
         else:
-            self._guarded(identifier)
+            self._guarded(identifier, written)
 
-    def _guarded(self, identifier: Optional[int]) -> None:
+    def _guarded(self, identifier: Optional[int], written: FrozenSet[bytes] = frozenset()
+                 ) -> None:
         try:
-            self._run_maintenance(identifier)
+            self._run_maintenance(identifier, written)
         except Exception as e:  # noqa: BLE001 - parked, raised by the next commit
             # (Not BaseException: Ctrl-C or SystemExit in the committing thread must stop
             # the program now, not at the next commit.)
@@ -265,11 +288,23 @@ class TableCommit:
                 if self._error is None:
                     self._error = e
 
-    def _run_maintenance(self, identifier: Optional[int]) -> MaintenanceResult:
+    def _run_maintenance(self, identifier: Optional[int],
+                         written: FrozenSet[bytes] = frozenset()) -> MaintenanceResult:
         from .operations import maintenance_order as order
         t0 = time.perf_counter()
         result = MaintenanceResult()
         tags, consumer_ttl = self.tag_lifecycle, self.options["consumer.expiration-time"]
+
+        def compact() -> None:
+            from .operations.compact import AppendCompaction, CompactionConflictError
+            try:
+                result.compaction = AppendCompaction(
+                    self.store, options=self._compact_options, partition_rows=written).run()
+            except CompactionConflictError as e:
+                # Lost to a concurrent overwrite, drop, compaction or rollback: nothing was
+                # committed and its files are gone; the next commit's run tries again.
+                log.warning("post-commit compaction of %s: %s", self.store.path, e)
+                result.compaction_conflict = str(e)
 
         def expire_tags() -> None:
             result.tags = tags.before_expiration()
@@ -291,6 +326,7 @@ class TableCommit:
             result.tags = tags.after_batch_commit(result.tags)
 
         order.run_in_order({   # the order: operations/maintenance_order.py
+            order.COMPACTION: compact if self.compaction and written else None,
             order.TAGS: expire_tags if tags is not None else None,
             order.PARTITIONS: expire_partitions if self.partition_expire is not None else None,
             order.CONSUMERS: expire_consumers if consumer_ttl is not None else None,
@@ -336,3 +372,8 @@ class TableCommit:
     def __exit__(self, *exc) -> None:
         """close() with the default timeout."""
         self.close()
+
+
+def _written(messages: Iterable[CommitMessage]) -> FrozenSet[bytes]:
+    """The partitions (serialized, as in the manifests) that messages add files to."""
+    return frozenset(m.partition_bytes for m in messages if m.new_files)

@@ -2,7 +2,10 @@
 time, each with what its own options ask for.
 
 Per table, in the order of post-commit maintenance (operations/maintenance_order.py, which
-commits run too): tag expiration (`tag.time-expire-enabled`: tags past their retention),
+commits run too): compaction when asked (`compact=True`, `maintain --compact`: the small files
+of every partition, with the table's compaction options; tables this library does not write
+are left uncompacted with a warning, a compaction that loses a conflict fails the table after
+the other steps ran), tag expiration (`tag.time-expire-enabled`: tags past their retention),
 partition expiration (when `partition.expiration-time` is set), consumer expiration (when
 `consumer.expiration-time` is set), snapshot expiration (always, with the table's `snapshot.*`
 options); then orphan cleanup when asked. Tags are not created here: automatic tags are taken by commits, at the snapshot
@@ -78,6 +81,8 @@ class TableMaintenanceResult:
     consumers_expired: List[str] = field(default_factory=list)
     snapshots_expired: int = 0
     orphans_deleted: int = 0
+    compacted_files: int = 0                # small files rewritten (would be, in a dry run)
+    compact_snapshot_id: Optional[int] = None   # the COMPACT snapshot committed
     deleted_files: int = 0
     deleted_bytes: int = 0
     seconds: float = 0.0
@@ -103,6 +108,8 @@ class TableMaintenanceResult:
                 "consumers_expired": self.consumers_expired,
                 "snapshots_expired": self.snapshots_expired,
                 "orphans_deleted": self.orphans_deleted,
+                "compacted_files": self.compacted_files,
+                "compact_snapshot_id": self.compact_snapshot_id,
                 "deleted_files": self.deleted_files, "deleted_bytes": self.deleted_bytes,
                 "seconds": round(self.seconds, 6), "warnings": self.warnings,
                 "steps": self.steps}
@@ -195,8 +202,8 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
                    older_than_ms: Optional[int] = None, dry_run: bool = False,
                    clock: Callable[[], float] = time.time,
                    progress: Optional[ProgressCallback] = None,
-                   storage_options: Optional[Dict[str, str]] = None
-                   ) -> TableMaintenanceResult:
+                   storage_options: Optional[Dict[str, str]] = None,
+                   compact: bool = False) -> TableMaintenanceResult:
     """Maintain one table as its options ask (see the module docstring); never raises for a
     table-level problem, which is reported in the result instead.
 
@@ -209,6 +216,7 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
         clock: seconds since the epoch.
         progress: optional callback (phases per step).
         storage_options: how to reach the storage (`s3.endpoint`, ...).
+        compact: first compact the table's small files (Table.compact, every partition).
 
     Returns:
         TableMaintenanceResult with status `ok`, `failed` or `skipped`.
@@ -219,6 +227,7 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
     result = TableMaintenanceResult(name, path, dry_run=dry_run)
     step = "opening"
     tag_errors: List[str] = []
+    compact_errors: List[str] = []
     try:
         from .operations.expire import ExpireConfig
         from .operations.tag_lifecycle import TagLifecycleConfig
@@ -237,6 +246,7 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
             partition_expire = PartitionExpire(store, commit._commit,
                                                PartitionExpireConfig.from_options(options),
                                                clock=clock)
+        compaction = _compaction(store, result) if compact else None
         # Refuse to act on a table we cannot fully read: every snapshot file listed must
         # parse before anything is deleted (expiration re-checks what it touches).
         step = "reading metadata"
@@ -245,6 +255,8 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
             pass
         steps = _table_steps(store, options, tag_config, expire_config, partition_expire,
                              result, dry_run, clock, tag_errors)
+        steps[maintenance_order.COMPACTION] = _compaction_step(compaction, result, dry_run,
+                                                               compact_errors)
 
         def before_step(name_of_step: str) -> None:
             nonlocal step
@@ -276,17 +288,21 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
     except (PaimonCommitError, OSError, ValueError, TypeError, KeyError, RuntimeError) as e:
         result.status = "failed"
         result.reason = f"{step}: {type(e).__name__}: {e}"
-    if result.status == "ok" and tag_errors:
+    if result.status == "ok" and (tag_errors or compact_errors):
         result.status = "failed"
-        result.reason = "tag expiration: " + "; ".join(tag_errors)
+        result.reason = "; ".join(
+            ([f"{maintenance_order.COMPACTION}: " + "; ".join(compact_errors)]
+             if compact_errors else []) +
+            (["tag expiration: " + "; ".join(tag_errors)] if tag_errors else []))
     result.seconds = time.perf_counter() - t0
     if result.status != "ok":
         log.warning("maintain %s: %s (%s)", name, result.status, result.reason)
     return result
 
 
-_UNITS = {maintenance_order.TAGS: "tags", maintenance_order.PARTITIONS: "partitions",
-          maintenance_order.CONSUMERS: "consumers", maintenance_order.SNAPSHOTS: "snapshots"}
+_UNITS = {maintenance_order.COMPACTION: "files", maintenance_order.TAGS: "tags",
+          maintenance_order.PARTITIONS: "partitions", maintenance_order.CONSUMERS: "consumers",
+          maintenance_order.SNAPSHOTS: "snapshots"}
 
 
 def _table_steps(store, options, tag_config, expire_config, partition_expire,
@@ -337,6 +353,39 @@ def _table_steps(store, options, tag_config, expire_config, partition_expire,
             maintenance_order.SNAPSHOTS: snapshots}
 
 
+def _compaction(store, result: TableMaintenanceResult):
+    """The table's compaction, configured before anything changes (its options were
+    validated when the table was opened); None, with a warning, for a table this library
+    does not write (primary-key, fixed bucket, ...): its own writers compact it."""
+    from .operations.compact import AppendCompaction
+    try:
+        return AppendCompaction(store)
+    except UnsupportedTableError as e:
+        result.warnings.append(f"not compacted: {e}")
+        return None
+
+
+def _compaction_step(compaction, result: TableMaintenanceResult, dry_run: bool,
+                     errors: List[str]) -> Optional[Callable[[], None]]:
+    """The compaction step of maintain_table. A lost conflict (another commit removed its
+    inputs: nothing committed, its files deleted) goes to `errors`: the other steps still
+    run, and the table is failed."""
+    if compaction is None:
+        return None
+    from .operations.compact import CompactionConflictError
+
+    def run() -> None:
+        try:
+            r = compaction.run(dry_run=dry_run)
+        except CompactionConflictError as e:
+            errors.append(str(e))
+            return
+        result.compacted_files = r.rewritten_files
+        result.compact_snapshot_id = r.snapshot_id
+        result.steps["compaction"] = r.to_dict()
+    return run
+
+
 # Environment variables the storages read (endpoints, credentials, emulator switches).
 _STORAGE_ENV = ("AWS_", "GOOGLE_", "AZURE_", "AZURITE_", "HADOOP_", "ARROW_")
 
@@ -347,14 +396,14 @@ def _storage_env() -> Dict[str, str]:
 
 def _maintain_one(args: Tuple) -> Dict[str, Any]:
     """Process-pool entry point: returns the result as a dict (picklable)."""
-    path, name, orphans, older_than_ms, dry_run, storage_options, env = args
+    path, name, orphans, older_than_ms, dry_run, storage_options, env, compact = args
     # A fork server is started once per process and keeps the environment of that moment:
     # its workers would reach the store an earlier call pointed at, with its credentials.
     for k in [k for k in os.environ if k.startswith(_STORAGE_ENV) and k not in env]:
         del os.environ[k]
     os.environ.update(env)
     r = maintain_table(path, name, orphans, older_than_ms, dry_run,
-                       storage_options=storage_options)
+                       storage_options=storage_options, compact=compact)
     return r.__dict__
 
 
@@ -367,8 +416,8 @@ def maintain_warehouse(warehouse: str, database: Optional[str] = None,
                        workers: Optional[str] = None,
                        clock: Callable[[], float] = time.time,
                        tables: Optional[Sequence[TableRef]] = None,
-                       storage_options: Optional[Dict[str, str]] = None
-                       ) -> List[TableMaintenanceResult]:
+                       storage_options: Optional[Dict[str, str]] = None,
+                       compact: bool = False) -> List[TableMaintenanceResult]:
     """Maintain every table of a warehouse (see the module docstring), `parallelism` tables
     at a time, going on past tables that fail.
 
@@ -387,6 +436,8 @@ def maintain_warehouse(warehouse: str, database: Optional[str] = None,
         clock: seconds since the epoch.
         tables: maintain exactly these (skips discovery).
         storage_options: how to reach the storage (`s3.endpoint`, ...).
+        compact: first compact the small files of every table this library writes
+            (bucket-unaware append tables; the others get a warning).
 
     Returns:
         One TableMaintenanceResult per table, sorted by `db.table`.
@@ -417,11 +468,12 @@ def maintain_warehouse(warehouse: str, database: Optional[str] = None,
         for ref in refs:
             finished(maintain_table(ref.path, ref.full_name, orphans, older_than_ms, dry_run,
                                     clock, progress=_per_table(progress, len(results), total),
-                                    storage_options=storage_options))
+                                    storage_options=storage_options, compact=compact))
     elif workers == "thread":
         with concurrent.futures.ThreadPoolExecutor(parallelism) as pool:
             futures = [pool.submit(maintain_table, ref.path, ref.full_name, orphans,
-                                   older_than_ms, dry_run, clock, None, storage_options)
+                                   older_than_ms, dry_run, clock, None, storage_options,
+                                   compact)
                        for ref in refs]
             for f in concurrent.futures.as_completed(futures):
                 finished(f.result())
@@ -432,7 +484,7 @@ def maintain_warehouse(warehouse: str, database: Optional[str] = None,
                                                     mp_context=ctx) as pool:
             futures = {pool.submit(_maintain_one, (ref.path, ref.full_name, orphans,
                                                    older_than_ms, dry_run, storage_options,
-                                                   env)): ref
+                                                   env, compact)): ref
                        for ref in refs}
             for f in concurrent.futures.as_completed(futures):
                 ref = futures[f]

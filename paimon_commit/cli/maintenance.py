@@ -64,7 +64,7 @@ def cmd_maintain(args) -> Dict[str, Any]:
         results = maintain_warehouse(warehouse, orphans=args.orphans,
                                      older_than_ms=older, parallelism=args.parallelism,
                                      dry_run=args.dry_run, progress=progress, tables=tables,
-                                     storage_options=storage)
+                                     storage_options=storage, compact=args.compact)
     finally:
         if progress is not None:
             progress.close()
@@ -92,6 +92,9 @@ def _print_maintain(r: Dict[str, Any]) -> None:
                   f"{t['deleted_bytes']} bytes")
         else:
             print(f"{t['table']:<32} {t['status']:<8} {t['reason']}")
+        c = t["steps"].get("compaction")
+        if c is not None:
+            print(f"{'':<32} compact  {c['message']}")
         for w in t["warnings"]:
             print(f"{'':<32} warning  {w}")
     print(f"{len(r['tables'])} table(s): {r['ok']} ok, {r['failed']} failed, "
@@ -198,8 +201,8 @@ def add_commands(sub, command: Callable) -> None:
     c.add_argument("--dry-run", action="store_true", help="report, delete nothing")
 
     help_ = ("maintain every table of a warehouse (<warehouse>/<db>.db/<table>) as its options "
-             "ask: tag, partition, consumer and snapshot expiration, orphan cleanup with "
-             "--orphans; goes on past failing tables (exit code 1 if any failed)")
+             "ask: compaction with --compact, tag, partition, consumer and snapshot expiration, "
+             "orphan cleanup with --orphans; goes on past failing tables (exit code 1 if any failed)")
     m = sub.add_parser("maintain", help=help_, description=help_,
                        epilog="example:\n  paimon-commit maintain /data/wh --database sales "
                               "--orphans --older-than-duration '2 d' --parallelism 4",
@@ -213,6 +216,9 @@ def add_commands(sub, command: Callable) -> None:
     m.add_argument("--table", dest="table_glob", metavar="GLOB",
                    help="only tables whose name matches (db.table when the glob has a dot)")
     m.add_argument("--orphans", action="store_true", help="also remove orphan files")
+    m.add_argument("--compact", action="store_true",
+                   help="first compact the small files of every append table this library "
+                        "writes (each table's compaction options)")
     m.add_argument("--older-than-duration", type=duration, metavar="DURATION",
                    help="orphans must be older than this (default '1 d')")
     m.add_argument("--parallelism", type=int_at_least(1), default=2,

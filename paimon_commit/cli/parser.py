@@ -6,6 +6,7 @@ import functools
 
 from ..io.uri import redact_uris_in
 from .args import duration, int_at_least, key_value, timestamp_ms
+from .compaction import add_compact_command
 from .maintenance import add_commands
 from .tables import (cmd_create_tag, cmd_delete_tag, cmd_drop_partition, cmd_expire_partitions,
                      cmd_expire_snapshots, cmd_info, cmd_remove_orphan_files, cmd_rollback_to,
@@ -116,5 +117,6 @@ def build_parser() -> argparse.ArgumentParser:
     g = c.add_mutually_exclusive_group(required=True)
     g.add_argument("--snapshot", type=int_at_least(1))
     g.add_argument("--tag")
+    add_compact_command(command)
     add_commands(sub, command)   # expire-tags, maintain, report, patterns
     return p

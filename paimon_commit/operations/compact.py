@@ -24,7 +24,7 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass, replace
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
 
@@ -33,6 +33,7 @@ from ..format.manifest import DataFileMeta, FileKind, ManifestEntry
 from ..format.schema import TableSchema
 from ..format.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
 from ..options import validate_options
+from ..progress import COMMITTING, COMPACTING, READING, ProgressCallback, Throttle, emit
 from ..store import FileStore, PartitionSpec, SchemaManager
 from ..writer import TableWriter, message_paths
 from .commit import CommitConfig, CommitResult, FileStoreCommit
@@ -69,7 +70,13 @@ class AppendCompaction:
 
     def __init__(self, store: FileStore, partitions: Optional[Sequence[Mapping[str, Any]]] = None,
                  options: Optional[Mapping[str, Any]] = None,
-                 commit_user: Optional[str] = None):
+                 commit_user: Optional[str] = None,
+                 partition_rows: Optional[Collection[bytes]] = None,
+                 progress: Optional[ProgressCallback] = None):
+        """Args beyond the class docstring's: `partition_rows`, serialized partitions (as
+        in the manifests) to look at instead of `partitions`, e.g. those a commit just
+        wrote (one without small files is simply left alone: no error); `progress`, an
+        optional paimon_commit.progress callback."""
         overrides = _option_strings(options)
         merged = {**store.schema.options, **overrides}
         try:
@@ -82,7 +89,10 @@ class AppendCompaction:
         self.store = replace(store, options=parsed)
         self.store.check_writable()
         self.specs = _partition_specs(self.store, partitions)
+        self.partition_rows = None if partition_rows is None else frozenset(partition_rows)
         self.commit_user = commit_user or f"compact-{uuid.uuid4()}"
+        self.progress = progress
+        self._throttle = Throttle(progress)
         self._schemas: Dict[int, TableSchema] = {store.schema.id: store.schema}
 
     # --- planning ------------------------------------------------------------------------
@@ -101,20 +111,24 @@ class AppendCompaction:
                     matched[i] = hit = True
             return hit
 
+        emit(self.progress, READING, 0, None, "snapshots", st.path)
         if latest is None:
             plan = CompactPlan(None, (), {})
         else:
             # Deletion vectors hide rows of live files: a rewrite ignoring them would bring
             # deleted rows back.
             st.check_readable(latest)
-            plan = plan_compaction(st.live_entries(latest), self.options,
-                                   st.manifests.decode_partition, wanted,
-                                   self._schema_problem, latest.id)
-        unknown = [s.spec for s, hit in zip(self.specs, matched) if not hit]
+            entries = st.live_entries(latest)
+            if self.partition_rows is not None:
+                entries = [e for e in entries if e.partition in self.partition_rows]
+            plan = plan_compaction(entries, self.options, st.manifests.decode_partition,
+                                   wanted, self._schema_problem, latest.id)
+        unknown = [s for s, hit in zip(self.specs, matched) if not hit]
         if unknown:
             where = f"snapshot {latest.id}" if latest else "the table (it has no snapshot)"
+            names = "; ".join(_spec_text(s, st.default_partition_name) for s in unknown)
             raise OptionError(f"compaction of {st.path}: no data files in partition(s) "
-                              f"{unknown} in {where}")
+                              f"{names} in {where}")
         for name, why in plan.skipped:
             log.warning("compaction of %s leaves %s alone: %s", st.path, name, why)
         return plan
@@ -141,6 +155,9 @@ class AppendCompaction:
         so far are deleted and the error is raised."""
         done: List[_Rewritten] = []
         ratio = _Ratio()
+        self._rewritten_inputs = 0
+        self._total_inputs = sum(len(t.files) for t in plan.tasks)
+        self._throttle(COMPACTING, 0, self._total_inputs, "files", self.store.path)
         try:
             for task in plan.tasks:
                 self._rewrite_task(task, ratio, done)
@@ -181,6 +198,9 @@ class AppendCompaction:
                         f"lost); nothing is committed", [path]) from None
                 writer.write_arrow(data)
                 fed += e.file.file_size
+                self._rewritten_inputs += 1
+                self._throttle(COMPACTING, self._rewritten_inputs, self._total_inputs, "files",
+                               self.store.path)
                 if fed >= per_file and len(out.files) < parts - 1:
                     self._roll(writer, task, out, fed, ratio)
                     fed = 0
@@ -293,6 +313,7 @@ class AppendCompaction:
             return changes
 
         committer = FileStoreCommit(st, self.commit_user, CommitConfig.from_options(st.options))
+        emit(self.progress, COMMITTING, 0, 1, "snapshots", st.path)
         try:
             return committer._run(at, CommitKind.COMPACT, BATCH_COMMIT_IDENTIFIER,
                                   check_conflicts=True)
@@ -418,6 +439,11 @@ def _option_strings(options: Optional[Mapping[str, Any]]) -> Dict[str, str]:
             for k, v in options.items()}
 
 
+def _spec_text(spec: PartitionSpec, default_name: str) -> str:
+    """A partition spec as the command line takes it: `dt=2024-01-01,hr=7`."""
+    return ",".join(f"{k}={default_name if v is None else v}" for k, v in spec.spec.items())
+
+
 def _partition_specs(store: FileStore, partitions: Optional[Sequence[Mapping[str, Any]]]
                      ) -> List[PartitionSpec]:
     if partitions is None:
@@ -440,7 +466,8 @@ def _partition_specs(store: FileStore, partitions: Optional[Sequence[Mapping[str
 
 def compact_table(table_or_store: Union[Any, str], partitions: Optional[Sequence[Mapping[
                   str, Any]]] = None, dry_run: bool = False,
-                  options: Optional[Mapping[str, Any]] = None) -> CompactResult:
+                  options: Optional[Mapping[str, Any]] = None,
+                  progress: Optional[ProgressCallback] = None) -> CompactResult:
     """Compact the small files of a bucket-unaware append table (Paimon's rules and options:
     target-file-size, compaction.small-file-ratio, compaction.min.file-num,
     compaction.file-num-limit, source.split.open-file-cost).
@@ -450,6 +477,8 @@ def compact_table(table_or_store: Union[Any, str], partitions: Optional[Sequence
         partitions: partition specs (dicts, possibly partial) to compact; None: all.
         dry_run: plan only; nothing is written or committed.
         options: dynamic options on top of the table's, for this compaction only.
+        progress: optional paimon_commit.progress callback (reading metadata, compacting
+            files, committing).
 
     Returns:
         CompactResult; `nothing_to_compact` when no partition has enough small files
@@ -471,4 +500,4 @@ def compact_table(table_or_store: Union[Any, str], partitions: Optional[Sequence
     else:
         raise TypeError(f"compact_table expects a Table, a FileStore or a path, got "
                         f"{type(table_or_store).__name__}")
-    return AppendCompaction(store, partitions, options).run(dry_run=dry_run)
+    return AppendCompaction(store, partitions, options, progress=progress).run(dry_run=dry_run)

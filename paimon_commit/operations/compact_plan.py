@@ -25,51 +25,20 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..errors import OptionError
 from ..format.manifest import ManifestEntry
 from ..format.schema import TableSchema
-from ..options import ConfigOption, CoreOptions, parse_memory_size
+from ..options import ConfigOption, CoreOptions
 
 __all__ = ["CompactOptions", "CompactTask", "CompactPlan", "plan_compaction",
            "COMPACT_OPTIONS", "evolution_problem"]
 
 
-def _parse_int(text: Any, what: str) -> int:
-    if isinstance(text, bool):
-        raise OptionError(f"{what}: expected an integer, got {text!r}")
-    try:
-        return int(str(text).strip())
-    except ValueError:
-        raise OptionError(f"{what}: expected an integer, got {text!r}") from None
-
-
-def _parse_ratio(text: Any, what: str) -> float:
-    if isinstance(text, bool):
-        raise OptionError(f"{what}: expected a number, got {text!r}")
-    try:
-        return float(str(text).strip())
-    except ValueError:
-        raise OptionError(f"{what}: expected a number, got {text!r}") from None
-
-
-# Paimon's names and defaults for append tables (CoreOptions). target-file-size is a declared
-# table option already (options.py); these are read only by compaction.
-SMALL_FILE_RATIO = ConfigOption(
-    "compaction.small-file-ratio", 0.7, _parse_ratio,
-    lambda v: None if 0 < v <= 1 else "must be > 0 and <= 1",
-    "Files smaller than target-file-size times this ratio are compacted.")
-MIN_FILE_NUM = ConfigOption(
-    "compaction.min.file-num", 5, _parse_int,
-    lambda v: None if v >= 1 else "must be >= 1",
-    "Fewest small files of a partition that make a compaction task.")
-FILE_NUM_LIMIT = ConfigOption(
-    "compaction.file-num-limit", 100_000, _parse_int,
-    lambda v: None if v >= 1 else "must be >= 1",
-    "Most small files one compaction run looks at.")
-OPEN_FILE_COST = ConfigOption(
-    "source.split.open-file-cost", 4 << 20, parse_memory_size,
-    lambda v: None if v >= 0 else "must be >= 0",
-    "Cost of opening a file, added to its size when files are packed into bins.")
+# Paimon's names and defaults for append tables, declared with every other option in
+# options.py (validated wherever table options are); these are read only by compaction.
+SMALL_FILE_RATIO = CoreOptions.COMPACTION_SMALL_FILE_RATIO
+MIN_FILE_NUM = CoreOptions.COMPACTION_MIN_FILE_NUM
+FILE_NUM_LIMIT = CoreOptions.COMPACTION_FILE_NUM_LIMIT
+OPEN_FILE_COST = CoreOptions.SOURCE_SPLIT_OPEN_FILE_COST
 COMPACT_OPTIONS: Tuple[ConfigOption, ...] = (SMALL_FILE_RATIO, MIN_FILE_NUM, FILE_NUM_LIMIT,
                                              OPEN_FILE_COST)
 

@@ -3,7 +3,12 @@
 (warehouse.maintain_table), each with its own steps, so the two cannot drift apart.
 
 The order is Paimon's TableCommitImpl's since 1.4.1 (1.3.x ran consumer, snapshot, partition,
-then tags):
+then tags), with compaction first:
+0. compaction (only when asked: `compaction.post-commit.enabled` after commits, `--compact`
+   for a warehouse), as Paimon's writers compact before the commit whose maintenance follows:
+   the COMPACT snapshot is then what tags are taken on and what the expirations see, and the
+   small files it replaces become reclaimable by snapshot expiration once no retained
+   snapshot uses them;
 1. tag expiration (and, after commits, automatic tag creation): a period's tag is taken on the
    snapshot that crossed the period boundary before snapshot expiration can remove that
    snapshot, and an expired tag's files are freed by the snapshot expiration of the same run;
@@ -17,15 +22,16 @@ from __future__ import annotations
 
 from typing import Callable, Mapping, Optional
 
-__all__ = ["TAGS", "PARTITIONS", "CONSUMERS", "SNAPSHOTS", "BATCH_TAG", "ORDER",
+__all__ = ["COMPACTION", "TAGS", "PARTITIONS", "CONSUMERS", "SNAPSHOTS", "BATCH_TAG", "ORDER",
            "run_in_order"]
 
+COMPACTION = "compaction"
 TAGS = "tag expiration"
 PARTITIONS = "partition expiration"
 CONSUMERS = "consumer expiration"
 SNAPSHOTS = "snapshot expiration"
 BATCH_TAG = "batch tag"
-ORDER = (TAGS, PARTITIONS, CONSUMERS, SNAPSHOTS, BATCH_TAG)
+ORDER = (COMPACTION, TAGS, PARTITIONS, CONSUMERS, SNAPSHOTS, BATCH_TAG)
 
 
 def run_in_order(steps: Mapping[str, Optional[Callable[[], None]]],
