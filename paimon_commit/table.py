@@ -18,6 +18,7 @@ from .format.manifest import DataFileMeta, ManifestEntry
 from .format.schema import TableSchema
 from .format.snapshot import Consumer, Snapshot, Tag
 from .operations.tag_ops import RollbackResult, TagDeleteResult, TagOperations
+from .option_names import check_table_option_names
 from .options import parse_duration_ms, validate_options
 from .tags import ConsumerManager, TagManager
 from .store import FileStore, SchemaManager, write_refusal
@@ -133,6 +134,7 @@ class Table:
             OptionError: an option is invalid.
         """
         path = str(path)
+        check_table_option_names(options)   # a typo of a Paimon name: a warning
         table_schema = TableSchema.from_arrow(schema, list(partition_keys), options,
                                               time_millis=int(time.time() * 1000))
         parsed = validate_options(table_schema.options)

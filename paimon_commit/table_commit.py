@@ -32,6 +32,7 @@ from .errors import PaimonCommitError
 from .format.commit_message import CommitMessage
 from .operations.commit import CommitConfig, CommitResult, FileStoreCommit
 from .operations.expire import ExpireConfig, ExpireResult, ExpireSnapshots
+from .option_names import check_table_option_names
 from .options import validate_options
 from .store import FileStore
 from .tags import ConsumerManager
@@ -71,6 +72,9 @@ class TableCommit:
     def __init__(self, store: FileStore, commit_user: Optional[str] = None,
                  options: Optional[Mapping[str, Any]] = None, clock=time.time):
         if options:
+            check_table_option_names(options, "commit option",
+                                     "ignored: only Paimon's options act on a commit",
+                                     stacklevel=4)
             merged = dict(store.schema.options)
             merged.update({k: str(v).lower() if isinstance(v, bool) else str(v)
                            for k, v in options.items()})

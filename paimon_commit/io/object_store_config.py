@@ -5,13 +5,16 @@ from __future__ import annotations
 import base64
 import datetime
 import json
+import logging
 import os
-from typing import Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 from ..errors import OptionError
 from .uri import GCS_SCHEMES, S3_SCHEMES, redact_uri, split_credentials
 
-__all__ = ["storage_options", "build_store"]
+log = logging.getLogger(__name__)
+
+__all__ = ["storage_options", "build_store", "STORAGE_OPTION_NAMES", "check_storage_options"]
 
 # Paimon's (and Hadoop S3A's, and pypaimon's) option names -> obstore's S3 config keys.
 _S3_OPTIONS = {
@@ -45,6 +48,59 @@ _STORAGE_PREFIXES = ("s3.", "fs.s3a.", "fs.s3.", "fs.gs.", "gcs.", "gs.", "fs.az
                      "aws_", "google_", "azure_", "object-store.")
 
 
+_RETRY_OPTIONS = ("object-store.max-retries", "object-store.retry-timeout-seconds")
+# Every storage option name this library reads (obstore's own aws_*/google_*/azure_* keys are
+# checked by obstore when the store is built, before any request).
+STORAGE_OPTION_NAMES = frozenset(
+    set(_S3_OPTIONS) | set(_S3_PATH_STYLE) | set(_GCS_OPTIONS) | set(_AZURE_OPTIONS)
+    | set(_RETRY_OPTIONS))
+_NATIVE_PREFIXES = ("aws_", "google_", "azure_")
+_AZURE_ACCOUNT_KEY = "fs.azure.account.key."   # fs.azure.account.key.<account>.<host> = key
+# Paimon's own storage prefixes: a key under one of them that we do not read is a typo or an
+# option this library does not support (Hadoop's fs.* keys are many; only a near miss of one
+# of ours is refused outside the command line).
+_PAIMON_STORAGE_PREFIXES = ("s3.", "gs.", "gcs.", "azure.", "object-store.")
+
+
+def _storage_problem(key: str, strict: bool, what: str) -> Optional[str]:
+    """Why `key` is not a storage option this library reads (None when it is, or when it is
+    left alone outside `strict` mode)."""
+    from ..option_names import CORE_OPTION_NAMES, OTHER_PAIMON_OPTION_NAMES, closest_name
+    from ..options import OPTIONS
+    k = key.lower()
+    if k in STORAGE_OPTION_NAMES or k.startswith(_NATIVE_PREFIXES) \
+            or (k.startswith(_AZURE_ACCOUNT_KEY) and k.count(".") >= 4):
+        return None
+    near = closest_name(k, STORAGE_OPTION_NAMES, cutoff=0.8)
+    if near is not None:
+        return f"unknown {what} {key!r}: did you mean {near!r}?"
+    if not strict:
+        if k.startswith(_PAIMON_STORAGE_PREFIXES):
+            log.warning("storage option %r is not one this library reads: ignored", key)
+        return None
+    if key in OPTIONS or key in CORE_OPTION_NAMES or key in OTHER_PAIMON_OPTION_NAMES:
+        return (f"{what} {key!r} is a table option, not a storage option: storage options "
+                f"set how the table is reached (s3.endpoint, s3.access-key, ...; see README "
+                f"Storage)")
+    return (f"unknown {what} {key!r}: storage options are those of README Storage "
+            f"(s3.endpoint, s3.access-key, fs.s3a.endpoint, gs.service-account-file, "
+            f"azure.account-name, object-store.max-retries, ...) and obstore's "
+            f"aws_*/google_*/azure_* keys")
+
+
+def check_storage_options(options: Optional[Mapping[str, Any]], strict: bool = False,
+                          what: str = "storage option") -> None:
+    """Refuse (OptionError, before any I/O) a storage option this library does not read and
+    that looks like a typo of one it does (`s3.endpiont`), or, `strict` (the command line's
+    `--option`, which takes storage options only), any option it does not read. Outside strict
+    mode other unknown keys are left alone (a Paimon catalog's s3.* settings for Hadoop, or
+    Spark's mixed option maps), with a logged warning for s3.*/gs.*/azure.* ones."""
+    for key in (options or {}):
+        problem = _storage_problem(str(key), strict, what)
+        if problem:
+            raise OptionError(problem)
+
+
 def storage_options(options: Mapping[str, str], path: Optional[str] = None) -> Dict[str, str]:
     """The storage options among `options` (Paimon's `s3.*`, Hadoop's `fs.s3a.*`, ...), plus
     the credentials of `path`'s user-info (uri.split_credentials: they win over the options,
@@ -55,6 +111,10 @@ def storage_options(options: Mapping[str, str], path: Optional[str] = None) -> D
     if path:
         out = split_credentials(path, out)[1]
     return out
+
+
+def _first(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
 
 
 def _truthy(value: str) -> bool:
@@ -170,8 +230,16 @@ def build_store(scheme: str, bucket: str, account: Optional[str],
         kind, cls = "azure", AzureStore
     if endpoint and endpoint.lower().startswith("http://"):
         client["allow_http"] = True
-    store = cls(bucket, config=config or None, client_options=client or None,
-                retry_config=_retry_config(lower))
+    from obstore.exceptions import UnknownConfigurationKeyError
+    try:
+        store = cls(bucket, config=config or None, client_options=client or None,
+                    retry_config=_retry_config(lower))
+    except UnknownConfigurationKeyError as e:   # an aws_*/google_*/azure_* key obstore lacks
+        bad = next((k for k in config if f"'{k}'" in str(e)), None)
+        store_name = {"s3": "S3", "gcs": "GCS", "azure": "Azure"}[kind]
+        raise OptionError(f"unknown storage option {bad!r}: not a key of obstore's "
+                          f"{store_name} store (see README Storage)" if bad else
+                          f"unknown storage option: {_first(e)}") from None
     secrets = [v for k, v in config.items()
                if v and len(v) >= 4 and any(w in k for w in _SECRET_WORDS)]
     if creds:
