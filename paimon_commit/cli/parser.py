@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import functools
+import re
+from typing import Dict, List
 
 from ..io.uri import redact_uris_in
-from .args import duration, int_at_least, key_value, timestamp_ms
+from .args import duration, int_at_least, key_value, past_timestamp_ms
 from .maintenance import add_commands
 from .tables import (cmd_create_tag, cmd_delete_tag, cmd_drop_partition, cmd_expire_partitions,
                      cmd_expire_snapshots, cmd_info, cmd_remove_orphan_files, cmd_rollback_to,
@@ -23,12 +26,62 @@ printed.
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse, except that its errors quote arguments with URI credentials redacted
-    (`unrecognized arguments: s3://KEY:SECRET@...`). Subcommands' parsers are of this class
-    too."""
+    """argparse, with what a destructive tool's users need:
+    - no abbreviations (`--dry` is not `--dry-run`: a tool that deletes does not guess);
+    - errors name the flag and the value as typed (`--older-than-duration '-1 d' must not be
+      negative`), with a "did you mean" for a mistyped flag, command or choice, under the
+      usage of the sub-command they belong to;
+    - arguments with URI credentials are redacted (`unrecognized arguments: s3://KEY:SECRET@...`).
+    Subcommands' parsers are of this class too."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def parse_args(self, args=None, namespace=None):
+        ns, extras = self.parse_known_args(args, namespace)
+        if extras:   # argparse would complain under the top-level usage, with no suggestion
+            commands: Dict[str, argparse.ArgumentParser] = {}
+            for a in self._actions:
+                if isinstance(a, argparse._SubParsersAction):
+                    commands = a.choices
+            target = commands.get(getattr(ns, "command", None), self)
+            target.error(_unrecognized(extras, target, self))
+        return ns
 
     def error(self, message: str):
-        super().error(redact_uris_in(message))
+        super().error(redact_uris_in(_in_user_words(message)))
+
+
+def _in_user_words(message: str) -> str:
+    """argparse's `argument --flag: 'value' problem` as `--flag 'value' problem`; a choice typo
+    gets the nearest choice."""
+    m = re.match(r"argument ([^:]+): (.*)$", message, re.S)
+    if m:
+        flag = m.group(1).split("/")[-1]   # "-v/--verbose" -> "--verbose"
+        text = m.group(2)
+        choice = re.match(r"invalid choice: '([^']*)' \(choose from (.*)\)$", text)
+        if choice:
+            options = re.findall(r"'([^']*)'", choice.group(2))
+            near = difflib.get_close_matches(choice.group(1), options, n=1, cutoff=0.6)
+            text = f"{choice.group(1)!r} is not one of {', '.join(options)}" + \
+                (f": did you mean {near[0]!r}?" if near else "")
+        message = f"{flag} {text}" if text.startswith("'") else f"{flag}: {text}"
+    return message
+
+
+def _unrecognized(extras: List[str], parser: argparse.ArgumentParser,
+                  top: argparse.ArgumentParser) -> str:
+    """`unrecognized argument '--retian-min': did you mean '--retain-min'?`"""
+    flags = [f for p in (parser, top) for f in p._option_string_actions if f.startswith("--")]
+    for arg in extras:
+        if arg.startswith("-"):
+            typed = arg.split("=", 1)[0]
+            near = difflib.get_close_matches(typed, flags, n=1, cutoff=0.6)
+            return f"unrecognized argument {typed!r}" + \
+                (f": did you mean {near[0]!r}?" if near else
+                 f" (see `{parser.prog} --help`)")
+    return f"unrecognized arguments: {' '.join(extras)}"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -66,8 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
                 "--time-retained '1 d' --dry-run")
     c.add_argument("--retain-min", type=int_at_least(1), help="snapshots always kept")
     c.add_argument("--retain-max", type=int_at_least(1), help="snapshots kept at most")
-    c.add_argument("--older-than", type=timestamp_ms, metavar="'YYYY-MM-DD HH:MM:SS'",
-                   help="expire snapshots replaced before this local time")
+    c.add_argument("--older-than", type=past_timestamp_ms, metavar="'YYYY-MM-DD HH:MM:SS'",
+                   help="expire snapshots replaced before this local time (must be in the "
+                        "past)")
     c.add_argument("--time-retained", type=duration, metavar="DURATION",
                    help="e.g. '1 h', '7 d' (default: the table's snapshot.time-retained)")
     c.add_argument("--max-deletes", type=int_at_least(0),
@@ -90,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
                 "default)",
                 "paimon-commit remove-orphan-files /data/wh/db.db/events "
                 "--older-than-duration '2 d' --dry-run")
-    c.add_argument("--older-than", type=timestamp_ms, metavar="'YYYY-MM-DD HH:MM:SS'",
+    c.add_argument("--older-than", type=past_timestamp_ms, metavar="'YYYY-MM-DD HH:MM:SS'",
                    help="only files modified before this local time (must be in the past)")
     c.add_argument("--older-than-duration", type=duration, metavar="DURATION",
                    help="only files older than this, e.g. '1 d' (default '1 d')")

@@ -10,7 +10,7 @@ from typing import Any, Dict
 from ..progress import terminal_progress
 from ..table import Table
 from . import context
-from .args import InvalidInput
+from .args import InvalidInput, orphan_age
 
 __all__ = ["cmd_snapshots", "cmd_tags", "cmd_info", "cmd_drop_partition",
            "cmd_expire_snapshots", "cmd_expire_partitions", "cmd_remove_orphan_files",
@@ -65,6 +65,7 @@ def cmd_remove_orphan_files(args) -> Dict[str, Any]:
     from ..operations.orphan import CleanContext, OrphanFilesCleaner
     if args.older_than is not None and args.older_than_duration is not None:
         raise InvalidInput("give --older-than or --older-than-duration, not both")
+    orphan_age("--older-than-duration", args.older_than_duration)
     older = args.older_than
     if args.older_than_duration is not None:
         older = int(time.time() * 1000) - args.older_than_duration

@@ -7,6 +7,7 @@ import datetime
 import json
 import logging
 import os
+import urllib.parse
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from ..errors import OptionError
@@ -117,6 +118,28 @@ def _first(e: BaseException) -> str:
     return (str(e).strip().splitlines() or [type(e).__name__])[0]
 
 
+# How obstore finds S3 credentials other than the instance metadata: a key in the options or
+# the environment, a web identity or container credentials, or unsigned requests by request.
+_S3_CREDENTIAL_KEYS = ("access_key_id", "skip_signature", "web_identity_token_file",
+                       "container_credentials_relative_uri", "container_credentials_full_uri",
+                       "metadata_endpoint")
+
+
+def _is_aws(endpoint: str) -> bool:
+    """AWS's own endpoint (on EC2 the instance metadata is where credentials come from)."""
+    host = urllib.parse.urlsplit(endpoint if "://" in endpoint else f"//{endpoint}").hostname
+    return bool(host) and (host.endswith(".amazonaws.com") or host.endswith(".amazonaws.com.cn"))
+
+
+def _s3_credentials_given(config: Mapping[str, str]) -> bool:
+    for key in _S3_CREDENTIAL_KEYS:
+        value = config.get(key) or config.get(f"aws_{key}") \
+            or os.environ.get(f"AWS_{key.upper()}")
+        if value and (key != "skip_signature" or _truthy(value)):
+            return True
+    return False
+
+
 def _truthy(value: str) -> bool:
     return str(value).strip().lower() in ("true", "1", "yes")
 
@@ -191,6 +214,15 @@ def build_store(scheme: str, bucket: str, account: Optional[str],
             or config.get("aws_endpoint") or os.environ.get("AWS_ENDPOINT_URL") \
             or os.environ.get("AWS_ENDPOINT")
         kind, cls = "s3", S3Store
+        if endpoint and not _is_aws(endpoint) and not _s3_credentials_given(config):
+            # obstore would go on to the cloud instance-metadata address (169.254.169.254) for
+            # credentials: a request to a third host, that fails as "access denied".
+            raise OptionError(
+                f"no credentials found for s3://{bucket} (endpoint {redact_uri(endpoint)}): "
+                f"give them with --option s3.access-key=... --option s3.secret-key=... (in "
+                f"Python: storage options of those names), in the URI "
+                f"(s3://KEY:SECRET@{bucket}/...) or as AWS_ACCESS_KEY_ID and "
+                f"AWS_SECRET_ACCESS_KEY; for a bucket that needs none, aws_skip_signature=true")
     elif scheme in GCS_SCHEMES:
         config = _native_options(lower, _GCS_OPTIONS, "google_")
         endpoint = _gcs_base_url(config)

@@ -72,3 +72,95 @@ def test_known_storage_options_are_accepted(capsys, written, table_path):
                        "--option", "fs.s3a.path.style.access=true", "--option",
                        "aws_allow_http=true")
     assert code == 0, err
+
+
+# --- errors in the user's words ------------------------------------------------------------
+
+def usage_and_error(capsys, argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    lines = err.splitlines()
+    return lines[0], lines[-1]
+
+
+def assert_refused_by_parser(capsys, table_path, argv, error):
+    """argparse: the sub-command's usage, then one error line equal to `error`."""
+    before = files_under(table_path)
+    first, last = usage_and_error(capsys, argv)
+    assert first.startswith(f"usage: paimon-commit {argv[0]} ")
+    assert last == f"paimon-commit {argv[0]}: error: {error}"
+    assert files_under(table_path) == before
+
+
+@pytest.mark.parametrize("argv, error", [
+    (["remove-orphan-files", "{t}", "--older-than-duration", "-1 d"],
+     "--older-than-duration '-1 d' must not be negative"),
+    (["expire-snapshots", "{t}", "--time-retained", "-1 h"],
+     "--time-retained '-1 h' must not be negative"),
+    (["expire-partitions", "{t}", "--expiration-time", "-30 d"],
+     "--expiration-time '-30 d' must not be negative"),
+    (["create-tag", "{t}", "x", "--time-retained", "-1 d"],
+     "--time-retained '-1 d' must not be negative"),
+    (["expire-snapshots", "{t}", "--time-retained", "soon"],
+     "--time-retained 'soon' is an invalid duration (expected e.g. '500 ms', '30 s', "
+     "'10 min', '1 h', '7 d')"),
+    (["expire-snapshots", "{t}", "--retain-min", "0"], "--retain-min '0' must be >= 1"),
+    (["expire-snapshots", "{t}", "--retain-min", "three"], "--retain-min 'three' is not an integer"),
+    (["expire-snapshots", "{t}", "--older-than", "yesterday"],
+     "--older-than 'yesterday' is an invalid timestamp (expected 'YYYY-MM-DD HH:MM:SS', "
+     "local time)"),
+    (["remove-orphan-files", "{t}", "--mode", "distribute"],
+     "--mode 'distribute' is not one of local, distributed: did you mean 'distributed'?"),
+    (["expire-snapshots", "{t}", "--retian-min", "3"],
+     "unrecognized argument '--retian-min': did you mean '--retain-min'?"),
+    (["expire-snapshots", "{t}", "--retain-min=3", "--dryrun"],
+     "unrecognized argument '--dryrun': did you mean '--dry-run'?"),
+    # No abbreviations: a tool that deletes does not guess what `--dry` means.
+    (["expire-snapshots", "{t}", "--dry"],
+     "unrecognized argument '--dry': did you mean '--dry-run'?"),
+    (["remove-orphan-files", "{t}", "--older-than-dur", "2 d"],
+     "unrecognized argument '--older-than-dur': did you mean '--older-than-duration'?"),
+    (["maintain", "{wh}", "--orphan"], "unrecognized argument '--orphan': did you mean "
+                                       "'--orphans'?"),
+])
+def test_errors_quote_the_flag_and_value_as_typed(capsys, written, table_path, argv, error):
+    wh = table_path.parent.parent
+    argv = [a.format(t=table_path, wh=wh) for a in argv]
+    assert_refused_by_parser(capsys, wh, argv, error)
+
+
+def test_a_command_typo_gets_a_suggestion(capsys):
+    first, last = usage_and_error(capsys, ["expire-snapshot", "/nowhere"])
+    assert first == "usage: paimon-commit [-h] [-v] COMMAND ..."
+    assert last.startswith("paimon-commit: error: COMMAND 'expire-snapshot' is not one of ")
+    assert last.endswith(": did you mean 'expire-snapshots'?")
+
+
+@pytest.mark.parametrize("command", ["expire-snapshots", "expire-tags", "remove-orphan-files"])
+def test_a_future_cutoff_is_refused_by_every_command(capsys, written, table_path, command):
+    # Regression: expire-snapshots took a future --older-than and expired every snapshot the
+    # retention allowed, while remove-orphan-files refused it.
+    table_path_files = files_under(table_path)
+    first, last = usage_and_error(capsys, [command, table_path, "--older-than",
+                                           "2999-01-01 00:00:00"])
+    assert first.startswith(f"usage: paimon-commit {command} ")
+    assert last.startswith(f"paimon-commit {command}: error: --older-than '2999-01-01 00:00:00' "
+                           f"is not in the past (it is ")
+    assert last.endswith(" now, local time): a cutoff must be a past time")
+    assert files_under(table_path) == table_path_files
+    assert len(written.snapshots()) == 3
+
+
+def test_a_zero_orphan_age_is_refused_in_the_users_words(capsys, written, table_path):
+    assert_refused(capsys, table_path, ["remove-orphan-files", table_path,
+                                        "--older-than-duration", "0 s"],
+                   "--older-than-duration '0 s' must be longer than 0: files being written "
+                   "now would be deleted")
+
+
+def test_the_help_says_every_cutoff_must_be_in_the_past(capsys):
+    for command in ("expire-snapshots", "expire-tags", "remove-orphan-files"):
+        assert main([command, "--help"]) == 0
+        out = " ".join(capsys.readouterr().out.split())
+        assert "must be in the past" in out, command
