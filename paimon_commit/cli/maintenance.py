@@ -208,7 +208,8 @@ def add_commands(sub, command: Callable) -> None:
                               "--orphans --older-than-duration '2 d' --parallelism 4",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     m.add_argument("table", metavar="WAREHOUSE",
-                   help="warehouse path (local path, file://, hdfs://, s3://)")
+                   help="warehouse path: a local path or file://, s3://, gs://, az://, "
+                        "abfs[s]://, hdfs://")
     m.add_argument("--json", action="store_true", help="print one JSON object")
     m.add_argument("--option", action="append", default=[], type=key_value,
                    metavar="KEY=VALUE", help="storage option, repeatable (e.g. s3.endpoint=...)")

@@ -16,12 +16,25 @@ from .tables import (cmd_create_tag, cmd_delete_tag, cmd_drop_partition, cmd_exp
 
 __all__ = ["build_parser", "USAGE", "Parser"]
 
+# Every storage a TABLE or WAREHOUSE may be on (io.for_path, io/uri.py's schemes).
+PATHS = ("a local path or file://, s3:// (s3a://), gs://, az://CONTAINER/... or "
+         "abfs[s]://CONTAINER@ACCOUNT.dfs.core.windows.net/..., hdfs://")
+
+
 USAGE = """Command line: `paimon-commit COMMAND TABLE ...` (also `python -m paimon_commit`).
 
 Exit codes: 0 ok, 2 invalid input, 1 operation failed. `--json` prints one JSON object on
 stdout; text goes to stdout, logs and errors to stderr. Arguments are validated before the
 table is touched. Credentials in a URI's user-info (s3://KEY:SECRET@bucket/...) are used, never
 printed.
+
+TABLE (maintain: WAREHOUSE) is a local path or a URI:
+  /data/wh/db.db/t or file:///data/wh/db.db/t
+  s3://bucket/wh/db.db/t (s3a:// too)   gs://bucket/wh/db.db/t
+  az://container/wh/db.db/t (account: --option azure.account-name=...)
+  abfs[s]://container@account.dfs.core.windows.net/wh/db.db/t
+  hdfs://namenode:8020/wh/db.db/t
+How the storage is reached (endpoint, credentials): --option KEY=VALUE, see README Storage.
 """
 
 
@@ -94,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     def command(name: str, run, help_: str, example: str) -> argparse.ArgumentParser:
         c = sub.add_parser(name, help=help_, description=help_, epilog=f"example:\n  {example}",
                            formatter_class=argparse.RawDescriptionHelpFormatter)
-        c.add_argument("table", help="table path (local path, file://, hdfs://, s3://)")
+        c.add_argument("table", help=f"table path: {PATHS}")
         c.add_argument("--json", action="store_true", help="print one JSON object")
         c.add_argument("--option", action="append", default=[], type=key_value,
                        metavar="KEY=VALUE", help="storage option, repeatable (e.g. "

@@ -164,3 +164,66 @@ def test_the_help_says_every_cutoff_must_be_in_the_past(capsys):
         assert main([command, "--help"]) == 0
         out = " ".join(capsys.readouterr().out.split())
         assert "must be in the past" in out, command
+
+
+# --- listings a person reads ---------------------------------------------------------------
+
+def test_snapshots_show_the_commit_time_in_local_time(capsys, written, table_path):
+    import datetime
+    code, out, _ = run(capsys, "snapshots", table_path)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split() == ["id", "commit", "time", "kind", "records", "delta", "commit",
+                                "user"]
+    for line, s in zip(lines[1:], written.snapshots()):
+        local = datetime.datetime.fromtimestamp(s.time_millis / 1000)
+        assert line.split()[:3] == [str(s.id), local.strftime("%Y-%m-%d"),
+                                    local.strftime("%H:%M:%S")]
+    assert len(lines) == 4
+    r = json.loads(run(capsys, "snapshots", table_path, "--json")[1])
+    first = r["snapshots"][0]
+    assert datetime.datetime.fromisoformat(first["time"]).timestamp() == \
+        first["time_millis"] // 1000
+
+
+def test_empty_listings_say_so(capsys, table, table_path):
+    assert run(capsys, "snapshots", table_path)[1] == "no snapshots\n"
+    assert run(capsys, "tags", table_path)[1] == "no tags\n"
+    code, out, _ = run(capsys, "info", table_path)
+    assert code == 0
+    assert "[]" not in out and "{}" not in out and "None" not in out
+    info = dict((line[:16].strip(), line[16:]) for line in out.splitlines())
+    assert (info["snapshots"], info["tags"], info["consumers"], info["partition keys"]) == \
+        ("none", "no tags", "no consumers", "dt, hr")
+
+
+def test_info_and_tags_in_words(capsys, written, table_path):
+    written.create_tag("release-1", 2, time_retained="7 d")
+    written.create_tag("nightly", 3)
+    (table_path / "consumer").mkdir()
+    (table_path / "consumer" / "consumer-reader1").write_text('{"nextSnapshot": 3}')
+    code, out, _ = run(capsys, "info", table_path)
+    info = dict((line[:16].strip(), line[16:]) for line in out.splitlines())
+    names = [t.name for t in written.tags()]
+    assert (info["snapshots"], info["latest"], info["tags"], info["consumers"]) == (
+        "3 (ids 1 to 3)", "3 (APPEND), 3 record(s)", ", ".join(names),
+        "reader1 (next snapshot 3)")
+    assert sorted(names) == ["nightly", "release-1"]
+    assert info["live files"].startswith("3 (") and info["live files"].endswith(
+        " bytes) in 1 partition(s)")
+    out = sorted(run(capsys, "tags", table_path)[1].splitlines())
+    assert [line.split("\t")[:2] for line in out] == [["nightly", "snapshot 3"],
+                                                       ["release-1", "snapshot 2"]]
+    assert out[1].endswith("\tretained 7 d") and out[0].endswith("\tretained -")
+
+
+def test_the_help_names_every_storage_scheme(capsys):
+    assert main(["--help"]) == 0
+    top = capsys.readouterr().out
+    for command in ("snapshots", "expire-snapshots", "remove-orphan-files", "maintain"):
+        assert main([command, "--help"]) == 0
+        text = capsys.readouterr().out
+        for scheme in ("s3://", "gs://", "az://", "abfs", "hdfs://", "file://"):
+            assert scheme in text, (command, scheme)
+    for scheme in ("s3://", "gs://", "az://", "abfss]://", "hdfs://", "file://"):
+        assert scheme in top.replace("abfs[s]", "abfss]"), scheme
