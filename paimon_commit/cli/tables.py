@@ -247,7 +247,7 @@ def print_text(command: str, r: Dict[str, Any]) -> None:
     elif command == "remove-orphan-files":
         verb = "would delete" if r["dry_run"] else "deleted"
         print(f"{verb} {r['deleted_files']} file(s), {r['deleted_bytes']} bytes, "
-              f"{r['deleted_dirs']} empty dir(s)")
+              f"{len(r['deleted_dirs'])} empty dir(s)")
         for f in r["files"]:
             print(f"  {f}")
     elif command == "expire-partitions":

@@ -70,7 +70,7 @@ def test_no_warning_for_the_right_names():
 def test_a_storage_option_typo_is_an_error_before_any_io(tmp_path, key, message):
     for where in (str(tmp_path / "local"), "s3://bucket/wh/t"):
         with pytest.raises(OptionError) as e:
-            Table.open(where, options={key: "http://127.0.0.1:1"})
+            Table.open(where, storage_options={key: "http://127.0.0.1:1"})
         assert message in str(e.value)
     with pytest.raises(OptionError, match="did you mean"):
         Table.create(str(tmp_path / "t"), SCHEMA, storage_options={key: "x"})
@@ -79,7 +79,7 @@ def test_a_storage_option_typo_is_an_error_before_any_io(tmp_path, key, message)
 
 def test_an_obstore_key_obstore_does_not_know_names_it():
     with pytest.raises(OptionError) as e:
-        Table.open("s3://bucket/t", options={"aws_endpiont": "http://127.0.0.1:1"})
+        Table.open("s3://bucket/t", storage_options={"aws_endpiont": "http://127.0.0.1:1"})
     assert str(e.value) == ("unknown storage option 'aws_endpiont': not a key of obstore's S3 "
                             "store (see README Storage)")
 
