@@ -109,6 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         c.add_argument("table", help=f"table path: {PATHS}")
         c.add_argument("--json", action="store_true", help="print one JSON object")
+        # Also after the command (`paimon-commit info TABLE -v`), where users put it.
+        c.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                       help="log progress to stderr")
         c.add_argument("--option", action="append", default=[], type=key_value,
                        metavar="KEY=VALUE", help="storage option, repeatable (e.g. "
                        "s3.endpoint=http://host:9000, s3.access-key=..., see README Storage)")

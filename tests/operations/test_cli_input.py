@@ -227,3 +227,10 @@ def test_the_help_names_every_storage_scheme(capsys):
             assert scheme in text, (command, scheme)
     for scheme in ("s3://", "gs://", "az://", "abfss]://", "hdfs://", "file://"):
         assert scheme in top.replace("abfs[s]", "abfss]"), scheme
+
+
+def test_verbose_is_accepted_after_the_command(capsys, written, table_path):
+    code, out, _ = run(capsys, "snapshots", table_path, "-v")
+    assert code == 0 and len(out.splitlines()) == 4
+    code, out, _ = run(capsys, "-v", "snapshots", table_path)
+    assert code == 0 and len(out.splitlines()) == 4
