@@ -26,8 +26,8 @@ _S3_OPTIONS = {
     "fs.s3a.secret.key": "secret_access_key", "fs.s3.accesskeysecret": "secret_access_key",
     "s3.session-token": "token", "s3.session.token": "token",
     "fs.s3a.session.token": "token", "fs.s3.securitytoken": "token",
-    "s3.region": "region", "fs.s3a.endpoint.region": "region", "fs.s3a.region": "region",
-    "fs.s3.region": "region",
+    "s3.region": "region", "s3.endpoint.region": "region", "fs.s3a.endpoint.region": "region",
+    "fs.s3a.region": "region", "fs.s3.region": "region",
 }
 _S3_PATH_STYLE = ("s3.path.style.access", "fs.s3a.path.style.access")
 _GCS_OPTIONS = {
@@ -72,7 +72,10 @@ def _storage_problem(key: str, strict: bool, what: str) -> Optional[str]:
     if k in STORAGE_OPTION_NAMES or k.startswith(_NATIVE_PREFIXES) \
             or (k.startswith(_AZURE_ACCOUNT_KEY) and k.count(".") >= 4):
         return None
-    near = closest_name(k, STORAGE_OPTION_NAMES, cutoff=0.8)
+    # Hadoop has hundreds of fs.* keys (fs.azure.account.auth.type, ...): outside the command
+    # line only a very near miss of one of ours is taken for a typo.
+    cutoff = 0.9 if not strict and k.startswith("fs.") else 0.8
+    near = closest_name(k, STORAGE_OPTION_NAMES, cutoff=cutoff)
     if near is not None:
         return f"unknown {what} {key!r}: did you mean {near!r}?"
     if not strict:

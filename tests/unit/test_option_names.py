@@ -91,3 +91,12 @@ def test_unknown_far_off_storage_options_are_left_alone_in_the_api(tmp_path, cap
         for_path(str(tmp_path), {"s3.connection.maximum": "10", "spark.foo": "1"})
     assert "storage option 's3.connection.maximum' is not one this library reads" in caplog.text
     assert "spark.foo" not in caplog.text
+
+
+def test_hadoop_keys_near_ours_are_not_taken_for_typos_in_the_api(tmp_path):
+    # fs.azure.account.auth.type is Hadoop's (OAuth), not a typo of fs.azure.account.name.
+    from paimon_commit.io import for_path
+    for_path(str(tmp_path), {"fs.azure.account.auth.type": "OAuth",
+                             "s3.endpoint.region": "eu-west-1"})
+    with pytest.raises(OptionError, match="did you mean 's3.path.style.access'"):
+        for_path(str(tmp_path), {"s3.path-style-access": "true"})
