@@ -17,7 +17,7 @@ from typing import Any, Optional, Union
 from .errors import OptionError
 from .options import parse_duration_ms
 
-__all__ = ["TableMaintenance", "cutoff_ms", "duration_ms"]
+__all__ = ["TableMaintenance", "cutoff_ms", "duration_ms", "int_at_least"]
 
 Cutoff = Union[None, int, float, str, datetime.datetime, datetime.date]
 Duration = Union[None, int, str]
@@ -74,6 +74,17 @@ def duration_ms(value: Duration, name: str) -> Optional[int]:
     return ms
 
 
+def int_at_least(value: Optional[int], name: str, minimum: int) -> Optional[int]:
+    """An optional integer argument >= `minimum`, refused in the caller's words."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise OptionError(f"{name}={value!r} is not an integer")
+    if value < minimum:
+        raise OptionError(f"{name}={value!r} must be >= {minimum}")
+    return value
+
+
 def _shown(value: Any) -> str:
     return repr(value.isoformat(sep=" ")) if isinstance(value, datetime.datetime) \
         else repr(value)
@@ -103,6 +114,9 @@ class TableMaintenance:
         """
         older = cutoff_ms(older_than, "older_than")
         retained = duration_ms(time_retained, "time_retained")
+        int_at_least(retain_min, "retain_min", 1)
+        int_at_least(retain_max, "retain_max", 1)
+        int_at_least(max_deletes, "max_deletes", 0)
         if retain_min is not None and retain_max is not None and retain_max < retain_min:
             raise OptionError(f"retain_max={retain_max} must be >= retain_min={retain_min}")
         with self.new_commit(options={"write-only": "true"}) as c:
@@ -133,6 +147,7 @@ class TableMaintenance:
         ms = duration_ms(expiration_time, "expiration_time")
         if ms is None:
             raise OptionError("expiration_time is required (e.g. '30 d')")
+        int_at_least(max_expires, "max_expires", 1)
         if not self.partition_keys:
             raise OptionError(f"table {self.path} is not partitioned")
         cfg = PartitionExpireConfig.from_options(
@@ -168,9 +183,7 @@ class TableMaintenance:
                 raise OptionError(f"older_than_duration={older_than_duration!r} must be longer "
                                   f"than 0: files being written now would be deleted")
             older = int(time.time() * 1000) - age
-        if parallelism is not None and (isinstance(parallelism, bool) or
-                                        not isinstance(parallelism, int) or parallelism < 1):
-            raise OptionError(f"parallelism={parallelism!r} must be an integer >= 1")
+        int_at_least(parallelism, "parallelism", 1)
         ctx = CleanContext(self, older_than_ms=older, dry_run=dry_run)
         ctx.progress = progress
         if parallelism:

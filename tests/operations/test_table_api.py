@@ -64,6 +64,9 @@ def test_expire_snapshots_older_than_takes_a_datetime(history, table_path):
     ({"time_retained": "-1 h"}, "time_retained='-1 h' must not be negative"),
     ({"time_retained": "soon"}, "time_retained='soon' is an invalid duration"),
     ({"retain_min": 5, "retain_max": 2}, "retain_max=2 must be >= retain_min=5"),
+    ({"retain_min": 0}, "retain_min=0 must be >= 1"),
+    ({"retain_min": "3"}, "retain_min='3' is not an integer"),
+    ({"max_deletes": -1}, "max_deletes=-1 must be >= 0"),
 ])
 def test_expire_snapshots_bad_arguments_touch_nothing(history, table_path, kwargs, message):
     before = files_under(table_path)
@@ -98,7 +101,7 @@ def test_remove_orphan_files(history, table_path):
     ({"older_than_duration": "0 s"}, "older_than_duration='0 s' must be longer than 0"),
     ({"older_than_duration": "-1 d"}, "older_than_duration='-1 d' must not be negative"),
     ({"older_than_duration": "1 d", "older_than": "2000-01-01 00:00:00"}, "not both"),
-    ({"parallelism": 0}, "parallelism=0 must be an integer >= 1"),
+    ({"parallelism": 0}, "parallelism=0 must be >= 1"),
 ])
 def test_remove_orphan_files_bad_arguments(history, table_path, kwargs, message):
     before = files_under(table_path)
