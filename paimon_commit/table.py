@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
@@ -18,10 +19,12 @@ from .format.manifest import DataFileMeta, ManifestEntry
 from .format.schema import TableSchema
 from .format.snapshot import Consumer, Snapshot, Tag
 from .operations.tag_ops import RollbackResult, TagDeleteResult, TagOperations
+from .option_names import check_table_option_names
 from .options import parse_duration_ms, validate_options
 from .tags import ConsumerManager, tag_manager
 from .store import FileStore, SchemaManager, write_refusal
 from .table_commit import TableCommit
+from .table_maintenance import TableMaintenance, cutoff_ms
 from .writer import TableWriter
 
 log = logging.getLogger(__name__)
@@ -79,8 +82,10 @@ def _str_options(options: Optional[Mapping[str, Any]]) -> Dict[str, str]:
     return {str(k): str(v) for k, v in (options or {}).items()}
 
 
-class Table:
-    """A Paimon table: its snapshots, tags and rows, a writer and commit objects.
+class Table(TableMaintenance):
+    """A Paimon table: its snapshots, tags and rows, a writer and commit objects, and every
+    maintenance operation by name (expire_snapshots, expire_partitions, expire_tags,
+    remove_orphan_files, create_tag, delete_tag, rollback_to, report).
 
     Open one with `Table.open(path)` or create an append table with `Table.create(...)`.
     Data files are written only into bucket-unaware append tables; every kind of Paimon
@@ -93,21 +98,33 @@ class Table:
     # --- construction --------------------------------------------------------------------
     @classmethod
     def open(cls, path: str, file_io: Optional[FileIO] = None,
-             options: Optional[Mapping[str, Any]] = None) -> "Table":
-        """Open the table at `path` (local path, file://, hdfs://, s3://, gs://, az://).
+             options: Optional[Mapping[str, Any]] = None, *,
+             storage_options: Optional[Mapping[str, Any]] = None) -> "Table":
+        """Open the table at `path` (local path, file://, s3://, gs://, az://, abfs://,
+        hdfs://).
 
         Args:
             path: the table directory.
             file_io: storage to use instead of the one the path's scheme selects.
-            options: storage options such as `s3.endpoint`, `s3.access-key` (Paimon's names);
-                they configure how the table is reached and are never written to it.
+            storage_options: how to reach the storage, such as `s3.endpoint`, `s3.access-key`
+                (Paimon's names); never written to the table.
+            options: deprecated spelling of `storage_options` here (everywhere else
+                `options=` means table options); still works, with a DeprecationWarning.
 
         Raises:
             TableNotFoundError: no `schema/schema-N` file under `path`.
-            OptionError: an option of the table or of `options` is invalid.
+            OptionError: an option of the table or of `storage_options` is invalid.
         """
         path = str(path)
-        io = file_io or file_io_for_path(path, _str_options(options))
+        if options:
+            if storage_options:
+                raise TypeError("give storage_options= only (options= is its deprecated "
+                                "spelling in Table.open)")
+            warnings.warn("Table.open(options=...) takes storage options: pass them as "
+                          "storage_options= (options= means table options everywhere else)",
+                          DeprecationWarning, stacklevel=2)
+            storage_options = options
+        io = file_io or file_io_for_path(path, _str_options(storage_options))
         return cls(FileStore.open(redact_uri(path), io))  # no credentials in Table.path
 
     @classmethod
@@ -133,6 +150,7 @@ class Table:
             OptionError: an option is invalid.
         """
         path = str(path)
+        check_table_option_names(options)   # a typo of a Paimon name: a warning
         table_schema = TableSchema.from_arrow(schema, list(partition_keys), options,
                                               time_millis=int(time.time() * 1000))
         parsed = validate_options(table_schema.options)
@@ -270,11 +288,12 @@ class Table:
         return tag_manager(self.store).pending_deletions()
 
     def expire_tags(self, older_than_ms: Optional[int] = None, dry_run: bool = False,
-                    clock=time.time):
+                    clock=time.time, *, older_than: Any = None):
         """Expire tags past their retention (create time + time retained) and, with
-        `older_than_ms` (epoch ms), tags created before it; each deletion also deletes the
-        files only that tag kept (as delete_tag). Tags without retention are only expired
-        through `older_than_ms`.
+        `older_than` (a past datetime, 'YYYY-MM-DD HH:MM:SS' or epoch ms; `older_than_ms` is
+        the older spelling), tags created before it; each deletion also deletes the files only
+        that tag kept (as delete_tag). Tags without retention are only expired through a
+        cutoff.
 
         Returns:
             TagExpireResult (expired_tags, deleted_files, deleted_bytes, ...).
@@ -283,6 +302,10 @@ class Table:
             CorruptMetadataError: a tag file cannot be parsed (nothing is deleted).
         """
         from .operations.tag_lifecycle import expire_tags
+        if older_than is not None:
+            if older_than_ms is not None:
+                raise TypeError("give older_than or older_than_ms, not both")
+            older_than_ms = cutoff_ms(older_than, "older_than", clock)
         return expire_tags(self.store, older_than_ms, dry_run, clock)
 
     def rollback_to(self, snapshot_id: Optional[int] = None, tag: Optional[str] = None

@@ -37,6 +37,7 @@ from .errors import PaimonCommitError
 from .format.commit_message import CommitMessage
 from .operations.commit import CommitConfig, CommitResult, FileStoreCommit
 from .operations.expire import ExpireConfig, ExpireResult, ExpireSnapshots
+from .option_names import check_table_option_names
 from .options import validate_options
 from .store import FileStore
 from .tags import ConsumerManager
@@ -80,6 +81,9 @@ class TableCommit:
         overrides = {k: str(v).lower() if isinstance(v, bool) else str(v)
                      for k, v in (options or {}).items()}
         if overrides:
+            check_table_option_names(options, "commit option",
+                                     "ignored: only Paimon's options act on a commit",
+                                     stacklevel=4)
             parsed = validate_options({**store.schema.options, **overrides})  # before any I/O
         else:
             parsed = store.options

@@ -233,7 +233,7 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
         from .operations.tag_lifecycle import TagLifecycleConfig
         from .table import Table
         from .table_commit import TableCommit
-        table = Table.open(path, options=storage_options)
+        table = Table.open(path, storage_options=storage_options)
         store, options = table.store, table.store.options
         # Every configuration (and the partition formatter) before the first change: a bad
         # option skips the table untouched.

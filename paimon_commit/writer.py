@@ -7,7 +7,7 @@ import shutil
 import tempfile
 import time
 import uuid
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Mapping, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -62,6 +62,34 @@ def conform(data: pa.Table, target: pa.Schema, table_path: str) -> pa.Table:
                 f"{col.null_count} null value(s)")
         columns.append(col)
     return pa.Table.from_arrays(columns, schema=target)
+
+
+def as_arrow_table(data: Any, target: pa.Schema) -> pa.Table:
+    """`data` as a pyarrow Table; python values in a dict (or a DataFrame) are converted to the
+    table's types directly when the column names match (a date list to date32, ints to int32)."""
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    if isinstance(data, Mapping):
+        data = dict(data)
+        if sorted(map(str, data)) == sorted(target.names):
+            try:
+                return pa.table(data, schema=target)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError):
+                pass   # conform names the column that does not fit
+        return pa.table(data)
+    if type(data).__module__.split(".")[0] == "pandas" and hasattr(data, "columns"):
+        if sorted(map(str, data.columns)) == sorted(target.names):
+            try:
+                return pa.Table.from_pandas(data, schema=target, preserve_index=False)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError):
+                pass
+        return pa.Table.from_pandas(data, preserve_index=False)
+    if hasattr(data, "__arrow_c_stream__") or hasattr(data, "__arrow_c_array__"):
+        return pa.table(data)
+    raise TypeError(f"write_arrow takes a pyarrow Table, RecordBatch or RecordBatchReader, a "
+                    f"dict of columns or a pandas DataFrame, not {type(data).__name__}")
 
 
 ROW_GROUP_ROWS = 1_000_000          # rows buffered per partition before a row group is written
@@ -228,9 +256,17 @@ class TableWriter:
         self._pending: Dict[Tuple[Any, ...], List[DataFileMeta]] = {}
         self._written: List[str] = []
 
-    def write_arrow(self, data: pa.Table) -> None:
-        if isinstance(data, pa.RecordBatch):
-            data = pa.Table.from_batches([data])
+    def write_arrow(self, data: Any) -> None:
+        """Buffer rows for the table: what `pyarrow.table(...)` accepts — a pyarrow Table,
+        RecordBatch or RecordBatchReader (read batch by batch), a dict of columns, a pandas
+        DataFrame (index dropped), or any object with the Arrow C stream interface. Columns
+        are matched by name and cast to the table's types; a mismatch is a
+        SchemaMismatchError before anything is written."""
+        if isinstance(data, pa.RecordBatchReader):
+            for batch in data:
+                self.write_arrow(batch)
+            return
+        data = as_arrow_table(data, self.arrow_schema)
         data = conform(data, self.arrow_schema, self.store.path)
         if data.num_rows == 0:
             return

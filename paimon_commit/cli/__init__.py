@@ -13,6 +13,7 @@ import sys
 from typing import List, Optional
 
 from ..errors import OptionError, PaimonCommitError, TableNotFoundError, UnsafePathError
+from ..io.object_store_config import check_storage_options
 from .args import EXIT_FAILED, EXIT_INVALID, EXIT_OK, InvalidInput
 from .context import Run
 from .parser import build_parser
@@ -45,6 +46,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                         stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     # s3://key:secret@bucket/...: the credentials go into the storage options, never echoed.
     args.table = Run.start(args.table, dict(args.option))
+    try:   # --option takes storage options only: any other key is refused before any I/O
+        check_storage_options(dict(args.option), strict=True, what="--option")
+    except OptionError as e:
+        return _fail(args, e, EXIT_INVALID)
     try:
         result = args.run(args)
     except (InvalidInput, OptionError, TableNotFoundError, ValueError, TypeError,

@@ -1,30 +1,57 @@
 """Exit codes, the invalid-input error and the argument types of the command line (run by
-argparse, before any I/O)."""
+argparse, before any I/O). A type's message starts with the value as typed; the parser puts
+the flag in front (`--older-than-duration '-1 d' must not be negative`)."""
 from __future__ import annotations
 
 import argparse
 import datetime
+import time
 from typing import Callable, Tuple
 
 from ..errors import OptionError
 from ..options import parse_duration_ms
 
-__all__ = ["EXIT_OK", "EXIT_FAILED", "EXIT_INVALID", "InvalidInput", "duration", "key_value",
-           "timestamp_ms", "int_at_least"]
+__all__ = ["EXIT_OK", "EXIT_FAILED", "EXIT_INVALID", "InvalidInput", "Duration", "orphan_age", "duration", "key_value",
+           "timestamp_ms", "past_timestamp_ms", "int_at_least"]
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
+
+_DURATION_EXAMPLES = "e.g. '500 ms', '30 s', '10 min', '1 h', '7 d'"
+_TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S"
 
 
 class InvalidInput(Exception):
     """Bad command-line input (exit 2)."""
 
 
+class Duration(int):
+    """Milliseconds that remember how the user wrote them (`.text`), for later messages."""
+    text: str
+
+    def __new__(cls, ms: int, text: str) -> "Duration":
+        d = super().__new__(cls, ms)
+        d.text = text
+        return d
+
+
+def orphan_age(flag: str, value: "Duration") -> None:
+    """An orphan age of 0 would reach files being written now: refused in the user's words."""
+    if value is not None and value == 0:
+        raise InvalidInput(f"{flag} {getattr(value, 'text', str(value))!r} must be longer than "
+                           f"0: files being written now would be deleted")
+
+
 def duration(text: str) -> int:
-    """A duration such as `1 h`, `7 d`, in milliseconds."""
+    """A duration such as `1 h`, `7 d`, in milliseconds; never negative (every duration of
+    the command line is an age or a retention)."""
     try:
-        return parse_duration_ms(text, "duration")
-    except OptionError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
+        ms = parse_duration_ms(text, "duration")
+    except OptionError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is an invalid duration (expected {_DURATION_EXAMPLES})") from None
+    if ms < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must not be negative")
+    return Duration(ms, text)
 
 
 def key_value(text: str) -> Tuple[str, str]:
@@ -38,11 +65,26 @@ def key_value(text: str) -> Tuple[str, str]:
 def timestamp_ms(text: str) -> int:
     """A local time `YYYY-MM-DD HH:MM:SS`, in epoch milliseconds."""
     try:
-        dt = datetime.datetime.strptime(text.strip(), "%Y-%m-%d %H:%M:%S")
+        dt = datetime.datetime.strptime(text.strip(), _TIMESTAMP_FORMAT)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"invalid timestamp {text!r} (expected 'YYYY-MM-DD HH:MM:SS', local time)") from None
+            f"{text!r} is an invalid timestamp (expected 'YYYY-MM-DD HH:MM:SS', local "
+            f"time)") from None
     return int(dt.timestamp() * 1000)
+
+
+def past_timestamp_ms(text: str) -> int:
+    """A cutoff `YYYY-MM-DD HH:MM:SS` (local time) that is in the past. Every command's
+    `--older-than` takes this (expire-snapshots, expire-tags, remove-orphan-files): a cutoff in
+    the future would reach the files, snapshots or tags being written right now."""
+    ms = timestamp_ms(text)
+    now = time.time()
+    if ms >= now * 1000:
+        shown = datetime.datetime.fromtimestamp(now).strftime(_TIMESTAMP_FORMAT)
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not in the past (it is {shown} now, local time): a cutoff must be a "
+            f"past time")
+    return ms
 
 
 def int_at_least(minimum: int) -> Callable[[str], int]:
@@ -51,8 +93,8 @@ def int_at_least(minimum: int) -> Callable[[str], int]:
         try:
             v = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"invalid integer {text!r}") from None
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
         if v < minimum:
-            raise argparse.ArgumentTypeError(f"{v} must be >= {minimum}")
+            raise argparse.ArgumentTypeError(f"{text!r} must be >= {minimum}")
         return v
     return parse

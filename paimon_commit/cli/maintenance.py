@@ -14,7 +14,8 @@ from typing import Any, Callable, Dict, List
 
 from ..progress import terminal_progress
 from . import context
-from .args import EXIT_FAILED, duration, int_at_least, key_value, timestamp_ms
+from .args import (EXIT_FAILED, duration, int_at_least, key_value, orphan_age,
+                   past_timestamp_ms)
 
 __all__ = ["add_commands", "cmd_expire_tags", "cmd_maintain", "cmd_report"]
 
@@ -53,6 +54,7 @@ def cmd_maintain(args) -> Dict[str, Any]:
     """`maintain WAREHOUSE [...]`: every table; exit code 1 if any failed or was skipped."""
     from ..warehouse import find_tables, maintain_warehouse
     older = None
+    orphan_age("--older-than-duration", args.older_than_duration)
     if args.older_than_duration is not None:
         older = int(time.time() * 1000) - args.older_than_duration
     warehouse = args.table   # the positional WAREHOUSE, without credentials
@@ -195,9 +197,10 @@ def add_commands(sub, command: Callable) -> None:
                 "before it); the files only they kept are deleted",
                 "paimon-commit expire-tags /data/wh/db.db/events --older-than "
                 "'2024-06-01 00:00:00' --dry-run")
-    c.add_argument("--older-than", type=timestamp_ms, metavar="'YYYY-MM-DD HH:MM:SS'",
-                   help="also expire tags created before this local time (tags without a "
-                        "create time: by their file's modification time)")
+    c.add_argument("--older-than", type=past_timestamp_ms, metavar="'YYYY-MM-DD HH:MM:SS'",
+                   help="also expire tags created before this local time, which must be in "
+                        "the past (tags without a create time: by their file's modification "
+                        "time)")
     c.add_argument("--dry-run", action="store_true", help="report, delete nothing")
 
     help_ = ("maintain every table of a warehouse (<warehouse>/<db>.db/<table>) as its options "
@@ -208,7 +211,8 @@ def add_commands(sub, command: Callable) -> None:
                               "--orphans --older-than-duration '2 d' --parallelism 4",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     m.add_argument("table", metavar="WAREHOUSE",
-                   help="warehouse path (local path, file://, hdfs://, s3://)")
+                   help="warehouse path: a local path or file://, s3://, gs://, az://, "
+                        "abfs[s]://, hdfs://")
     m.add_argument("--json", action="store_true", help="print one JSON object")
     m.add_argument("--option", action="append", default=[], type=key_value,
                    metavar="KEY=VALUE", help="storage option, repeatable (e.g. s3.endpoint=...)")

@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import functools
+import re
+from typing import Dict, List
 
 from ..io.uri import redact_uris_in
-from .args import duration, int_at_least, key_value, timestamp_ms
+from .args import duration, int_at_least, key_value, past_timestamp_ms
 from .compaction import add_compact_command
 from .maintenance import add_commands
 from .tables import (cmd_create_tag, cmd_delete_tag, cmd_drop_partition, cmd_expire_partitions,
@@ -14,22 +17,85 @@ from .tables import (cmd_create_tag, cmd_delete_tag, cmd_drop_partition, cmd_exp
 
 __all__ = ["build_parser", "USAGE", "Parser"]
 
+# Every storage a TABLE or WAREHOUSE may be on (io.for_path, io/uri.py's schemes).
+PATHS = ("a local path or file://, s3:// (s3a://), gs://, az://CONTAINER/... or "
+         "abfs[s]://CONTAINER@ACCOUNT.dfs.core.windows.net/..., hdfs://")
+
+
 USAGE = """Command line: `paimon-commit COMMAND TABLE ...` (also `python -m paimon_commit`).
 
 Exit codes: 0 ok, 2 invalid input, 1 operation failed. `--json` prints one JSON object on
 stdout; text goes to stdout, logs and errors to stderr. Arguments are validated before the
 table is touched. Credentials in a URI's user-info (s3://KEY:SECRET@bucket/...) are used, never
 printed.
+
+TABLE (maintain: WAREHOUSE) is a local path or a URI:
+  /data/wh/db.db/t or file:///data/wh/db.db/t
+  s3://bucket/wh/db.db/t (s3a:// too)   gs://bucket/wh/db.db/t
+  az://container/wh/db.db/t (account: --option azure.account-name=...)
+  abfs[s]://container@account.dfs.core.windows.net/wh/db.db/t
+  hdfs://namenode:8020/wh/db.db/t
+How the storage is reached (endpoint, credentials): --option KEY=VALUE, see README Storage.
 """
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse, except that its errors quote arguments with URI credentials redacted
-    (`unrecognized arguments: s3://KEY:SECRET@...`). Subcommands' parsers are of this class
-    too."""
+    """argparse, with what a destructive tool's users need:
+    - no abbreviations (`--dry` is not `--dry-run`: a tool that deletes does not guess);
+    - errors name the flag and the value as typed (`--older-than-duration '-1 d' must not be
+      negative`), with a "did you mean" for a mistyped flag, command or choice, under the
+      usage of the sub-command they belong to;
+    - arguments with URI credentials are redacted (`unrecognized arguments: s3://KEY:SECRET@...`).
+    Subcommands' parsers are of this class too."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def parse_args(self, args=None, namespace=None):
+        ns, extras = self.parse_known_args(args, namespace)
+        if extras:   # argparse would complain under the top-level usage, with no suggestion
+            commands: Dict[str, argparse.ArgumentParser] = {}
+            for a in self._actions:
+                if isinstance(a, argparse._SubParsersAction):
+                    commands = a.choices
+            target = commands.get(getattr(ns, "command", None), self)
+            target.error(_unrecognized(extras, target, self))
+        return ns
 
     def error(self, message: str):
-        super().error(redact_uris_in(message))
+        super().error(redact_uris_in(_in_user_words(message)))
+
+
+def _in_user_words(message: str) -> str:
+    """argparse's `argument --flag: 'value' problem` as `--flag 'value' problem`; a choice typo
+    gets the nearest choice."""
+    m = re.match(r"argument ([^:]+): (.*)$", message, re.S)
+    if m:
+        flag = m.group(1).split("/")[-1]   # "-v/--verbose" -> "--verbose"
+        text = m.group(2)
+        choice = re.match(r"invalid choice: '([^']*)' \(choose from (.*)\)$", text)
+        if choice:
+            options = re.findall(r"'([^']*)'", choice.group(2))
+            near = difflib.get_close_matches(choice.group(1), options, n=1, cutoff=0.6)
+            text = f"{choice.group(1)!r} is not one of {', '.join(options)}" + \
+                (f": did you mean {near[0]!r}?" if near else "")
+        message = f"{flag} {text}" if text.startswith("'") else f"{flag}: {text}"
+    return message
+
+
+def _unrecognized(extras: List[str], parser: argparse.ArgumentParser,
+                  top: argparse.ArgumentParser) -> str:
+    """`unrecognized argument '--retian-min': did you mean '--retain-min'?`"""
+    flags = [f for p in (parser, top) for f in p._option_string_actions if f.startswith("--")]
+    for arg in extras:
+        if arg.startswith("-"):
+            typed = arg.split("=", 1)[0]
+            near = difflib.get_close_matches(typed, flags, n=1, cutoff=0.6)
+            return f"unrecognized argument {typed!r}" + \
+                (f": did you mean {near[0]!r}?" if near else
+                 f" (see `{parser.prog} --help`)")
+    return f"unrecognized arguments: {' '.join(extras)}"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,8 +108,11 @@ def build_parser() -> argparse.ArgumentParser:
     def command(name: str, run, help_: str, example: str) -> argparse.ArgumentParser:
         c = sub.add_parser(name, help=help_, description=help_, epilog=f"example:\n  {example}",
                            formatter_class=argparse.RawDescriptionHelpFormatter)
-        c.add_argument("table", help="table path (local path, file://, hdfs://, s3://)")
+        c.add_argument("table", help=f"table path: {PATHS}")
         c.add_argument("--json", action="store_true", help="print one JSON object")
+        # Also after the command (`paimon-commit info TABLE -v`), where users put it.
+        c.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                       help="log progress to stderr")
         c.add_argument("--option", action="append", default=[], type=key_value,
                        metavar="KEY=VALUE", help="storage option, repeatable (e.g. "
                        "s3.endpoint=http://host:9000, s3.access-key=..., see README Storage)")
@@ -67,8 +136,9 @@ def build_parser() -> argparse.ArgumentParser:
                 "--time-retained '1 d' --dry-run")
     c.add_argument("--retain-min", type=int_at_least(1), help="snapshots always kept")
     c.add_argument("--retain-max", type=int_at_least(1), help="snapshots kept at most")
-    c.add_argument("--older-than", type=timestamp_ms, metavar="'YYYY-MM-DD HH:MM:SS'",
-                   help="expire snapshots replaced before this local time")
+    c.add_argument("--older-than", type=past_timestamp_ms, metavar="'YYYY-MM-DD HH:MM:SS'",
+                   help="expire snapshots replaced before this local time (must be in the "
+                        "past)")
     c.add_argument("--time-retained", type=duration, metavar="DURATION",
                    help="e.g. '1 h', '7 d' (default: the table's snapshot.time-retained)")
     c.add_argument("--max-deletes", type=int_at_least(0),
@@ -91,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
                 "default)",
                 "paimon-commit remove-orphan-files /data/wh/db.db/events "
                 "--older-than-duration '2 d' --dry-run")
-    c.add_argument("--older-than", type=timestamp_ms, metavar="'YYYY-MM-DD HH:MM:SS'",
+    c.add_argument("--older-than", type=past_timestamp_ms, metavar="'YYYY-MM-DD HH:MM:SS'",
                    help="only files modified before this local time (must be in the past)")
     c.add_argument("--older-than-duration", type=duration, metavar="DURATION",
                    help="only files older than this, e.g. '1 d' (default '1 d')")

@@ -3,14 +3,16 @@ expire-partitions, remove-orphan-files, create-tag, delete-tag, rollback-to) and
 output. Each returns a dict, printed as JSON with `--json`."""
 from __future__ import annotations
 
+import datetime
 import json
 import time
 from typing import Any, Dict
 
+from ..options import format_duration_ms
 from ..progress import terminal_progress
 from ..table import Table
 from . import context
-from .args import InvalidInput
+from .args import InvalidInput, orphan_age
 
 __all__ = ["cmd_snapshots", "cmd_tags", "cmd_info", "cmd_drop_partition",
            "cmd_expire_snapshots", "cmd_expire_partitions", "cmd_remove_orphan_files",
@@ -21,6 +23,7 @@ def cmd_snapshots(args) -> Dict[str, Any]:
     t = context.open_table(args.table)
     return {"table": args.table, "snapshots": [
         {"id": s.id, "kind": s.commit_kind, "time_millis": s.time_millis,
+         "time": local_time(s.time_millis),
          "commit_user": s.commit_user, "commit_identifier": s.commit_identifier,
          "total_records": s.total_record_count, "delta_records": s.delta_record_count}
         for s in t.snapshots()]}
@@ -65,6 +68,7 @@ def cmd_remove_orphan_files(args) -> Dict[str, Any]:
     from ..operations.orphan import CleanContext, OrphanFilesCleaner
     if args.older_than is not None and args.older_than_duration is not None:
         raise InvalidInput("give --older-than or --older-than-duration, not both")
+    orphan_age("--older-than-duration", args.older_than_duration)
     older = args.older_than
     if args.older_than_duration is not None:
         older = int(time.time() * 1000) - args.older_than_duration
@@ -180,16 +184,48 @@ def _rel(t: Table, path: str) -> str:
 
 # --- text output -------------------------------------------------------------------------
 
+def local_time(ms: int) -> str:
+    """Epoch milliseconds as local ISO time with its UTC offset (2024-06-01T12:00:00+02:00)."""
+    return datetime.datetime.fromtimestamp(ms / 1000).astimezone().isoformat(timespec="seconds")
+
+
+def _info_lines(r: Dict[str, Any]):
+    """`info` as a person reads it: words for empty values, never a Python repr."""
+    yield "table", r["table"]
+    yield "partition keys", ", ".join(r["partition_keys"]) or "none (not partitioned)"
+    if not r["snapshots"]:
+        yield "snapshots", "none"
+    else:
+        yield "snapshots", f"{r['snapshots']} (ids {r['earliest']} to {r['latest']})"
+        yield "latest", f"{r['latest']} ({r['latest_kind']}), {r['total_records']} record(s)"
+    yield "tags", ", ".join(r["tags"]) or "no tags"
+    yield "consumers", ", ".join(f"{c} (next snapshot {n})" for c, n in r["consumers"].items()) \
+        or "no consumers"
+    where = f" in {r['partitions']} partition(s)" if r["partition_keys"] else ""
+    yield "live files", f"{r['live_files']} ({r['live_bytes']} bytes){where}"
+    yield "on disk", f"{r['files_on_disk']} file(s), {r['bytes_on_disk']} bytes"
+
+
 def print_text(command: str, r: Dict[str, Any]) -> None:
     """The text output of `command` (the JSON object, indented, for the others)."""
     if command == "snapshots":
-        print(f"{'id':>6}  {'kind':<9} {'records':>10} {'delta':>8}  commit user")
+        if not r["snapshots"]:
+            print("no snapshots")
+            return
+        print(f"{'id':>6}  {'commit time':<19}  {'kind':<9} {'records':>10} {'delta':>8}  "
+              f"commit user")
         for s in r["snapshots"]:
-            print(f"{s['id']:>6}  {s['kind']:<9} {s['total_records']:>10} "
-                  f"{s['delta_records']:>8}  {s['commit_user']}")
+            print(f"{s['id']:>6}  {s['time'][:19].replace('T', ' '):<19}  {s['kind']:<9} "
+                  f"{s['total_records']:>10} {s['delta_records']:>8}  {s['commit_user']}")
     elif command == "tags":
+        if not r["tags"] and not r["unfinished_deletions"]:
+            print("no tags")
         for x in r["tags"]:
-            print(f"{x['name']}\tsnapshot {x['snapshot_id']}")
+            created = (x["create_time"] or "")[:19].replace("T", " ") or "-"
+            retained = format_duration_ms(x["time_retained_ms"]) \
+                if x["time_retained_ms"] is not None else "-"
+            print(f"{x['name']}\tsnapshot {x['snapshot_id']}\tcreated {created}\t"
+                  f"retained {retained}")
         for name in r["unfinished_deletions"]:
             print(f"{name}\tdeletion unfinished: run `paimon-commit delete-tag TABLE {name}`")
     elif command == "expire-snapshots":
@@ -200,10 +236,8 @@ def print_text(command: str, r: Dict[str, Any]) -> None:
         for s in r["skipped"]:
             print(f"skipped: {s}")
     elif command == "info":
-        for k in ("table", "partition_keys", "snapshots", "earliest", "latest", "latest_kind",
-                  "total_records", "tags", "consumers", "live_files", "live_bytes",
-                  "files_on_disk", "bytes_on_disk", "partitions"):
-            print(f"{k:<16}{r[k]}")
+        for k, v in _info_lines(r):
+            print(f"{k:<16}{v}")
     elif command == "drop-partition":
         if r["snapshot_id"] is None:
             print("nothing to drop: no live file matches")
@@ -213,7 +247,7 @@ def print_text(command: str, r: Dict[str, Any]) -> None:
     elif command == "remove-orphan-files":
         verb = "would delete" if r["dry_run"] else "deleted"
         print(f"{verb} {r['deleted_files']} file(s), {r['deleted_bytes']} bytes, "
-              f"{r['deleted_dirs']} empty dir(s)")
+              f"{len(r['deleted_dirs'])} empty dir(s)")
         for f in r["files"]:
             print(f"  {f}")
     elif command == "expire-partitions":

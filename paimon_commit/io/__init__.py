@@ -21,7 +21,11 @@ __all__ = ["FileIO", "FileStatus", "walk_files", "for_path", "redact_uri",
 def for_path(table_path: str, options: Optional[Dict[str, str]] = None) -> FileIO:
     """The storage of a table root: a local path or `file://` URI gets LocalFileIO; object
     stores (s3://, gs://, az://, abfs://) get ObjectStoreFileIO; anything else (hdfs://, …)
-    goes through pyarrow.fs."""
+    goes through pyarrow.fs. A storage option that looks like a typo of one this library
+    reads (`s3.endpiont`) is an OptionError, before any I/O."""
+    if options:
+        from .object_store_config import check_storage_options
+        check_storage_options(options)
     if "://" not in table_path or table_path.startswith("file://"):
         from .local import LocalFileIO
         local = table_path[len("file://"):] if table_path.startswith("file://") else table_path

@@ -165,6 +165,12 @@ class ObjectStoreFileIO(FileIO):
             reason = f"bucket {self.bucket!r} does not exist"
         elif "ContainerNotFound" in str(e):   # Azure
             reason = f"container {self.bucket!r} does not exist"
+        elif "169.254.169.254" in str(e) or "169.254.170.2" in str(e):
+            # No credentials anywhere: obstore asked the cloud instance metadata, in vain.
+            reason = ("no credentials found (none given, and the cloud instance metadata "
+                      "service gave none): give them with --option s3.access-key=... --option "
+                      "s3.secret-key=... (in Python: storage options of those names) or as "
+                      "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
         elif any(c in str(e) for c in ("InvalidAccessKeyId", "SignatureDoesNotMatch",
                                        "AccessDenied", "403 Forbidden")):
             reason = f"access denied (check the credentials): {reason}"

@@ -5,13 +5,17 @@ from __future__ import annotations
 import base64
 import datetime
 import json
+import logging
 import os
-from typing import Dict, Mapping, Optional, Tuple
+import urllib.parse
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 from ..errors import OptionError
 from .uri import GCS_SCHEMES, S3_SCHEMES, redact_uri, split_credentials
 
-__all__ = ["storage_options", "build_store"]
+log = logging.getLogger(__name__)
+
+__all__ = ["storage_options", "build_store", "STORAGE_OPTION_NAMES", "check_storage_options"]
 
 # Paimon's (and Hadoop S3A's, and pypaimon's) option names -> obstore's S3 config keys.
 _S3_OPTIONS = {
@@ -22,8 +26,8 @@ _S3_OPTIONS = {
     "fs.s3a.secret.key": "secret_access_key", "fs.s3.accesskeysecret": "secret_access_key",
     "s3.session-token": "token", "s3.session.token": "token",
     "fs.s3a.session.token": "token", "fs.s3.securitytoken": "token",
-    "s3.region": "region", "fs.s3a.endpoint.region": "region", "fs.s3a.region": "region",
-    "fs.s3.region": "region",
+    "s3.region": "region", "s3.endpoint.region": "region", "fs.s3a.endpoint.region": "region",
+    "fs.s3a.region": "region", "fs.s3.region": "region",
 }
 _S3_PATH_STYLE = ("s3.path.style.access", "fs.s3a.path.style.access")
 _GCS_OPTIONS = {
@@ -45,6 +49,62 @@ _STORAGE_PREFIXES = ("s3.", "fs.s3a.", "fs.s3.", "fs.gs.", "gcs.", "gs.", "fs.az
                      "aws_", "google_", "azure_", "object-store.")
 
 
+_RETRY_OPTIONS = ("object-store.max-retries", "object-store.retry-timeout-seconds")
+# Every storage option name this library reads (obstore's own aws_*/google_*/azure_* keys are
+# checked by obstore when the store is built, before any request).
+STORAGE_OPTION_NAMES = frozenset(
+    set(_S3_OPTIONS) | set(_S3_PATH_STYLE) | set(_GCS_OPTIONS) | set(_AZURE_OPTIONS)
+    | set(_RETRY_OPTIONS))
+_NATIVE_PREFIXES = ("aws_", "google_", "azure_")
+_AZURE_ACCOUNT_KEY = "fs.azure.account.key."   # fs.azure.account.key.<account>.<host> = key
+# Paimon's own storage prefixes: a key under one of them that we do not read is a typo or an
+# option this library does not support (Hadoop's fs.* keys are many; only a near miss of one
+# of ours is refused outside the command line).
+_PAIMON_STORAGE_PREFIXES = ("s3.", "gs.", "gcs.", "azure.", "object-store.")
+
+
+def _storage_problem(key: str, strict: bool, what: str) -> Optional[str]:
+    """Why `key` is not a storage option this library reads (None when it is, or when it is
+    left alone outside `strict` mode)."""
+    from ..option_names import CORE_OPTION_NAMES, OTHER_PAIMON_OPTION_NAMES, closest_name
+    from ..options import OPTIONS
+    k = key.lower()
+    if k in STORAGE_OPTION_NAMES or k.startswith(_NATIVE_PREFIXES) \
+            or (k.startswith(_AZURE_ACCOUNT_KEY) and k.count(".") >= 4):
+        return None
+    # Hadoop has hundreds of fs.* keys (fs.azure.account.auth.type, ...): outside the command
+    # line only a very near miss of one of ours is taken for a typo.
+    cutoff = 0.9 if not strict and k.startswith("fs.") else 0.8
+    near = closest_name(k, STORAGE_OPTION_NAMES, cutoff=cutoff)
+    if near is not None:
+        return f"unknown {what} {key!r}: did you mean {near!r}?"
+    if not strict:
+        if k.startswith(_PAIMON_STORAGE_PREFIXES):
+            log.warning("storage option %r is not one this library reads: ignored", key)
+        return None
+    if key in OPTIONS or key in CORE_OPTION_NAMES or key in OTHER_PAIMON_OPTION_NAMES:
+        return (f"{what} {key!r} is a table option, not a storage option: storage options "
+                f"set how the table is reached (s3.endpoint, s3.access-key, ...; see README "
+                f"Storage)")
+    return (f"unknown {what} {key!r}: storage options are those of README Storage "
+            f"(s3.endpoint, s3.access-key, fs.s3a.endpoint, gs.service-account-file, "
+            f"azure.account-name, object-store.max-retries, ...) and obstore's "
+            f"aws_*/google_*/azure_* keys")
+
+
+def check_storage_options(options: Optional[Mapping[str, Any]], strict: bool = False,
+                          what: str = "storage option") -> None:
+    """Refuse (OptionError, before any I/O) a storage option this library does not read and
+    that looks like a typo of one it does (`s3.endpiont`), or, `strict` (the command line's
+    `--option`, which takes storage options only), any option it does not read. Outside strict
+    mode other unknown keys are left alone (a Paimon catalog's s3.* settings for Hadoop, or
+    Spark's mixed option maps), with a logged warning for s3.*/gs.*/azure.* ones."""
+    for key in (options or {}):
+        problem = _storage_problem(str(key), strict, what)
+        if problem:
+            raise OptionError(problem)
+
+
 def storage_options(options: Mapping[str, str], path: Optional[str] = None) -> Dict[str, str]:
     """The storage options among `options` (Paimon's `s3.*`, Hadoop's `fs.s3a.*`, ...), plus
     the credentials of `path`'s user-info (uri.split_credentials: they win over the options,
@@ -55,6 +115,32 @@ def storage_options(options: Mapping[str, str], path: Optional[str] = None) -> D
     if path:
         out = split_credentials(path, out)[1]
     return out
+
+
+def _first(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
+
+
+# How obstore finds S3 credentials other than the instance metadata: a key in the options or
+# the environment, a web identity or container credentials, or unsigned requests by request.
+_S3_CREDENTIAL_KEYS = ("access_key_id", "skip_signature", "web_identity_token_file",
+                       "container_credentials_relative_uri", "container_credentials_full_uri",
+                       "metadata_endpoint")
+
+
+def _is_aws(endpoint: str) -> bool:
+    """AWS's own endpoint (on EC2 the instance metadata is where credentials come from)."""
+    host = urllib.parse.urlsplit(endpoint if "://" in endpoint else f"//{endpoint}").hostname
+    return bool(host) and (host.endswith(".amazonaws.com") or host.endswith(".amazonaws.com.cn"))
+
+
+def _s3_credentials_given(config: Mapping[str, str]) -> bool:
+    for key in _S3_CREDENTIAL_KEYS:
+        value = config.get(key) or config.get(f"aws_{key}") \
+            or os.environ.get(f"AWS_{key.upper()}")
+        if value and (key != "skip_signature" or _truthy(value)):
+            return True
+    return False
 
 
 def _truthy(value: str) -> bool:
@@ -131,6 +217,15 @@ def build_store(scheme: str, bucket: str, account: Optional[str],
             or config.get("aws_endpoint") or os.environ.get("AWS_ENDPOINT_URL") \
             or os.environ.get("AWS_ENDPOINT")
         kind, cls = "s3", S3Store
+        if endpoint and not _is_aws(endpoint) and not _s3_credentials_given(config):
+            # obstore would go on to the cloud instance-metadata address (169.254.169.254) for
+            # credentials: a request to a third host, that fails as "access denied".
+            raise OptionError(
+                f"no credentials found for s3://{bucket} (endpoint {redact_uri(endpoint)}): "
+                f"give them with --option s3.access-key=... --option s3.secret-key=... (in "
+                f"Python: storage options of those names), in the URI "
+                f"(s3://KEY:SECRET@{bucket}/...) or as AWS_ACCESS_KEY_ID and "
+                f"AWS_SECRET_ACCESS_KEY; for a bucket that needs none, aws_skip_signature=true")
     elif scheme in GCS_SCHEMES:
         config = _native_options(lower, _GCS_OPTIONS, "google_")
         endpoint = _gcs_base_url(config)
@@ -170,8 +265,16 @@ def build_store(scheme: str, bucket: str, account: Optional[str],
         kind, cls = "azure", AzureStore
     if endpoint and endpoint.lower().startswith("http://"):
         client["allow_http"] = True
-    store = cls(bucket, config=config or None, client_options=client or None,
-                retry_config=_retry_config(lower))
+    from obstore.exceptions import UnknownConfigurationKeyError
+    try:
+        store = cls(bucket, config=config or None, client_options=client or None,
+                    retry_config=_retry_config(lower))
+    except UnknownConfigurationKeyError as e:   # an aws_*/google_*/azure_* key obstore lacks
+        bad = next((k for k in config if f"'{k}'" in str(e)), None)
+        store_name = {"s3": "S3", "gcs": "GCS", "azure": "Azure"}[kind]
+        raise OptionError(f"unknown storage option {bad!r}: not a key of obstore's "
+                          f"{store_name} store (see README Storage)" if bad else
+                          f"unknown storage option: {_first(e)}") from None
     secrets = [v for k, v in config.items()
                if v and len(v) >= 4 and any(w in k for w in _SECRET_WORDS)]
     if creds:

@@ -50,6 +50,7 @@ class ExpireSnapshots(ChangelogExpiration):
 
     def __init__(self, store: FileStore, config: Optional[ExpireConfig] = None,
                  executor: Optional[Executor] = None, clock=time.time, progress=None):
+        store = getattr(store, "store", store)   # a Table is accepted for its FileStore
         self.store = store
         self.progress = progress   # optional paimon_commit.progress callback
         # The changelog lifecycle is the table's (as Paimon builds ExpireConfig from the

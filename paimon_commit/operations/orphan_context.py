@@ -31,7 +31,8 @@ class CleanContext:
     """What an orphan cleanup should do (validated on construction, before any I/O).
 
     Args:
-        table_path: the table (local path, file://, hdfs://, s3://, …).
+        table_path: the table: a Table, or its path (local path, file://, s3://, gs://,
+            az://, abfs://, hdfs://).
         older_than_ms: only files last modified before this epoch-ms time are candidates
             (default: now - 1 day; must be in the past, and in milliseconds).
         dry_run: report what would be deleted; delete nothing.
@@ -47,7 +48,7 @@ class CleanContext:
         OptionError: a bad threshold, option or callback.
     """
 
-    table_path: str
+    table_path: Any   # a Table, or the path of one
     older_than_ms: Optional[int] = None
     dry_run: bool = False
     executor: Optional[Executor] = None
@@ -58,6 +59,11 @@ class CleanContext:
     progress: Optional[Callable[[Any], None]] = None   # paimon_commit.progress callback
 
     def __post_init__(self) -> None:
+        if not isinstance(self.table_path, str) and hasattr(self.table_path, "store"):
+            # A Table: its storage (with the options it was opened with) and its path.
+            table = self.table_path
+            self.file_io = self.file_io or table.store.io
+            self.table_path = table.path
         now_ms = int(self.clock() * 1000)
         if self.older_than_ms is None:
             self.older_than_ms = now_ms - DAY_MS
@@ -101,10 +107,12 @@ class OrphanCleanResult:
         return sum(v["bytes"] for v in self.by_kind.values())
 
     def to_dict(self) -> Dict[str, Any]:
-        """The result as a JSON-ready dict (what the CLI prints with --json)."""
+        """The result as a JSON-ready dict (what the CLI prints with --json): each attribute
+        and property under its own name (`deleted_dirs` is the list, as the attribute);
+        `files` and `dirs` are the older names of `deleted_paths` and `deleted_dirs`."""
         return {"deleted_files": self.deleted_files, "deleted_bytes": self.deleted_bytes,
-                "deleted_dirs": len(self.deleted_dirs), "dry_run": self.dry_run,
-                "files": self.deleted_paths, "dirs": self.deleted_dirs,
+                "deleted_paths": self.deleted_paths, "deleted_dirs": self.deleted_dirs,
+                "dry_run": self.dry_run, "files": self.deleted_paths, "dirs": self.deleted_dirs,
                 "by_kind": self.by_kind, "candidates": self.candidates, "used": self.used,
                 "retained_young": self.retained_young,
                 "retained_vetoed": self.retained_vetoed,

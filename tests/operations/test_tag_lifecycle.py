@@ -248,7 +248,7 @@ def test_cli_expire_tags(table_path, clock, capsys):
     assert json.loads(capsys.readouterr().out)["expired_tags"] == ["old"]
     assert set(tag_ids(t)) == {"keep"}
     assert main(["expire-tags", str(table_path), "--older-than", "yesterday"]) == 2
-    assert "invalid timestamp 'yesterday'" in capsys.readouterr().err
+    assert "--older-than 'yesterday' is an invalid timestamp" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("options, message", [

@@ -172,7 +172,7 @@ def test_cli_maintain_bad_input(tmp_path, capsys):
     assert main(["maintain", str(tmp_path / "nowhere")]) == 2
     assert capsys.readouterr().err == f"error: warehouse {tmp_path / 'nowhere'} does not exist\n"
     assert main(["maintain", str(tmp_path), "--parallelism", "0"]) == 2
-    assert "0 must be >= 1" in capsys.readouterr().err
+    assert "--parallelism '0' must be >= 1" in capsys.readouterr().err
 
 
 def test_patterns_for_orphans_and_expire_snapshots(warehouse, capsys):

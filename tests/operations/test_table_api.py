@@ -1,0 +1,183 @@
+"""One obvious API: every operation as a Table method named as users try it, with keyword
+arguments named as the CLI's flags, returning the operations' results; lower-level classes take
+a Table; write_arrow takes what pyarrow.table(...) takes."""
+import datetime
+import json
+import os
+import time
+import warnings
+
+import pyarrow as pa
+import pytest
+
+from conftest import D1, SCHEMA, files_under, make_rows, write
+from invariants import assert_intact
+from oracle import pp_read, rows
+
+from paimon_commit import OptionError, Table
+from paimon_commit.cli import main
+
+
+@pytest.fixture
+def history(table, table_path):
+    for i in range(1, 13):
+        write(table, make_rows([i], hr=i % 2))
+    return table
+
+
+def cli_json(capsys, *argv):
+    assert main([str(a) for a in argv] + ["--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_expire_snapshots_as_the_cli_does(history, table_path, capsys):
+    dry = history.expire_snapshots(retain_min=3, time_retained="0 ms", max_deletes=50,
+                                   dry_run=True)
+    cli = cli_json(capsys, "expire-snapshots", table_path, "--retain-min", 3,
+                   "--time-retained", "0 ms", "--max-deletes", 50, "--dry-run")
+    assert {k: v for k, v in dry.to_dict().items() if k != "seconds"} == \
+        {k: v for k, v in cli.items() if k not in ("seconds", "files")}
+    before = set(files_under(table_path))
+    r = history.expire_snapshots(retain_min=3, time_retained="0 ms", max_deletes=50)
+    assert (r.expired_snapshots, r.earliest, r.latest) == (9, 10, 12)
+    gone = before - set(files_under(table_path))
+    assert {os.path.relpath(p, table_path) for p in r.deleted_paths} == gone and gone
+    assert [s.id for s in Table.open(str(table_path)).snapshots()] == [10, 11, 12]
+    assert_intact(table_path)
+
+
+def test_expire_snapshots_older_than_takes_a_datetime(history, table_path):
+    time.sleep(0.01)
+    r = history.expire_snapshots(retain_min=1, older_than=datetime.datetime.now(),
+                                 max_deletes=100)
+    assert r.expired_snapshots == 11
+    assert rows(pp_read(table_path))[-1]["id"] == 12
+    assert_intact(table_path)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"older_than": datetime.datetime(2999, 1, 1)},
+     "older_than='2999-01-01 00:00:00' is not in the past (it is "),
+    ({"older_than": "2999-01-01 00:00:00"}, "older_than='2999-01-01 00:00:00' is not in the past"),
+    ({"older_than": 1_700_000_000}, "older_than=1700000000 looks like seconds"),
+    ({"older_than": "yesterday"}, "older_than='yesterday' is an invalid time"),
+    ({"time_retained": "-1 h"}, "time_retained='-1 h' must not be negative"),
+    ({"time_retained": "soon"}, "time_retained='soon' is an invalid duration"),
+    ({"retain_min": 5, "retain_max": 2}, "retain_max=2 must be >= retain_min=5"),
+    ({"retain_min": 0}, "retain_min=0 must be >= 1"),
+    ({"retain_min": "3"}, "retain_min='3' is not an integer"),
+    ({"max_deletes": -1}, "max_deletes=-1 must be >= 0"),
+])
+def test_expire_snapshots_bad_arguments_touch_nothing(history, table_path, kwargs, message):
+    before = files_under(table_path)
+    with pytest.raises(OptionError) as e:
+        history.expire_snapshots(**kwargs)
+    assert message in str(e.value)
+    assert files_under(table_path) == before
+
+
+def test_remove_orphan_files(history, table_path):
+    stray = table_path / "dt=19723" / "hr=1" / "bucket-0" / "data-stray-0.parquet"
+    stray.write_text("x" * 10)
+    empty = table_path / "dt=19999"
+    empty.mkdir()
+    old = time.time() - 3 * 86400
+    os.utime(stray, (old, old))
+    os.utime(empty, (old, old))
+    r = history.remove_orphan_files(dry_run=True)
+    assert r.deleted_paths == ["dt=19723/hr=1/bucket-0/data-stray-0.parquet"] and stray.exists()
+    young = history.remove_orphan_files(older_than_duration="4 d")
+    assert young.deleted_files == 0 and stray.exists()
+    r = history.remove_orphan_files(older_than_duration="2 d", parallelism=2)
+    assert r.deleted_files == 1 and not stray.exists() and not empty.exists()
+    # to_dict mirrors the attributes: deleted_dirs is the list in both.
+    assert r.to_dict()["deleted_dirs"] == r.deleted_dirs == ["dt=19999"]
+    assert r.to_dict()["deleted_paths"] == r.deleted_paths
+    assert_intact(table_path)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"older_than": "2999-01-01 00:00:00"}, "older_than='2999-01-01 00:00:00' is not in the past"),
+    ({"older_than_duration": "0 s"}, "older_than_duration='0 s' must be longer than 0"),
+    ({"older_than_duration": "-1 d"}, "older_than_duration='-1 d' must not be negative"),
+    ({"older_than_duration": "1 d", "older_than": "2000-01-01 00:00:00"}, "not both"),
+    ({"parallelism": 0}, "parallelism=0 must be >= 1"),
+])
+def test_remove_orphan_files_bad_arguments(history, table_path, kwargs, message):
+    before = files_under(table_path)
+    with pytest.raises(OptionError, match=message):
+        history.remove_orphan_files(**kwargs)
+    assert files_under(table_path) == before
+
+
+def test_expire_partitions(table, table_path):
+    write(table, make_rows([1], dt=D1))
+    write(table, make_rows([2], dt=datetime.date.today()))
+    r = table.expire_partitions(expiration_time="7 d", dry_run=True)
+    assert [p["dt"] for p in r.expired_partitions] == [D1] and r.snapshot_ids == []
+    r = table.expire_partitions(expiration_time="7 d")
+    assert r.snapshot_ids == [3]
+    assert [x["id"] for x in rows(pp_read(table_path))] == [2]
+    with pytest.raises(OptionError, match="expiration_time='-1 d' must not be negative"):
+        table.expire_partitions(expiration_time="-1 d")
+
+
+def test_tags_rollback_and_report_by_name(history, table_path):
+    tag = history.create_tag("release-1", 5, time_retained="7 d")
+    assert (tag.name, tag.id) == ("release-1", 5)
+    r = history.rollback_to(snapshot_id=8)
+    assert r.to_dict()["deleted_snapshots"] == [9, 10, 11, 12]
+    r = history.expire_tags(older_than=datetime.datetime.now() - datetime.timedelta(days=1))
+    assert r.expired_tags == []
+    with pytest.raises(OptionError, match="older_than='2999-01-01 00:00:00' is not in the past"):
+        history.expire_tags(older_than="2999-01-01 00:00:00")
+    time.sleep(0.01)
+    r = history.expire_tags(older_than=int(time.time() * 1000) - 1)   # epoch ms
+    assert r.expired_tags == ["release-1"]
+    report = history.report()
+    assert report.to_dict()["snapshots"] == 8
+    assert_intact(table_path)
+
+
+def test_lower_level_classes_take_a_table(history, table_path):
+    from paimon_commit.operations.expire import ExpireSnapshots
+    from paimon_commit.operations.expire_config import ExpireConfig
+    from paimon_commit.operations.orphan import CleanContext, OrphanFilesCleaner
+    r = OrphanFilesCleaner(CleanContext(history, dry_run=True)).clean()
+    assert r.deleted_files == 0
+    r = ExpireSnapshots(history, ExpireConfig(retain_min=10, time_retained_ms=0,
+                                              max_deletes=100)).expire()
+    assert r.expired_snapshots == 2
+    assert_intact(table_path)
+
+
+def test_open_takes_storage_options_and_the_old_spelling_warns(history, table_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert Table.open(str(table_path), storage_options={"s3.region": "eu"}).latest_snapshot()
+    with pytest.warns(DeprecationWarning, match="pass them as storage_options="):
+        assert Table.open(str(table_path), options={"s3.region": "eu"}).latest_snapshot()
+
+
+@pytest.mark.parametrize("make", [
+    lambda: make_rows([1, 2]),
+    lambda: make_rows([1, 2]).to_batches()[0],
+    lambda: pa.RecordBatchReader.from_batches(SCHEMA, make_rows([1, 2]).to_batches()),
+    lambda: {"id": [1, 2], "name": ["n1", "n2"], "dt": [D1, D1], "hr": [1, 1]},
+    lambda: pytest.importorskip("pandas").DataFrame(
+        {"id": [1, 2], "name": ["n1", "n2"], "dt": [D1, D1], "hr": [1, 1]}),
+], ids=["table", "batch", "reader", "dict", "pandas"])
+def test_write_arrow_takes_what_pyarrow_table_takes(table, table_path, make):
+    w = table.new_writer()
+    w.write_arrow(make())
+    with table.new_commit() as c:
+        c.commit(w.prepare_commit())
+    assert rows(pp_read(table_path)) == rows(make_rows([1, 2]))
+    assert rows(table.read_arrow()) == rows(make_rows([1, 2]))
+
+
+def test_write_arrow_refuses_what_it_cannot_read(table):
+    with pytest.raises(TypeError, match="write_arrow takes a pyarrow Table, RecordBatch or "
+                                        "RecordBatchReader, a dict of columns or a pandas "
+                                        "DataFrame, not list"):
+        table.new_writer().write_arrow([{"id": 1}])
