@@ -108,7 +108,9 @@ class DistributedCompaction:
                 # task attempts the driver never heard of.
                 self._sweep(plan, keep=())
             raise
-        self._sweep(plan, keep={p for r in rewritten for p in r.paths})
+        # Kept by file name: the snapshot names files by name, and a listing may spell a
+        # directory differently than the writer's join did.
+        self._sweep(plan, keep={f.file_name for r in rewritten for f in r.files})
         seconds["commit"] = time.monotonic() - t2
         seconds["total"] = time.monotonic() - t0
         result = job._result(plan, rewritten, False, commit, seconds)
@@ -148,7 +150,7 @@ class DistributedCompaction:
 
     def _sweep(self, plan: CompactPlan, keep) -> int:
         """Delete this run's files (named with its marker) in the planned partitions, except
-        `keep`. Returns how many were deleted."""
+        those named in `keep`. Returns how many were deleted."""
         st = self.store
         dirs = sorted({st.bucket_dir(t.values, 0) for t in plan.tasks})
         paths = []
@@ -161,7 +163,7 @@ class DistributedCompaction:
                 continue
             paths.extend(s.path for s in statuses
                          if not s.is_dir and s.name.startswith(self.marker)
-                         and s.path not in keep)
+                         and s.name not in keep)
         if not paths:
             return 0
         deleted = st.io.delete_files(paths)

@@ -138,3 +138,30 @@ def test_bad_input_is_refused_before_spark_or_io(spark, table_path):
         compact(spark, str(table_path), partitions=[{"hr": 7}])
     assert files_under(table_path) == before
     assert OPTS["target-file-size"] == "64 kb"
+
+
+def test_files_of_attempts_the_driver_never_saw_are_removed_after_the_commit(spark, table_path):
+    # A speculative duplicate (or a retried attempt) writes the same bin again under the run's
+    # marker; the driver commits the files it was handed and deletes the others.
+    t = _table(table_path)
+    ids = _fill(t, n=5, hrs=(1,))
+    planted = []
+
+    class WithADuplicateAttempt(DistributedCompaction):
+        def rewrite(self, plan):
+            out = super().rewrite(plan)
+            d = os.path.dirname(out[0].paths[0])
+            dup = os.path.join(d, f"{self.marker}duplicate-attempt-0.parquet")
+            shutil.copyfile(out[0].paths[0], dup)
+            planted.append(dup)
+            return out
+
+    r = WithADuplicateAttempt(t.store, spark).run()
+    assert r.snapshot_id == 6 and r.written_files == 1
+    assert not os.path.exists(planted[0])
+    t = Table.open(str(table_path))
+    live = [f.path for f in t.live_files()]
+    assert len(live) == 1 and os.path.exists(live[0])
+    assert os.path.basename(live[0]).startswith(f"data-compact-")
+    assert [x["id"] for x in rows(pp_read(table_path))] == sorted(ids)
+    assert_intact(table_path)
