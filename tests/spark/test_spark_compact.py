@@ -162,6 +162,6 @@ def test_files_of_attempts_the_driver_never_saw_are_removed_after_the_commit(spa
     t = Table.open(str(table_path))
     live = [f.path for f in t.live_files()]
     assert len(live) == 1 and os.path.exists(live[0])
-    assert os.path.basename(live[0]).startswith(f"data-compact-")
+    assert os.path.basename(live[0]).startswith("data-compact-")
     assert [x["id"] for x in rows(pp_read(table_path))] == sorted(ids)
     assert_intact(table_path)
