@@ -3,7 +3,12 @@
     from paimon_commit.spark import register
     register(spark)
     df.write.format("paimon").mode("append").save("/data/wh/db.db/events")
+
+    from paimon_commit.spark import compact
+    compact(spark, "/data/wh/db.db/events")   # executors rewrite, the driver commits once
 """
+# The function, not the module of the same name (importing it binds the module first).
+from .compact import compact  # noqa: E402  (pyspark itself is imported only when run)
 
 
 def register(spark) -> None:
@@ -24,4 +29,4 @@ def register(spark) -> None:
     _register(spark)
 
 
-__all__ = ["register"]
+__all__ = ["register", "compact"]

@@ -15,6 +15,9 @@ Options:
   any table option     per-write override, e.g. snapshot.expire.execution-mode,
                        snapshot.num-retained.min
   snapshot-id / tag    time travel for reads
+  streaming-read-overwrite  streaming reads also read OVERWRITE snapshots' new files
+
+Streaming reads (`spark.readStream.format("paimon").load(PATH)`): stream_source.py.
 """
 from __future__ import annotations
 
@@ -365,3 +368,8 @@ class PaimonDataSource(DataSource):
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> PaimonStreamWriter:
         return PaimonStreamWriter(self.options, schema, overwrite)
+
+    def streamReader(self, schema: StructType):
+        # Paimon's streaming scan of an append table (skips COMPACT snapshots): stream_source.
+        from .stream_source import PaimonStreamReader
+        return PaimonStreamReader(self.options, schema)

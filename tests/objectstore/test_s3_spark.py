@@ -61,3 +61,45 @@ def test_distributed_orphan_cleanup_on_s3_with_options(spark, s3, monkeypatch):
     assert not set(orphans) & set(s3.keys())
     assert sorted(Table.open(s3.table_uri(), options=opts).read_arrow()
                   .column("id").to_pylist()) == [1, 2, 3]
+
+
+def test_spark_compaction_on_s3_conflict_then_success(spark, s3, monkeypatch):
+    # Executors rewrite the bins on the store with the storage options they were sent; a
+    # compaction losing its inputs to an overwrite leaves no key of its own behind; the next
+    # one lands.
+    from conftest import SCHEMA, make_rows, write
+    from paimon_commit.operations.compact import CompactionConflictError
+    from paimon_commit.spark import compact
+    from paimon_commit.spark.compact import DistributedCompaction
+    opts = {"s3.endpoint": s3.url, "s3.access-key": ACCESS_KEY, "s3.secret-key": SECRET_KEY,
+            "s3.region": "us-east-1"}
+    small = {"target-file-size": "64 kb", "source.split.open-file-cost": "1 b"}
+    t = Table.create(s3.table_uri(), SCHEMA, partition_keys=["dt", "hr"], options=small,
+                     storage_options=opts)
+    for i in range(5):
+        write(t, make_rows(range(i * 10, i * 10 + 10), hr=1))
+        write(t, make_rows(range(100 + i * 10, 110 + i * 10), hr=2))
+    for k in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"):
+        monkeypatch.delenv(k, raising=False)
+
+    class OverwrittenMeanwhile(DistributedCompaction):
+        def rewrite(self, plan):
+            out = super().rewrite(plan)
+            assert [k for k in s3.keys() if self.marker in k]      # executors wrote
+            w = t.new_writer()
+            w.write_arrow(make_rows([999], hr=2))
+            with t.new_commit() as c:
+                c.overwrite(w.prepare_commit(), partition={"hr": 2})
+            return out
+    job = OverwrittenMeanwhile(Table.open(s3.table_uri(), options=opts).store, spark)
+    with pytest.raises(CompactionConflictError, match="5 of its 10 input files"):
+        job.run()
+    assert not [k for k in s3.keys() if job.marker in k]
+    assert Table.open(s3.table_uri(), options=opts).latest_snapshot().id == 11
+
+    r = compact(spark, s3.table_uri(), storage_options=opts)
+    assert r.snapshot_id == 12 and r.rewritten_files == 5 and r.written_files == 1
+    assert sorted(s3.pp_read().column("id").to_pylist()) == list(range(50)) + [999]
+    live = {f.path.rsplit("/", 1)[-1] for f in Table.open(s3.table_uri(), options=opts)
+            .live_files()}
+    assert {k.rsplit("/", 1)[-1] for k in s3.keys() if "compact-" in k} <= live
