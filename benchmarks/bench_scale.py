@@ -12,7 +12,7 @@ Tables are built quickly (benchmarks/scale_tables.py: metadata through our forma
 data files as hard links of one tiny parquet file per partition); a small one of each shape
 is first read back with pypaimon and our reader, and expired, as a check.
 
-Per size: wall seconds, peak RSS (os.wait4 of the child), the child's RSS before the
+Per size: wall seconds, peak RSS (the child's VmHWM), the child's RSS before the
 operation (imports, table opened) and bytes per file = (peak - before) / N.
 
 Targets (exit 1 when one fails or a check fails):
@@ -102,7 +102,10 @@ def run_child(op: str, path: str, retain: int) -> Dict[str, Any]:
     if p.returncode != 0:
         raise RuntimeError(f"{op} child on {path} exited {p.returncode}")
     d = json.loads(out.decode().strip().splitlines()[-1])
-    d["peak_rss"] = usage.ru_maxrss * 1024     # Linux reports KB
+    # The child's own high-water mark: wait4's ru_maxrss also counts the parent's pages the
+    # child had between fork and exec.
+    d["peak_rss"] = d.pop("hwm_kb") * 1024
+    d["ru_maxrss"] = usage.ru_maxrss * 1024
     d["before_rss"] = d.pop("before_kb") * 1024
     d["process_seconds"] = wall
     d["cpu_seconds"] = usage.ru_utime + usage.ru_stime

@@ -16,7 +16,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import fastavro
 
-__all__ = ["read_records", "iter_records"]
+__all__ = ["read_records", "iter_records", "raw_blocks"]
 
 _MAGIC = b"Obj\x01"
 _SCHEMA_CACHE_SIZE = 64
@@ -162,3 +162,29 @@ def iter_records(data: bytes) -> Iterator[Dict[str, Any]]:
         return
     for block in blocks:
         yield from block
+
+
+def raw_blocks(data: bytes) -> Optional[Tuple[bytes, List[Tuple[int, bytes]]]]:
+    """(writer schema JSON, [(record count, decompressed block)]) of a container file, for
+    decoders of their own; None when the codec is one only fastavro reads. Raises on a
+    malformed container."""
+    meta, sync, pos = _header(data)
+    codec = meta.get("avro.codec", b"null")
+    if codec not in (b"null", b"deflate", b"zstandard") or "avro.schema" not in meta:
+        return None
+    if codec == b"zstandard" and _zstd is None:
+        return None
+    out: List[Tuple[int, bytes]] = []
+    end = len(data)
+    while pos < end:
+        count, pos = _long(data, pos)
+        size, pos = _long(data, pos)
+        if count < 0 or size < 0 or pos + size + 16 > end:
+            raise _Malformed()
+        block = _decompress(codec, data[pos:pos + size])
+        pos += size
+        if data[pos:pos + 16] != sync:
+            raise _Malformed()
+        pos += 16
+        out.append((count, block))
+    return meta["avro.schema"], out

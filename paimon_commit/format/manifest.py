@@ -13,7 +13,8 @@ from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tu
 import fastavro
 
 from ..errors import CorruptMetadataError, OptionError
-from .avro_container import iter_records, read_records
+from .avro_container import iter_records, raw_blocks, read_records
+from .file_refs import compile_reader
 from .binary_row import EMPTY_ROW
 
 __all__ = [
@@ -364,11 +365,36 @@ def decode_manifest_files(data: bytes, path: str) -> List[FileRef]:
     """The FileRef of every entry of a manifest, in order; each decoded record is dropped as
     soon as its FileRef is taken."""
     try:
+        fast = _compiled_file_refs(data, path)
+    except Exception:  # noqa: BLE001 - fastavro below reads it, or says what is wrong
+        fast = None
+    if fast is not None:
+        return fast
+    try:
         return _file_refs(iter_records(data), path)
     except CorruptMetadataError:
         raise
     except Exception:  # noqa: BLE001 - read again, whole, for the error a damaged file gets
         return _file_refs(_decode(data, path), path)
+
+
+def _check_version(v: Any) -> None:
+    if v != MANIFEST_VERSION:
+        raise ValueError(f"_VERSION {v!r}")
+
+
+def _compiled_file_refs(data: bytes, path: str) -> Optional[List[FileRef]]:
+    """FileRefs through the reader compiled for the file's schema (file_refs), or None."""
+    raw = raw_blocks(data)
+    if raw is None:
+        return None
+    read = compile_reader(raw[0])
+    if read is None:
+        return None
+    out: List[FileRef] = []
+    for count, block in raw[1]:
+        out.extend(read(block, count, FileRef, _check_version))
+    return out
 
 
 def _file_refs(records: Iterable[Dict[str, Any]], path: str) -> List[FileRef]:
