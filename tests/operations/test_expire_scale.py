@@ -141,3 +141,18 @@ def test_maintenance_holds_names_not_decoded_entries(tmp_path, overwrite_table, 
     cleaner = OrphanFilesCleaner(CleanContext(ap, dry_run=True))
     assert len(cleaner.used_files()) >= 200
     assert not cleaner.store.manifests._manifests._d
+
+
+def test_orphan_cleanup_keeps_a_stray_whose_name_hash_collides(tmp_path, monkeypatch):
+    ap = str(tmp_path / "wh" / "db.db" / "ap")
+    build_append_table(ap, 100, snapshots=4, strays=3, manifest_entries=30)
+    before = rel_files(ap)
+    # Every name hashes alike: each stray looks used, and is kept.
+    monkeypatch.setattr(reachability, "hash", lambda name: 11, raising=False)
+    r = OrphanFilesCleaner(CleanContext(ap)).clean()
+    assert r.deleted_files == 0 and rel_files(ap) == before
+    monkeypatch.undo()
+    r = OrphanFilesCleaner(CleanContext(ap)).clean()
+    assert sorted(os.path.basename(p) for p in r.deleted_paths) == \
+        [f"data-stray-{i}.parquet" for i in range(3)]
+    assert_intact(ap)
