@@ -307,7 +307,7 @@ def main(argv=None) -> int:
             "metric": f"{op} peak RSS above start at {large:,} files / at {mid:,}",
             "value": m_ratio, "target": limit, "pass": m_ratio <= limit}
         targets[f"{op}_rss"] = {
-            "metric": f"{op} peak RSS (GB) at {large:,} files", "value": b["peak_rss"] / GB,
+            "metric": f"{op} peak RSS (GiB) at {large:,} files", "value": b["peak_rss"] / GB,
             "target": RSS_TARGET / GB, "pass": b["peak_rss"] < RSS_TARGET}
     b = results[large]["expire"]
     targets["expire_bytes_per_file"] = {
