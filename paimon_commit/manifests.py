@@ -17,8 +17,8 @@ from .io import FileIO
 from .format import binary_row
 from .format import paths as P
 from .format.manifest import (
-    EMPTY_STATS, FileKind, ManifestEntry, ManifestFileMeta, SimpleStats,
-    decode_index_manifest_names, decode_manifest, decode_manifest_list,
+    EMPTY_STATS, FileKind, FileRef, ManifestEntry, ManifestFileMeta, SimpleStats,
+    decode_index_manifest_names, decode_manifest, decode_manifest_files, decode_manifest_list,
     decode_manifest_list_refs, encode_manifest, encode_manifest_list,
 )
 
@@ -140,6 +140,16 @@ class ManifestIO:
         entries = decode_manifest(self.io.read_bytes(path), path)
         self._manifests.put(name, entries)
         return entries
+
+    def read_manifest_files(self, name: str) -> List[FileRef]:
+        """The FileRef of each entry of a manifest (maintenance reads these, not decoded
+        entries). Not cached: a large table's manifests would fill the cache with entries
+        that are read once."""
+        cached = self._manifests.get(name)
+        if cached is not None:
+            return [FileRef.of(e) for e in cached]
+        path = self.path(name)
+        return decode_manifest_files(self.io.read_bytes(path), path)
 
     def read_index_file_names(self, index_manifest: str) -> List[str]:
         """Names (under index/) an index manifest lists; CorruptMetadataError if unreadable."""

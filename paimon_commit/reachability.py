@@ -24,17 +24,16 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass
-from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 from .errors import CorruptMetadataError
 from .format import paths as P
-from .format.manifest import FileKind, ManifestEntry
+from .format.manifest import FileKind, FileRef
 from .format.snapshot import Snapshot
-from .manifests import live_entries
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Root", "Reachability", "Unreadable", "UNREADABLE", "APPEND_SOURCE"]
+__all__ = ["Root", "Reachability", "ReAdds", "NameHashes", "Unreadable", "UNREADABLE", "APPEND_SOURCE"]
 
 # Errors that mean "this file cannot be read": absent, or not a valid Paimon file.
 UNREADABLE = (FileNotFoundError, CorruptMetadataError)
@@ -81,20 +80,72 @@ class Root:
                                              else None)
 
 
+class ReAdds:
+    """Where each path was last ADDed in the deltas of a lineage, by a hash of the path:
+    what `deleted_files` checks a DELETE against (a later ADD of the same file protects it).
+    One int per ADDed file instead of the path and its entry, so that a run over millions of
+    files holds no decoded entries; kept across the chunks of one expiration, where each
+    delta is scanned once. A hash collision can only make a path look re-added, i.e. KEEP a
+    file, never delete one; a delta scanned that a rollback later replaced leaves positions
+    that only keep more."""
+
+    def __init__(self) -> None:
+        self.last: Dict[int, int] = {}
+        self.scanned: Dict[int, str] = {}   # snapshot id -> the delta list scanned for it
+
+    @staticmethod
+    def position(sid: int, pos: int) -> int:
+        return (sid << 32) | pos
+
+    def add(self, path: str, position: int) -> None:
+        key = hash(path)
+        if self.last.get(key, -1) < position:
+            self.last[key] = position
+
+    def later(self, path: str, position: int) -> bool:
+        """Whether `path` is ADDed after `position` (or a colliding path is)."""
+        return self.last.get(hash(path), -1) > position
+
+
+class NameHashes:
+    """A set of file names held as their hashes (an int per name, about half the memory of
+    the names). `name in used` is True for every name added, and for an unused name only
+    on a hash collision: a collision keeps a file, it never deletes one."""
+
+    def __init__(self, names: Iterable[str] = ()) -> None:
+        self._hashes: Set[int] = set(map(hash, names))
+
+    def update(self, names: Iterable[str]) -> None:
+        self._hashes.update(map(hash, names))
+
+    def __contains__(self, name: object) -> bool:
+        return hash(name) in self._hashes
+
+    def __len__(self) -> int:
+        return len(self._hashes)
+
+
 class Reachability:
     """Reads of one table's metadata, cached by immutable file name, and what roots use.
 
     Long-lived owners (the expirer a TableCommit keeps) call `start()` before a run and
-    `prune()` after it, so that the cache holds what the last run touched and no more."""
+    `prune()` after it, so that the cache holds what the last run touched and no more.
+    Manifest entries are read as FileRefs (names, sizes, identity; no stats) and cached for
+    at most MEMO_REFS entries: a run over millions of files holds what it decides with, not
+    every entry it read."""
+
+    MEMO_REFS = 200_000
 
     def __init__(self, store):
         self.store = store
         self.io = store.io
         self.mio = store.manifests
         self._lists: Dict[str, list] = {}
-        self._entries: Dict[str, List[ManifestEntry]] = {}
+        self._entries: Dict[str, List[FileRef]] = {}
+        self._memo_refs = 0
         self._index: Dict[str, List[str]] = {}
         self._touched: Set[str] = set()
+        self._bucket_dirs: Dict[Tuple[bytes, int], str] = {}
         self.producer = store.options.get("changelog-producer") or "none"
         self._dirs = {"index": store.io.join(store.root, P.INDEX_DIR),
                       "statistics": store.io.join(store.root, P.STATISTICS_DIR)}
@@ -108,6 +159,7 @@ class Reachability:
         for memo in (self._lists, self._entries, self._index):
             for name in [n for n in memo if n not in self._touched]:
                 del memo[name]
+        self._memo_refs = sum(len(v) for v in self._entries.values())
 
     # --- reads, once per file name -------------------------------------------------------
     def _read(self, memo: Dict[str, list], name: str, load: Callable[[str], list]) -> list:
@@ -121,26 +173,47 @@ class Reachability:
         """(file_name, file_size) of each manifest a list names. Raises if unreadable."""
         return self._read(self._lists, list_name, self.mio.read_list_refs)
 
-    def entries(self, list_name: str) -> List[ManifestEntry]:
-        """Every entry of every manifest of a list, in order. Raises if unreadable."""
-        return self._read(self._entries, list_name,
-                          lambda n: self.mio.read_entries(self.manifests(n)))
+    def entries(self, list_name: str, memo: bool = True) -> List[FileRef]:
+        """Every entry (as a FileRef) of every manifest of a list, in order. Raises if
+        unreadable. Cached while the cache holds fewer than MEMO_REFS entries (`memo`
+        False: a list no later run reads, e.g. an expiring delta)."""
+        self._touched.add(list_name)
+        refs = self._entries.get(list_name)
+        if refs is not None:
+            return refs
+        refs = []
+        for m in self.manifests(list_name):
+            refs.extend(self.mio.read_manifest_files(m.file_name))
+        if memo and self._memo_refs + len(refs) <= self.MEMO_REFS:
+            self._entries[list_name] = refs
+            self._memo_refs += len(refs)
+        return refs
 
     def index_files(self, index_manifest: str) -> List[str]:
         """Names (under index/) an index manifest lists. Raises if unreadable."""
         return self._read(self._index, index_manifest, self.mio.read_index_file_names)
 
     # --- paths ---------------------------------------------------------------------------
-    def file_paths(self, e: ManifestEntry) -> List[str]:
+    def file_paths(self, e: FileRef) -> List[str]:
         """Where an entry's file and its extra files (e.g. file indexes) are; [] when it
         lives outside the table root (never ours to delete). ValueError for a hostile name."""
-        if e.file.external_path:
+        if e.external_path:
             return []
-        path = self.store.data_file_path(e)
+        P.validate_bare_file_name(e.file_name, "data file name")
+        key = (e.partition, e.bucket)
+        directory = self._bucket_dirs.get(key)
+        if directory is None:
+            directory = self.store.bucket_dir(self.mio.decode_partition(e.partition), e.bucket)
+            if len(self._bucket_dirs) > 100_000:
+                self._bucket_dirs.clear()
+            self._bucket_dirs[key] = directory
+        path = self.io.join(directory, e.file_name)
+        if not e.extra_files:
+            return [path]
         out = [path]
-        for extra in e.file.extra_files:
+        for extra in e.extra_files:
             P.validate_bare_file_name(extra, "extra file name")
-            out.append(self.io.join(os.path.dirname(path), extra))
+            out.append(self.io.join(directory, extra))
         return out
 
     def path(self, kind: str, name: str) -> str:
@@ -195,12 +268,16 @@ class Reachability:
         """path -> size of the data files live in a snapshot (merged base + delta), with
         their extra files. Raises Unreadable."""
         try:
-            entries = self.mio.read_entries(self.manifests(snapshot.base_manifest_list)) + \
-                self.entries(snapshot.delta_manifest_list)
+            live: Dict[Tuple[Any, ...], FileRef] = {}
+            # Base manifests are read one at a time and not cached (a base list can name
+            # millions of files); the delta is cached like every other delta.
+            for m in self.manifests(snapshot.base_manifest_list):
+                _merge_live(live, self.mio.read_manifest_files(m.file_name))
+            _merge_live(live, self.entries(snapshot.delta_manifest_list))
             out: Dict[str, int] = {}
-            for e in live_entries(entries):
+            for e in live.values():
                 for i, p in enumerate(self.file_paths(e)):
-                    out[p] = 0 if i else e.file.file_size
+                    out[p] = 0 if i else e.file_size
             return out
         except (ValueError,) + UNREADABLE as e:
             raise Unreadable(where, e) from None
@@ -238,6 +315,15 @@ class Reachability:
         for m, needed in manifests.items():
             names.update(manifest_names(self.mio, m, needed))
         return names
+
+    def used_name_hashes(self, roots: Iterable[Root]) -> "NameHashes":
+        """used_names as NameHashes: what orphan cleanup of a table with millions of live
+        files holds (an int per name, not the name). Raises Unreadable."""
+        names, manifests = self.used_metadata(roots)
+        used = NameHashes(names)
+        for m, needed in manifests.items():   # one manifest at a time, names dropped after
+            used.update(manifest_names(self.mio, m, needed))
+        return used
 
     # --- what may be deleted: tolerant ---------------------------------------------------
     def unused_metadata(self, s: Snapshot, lists: Iterable[str], keep: Set[str],
@@ -300,15 +386,15 @@ class Reachability:
                 continue
             try:
                 for p in self.file_paths(e):
-                    out.setdefault(p, e.file.file_size)
+                    out.setdefault(p, e.file_size)
             except ValueError as err:
                 skip(str(err))
         return out
 
     def deleted_files(self, lineage: List[Tuple[int, Optional[Snapshot]]], until: int,
                       protected: Callable[[], Set[str]], skip: Callable[[str], None],
-                      keep_entry: Callable[[ManifestEntry], bool] = lambda e: False
-                      ) -> Dict[str, int]:
+                      keep_entry: Callable[[FileRef], bool] = lambda e: False,
+                      readds: Optional[ReAdds] = None) -> Dict[str, int]:
         """path -> size of the files DELETEd by the deltas of `lineage` (ascending ids, None
         for a missing one) with id <= `until`, that nothing still needs:
         - not in `protected()` (files live in a tag, ...; read only when there are
@@ -316,24 +402,33 @@ class Reachability:
         - not ADDed again by any later delta of the lineage (an upgrade to another level in
           the same delta, a rollback-to-as-latest, a manual re-commit);
         - not deleted at or before a delta that could not be read (it could have re-added
-          them): those are left for orphan cleanup."""
-        last_add: Dict[str, Tuple[int, int]] = {}
-        candidates: List[Tuple[Tuple[int, int], ManifestEntry, List[str]]] = []
+          them): those are left for orphan cleanup.
+        `readds` carries the ADD positions already scanned (an expiration in chunks scans
+        each delta once); deltas up to `until` are not cached (they are being expired)."""
+        readds = readds if readds is not None else ReAdds()
+        candidates: List[Tuple[int, List[str], int]] = []
         blind_before = 0
         for sid, s in lineage:
-            if sid > until and not candidates:
+            expiring = sid <= until
+            if not expiring and not candidates:
                 return {}   # later deltas only protect candidates: none, nothing to read
             if s is None:
                 blind_before = sid
                 continue
+            if not expiring and readds.scanned.get(sid) == s.delta_manifest_list:
+                continue
             try:
-                entries = self.entries(s.delta_manifest_list)
+                entries = self.entries(s.delta_manifest_list, memo=not expiring)
             except UNREADABLE as e:
                 skip(f"delta of snapshot {sid} is unreadable ({e}); data files deleted at or "
                      f"before it are left for orphan cleanup")
                 blind_before = sid
                 continue
+            scan = readds.scanned.get(sid) != s.delta_manifest_list
+            base = ReAdds.position(sid, 0)
             for pos, e in enumerate(entries):
+                if e.kind == FileKind.ADD and not scan:
+                    continue
                 try:
                     paths = self.file_paths(e)
                 except ValueError as err:
@@ -342,9 +437,10 @@ class Reachability:
                 if not paths:
                     continue
                 if e.kind == FileKind.ADD:
-                    last_add[paths[0]] = (sid, pos)
-                elif sid <= until:
-                    candidates.append(((sid, pos), e, paths))
+                    readds.add(paths[0], base + pos)
+                elif expiring and not keep_entry(e):
+                    candidates.append((base + pos, paths, e.file_size))
+            readds.scanned[sid] = s.delta_manifest_list
         out: Dict[str, int] = {}
         if not candidates:
             return out
@@ -353,35 +449,45 @@ class Reachability:
         except Unreadable as e:
             skip(f"{e}; no data file is deleted")
             return out
-        for pos, e, paths in candidates:
+        blind = ReAdds.position(blind_before + 1, 0)
+        for position, paths, size in candidates:
             path = paths[0]
-            if pos[0] <= blind_before or path in kept or keep_entry(e) \
-                    or last_add.get(path, (0, -1)) > pos:
+            if position < blind or path in kept or readds.later(path, position):
                 continue
             refused = self.io.deletion_refused(path)
             if refused:
-                skip(f"snapshot {pos[0]}: {refused}")
+                skip(f"snapshot {position >> 32}: {refused}")
                 continue
-            out[path] = e.file.file_size
+            out[path] = size
             for extra in paths[1:]:
                 out.setdefault(extra, 0)
         return out
+
+
+def _merge_live(live: Dict[Tuple[Any, ...], FileRef], refs: Iterable[FileRef]) -> None:
+    """Full-state merge (as manifests.live_entries): an ADD makes a file live (a second ADD
+    of a live file is ignored), a DELETE cancels the ADD it names."""
+    for e in refs:
+        if e.kind == FileKind.ADD:
+            live.setdefault(e.identifier, e)
+        else:
+            live.pop(e.identifier, None)
 
 
 def manifest_names(mio, manifest: str, needed: bool = True) -> List[str]:
     """Names a manifest's entries make used: files, extra files, external files' names. A
     manifest that is not needed may be gone (Unreadable only if it is needed)."""
     try:
-        entries = mio.read_manifest(manifest)
+        entries = mio.read_manifest_files(manifest)
     except UNREADABLE as e:
         if needed or not isinstance(e, FileNotFoundError):
             raise Unreadable(f"manifest {manifest}", e) from None
         return []
     out: List[str] = []
-    for e in entries:
-        f = e.file
+    for f in entries:
         out.append(f.file_name)
-        out.extend(f.extra_files)
+        if f.extra_files:
+            out.extend(f.extra_files)
         if f.external_path:
             out.append(f.external_path.rsplit("/", 1)[-1])
     return out

@@ -12,11 +12,11 @@ from __future__ import annotations
 import io
 import json
 import zlib
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import fastavro
 
-__all__ = ["read_records"]
+__all__ = ["read_records", "iter_records", "raw_blocks"]
 
 _MAGIC = b"Obj\x01"
 _SCHEMA_CACHE_SIZE = 64
@@ -95,12 +95,29 @@ def _decompress(codec: bytes, block: bytes) -> Optional[bytes]:
 
 
 def _fast(data: bytes) -> Optional[List[Dict[str, Any]]]:
+    blocks = _blocks(data)
+    if blocks is None:
+        return None
+    out: List[Dict[str, Any]] = []
+    for block in blocks:
+        out.extend(block)
+    return out
+
+
+def _blocks(data: bytes) -> Optional[Iterator[Iterator[Dict[str, Any]]]]:
+    """Per block, an iterator over its records; None for a codec read only by fastavro."""
     meta, sync, pos = _header(data)
     codec = meta.get("avro.codec", b"null")
     if codec not in (b"null", b"deflate", b"zstandard") or "avro.schema" not in meta:
         return None
+    if codec == b"zstandard" and _zstd is None:
+        return None
+    return _each_block(data, meta, sync, pos, codec)
+
+
+def _each_block(data: bytes, meta: Dict[str, bytes], sync: bytes, pos: int, codec: bytes
+                ) -> Iterator[Iterator[Dict[str, Any]]]:
     schema = _parsed_schema(meta["avro.schema"])
-    out: List[Dict[str, Any]] = []
     end = len(data)
     while pos < end:
         count, pos = _long(data, pos)
@@ -108,18 +125,19 @@ def _fast(data: bytes) -> Optional[List[Dict[str, Any]]]:
         if count < 0 or size < 0 or pos + size + 16 > end:
             raise _Malformed()
         block = _decompress(codec, data[pos:pos + size])
-        if block is None:
-            return None
         pos += size
         if data[pos:pos + 16] != sync:
             raise _Malformed()
         pos += 16
-        f = io.BytesIO(block)
-        for _ in range(count):
-            out.append(fastavro.schemaless_reader(f, schema, None))
-        if f.tell() != len(block):
-            raise _Malformed()
-    return out
+        yield _records(block, count, schema)
+
+
+def _records(block: bytes, count: int, schema: Any) -> Iterator[Dict[str, Any]]:
+    f = io.BytesIO(block)
+    for _ in range(count):
+        yield fastavro.schemaless_reader(f, schema, None)
+    if f.tell() != len(block):
+        raise _Malformed()
 
 
 def read_records(data: bytes) -> List[Dict[str, Any]]:
@@ -132,3 +150,41 @@ def read_records(data: bytes) -> List[Dict[str, Any]]:
     if records is None:
         records = list(fastavro.reader(io.BytesIO(data)))
     return records
+
+
+def iter_records(data: bytes) -> Iterator[Dict[str, Any]]:
+    """The records of an Avro container file one at a time, so that a caller that keeps a
+    few fields of each never holds every decoded record of a large manifest. A damaged file
+    raises part-way (callers read it again with read_records for fastavro's error)."""
+    blocks = _blocks(data)
+    if blocks is None:
+        yield from fastavro.reader(io.BytesIO(data))
+        return
+    for block in blocks:
+        yield from block
+
+
+def raw_blocks(data: bytes) -> Optional[Tuple[bytes, List[Tuple[int, bytes]]]]:
+    """(writer schema JSON, [(record count, decompressed block)]) of a container file, for
+    decoders of their own; None when the codec is one only fastavro reads. Raises on a
+    malformed container."""
+    meta, sync, pos = _header(data)
+    codec = meta.get("avro.codec", b"null")
+    if codec not in (b"null", b"deflate", b"zstandard") or "avro.schema" not in meta:
+        return None
+    if codec == b"zstandard" and _zstd is None:
+        return None
+    out: List[Tuple[int, bytes]] = []
+    end = len(data)
+    while pos < end:
+        count, pos = _long(data, pos)
+        size, pos = _long(data, pos)
+        if count < 0 or size < 0 or pos + size + 16 > end:
+            raise _Malformed()
+        block = _decompress(codec, data[pos:pos + size])
+        pos += size
+        if data[pos:pos + 16] != sync:
+            raise _Malformed()
+        pos += 16
+        out.append((count, block))
+    return meta["avro.schema"], out

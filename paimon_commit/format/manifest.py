@@ -13,13 +13,15 @@ from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tu
 import fastavro
 
 from ..errors import CorruptMetadataError, OptionError
-from .avro_container import read_records
+from .avro_container import iter_records, raw_blocks, read_records
+from .file_refs import compile_reader
 from .binary_row import EMPTY_ROW
 
 __all__ = [
     "FileKind", "SimpleStats", "DataFileMeta", "ManifestEntry", "ManifestFileMeta",
     "encode_manifest", "decode_manifest", "encode_manifest_list", "decode_manifest_list",
-    "EMPTY_STATS", "avro_codec", "decode_index_manifest_names",
+    "EMPTY_STATS", "avro_codec", "decode_index_manifest_names", "FileRef",
+    "decode_manifest_files",
 ]
 
 MANIFEST_VERSION = 2
@@ -307,12 +309,16 @@ def _decode(data: bytes, path: str) -> List[Dict[str, Any]]:
         raise CorruptMetadataError(path, f"not a readable Avro file ({type(e).__name__}: {e})"
                                    ) from None
     for r in records:
-        v = r.get("_VERSION")
-        if v != MANIFEST_VERSION:
-            raise CorruptMetadataError(
-                path, f"unsupported _VERSION {v!r} (expected {MANIFEST_VERSION}; version 1 "
-                      f"files come from Paimon < 0.9 and must be recreated)")
+        if r.get("_VERSION") != MANIFEST_VERSION:
+            _decode_version_error(r, path)
     return records
+
+
+def _decode_version_error(record: Dict[str, Any], path: str) -> None:
+    v = record.get("_VERSION")
+    raise CorruptMetadataError(
+        path, f"unsupported _VERSION {v!r} (expected {MANIFEST_VERSION}; version 1 "
+              f"files come from Paimon < 0.9 and must be recreated)")
 
 
 def encode_manifest(entries: Sequence[ManifestEntry], codec: str) -> bytes:
@@ -324,6 +330,88 @@ def decode_manifest(data: bytes, path: str) -> List[ManifestEntry]:
         return [ManifestEntry.from_record(r) for r in _decode(data, path)]
     except (KeyError, TypeError) as e:
         raise CorruptMetadataError(path, f"manifest entry lacks a required field ({e})") from None
+
+
+class FileRef(NamedTuple):
+    """What deciding "is this file still needed?" reads of a manifest entry: its identity
+    (Paimon's identifier fields), its size and source. A few hundred bytes less than a
+    ManifestEntry (no stats, keys or sequence numbers), so that maintenance of a table with
+    millions of files holds names, not decoded entries."""
+    kind: int
+    partition: bytes
+    bucket: int
+    level: int
+    file_name: str
+    file_size: int
+    extra_files: Tuple[str, ...]
+    embedded_file_index: Optional[bytes]
+    external_path: Optional[str]
+    file_source: Optional[int]
+
+    @property
+    def identifier(self) -> Tuple[Any, ...]:
+        """The same identity as ManifestEntry.identifier."""
+        return (self.partition, self.bucket, self.level, self.file_name, self.extra_files,
+                self.embedded_file_index, self.external_path)
+
+    @classmethod
+    def of(cls, e: ManifestEntry) -> "FileRef":
+        f = e.file
+        return cls(e.kind, e.partition, e.bucket, f.level, f.file_name, f.file_size,
+                   f.extra_files, f.embedded_file_index, f.external_path, f.file_source)
+
+
+def decode_manifest_files(data: bytes, path: str) -> List[FileRef]:
+    """The FileRef of every entry of a manifest, in order; each decoded record is dropped as
+    soon as its FileRef is taken."""
+    try:
+        fast = _compiled_file_refs(data, path)
+    except Exception:  # noqa: BLE001 - fastavro below reads it, or says what is wrong
+        fast = None
+    if fast is not None:
+        return fast
+    try:
+        return _file_refs(iter_records(data), path)
+    except CorruptMetadataError:
+        raise
+    except Exception:  # noqa: BLE001 - read again, whole, for the error a damaged file gets
+        return _file_refs(_decode(data, path), path)
+
+
+def _check_version(v: Any) -> None:
+    if v != MANIFEST_VERSION:
+        raise ValueError(f"_VERSION {v!r}")
+
+
+def _compiled_file_refs(data: bytes, path: str) -> Optional[List[FileRef]]:
+    """FileRefs through the reader compiled for the file's schema (file_refs), or None."""
+    raw = raw_blocks(data)
+    if raw is None:
+        return None
+    read = compile_reader(raw[0])
+    if read is None:
+        return None
+    out: List[FileRef] = []
+    for count, block in raw[1]:
+        out.extend(read(block, count, FileRef, _check_version))
+    return out
+
+
+def _file_refs(records: Iterable[Dict[str, Any]], path: str) -> List[FileRef]:
+    out: List[FileRef] = []
+    try:
+        for r in records:
+            if r.get("_VERSION") != MANIFEST_VERSION:
+                _decode_version_error(r, path)
+            f = r["_FILE"]
+            g = f.get
+            out.append(FileRef(r["_KIND"], r["_PARTITION"], r["_BUCKET"], f["_LEVEL"],
+                               f["_FILE_NAME"], f["_FILE_SIZE"], tuple(f["_EXTRA_FILES"] or ()),
+                               g("_EMBEDDED_FILE_INDEX"), g("_EXTERNAL_PATH"),
+                               g("_FILE_SOURCE")))
+    except (KeyError, TypeError) as e:
+        raise CorruptMetadataError(path, f"manifest entry lacks a required field ({e})") from None
+    return out
 
 
 class ManifestRef(NamedTuple):

@@ -31,13 +31,19 @@ from ..errors import CorruptMetadataError
 from ..format import paths as P
 from ..format.snapshot import Snapshot, Tag
 from ..progress import DELETING, READING, emit
-from ..reachability import APPEND_SOURCE, Reachability, Root, Unreadable
+from ..reachability import APPEND_SOURCE, Reachability, ReAdds, Root, Unreadable
 from ..snapshots import ChangelogManager, SnapshotManager
 from ..store import FileStore
 from ..tags import ConsumerManager, tag_manager
 from .expire_changelog import ChangelogExpiration
 from .expire_config import ExpireConfig
-from .expire_plan import KINDS, ExpirePlan, ExpireResult
+from .expire_plan import ExpirePlan, ExpireResult, ExpireTotals
+
+# A large expiration goes in chunks of at most this many snapshots, sized after the first so
+# that each deletes about CHUNK_FILES files: what is held at once follows the chunk.
+FIRST_CHUNK = 100
+CHUNK_SNAPSHOTS = 2000
+CHUNK_FILES = 100_000
 
 log = logging.getLogger(__name__)
 
@@ -72,10 +78,13 @@ class ExpireSnapshots(ChangelogExpiration):
         # unchanged is not read again; one listing replaces a GET per retained snapshot.
         self._raw_memo: Dict[Tuple[str, int], Tuple[bytes, Snapshot, Optional[str]]] = {}
         self._versions: Dict[Tuple[str, int], str] = {}
+        self._limit: Optional[int] = None   # snapshots this plan may expire (a chunk)
+        self._readds: Optional[ReAdds] = None   # ADD positions, kept across chunks
 
     # --- deciding the range --------------------------------------------------------------
     def plan(self) -> ExpirePlan:
-        """The snapshot expiration this run would do (nothing is deleted)."""
+        """The snapshot expiration this run would do (nothing is deleted); during expire(),
+        one chunk of it (at most `_limit` snapshots from the earliest)."""
         self._memo: Dict[Tuple[str, int], Optional[Snapshot]] = {}
         self._versions = {}
         self.reach.start()
@@ -126,6 +135,8 @@ class ExpireSnapshots(ChangelogExpiration):
         if consumer_min is not None:
             hi = min(hi, consumer_min)
         hi = min(hi, earliest + cfg.max_deletes)
+        if self._limit:
+            hi = min(hi, earliest + self._limit)
         # time-retained 0 (and no older-than) means no time condition at all; with the bare
         # rule a successor committed in the current millisecond, or stamped ahead by a
         # writer's skewed clock, would still hold its predecessor back.
@@ -225,8 +236,8 @@ class ExpireSnapshots(ChangelogExpiration):
         plan.add("data", self.reach.deleted_files(
             lineage, end, lambda: self._tag_data(tags, end), plan.skip,
             # The deltas are the changelog: APPEND files wait for changelog expiration.
-            (lambda e: e.file.file_source in (None, APPEND_SOURCE)) if keep_append
-            else (lambda e: False)))
+            (lambda e: e.file_source in (None, APPEND_SOURCE)) if keep_append
+            else (lambda e: False), self._readds))
         roots = [Root(sm.snapshot_path(i), s, names_only=() if i == end else
                       (s.delta_manifest_list, s.changelog_manifest_list))
                  for i, s in snaps.items() if i >= end]
@@ -274,27 +285,64 @@ class ExpireSnapshots(ChangelogExpiration):
     # --- acting --------------------------------------------------------------------------
     def expire(self, dry_run: bool = False) -> ExpireResult:
         """Expire snapshots and then, when the lifecycle is decoupled, changelogs. Returns
-        what was expired and deleted (with dry_run: what would be, deleting nothing)."""
+        what was expired and deleted (with dry_run: what would be, deleting nothing).
+
+        A large range is expired in chunks of snapshots, each planned and deleted in the
+        crash-safe order before the next is planned (as consecutive runs with a limit
+        would), so that memory follows the chunk, not the range: what a chunk planned is
+        folded into the result and dropped. The ADD positions of the deltas are scanned
+        once for all chunks (ReAdds)."""
         t0 = time.perf_counter()
         self.store.io.forget_resolved_dirs()
         emit(self.progress, READING, 0, None, "snapshots")
-        plans = [self.plan()]
-        n = len(plans[0].expiring)
-        emit(self.progress, READING, n, n, "snapshots")
-        t1 = time.perf_counter()
-        if not dry_run:
-            self._execute(plans[0])
+        totals = ExpireTotals()
+        self._readds = ReAdds()
+        seconds = {"plan": 0.0, "delete": 0.0}
+        chunk = FIRST_CHUNK
+        try:
+            while True:
+                # snapshot.expire.limit counts for the whole run, not per chunk.
+                limit = None if dry_run else min(chunk, self.config.max_deletes
+                                                 - len(totals.expired))
+                if limit is not None and limit <= 0:
+                    break
+                t1 = time.perf_counter()
+                self._limit = limit
+                plan = self.plan()
+                t2 = time.perf_counter()
+                seconds["plan"] += t2 - t1
+                done = not dry_run and self._execute(plan)
+                seconds["delete"] += time.perf_counter() - t2
+                totals.add(plan, dry_run)
+                n = len(totals.expired)
+                emit(self.progress, READING, n, n, "snapshots")
+                if not done or not plan.expiring:
+                    break
+                # The next chunk holds about CHUNK_FILES files (the last one's rate).
+                files = sum(len(v) for v in plan.deleted.values())
+                chunk = max(1, min(CHUNK_SNAPSHOTS,
+                                   CHUNK_FILES * len(plan.expiring) // max(1, files)))
+                del plan
+        finally:
+            self._readds = self._limit = None
         if self.config.changelog_decoupled:
-            plans.append(self.plan_changelogs())
+            t1 = time.perf_counter()
+            plan = self.plan_changelogs()
             if not dry_run:
-                self._execute(plans[1])
-        return self._result(plans, dry_run, {"plan": t1 - t0,
-                                             "delete": time.perf_counter() - t1})
+                self._execute(plan)
+            seconds["delete"] += time.perf_counter() - t1
+            totals.add(plan, dry_run)
+        earliest = totals.earliest
+        if totals.expired and not dry_run:
+            earliest = self.store.snapshots.earliest_snapshot_id()
+        return totals.result(earliest, dry_run, seconds)
 
-    def _execute(self, plan: ExpirePlan) -> None:
+    def _execute(self, plan: ExpirePlan) -> bool:
+        """Delete what `plan` lists in the crash-safe order; True when all of it is gone
+        and EARLIEST moved to the plan's end."""
         plan.deleted = {}
         if plan.end is None:
-            return
+            return False
         # The plan is only as good as the tag listing it saw. List again right before the
         # first delete: a tag created meanwhile, or a listing that came back short (object
         # stores can list stale), shows up as a difference, and nothing is deleted.
@@ -303,7 +351,7 @@ class ExpireSnapshots(ChangelogExpiration):
             changed = sorted(set(now) ^ set(plan.tag_names))
             plan.skip(f"the tags changed while planning ({', '.join(changed)}); nothing is "
                       f"deleted, the next run plans again")
-            return
+            return False
         manager = self.changelogs if plan.changelogs else self.store.snapshots
         keep_as_changelog = self.config.changelog_decoupled and not plan.changelogs
         earliest = plan.end
@@ -320,7 +368,7 @@ class ExpireSnapshots(ChangelogExpiration):
                 plan.skip(f"{len(d.left)} data file(s) could not be deleted (e.g. "
                           f"{d.left[0]}); manifests and snapshot files are kept for the next "
                           f"run")
-                return
+                return False
             if self.config.clean_empty_directories:
                 d.dirs(self.store.root, plan.bucket_dirs)
             deleting()
@@ -342,32 +390,4 @@ class ExpireSnapshots(ChangelogExpiration):
                     break
             deleting()
         manager.commit_earliest_hint(earliest)
-
-    def _result(self, plans: List[ExpirePlan], dry_run: bool,
-                seconds: Dict[str, float]) -> ExpireResult:
-        sizes: Dict[str, int] = {p: n for plan in plans for f in plan.files.values()
-                                 for p, n in f.items()}
-        deleted: Dict[str, List[str]] = {k: [] for k in KINDS}
-        for plan in plans:
-            for kind, paths in (plan.files if dry_run else plan.deleted).items():
-                deleted[kind].extend(paths)
-        by_kind = {k: {"files": len(v), "bytes": sum(sizes.get(p, 0) for p in v)}
-                   for k, v in deleted.items() if v}
-        files = [k for k in KINDS if k != "directory"]
-        expired = [self._expired(plan, deleted, dry_run) for plan in plans] + [[]]
-        earliest = plans[0].earliest
-        if expired[0] and not dry_run:
-            earliest = self.store.snapshots.earliest_snapshot_id()
-        return ExpireResult(len(expired[0]), expired[0],
-                            sum(by_kind.get(k, {}).get("files", 0) for k in files),
-                            sum(by_kind.get(k, {}).get("bytes", 0) for k in files), by_kind,
-                            earliest, plans[0].latest, dry_run,
-                            [s for p in plans for s in p.skipped],
-                            [p for k in KINDS for p in deleted[k]], seconds, expired[1])
-
-    @staticmethod
-    def _expired(plan: ExpirePlan, deleted: Dict[str, List[str]], dry_run: bool) -> List[int]:
-        if dry_run:
-            return sorted(plan.metadata)
-        gone = set(deleted[plan.metadata_kind])
-        return [i for i, p in sorted(plan.metadata.items()) if p in gone]
+        return earliest == plan.end

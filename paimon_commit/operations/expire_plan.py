@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 
 log = logging.getLogger("paimon_commit.operations.expire")   # (the expirer's log)
 
-__all__ = ["ExpirePlan", "ExpireResult", "KINDS"]
+__all__ = ["ExpirePlan", "ExpireResult", "ExpireTotals", "KINDS"]
 
 KINDS = ("data", "changelog", "manifest", "manifest-list", "index", "statistics", "snapshot",
          "long-lived-changelog", "directory")
@@ -89,3 +89,53 @@ class ExpireResult:
                 "deleted_files": self.deleted_files, "deleted_bytes": self.deleted_bytes,
                 "by_kind": self.by_kind, "earliest": self.earliest, "latest": self.latest,
                 "dry_run": self.dry_run, "skipped": self.skipped, "seconds": self.seconds}
+
+
+class ExpireTotals:
+    """What the plans of one run (the chunks of a snapshot expiration, then a changelog
+    expiration) expired and deleted, folded in plan by plan so that a plan's file lists are
+    dropped once it has run: counts and bytes by kind, the deleted paths, ids, reasons."""
+
+    def __init__(self) -> None:
+        self.by_kind: Dict[str, Dict[str, int]] = {}
+        self.paths: List[str] = []
+        self.expired: List[int] = []
+        self.expired_changelogs: List[int] = []
+        self.skipped: List[str] = []
+        self.earliest: Optional[int] = None
+        self.latest: Optional[int] = None
+        self._first = True
+
+    def add(self, plan: ExpirePlan, dry_run: bool) -> None:
+        if not plan.changelogs and self._first:
+            self.earliest, self.latest, self._first = plan.earliest, plan.latest, False
+        if not plan.changelogs and self.latest is not None and plan.latest is not None:
+            self.latest = max(self.latest, plan.latest)
+        self.skipped.extend(plan.skipped)
+        done = plan.files if dry_run else plan.deleted
+        for kind in KINDS:
+            paths = done.get(kind)
+            if not paths:
+                continue
+            sizes = plan.files.get(kind, {})
+            k = self.by_kind.setdefault(kind, {"files": 0, "bytes": 0})
+            k["files"] += len(paths)
+            k["bytes"] += sum(sizes.get(p, 0) for p in paths)
+            self.paths.extend(paths)
+        if dry_run:
+            ids = sorted(plan.metadata)
+        else:
+            gone = set(done.get(plan.metadata_kind, ()))
+            ids = [i for i, p in sorted(plan.metadata.items()) if p in gone]
+        (self.expired_changelogs if plan.changelogs else self.expired).extend(ids)
+
+    def result(self, earliest: Optional[int], dry_run: bool,
+               seconds: Dict[str, float]) -> "ExpireResult":
+        files = [k for k in KINDS if k != "directory"]
+        by_kind = {k: self.by_kind[k] for k in KINDS if k in self.by_kind}
+        return ExpireResult(len(self.expired), self.expired,
+                            sum(by_kind.get(k, {}).get("files", 0) for k in files),
+                            sum(by_kind.get(k, {}).get("bytes", 0) for k in files), by_kind,
+                            earliest, self.latest, dry_run, self.skipped,
+                            self.paths, seconds,
+                            self.expired_changelogs)

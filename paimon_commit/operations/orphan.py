@@ -31,7 +31,7 @@ from ..io import FileStatus
 from ..io import for_path as file_io_for_path
 from ..format import paths as P
 from ..format.snapshot import Tag
-from ..reachability import Reachability, Root, Unreadable
+from ..reachability import NameHashes, Reachability, Root, Unreadable
 from ..snapshots import SnapshotManager
 from ..store import FileStore, SchemaManager
 from .orphan_context import (PLAUSIBLE_MS, Candidate, CleanContext, OrphanCleanAborted,
@@ -284,12 +284,13 @@ class OrphanFilesCleaner:
                 f"{what} {missing[0]} was listed with the candidates but not when reading what "
                 f"is used ({len(missing)} in all); nothing was deleted")
 
-    def used_files(self) -> Set[str]:
+    def used_files(self) -> NameHashes:
         """Names of every file reachable from any snapshot, tag, long-lived changelog or
-        branch. Raises OrphanCleanAborted if any of them cannot be read."""
+        branch (`name in used`; held as hashes: a collision only keeps a file). Raises
+        OrphanCleanAborted if any of them cannot be read."""
         roots = self.roots()
         try:
-            used = Reachability(self.store).used_names(roots)
+            used = Reachability(self.store).used_name_hashes(roots)
         except Unreadable as e:
             raise OrphanCleanAborted(f"{e}; a concurrent expiration or a damaged table? "
                                      f"Nothing was deleted") from None
@@ -346,7 +347,7 @@ class OrphanFilesCleaner:
         return out
 
     # --- phase 3: select and delete ------------------------------------------------------
-    def _select(self, candidates: List[Candidate], used: Set[str],
+    def _select(self, candidates: List[Candidate], used: NameHashes,
                 result: OrphanCleanResult) -> List[Candidate]:
         result.candidates, result.used = len(candidates), len(used)
         unused = [c for c in candidates if c.status.name not in used]

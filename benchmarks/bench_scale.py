@@ -1,0 +1,348 @@
+"""Maintenance at the size where tables hurt: expiration and orphan cleanup at three table
+sizes (default 20k, 200k and 2M data files), each run in a child process whose time and peak
+RSS are measured.
+
+  * expire: an overwrite-heavy table of N files in N / 100 snapshots (each OVERWRITE replaces
+    the table's 100 files); expire all but 10 snapshots, so ~N data files and ~5 N / 100
+    metadata files are deleted (ExpireSnapshots with retain 10, time-retained 0, no limit).
+  * orphan: an append table of N live files in 100 snapshots plus 1,000 stray files; orphan
+    cleanup dry run (OrphanFilesCleaner, default threshold: every file is two days old).
+
+Tables are built quickly (benchmarks/scale_tables.py: metadata through our format layer,
+data files as hard links of one tiny parquet file per partition); a small one of each shape
+is first read back with pypaimon and our reader, and expired, as a check.
+
+Per size: wall seconds, peak RSS (the child's VmHWM), the child's RSS before the
+operation (imports, table opened) and bytes per file = (peak - before) / N.
+
+Targets (exit 1 when one fails or a check fails):
+  * linear: cost at the largest size / cost at the middle size <= 1.1 x the size ratio
+    (<= 11 for 2M / 200k), for CPU time (user + sys of the child: wall time on a shared
+    machine follows the load) and for memory above the child's start, both operations;
+  * expire_rss / orphan_rss: peak RSS at the largest size < 1 GB;
+  * expire_bytes_per_file: (peak - before) / N <= 500 at the largest size.
+
+    python benchmarks/bench_scale.py                      # 20k, 200k, 2M files (~15 min)
+    python benchmarks/bench_scale.py --sizes 2000,20000,200000
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Dict, List, Optional
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_REPO = os.path.dirname(_HERE)
+for _p in (_HERE, _REPO):
+    if _p not in sys.path:
+        sys.path.insert(0, _p)
+
+from _common import finish, loadavg, ours_version, safe_version  # noqa: E402
+
+DEFAULT_OUT = os.path.join(_HERE, "results", "bench_scale.json")
+GB = 1 << 30
+RSS_TARGET = GB
+BYTES_PER_FILE_TARGET = 500
+LINEAR_SLACK = 1.1      # cost ratio <= 1.1 x size ratio
+
+
+# --- the child: one operation, measured -----------------------------------------------------
+def _rss_kb(field: str = "VmRSS") -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def child(op: str, path: str, retain: int) -> None:
+    import logging
+    logging.basicConfig(level=logging.WARNING)
+    from paimon_commit.store import FileStore
+    store = FileStore.open(path)
+    before_kb = _rss_kb()
+    c0, t0 = time.process_time(), time.perf_counter()
+    if op == "expire":
+        from paimon_commit.operations.expire import ExpireConfig, ExpireSnapshots
+        cfg = ExpireConfig(retain_min=retain, retain_max=retain, time_retained_ms=0,
+                           max_deletes=1 << 30)
+        r = ExpireSnapshots(store, cfg).expire()
+        out = {"expired": r.expired_snapshots, "deleted_files": r.deleted_files,
+               "by_kind": r.by_kind, "skipped": r.skipped, "earliest": r.earliest}
+    elif op == "orphan":
+        from paimon_commit.operations.orphan import CleanContext, OrphanFilesCleaner
+        r = OrphanFilesCleaner(CleanContext(path, dry_run=True, file_io=store.io)).clean()
+        out = {"orphans": r.deleted_files, "candidates": r.candidates, "used": r.used,
+               "by_kind": r.by_kind, "seconds": r.seconds}
+    else:
+        raise SystemExit(f"unknown operation {op!r}")
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    print(json.dumps({"seconds": seconds, "cpu_seconds": cpu, "before_kb": before_kb,
+                      "hwm_kb": _rss_kb("VmHWM"),
+                      "result": out}))
+
+
+def run_child(op: str, path: str, retain: int) -> Dict[str, Any]:
+    """Run one operation in a fresh interpreter; peak RSS from the kernel (wait4)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [_REPO] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    t0 = time.perf_counter()
+    p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--child", op, path,
+                          "--retain", str(retain)], stdout=subprocess.PIPE, env=env)
+    out = p.stdout.read()
+    p.stdout.close()
+    _, status, usage = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - t0
+    if p.returncode != 0:
+        raise RuntimeError(f"{op} child on {path} exited {p.returncode}")
+    d = json.loads(out.decode().strip().splitlines()[-1])
+    # The child's own high-water mark: wait4's ru_maxrss also counts the parent's pages the
+    # child had between fork and exec.
+    d["peak_rss"] = d.pop("hwm_kb") * 1024
+    d["ru_maxrss"] = usage.ru_maxrss * 1024
+    d["before_rss"] = d.pop("before_kb") * 1024
+    d["process_seconds"] = wall
+    d["process_cpu_seconds"] = usage.ru_utime + usage.ru_stime   # with interpreter start
+    return d
+
+
+# --- checks -----------------------------------------------------------------------------------
+def small_check(work: str, retain: int) -> List[str]:
+    """Both shapes at a small size: pypaimon and our reader read the expected rows, the
+    expiration child leaves exactly the retained snapshots, orphan cleanup finds the strays."""
+    from scale_tables import build_append_table, build_overwrite_table
+    from paimon_commit import Table
+    from pypaimon import CatalogFactory
+    errors: List[str] = []
+    wh = os.path.join(work, "check")
+    ov = build_overwrite_table(os.path.join(wh, "db.db", "ov"), 600, per_snapshot=20)
+    ap = build_append_table(os.path.join(wh, "db.db", "ap"), 600, snapshots=10, strays=7,
+                            manifest_entries=25)
+    cat = CatalogFactory.create({"warehouse": wh})
+
+    def rows(name: str) -> int:
+        t = cat.get_table(f"db.{name}")
+        rb = t.new_read_builder()
+        return rb.new_read().to_arrow(rb.new_scan().plan().splits()).num_rows
+
+    for name, info, expected in (("ov", ov, 20), ("ap", ap, 600)):
+        for reader, n in (("pypaimon", rows(name)),
+                          ("paimon_commit", Table.open(info["path"]).read_arrow().num_rows)):
+            if n != expected:
+                errors.append(f"check: {reader} reads {n} rows of the {name} table, expected "
+                              f"{expected}")
+    r = run_child("expire", ov["path"], retain)
+    t = Table.open(ov["path"])
+    if [s.id for s in t.snapshots()] != list(range(31 - retain, 31)):
+        errors.append(f"check: expire left snapshots {[s.id for s in t.snapshots()]}")
+    if rows("ov") != 20:
+        errors.append("check: pypaimon reads the wrong rows after expiration")
+    from scale_tables import count_data_files
+    if count_data_files(ov["path"]) != retain * 20:
+        errors.append(f"check: {count_data_files(ov['path'])} data files left after expire, "
+                      f"expected {retain * 20}")
+    if r["result"]["skipped"]:
+        errors.append(f"check: expire skipped {r['result']['skipped']}")
+    o = run_child("orphan", ap["path"], retain)
+    if o["result"]["orphans"] != 7:
+        errors.append(f"check: orphan cleanup found {o['result']['orphans']} strays, expected 7")
+    shutil.rmtree(wh, ignore_errors=True)
+    return errors
+
+
+# --- one size -----------------------------------------------------------------------------
+def measure(n: int, work: str, args: argparse.Namespace, errors: List[str]) -> Dict[str, Any]:
+    from scale_tables import build_append_table, build_overwrite_table, count_data_files
+
+    def say(msg: str) -> None:
+        print(f"    {msg}", flush=True)
+
+    out: Dict[str, Any] = {"files": n}
+    path = os.path.join(work, f"ov_{n}")
+    t0 = time.perf_counter()
+    info = build_overwrite_table(path, n, args.per_snapshot, progress=say)
+    out["expire_build_seconds"] = time.perf_counter() - t0
+    say(f"built overwrite table: {info['files']} files, {info['snapshots']} snapshots in "
+        f"{out['expire_build_seconds']:.1f} s")
+    e = run_child("expire", path, args.retain)
+    left = count_data_files(path)
+    expect_left = args.retain * args.per_snapshot
+    if left != expect_left:
+        errors.append(f"{n}: {left} data files left after expiration, expected {expect_left}")
+    if e["result"]["expired"] != info["snapshots"] - args.retain:
+        errors.append(f"{n}: expired {e['result']['expired']} snapshots, expected "
+                      f"{info['snapshots'] - args.retain}")
+    if e["result"]["skipped"]:
+        errors.append(f"{n}: expiration skipped work: {e['result']['skipped'][:3]}")
+    e["files"] = info["files"]
+    e["snapshots"] = info["snapshots"]
+    out["expire"] = e
+    say(f"expire: {e['seconds']:.2f} s, peak RSS {e['peak_rss'] / 1e6:.0f} MB, "
+        f"{e['result']['deleted_files']} files deleted")
+    shutil.rmtree(path, ignore_errors=True)
+
+    path = os.path.join(work, f"ap_{n}")
+    t0 = time.perf_counter()
+    info = build_append_table(path, n, args.orphan_snapshots, strays=args.strays,
+                              progress=say)
+    out["orphan_build_seconds"] = time.perf_counter() - t0
+    say(f"built append table: {info['files']} live files, {info['snapshots']} snapshots in "
+        f"{out['orphan_build_seconds']:.1f} s")
+    runs = []
+    for _ in range(args.reps):
+        o = run_child("orphan", path, args.retain)
+        if o["result"]["orphans"] != args.strays:
+            errors.append(f"{n}: orphan cleanup found {o['result']['orphans']} orphans, "
+                          f"expected {args.strays}")
+        runs.append(o)
+        say(f"orphan dry run: {o['seconds']:.2f} s, peak RSS {o['peak_rss'] / 1e6:.0f} MB")
+    runs.sort(key=lambda r: r["seconds"])
+    o = dict(runs[len(runs) // 2])
+    o["files"] = info["files"]
+    o["runs_seconds"] = [r["seconds"] for r in runs]
+    out["orphan"] = o
+    shutil.rmtree(path, ignore_errors=True)
+    for op in ("expire", "orphan"):
+        r = out[op]
+        r["bytes_per_file"] = max(0, r["peak_rss"] - r["before_rss"]) / r["files"]
+    return out
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="20000,200000,2000000",
+                    help="three data-file counts, ascending (default 20000,200000,2000000)")
+    ap.add_argument("--per-snapshot", type=int, default=100,
+                    help="files each overwrite snapshot replaces (default 100)")
+    ap.add_argument("--retain", type=int, default=10, help="snapshots kept (default 10)")
+    ap.add_argument("--orphan-snapshots", type=int, default=100,
+                    help="snapshots of the append table (default 100)")
+    ap.add_argument("--strays", type=int, default=1000, help="orphans to find (default 1000)")
+    ap.add_argument("--reps", type=int, default=1,
+                    help="orphan dry runs per size, median reported (default 1)")
+    ap.add_argument("--dir", default=None, help="where tables are built (default: temp)")
+    ap.add_argument("--out", default=DEFAULT_OUT, help=f"JSON results (default {DEFAULT_OUT})")
+    ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    ap.add_argument("--child", nargs=2, metavar=("OP", "TABLE"), help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.child:
+        return a
+    try:
+        a.sizes = [int(x) for x in a.sizes.split(",")]
+    except ValueError:
+        ap.error(f"--sizes must be three integers separated by commas, got {a.sizes!r}")
+    least = max((a.retain + 10) * a.per_snapshot, a.orphan_snapshots)
+    if len(a.sizes) != 3 or a.sizes != sorted(a.sizes) or a.sizes[0] < least:
+        ap.error(f"--sizes needs three ascending counts, the smallest >= (--retain + 10) x "
+                 f"--per-snapshot and >= --orphan-snapshots ({least}); got {a.sizes}")
+    if a.retain < 1 or a.per_snapshot < 1 or a.reps < 1 or a.orphan_snapshots < 1:
+        ap.error("--retain, --per-snapshot, --reps and --orphan-snapshots must be >= 1")
+    return a
+
+
+def _fmt_mb(b: float) -> str:
+    return f"{b / 1e6:.0f} MB"
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    if args.child:
+        child(args.child[0], args.child[1], args.retain)
+        return 0
+    parent = args.dir or tempfile.gettempdir()
+    os.makedirs(parent, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="bench_scale_", dir=parent)
+    print(f"bench_scale: sizes {args.sizes}, work directory {work}", flush=True)
+    load_before = loadavg()
+    wall0 = time.perf_counter()
+    errors = small_check(work, args.retain)
+    print(f"  small check (pypaimon, our reader, expire, orphan): "
+          f"{'OK' if not errors else errors}", flush=True)
+    results: Dict[int, Dict[str, Any]] = {}
+    if not errors:
+        for n in args.sizes:
+            print(f"  size {n:,} files", flush=True)
+            results[n] = measure(n, work, args, errors)
+    load_after = loadavg()
+    if len(results) < 3:
+        for e in errors:
+            print(f"  ERROR: {e}")
+        return finish({"benchmark": "bench_scale", "verdict": "FAIL", "targets": {},
+                       "correctness": {"ok": False, "errors": errors}},
+                      args.out, work, errors or ["incomplete"], args.keep)
+
+    small, mid, large = args.sizes
+    size_ratio = large / mid
+    print()
+    hdr = f"{'operation':<10}{'files':>10}{'seconds':>10}{'cpu s':>9}{'peak RSS':>11}" \
+          f"{'start RSS':>11}{'B/file':>9}"
+    print(hdr)
+    print("-" * len(hdr))
+    for op in ("expire", "orphan"):
+        for n in args.sizes:
+            r = results[n][op]
+            print(f"{op:<10}{n:>10,}{r['seconds']:>10.2f}{r['cpu_seconds']:>9.2f}"
+                  f"{_fmt_mb(r['peak_rss']):>11}"
+                  f"{_fmt_mb(r['before_rss']):>11}{r['bytes_per_file']:>9.0f}")
+    targets: Dict[str, Dict[str, Any]] = {}
+    for op in ("expire", "orphan"):
+        a, b = results[mid][op], results[large][op]
+        # CPU seconds of the operation (user + sys of every thread, unlinks included): on a
+        # shared machine wall time follows the neighbours' load more than the size.
+        t_ratio = b["cpu_seconds"] / a["cpu_seconds"] if a["cpu_seconds"] > 0 else None
+        m_ratio = (b["peak_rss"] - b["before_rss"]) / max(1, a["peak_rss"] - a["before_rss"])
+        limit = LINEAR_SLACK * size_ratio
+        targets[f"{op}_time_linear"] = {
+            "metric": f"{op} CPU seconds at {large:,} files / at {mid:,}", "value": t_ratio,
+            "target": limit, "pass": t_ratio is not None and t_ratio <= limit}
+        targets[f"{op}_memory_linear"] = {
+            "metric": f"{op} peak RSS above start at {large:,} files / at {mid:,}",
+            "value": m_ratio, "target": limit, "pass": m_ratio <= limit}
+        targets[f"{op}_rss"] = {
+            "metric": f"{op} peak RSS (GiB) at {large:,} files", "value": b["peak_rss"] / GB,
+            "target": RSS_TARGET / GB, "pass": b["peak_rss"] < RSS_TARGET}
+    b = results[large]["expire"]
+    targets["expire_bytes_per_file"] = {
+        "metric": f"expire (peak - start RSS) / files at {large:,} files ({b['snapshots']:,} "
+                  f"snapshots)", "value": b["bytes_per_file"],
+        "target": BYTES_PER_FILE_TARGET, "pass": b["bytes_per_file"] <= BYTES_PER_FILE_TARGET}
+    print()
+    for k, t in targets.items():
+        print(f"target {k:<24} {t['metric']}: {t['value']:.3g} (<= {t['target']:.3g}) "
+              f"{'PASS' if t['pass'] else 'FAIL'}")
+    ok = all(t["pass"] for t in targets.values()) and not errors
+    for e in errors:
+        print(f"  ERROR: {e}")
+    result = {
+        "benchmark": "bench_scale",
+        "description": f"expire all but {args.retain} snapshots of an overwrite table "
+                       f"({args.per_snapshot} files per snapshot) and orphan cleanup dry run "
+                       f"of an append table ({args.orphan_snapshots} snapshots), at "
+                       f"{', '.join(f'{n:,}' for n in args.sizes)} files, each in a child "
+                       f"process",
+        "timestamp_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "config": {k: v for k, v in vars(args).items() if k not in ("child", "out", "dir")},
+        "environment": {"paimon_commit": ours_version(), "fastavro": safe_version("fastavro"),
+                        "python": platform.python_version(), "platform": platform.platform(),
+                        "cpu_count": os.cpu_count(), "loadavg_1min_before": load_before,
+                        "loadavg_1min_after": load_after},
+        "wall_seconds": time.perf_counter() - wall0,
+        "sizes": {str(n): r for n, r in results.items()},
+        "targets": targets,
+        "verdict": "PASS" if ok else "FAIL",
+        "correctness": {"ok": not errors, "errors": errors},
+    }
+    code = finish(result, args.out, work, errors, args.keep)
+    return code or (0 if ok else 1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

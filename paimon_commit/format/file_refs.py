@@ -1,0 +1,215 @@
+"""A manifest decoder that takes only what maintenance needs (FileRef) and skips the rest.
+
+fastavro builds a dict for every record and nested record (stats, keys, ...), ~20 us per
+manifest entry here; expiration and orphan cleanup of a 2M-file table read millions of
+entries and use ten fields of each. This module compiles, once per writer schema (cached by
+its JSON text), a Python function that walks a decompressed block and skips every field it
+does not keep: a few microseconds per entry.
+
+Anything it does not recognise (a schema without the required fields, a type it does not
+know) makes `compile_reader` return None, and the caller decodes with fastavro as before;
+a block that does not decode to exactly its length raises, and the caller reads the file
+again with fastavro for the error message.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+__all__ = ["compile_reader"]
+
+# Fields kept: entry field -> local name; _FILE field -> local name.
+_ENTRY = {"_VERSION": "version", "_KIND": "kind", "_PARTITION": "partition",
+          "_BUCKET": "bucket"}
+_FILE = {"_LEVEL": "level", "_FILE_NAME": "file_name", "_FILE_SIZE": "file_size",
+         "_EXTRA_FILES": "extra_files", "_EMBEDDED_FILE_INDEX": "embedded",
+         "_EXTERNAL_PATH": "external", "_FILE_SOURCE": "source"}
+_REQUIRED = ("version", "kind", "partition", "bucket", "level", "file_name", "file_size",
+             "extra_files")
+_OPTIONAL = ("embedded", "external", "source")
+
+_cache: Dict[bytes, Optional[Callable[[bytes, int], List[Any]]]] = {}
+
+
+class _Unsupported(Exception):
+    pass
+
+
+def _long_slow(b: bytes, pos: int, c: int) -> Tuple[int, int]:
+    n = c & 0x7F
+    shift = 7
+    while True:
+        c = b[pos]
+        pos += 1
+        n |= (c & 0x7F) << shift
+        if not c & 0x80:
+            return (n >> 1) ^ -(n & 1), pos
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint too long")
+
+
+class _Gen:
+    def __init__(self) -> None:
+        self.lines: List[str] = []
+        self.n = 0
+        self.named: Dict[str, Any] = {}
+
+    def tmp(self) -> str:
+        self.n += 1
+        return f"t{self.n}"
+
+    def emit(self, ind: int, line: str) -> None:
+        self.lines.append("    " * ind + line)
+
+    def read_long(self, ind: int, target: str) -> None:
+        self.emit(ind, "c = b[pos]; pos += 1")
+        self.emit(ind, f"if c < 128: {target} = (c >> 1) ^ -(c & 1)")
+        self.emit(ind, f"else: {target}, pos = _long_slow(b, pos, c)")
+
+    def read(self, ind: int, schema: Any, target: Optional[str]) -> None:
+        """Code that reads `schema` at pos into `target` (None: skip it)."""
+        if isinstance(schema, str) and schema in self.named:
+            schema = self.named[schema]
+        if isinstance(schema, list):
+            idx = self.tmp()
+            self.read_long(ind, idx)
+            for i, branch in enumerate(schema):
+                self.emit(ind, f"{'if' if i == 0 else 'elif'} {idx} == {i}:")
+                self.read(ind + 1, branch, target)
+                self.emit(ind + 1, "pass")
+            self.emit(ind, "else: raise ValueError('bad union index')")
+            return
+        t = schema["type"] if isinstance(schema, dict) else schema
+        if isinstance(t, (dict, list)):
+            return self.read(ind, t, target)
+        if t == "null":
+            if target:
+                self.emit(ind, f"{target} = None")
+        elif t == "boolean":
+            self.emit(ind, f"{target} = b[pos] != 0; pos += 1" if target else "pos += 1")
+        elif t in ("int", "long"):
+            if target:
+                self.read_long(ind, target)
+            else:
+                self.emit(ind, "while b[pos] > 127: pos += 1")
+                self.emit(ind, "pos += 1")
+        elif t in ("float", "double"):
+            if target:
+                raise _Unsupported(t)
+            self.emit(ind, f"pos += {4 if t == 'float' else 8}")
+        elif t in ("bytes", "string"):
+            n = self.tmp()
+            self.read_long(ind, n)
+            self.emit(ind, f"if {n} < 0: raise ValueError('negative length')")
+            if target:
+                value = f"b[pos:pos + {n}]"
+                if t == "string":
+                    value = f"str({value}, 'utf-8')"
+                self.emit(ind, f"{target} = {value}")
+            self.emit(ind, f"pos += {n}")
+        elif t == "fixed":
+            self.named[schema["name"]] = schema
+            if target:
+                raise _Unsupported(t)
+            self.emit(ind, f"pos += {int(schema['size'])}")
+        elif t == "enum":
+            self.named[schema["name"]] = schema
+            if target:
+                raise _Unsupported(t)
+            self.read(ind, "long", None)
+        elif t == "array":
+            self.items(ind, schema["items"], target, None)
+        elif t == "map":
+            self.items(ind, schema["values"], target, "string")
+        elif t == "record":
+            self.named[schema["name"]] = schema
+            if target:
+                raise _Unsupported("record kept whole")
+            for f in schema["fields"]:
+                self.read(ind, f["type"], None)
+        else:
+            raise _Unsupported(str(t))
+
+    def items(self, ind: int, items: Any, target: Optional[str], key: Optional[str]) -> None:
+        if target and (key or not (items == "string" or (isinstance(items, dict)
+                                                          and items.get("type") == "string"))):
+            raise _Unsupported("only arrays of strings are kept")
+        n, item = self.tmp(), self.tmp()
+        if target:
+            self.emit(ind, f"{target} = []")
+        self.emit(ind, "while True:")
+        self.read_long(ind + 1, n)
+        self.emit(ind + 1, f"if {n} == 0: break")
+        self.emit(ind + 1, f"if {n} < 0:")
+        self.emit(ind + 2, f"{n} = -{n}")
+        self.read(ind + 2, "long", None)
+        self.emit(ind + 1, f"for _ in range({n}):")
+        if key:
+            self.read(ind + 2, key, None)
+        self.read(ind + 2, items, item if target else None)
+        if target:
+            self.emit(ind + 2, f"{target}.append({item})")
+        else:
+            self.emit(ind + 2, "pass")
+        if target:
+            self.emit(ind, f"{target} = tuple({target})")
+
+
+def _compile(schema: Dict[str, Any]) -> Callable[[bytes, int], List[Any]]:
+    if not isinstance(schema, dict) or schema.get("type") != "record":
+        raise _Unsupported("not a record")
+    g = _Gen()
+    g.named[schema["name"]] = schema
+    found = set()
+    body = 2
+    for f in schema["fields"]:
+        name = f["name"]
+        if name in _ENTRY:
+            g.read(body, f["type"], _ENTRY[name])
+            found.add(_ENTRY[name])
+        elif name == "_FILE":
+            ft = f["type"]
+            if isinstance(ft, dict) and ft.get("type") == "record":
+                g.named[ft["name"]] = ft
+                for ff in ft["fields"]:
+                    local = _FILE.get(ff["name"])
+                    g.read(body, ff["type"], local)
+                    if local:
+                        found.add(local)
+            else:
+                raise _Unsupported("_FILE is not a record")
+        else:
+            g.read(body, f["type"], None)
+    missing = [r for r in _REQUIRED if r not in found]
+    if missing:
+        raise _Unsupported(f"missing {missing}")
+    defaults = [f"{o} = None" for o in _OPTIONAL if o not in found]
+    src = ["def read(b, count, make, check):", "    pos = 0", "    out = []",
+           "    for _ in range(count):"]
+    src += ["        " + d for d in defaults]
+    src += g.lines
+    src += ["        check(version)",
+            "        out.append(make(kind, partition, bucket, level, file_name, file_size, "
+            "extra_files, embedded, external, source))",
+            "    if pos != len(b): raise ValueError('block not consumed exactly')",
+            "    return out"]
+    scope: Dict[str, Any] = {"_long_slow": _long_slow}
+    exec(compile("\n".join(src), "<manifest FileRef reader>", "exec"), scope)  # noqa: S102
+    return scope["read"]
+
+
+def compile_reader(schema_text: bytes) -> Optional[Callable[[bytes, int], List[Any]]]:
+    """read(block, count, make, check) for manifests written with this schema (make builds
+    a FileRef from the ten fields, check validates _VERSION), or None when this schema is
+    one to leave to fastavro."""
+    if schema_text in _cache:
+        return _cache[schema_text]
+    try:
+        fn: Optional[Callable[[bytes, int], List[Any]]] = _compile(json.loads(schema_text))
+    except (_Unsupported, ValueError, KeyError, TypeError, RecursionError):
+        fn = None
+    if len(_cache) > 64:
+        _cache.clear()
+    _cache[schema_text] = fn
+    return fn

@@ -1,0 +1,109 @@
+"""The FileRef reader compiled per manifest schema (format/file_refs.py) gives exactly what
+fastavro's records give, for our manifests, pypaimon's and older field sets, and a damaged
+manifest still fails with the error it had."""
+import io
+import os
+
+import fastavro
+import pyarrow as pa
+import pytest
+
+from paimon_commit.errors import CorruptMetadataError
+from paimon_commit.format.manifest import (
+    MANIFEST_ENTRY_SCHEMA, DataFileMeta, FileKind, FileRef, ManifestEntry, SimpleStats,
+    _compiled_file_refs, _decode, _file_refs, decode_manifest, decode_manifest_files,
+    encode_manifest)
+from paimon_commit.format.file_refs import compile_reader
+from tests.oracle import pp_create, pp_write
+
+
+def entries(n):
+    out = []
+    for i in range(n):
+        f = DataFileMeta(
+            file_name=f"data-{i}-é.parquet", file_size=i * 1000 + 7, row_count=i,
+            schema_id=i % 3, min_key=bytes([i % 256]) * (i % 5), max_key=b"k",
+            key_stats=SimpleStats(b"a", b"b", (None, i)),
+            value_stats=SimpleStats(b"", b"zz", None if i % 2 else (1, None, -i)),
+            min_sequence_number=-i, max_sequence_number=2 ** 40 + i, level=i % 4,
+            extra_files=tuple(f"idx-{i}-{j}" for j in range(i % 3)),
+            creation_time=1_700_000_000_000 + i, delete_row_count=None if i % 4 else i,
+            embedded_file_index=None if i % 5 else b"\x00\x01" * i,
+            file_source=None if i % 6 == 1 else i % 2,
+            value_stats_cols=None if i % 7 else ("a", "b"),
+            external_path=None if i % 8 else f"s3://b/x/data-{i}.parquet",
+            first_row_id=None if i % 2 else i, write_cols=("id",) if i % 9 == 0 else None)
+        out.append(ManifestEntry(FileKind.ADD if i % 3 else FileKind.DELETE,
+                                 bytes([i % 7]) * 8, i % 5 - 1, 4, f))
+    return out
+
+
+@pytest.mark.parametrize("codec", ["null", "deflate", "zstandard"])
+@pytest.mark.parametrize("n", [0, 1, 700])
+def test_same_refs_as_decoded_entries(codec, n):
+    data = encode_manifest(entries(n), codec)
+    refs = _compiled_file_refs(data, "m")
+    assert refs is not None   # the compiled reader was used, not the fallback
+    assert refs == [FileRef.of(e) for e in decode_manifest(data, "m")]
+    assert decode_manifest_files(data, "m") == refs
+
+
+def test_older_field_set_reads_missing_optional_fields_as_none():
+    # Paimon < 1.0 manifests lack _EXTERNAL_PATH, _FILE_SOURCE and later fields.
+    old = {k: v for k, v in MANIFEST_ENTRY_SCHEMA.items()}
+    file_type = dict(old["fields"][5]["type"])
+    drop = {"_FILE_SOURCE", "_VALUE_STATS_COLS", "_EXTERNAL_PATH", "_FIRST_ROW_ID",
+            "_WRITE_COLS", "_WRITE_COLS_SEQUENCES"}
+    file_type["fields"] = [f for f in file_type["fields"] if f["name"] not in drop]
+    old["fields"] = old["fields"][:5] + [{"name": "_FILE", "type": file_type}]
+    records = []
+    for e in entries(50):
+        r = e.to_record()
+        r["_FILE"] = {k: v for k, v in r["_FILE"].items() if k not in drop}
+        records.append(r)
+    buf = io.BytesIO()
+    fastavro.writer(buf, fastavro.parse_schema(old), records)
+    refs = _compiled_file_refs(buf.getvalue(), "m")
+    assert refs is not None
+    assert refs == _file_refs(_decode(buf.getvalue(), "m"), "m")
+    assert all(r.external_path is None and r.file_source is None for r in refs)
+
+
+def test_pypaimon_written_manifests(tmp_path):
+    path = tmp_path / "wh" / "db.db" / "t"
+    schema = pa.schema([("id", pa.int64()), ("p", pa.string())])
+    pp_create(path, schema, partition_keys=["p"])
+    for i in range(3):
+        pp_write(path, pa.table({"id": [i, i + 10], "p": ["a", f"b{i}"]}, schema=schema))
+    manifests = [n for n in os.listdir(path / "manifest")
+                 if n.startswith("manifest-") and not n.startswith("manifest-list-")]
+    assert manifests
+    for name in manifests:
+        data = (path / "manifest" / name).read_bytes()
+        refs = _compiled_file_refs(data, name)
+        assert refs is not None and len(refs) == 2
+        assert refs == [FileRef.of(e) for e in decode_manifest(data, name)]
+
+
+def test_a_damaged_manifest_fails_as_before():
+    data = encode_manifest(entries(40), "null")
+    for bad in (data[:len(data) // 2], data[:-20] + b"\xff" * 20, b"garbage"):
+        with pytest.raises(CorruptMetadataError) as compiled:
+            decode_manifest_files(bad, "manifest-x")
+        with pytest.raises(CorruptMetadataError) as full:
+            decode_manifest(bad, "manifest-x")
+        assert str(compiled.value) == str(full.value)
+
+
+def test_wrong_version_is_refused():
+    recs = [dict(e.to_record(), _VERSION=1) for e in entries(3)]
+    buf = io.BytesIO()
+    fastavro.writer(buf, fastavro.parse_schema(MANIFEST_ENTRY_SCHEMA), recs)
+    with pytest.raises(CorruptMetadataError, match="unsupported _VERSION 1"):
+        decode_manifest_files(buf.getvalue(), "manifest-x")
+
+
+def test_schema_without_required_fields_is_left_to_fastavro():
+    assert compile_reader(b'{"type": "record", "name": "x", "fields": '
+                          b'[{"name": "_KIND", "type": "int"}]}') is None
+    assert compile_reader(b"not json") is None
