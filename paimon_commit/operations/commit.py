@@ -381,6 +381,9 @@ class FileStoreCommit:
         if not published:
             session.delete_written()
             raise _RaceLost(f"snapshot {snapshot.id} was published by another writer first")
+        # From here on the published snapshot names the delta: whatever interrupts us now
+        # (Ctrl-C, SystemExit, a failing hint write) must not let _run delete it.
+        state.delta.keep = True
         store.snapshots.commit_latest_hint(snapshot.id)
         return snapshot.id
 

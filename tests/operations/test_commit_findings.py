@@ -12,6 +12,8 @@ from invariants import assert_intact
 from oracle import pp_read
 
 from paimon_commit import ExpireConfig, ExpireSnapshots, Table
+from paimon_commit.io.local import LocalFileIO
+from paimon_commit.store import FileStore
 
 
 def snapshot_ids(table_path):
@@ -62,10 +64,40 @@ def test_local_publish_answered_eexist_after_its_link_took_effect_is_published_o
 def test_local_publish_that_loses_the_race_to_another_writer_still_reports_it(table,
                                                                               table_path):
     # The read-back must not take a rival's snapshot for ours: different bytes are a lost race.
-    from paimon_commit.io.local import LocalFileIO
     io = LocalFileIO(str(table_path))
     target = str(table_path / "snapshot" / "snapshot-9")
     assert io.try_create_atomic(target, b"theirs") is True
     assert io.try_create_atomic(target, b"ours") is False
     assert io.try_create_atomic(target, b"theirs") is True   # our own earlier create
     assert open(target, "rb").read() == b"theirs"
+
+
+# --- F2: an interrupt right after a successful publish ---------------------------------------
+
+class _InterruptAtHint(LocalFileIO):
+    """Its write of the LATEST hint for snapshot `n` raises KeyboardInterrupt (Ctrl-C arriving
+    between the publish and the return)."""
+
+    def __init__(self, root, n):
+        super().__init__(root)
+        self.n, self.armed = n, True
+
+    def overwrite_atomic(self, path, data):
+        if self.armed and path.endswith("/snapshot/LATEST") and data == str(self.n).encode():
+            self.armed = False
+            raise KeyboardInterrupt("injected: Ctrl-C while the LATEST hint is written")
+        return super().overwrite_atomic(path, data)
+
+
+def test_an_interrupt_after_a_successful_publish_keeps_the_published_delta(table, table_path):
+    # Regression (audit F2): _run's `except BaseException` deleted the delta manifest list and
+    # manifests the just-published snapshot 2 names: snapshot 2 was on disk, unreadable.
+    write(table, make_rows([1]))
+    io = _InterruptAtHint(str(table_path), 2)
+    t = Table(FileStore.open(str(table_path), io=io))
+    with pytest.raises(KeyboardInterrupt, match="Ctrl-C"):
+        write(t, make_rows([2]))
+    assert not io.armed
+    assert snapshot_ids(table_path) == [1, 2]
+    assert ids_read(table_path, 2) == [1, 2]
+    assert_intact(table_path, {1: [1], 2: [1, 2]})
