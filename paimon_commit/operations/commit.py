@@ -98,6 +98,7 @@ _Changes = Callable[[Optional[Snapshot]], List[ManifestEntry]]
 class _AttemptState:
     uncertain_base: Optional[int] = None  # base id of an attempt whose publish is unknown
     uncertain: Optional[Snapshot] = None  # the snapshot that attempt tried to publish
+    uncertain_from: Optional[Snapshot] = None  # the base snapshot that attempt read
     attempts: int = 0
     failed_base: Optional[int] = None     # base id of the attempt that just failed
     last_failure: Optional["_RaceLost"] = None
@@ -359,12 +360,13 @@ class FileStoreCommit:
             # False also when our base was expired meanwhile and our id turned out to be a
             # re-created one (see try_commit): retry.
             published = store.snapshots.try_commit(
-                snapshot, latest.id if latest else None, built_on_check(store, snapshot),
-                self.config.single_writer)
+                snapshot, latest.id if latest else 0, built_on_check(store, snapshot),
+                self.config.single_writer, base=latest)
         except OSError as e:
             # Only an I/O error leaves the outcome unknown: the snapshot may or may not exist
             # now, so keep every file and let the next attempt settle it.
             state.uncertain_base = latest.id if latest else 0
+            state.uncertain_from = latest
             state.uncertain = snapshot
             state.delta.keep = True
             raise _RaceLost(f"publishing snapshot {snapshot.id} failed: {e!r}",
@@ -406,8 +408,9 @@ class FileStoreCommit:
         published again); PublishOutcomeUnknownError if that cannot be decided, so that the
         same delta is never published twice."""
         ours, base = state.uncertain, state.uncertain_base
-        landed = resolve_uncertain(self.store, ours, base or 0, latest.id if latest else 0)
-        state.uncertain = state.uncertain_base = None
+        landed = resolve_uncertain(self.store, ours, base or 0, latest.id if latest else 0,
+                                   state.uncertain_from)
+        state.uncertain = state.uncertain_base = state.uncertain_from = None
         return ours.id if landed else None
 
     def _delta_files(self, state: _AttemptState, entries: List[ManifestEntry]) -> _Delta:

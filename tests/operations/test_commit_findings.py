@@ -101,3 +101,92 @@ def test_an_interrupt_after_a_successful_publish_keeps_the_published_delta(table
     assert snapshot_ids(table_path) == [1, 2]
     assert ids_read(table_path, 2) == [1, 2]
     assert_intact(table_path, {1: [1], 2: [1, 2]})
+
+
+# --- F7 / F10: the base check is one of identity, also for the first commit ------------------
+
+class _RivalsAtCreate(LocalFileIO):
+    """The first create of snapshot-`n`: the rivals run right before it (`where="before"`), or
+    between its precondition and the create itself (`where="in-window"`)."""
+
+    def __init__(self, root, n, rivals, where="before"):
+        super().__init__(root)
+        self.n, self.rivals, self.where, self.armed = n, rivals, where, True
+
+    def try_create_atomic(self, path, data, precondition=None, **kw):
+        if not (self.armed and path.endswith(f"/snapshot/snapshot-{self.n}")):
+            return super().try_create_atomic(path, data, precondition, **kw)
+        self.armed = False
+        if self.where == "before":
+            self.rivals()
+            return super().try_create_atomic(path, data, precondition, **kw)
+
+        def then_rivals():
+            ok = precondition is None or precondition()
+            self.rivals()
+            return ok
+        return super().try_create_atomic(path, data, then_rivals, **kw)
+
+
+@pytest.mark.parametrize("where", ["before", "in-window"])
+def test_a_slow_first_commit_never_recreates_an_expired_snapshot_1(table, table_path, where):
+    # Regression (audit F7): the first commit had no base, so neither the check before the
+    # create nor the lineage check after it ran: after others published 1..3 and expired 1, it
+    # re-created snapshot-1 and returned 1, its row in no later snapshot.
+    def rivals():
+        for i in (101, 102, 103):
+            write(Table.open(str(table_path)), make_rows([i]))
+        expire_keeping(table_path, 2)
+    io = _RivalsAtCreate(str(table_path), 1, rivals, where)
+    slow = Table(FileStore.open(str(table_path), io=io))
+    assert write(slow, make_rows([1])) == 4
+    assert not io.armed
+    assert snapshot_ids(table_path) == [2, 3, 4]
+    assert ids_read(table_path) == [1, 101, 102, 103]
+    assert_intact(table_path, {2: [101, 102], 3: [101, 102, 103], 4: [1, 101, 102, 103]})
+
+
+def test_a_first_commit_others_build_on_at_once_is_kept(table, table_path):
+    # Guard: the lineage check after a first commit must keep a legitimate snapshot 1 that
+    # others built on (and expired) right after its create.
+    def rivals():
+        write(Table.open(str(table_path)), make_rows([2]))
+        write(Table.open(str(table_path)), make_rows([3]))
+        expire_keeping(table_path, 2)
+
+    class _After(LocalFileIO):
+        armed = True
+
+        def try_create_atomic(self, path, data, precondition=None, **kw):
+            ok = super().try_create_atomic(path, data, precondition, **kw)
+            if self.armed and path.endswith("/snapshot/snapshot-1"):
+                self.armed = False
+                rivals()
+            return ok
+    assert write(Table(FileStore.open(str(table_path), io=_After(str(table_path)))),
+                 make_rows([1])) == 1
+    assert snapshot_ids(table_path) == [2, 3]
+    assert ids_read(table_path) == [1, 2, 3]
+    assert_intact(table_path, {2: [1, 2], 3: [1, 2, 3]})
+
+
+def test_a_commit_computed_before_a_rollback_is_not_published_on_the_new_base(table,
+                                                                             table_path):
+    # Regression (audit F10): the base check compared ids. After a rollback to 3 and two
+    # commits (rows 40, 50 -> new snapshots 4 and 5), a slow commit computed from the old 5
+    # found "snapshot-5" and published 6 on the old 5: rows 40 and 50 lost, 4 and 5 back.
+    for i in (1, 2, 3, 4, 5):
+        write(table, make_rows([i]))
+    rival = {}
+
+    def rivals():
+        Table.open(str(table_path)).rollback_to(snapshot_id=3)
+        rival[40] = write(Table.open(str(table_path)), make_rows([40]))
+        rival[50] = write(Table.open(str(table_path)), make_rows([50]))
+    io = _RivalsAtCreate(str(table_path), 6, rivals)
+    slow = Table(FileStore.open(str(table_path), io=io))
+    assert write(slow, make_rows([6])) == 6
+    assert rival == {40: 4, 50: 5}
+    assert snapshot_ids(table_path) == [1, 2, 3, 4, 5, 6]
+    assert ids_read(table_path) == [1, 2, 3, 6, 40, 50]
+    assert_intact(table_path, {3: [1, 2, 3], 5: [1, 2, 3, 40, 50], 6: [1, 2, 3, 6, 40, 50]})
