@@ -134,8 +134,9 @@ class RepeatScreen:
                     (user, identifier, kind, None)
                 continue
             if c.snapshot_id not in valid:
+                same = [a for a in adds if hits.get(a.identifier) == c]
                 valid[c.snapshot_id] = self.still_committed(c.snapshot_id, user,
-                                                             c.identifier, c.kind)
+                                                             c.identifier, c.kind, same)
             if valid[c.snapshot_id]:
                 mine.append((e, c))
             else:   # rolled back since: not committed any more
@@ -182,14 +183,7 @@ class RepeatScreen:
         user, identifier and kind whose delta adds them."""
         store = self.store
         latest = store.snapshots.latest_snapshot()
-        if latest is None:
-            return None
-        changed = {e.partition for e in adds}
-        mio = store.manifests
-        live = {e.identifier for e in live_entries(mio.read_entries(
-            mio.read_list(latest.base_manifest_list) + mio.read_list(latest.delta_manifest_list)))
-            if e.partition in changed}
-        if any(e.identifier not in live for e in adds):
+        if latest is None or not self._all_live(adds):
             return None
         first = adds[0].identifier
         earliest = store.snapshots.earliest_snapshot_id() or 1
@@ -204,17 +198,39 @@ class RepeatScreen:
         return None
 
     def still_committed(self, snapshot_id: int, user: str, identifier: int,
-                         kind: Optional[str] = None) -> bool:
-        """Whether snapshot `snapshot_id` that this process published is still in the table,
-        or was expired (its changes stay): a rollback removes it, and the id may then name
-        another commit."""
+                         kind: Optional[str] = None,
+                         adds: Optional[List[ManifestEntry]] = None) -> bool:
+        """Whether snapshot `snapshot_id` that this process published is still in the table:
+        a rollback removes it, and the id may then name another commit.
+
+        When it is gone and older than the earliest, ids cannot tell an expiration (its
+        changes stay) from a rollback whose id was re-used and expired since (its changes are
+        gone): the table decides. With `adds` (the files that commit added), it is still
+        committed only if they are all live in the latest snapshot; without them (the
+        identifier check, which only refuses), an expired id counts as committed."""
         sm = self.store.snapshots
         s = sm.try_snapshot(snapshot_id)
         if s is not None:
             return (s.commit_user, s.commit_identifier) == (user, identifier) and \
                 kind in (None, s.commit_kind)
         earliest = sm.earliest_snapshot_id()
-        return earliest is not None and snapshot_id < earliest
+        if earliest is None or snapshot_id >= earliest:
+            return False
+        return adds is None or self._all_live(adds)
+
+    def _all_live(self, adds: List[ManifestEntry]) -> bool:
+        """Whether every file of `adds` is live in the latest snapshot (reads the live files
+        of the partitions they belong to)."""
+        store = self.store
+        latest = store.snapshots.latest_snapshot()
+        if latest is None:
+            return False
+        changed = {e.partition for e in adds}
+        mio = store.manifests
+        live = {e.identifier for e in live_entries(mio.read_entries(
+            mio.read_list(latest.base_manifest_list) + mio.read_list(latest.delta_manifest_list)))
+            if e.partition in changed}
+        return all(e.identifier in live for e in adds)
 
 
 def _ident_str(identifier: int) -> str:

@@ -190,3 +190,48 @@ def test_a_commit_computed_before_a_rollback_is_not_published_on_the_new_base(ta
     assert snapshot_ids(table_path) == [1, 2, 3, 4, 5, 6]
     assert ids_read(table_path) == [1, 2, 3, 6, 40, 50]
     assert_intact(table_path, {3: [1, 2, 3], 5: [1, 2, 3, 40, 50], 6: [1, 2, 3, 6, 40, 50]})
+
+
+# --- F11: a repeat after a rollback whose id was re-used and expired --------------------------
+
+def _prepared(t, ids):
+    w = t.new_writer()
+    w.write_arrow(make_rows(ids))
+    return w.prepare_commit()
+
+
+def test_a_repeat_after_a_rollback_and_an_expiration_publishes_the_rows_again(table,
+                                                                             table_path):
+    # Regression (audit F11): snapshot 2 of this commit was rolled back, its id re-used and
+    # expired; the record took "below the earliest" for "expired, changes kept" and the repeat
+    # returned 2 (already committed), publishing nothing: no snapshot held row 2.
+    write(table, make_rows([1]))
+    c = table.new_commit(commit_user="job")
+    msgs = _prepared(table, [2])
+    assert c.commit(msgs) == 2
+    Table.open(str(table_path)).rollback_to(snapshot_id=1)
+    for i in (30, 40, 50):
+        write(Table.open(str(table_path)), make_rows([i]))      # 2', 3', 4'
+    expire_keeping(table_path, 1)
+    assert snapshot_ids(table_path) == [4]
+    assert c.commit(msgs) == 5
+    assert not c.last_result.already_committed
+    assert ids_read(table_path) == [1, 2, 30, 40, 50]
+    assert_intact(table_path, {5: [1, 2, 30, 40, 50]})
+
+
+def test_a_repeat_after_its_snapshot_was_expired_is_still_a_no_op(table, table_path):
+    # Guard: expired (not rolled back), its files are live in the latest snapshot: a repeat.
+    write(table, make_rows([1]))
+    c = table.new_commit(commit_user="job")
+    msgs = _prepared(table, [2])
+    assert c.commit(msgs) == 2
+    for i in (3, 4):
+        write(Table.open(str(table_path)), make_rows([i]))
+    expire_keeping(table_path, 1)
+    assert snapshot_ids(table_path) == [4]
+    assert c.commit(msgs) == 2
+    assert c.last_result.already_committed
+    assert snapshot_ids(table_path) == [4]
+    assert ids_read(table_path) == [1, 2, 3, 4]
+    assert_intact(table_path, {4: [1, 2, 3, 4]})
