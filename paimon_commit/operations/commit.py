@@ -239,6 +239,7 @@ class FileStoreCommit:
             return CommitResult(done, 0, kind, already_committed=True)
         root, user = self.store.root, self.commit_user
         keys = [e.identifier for e in adds]
+        times = [e.file.creation_time for e in adds]
         record = commit_record.RECORD   # looked up per call: a test swaps in a fresh process's
         try:
             result = run(check_table)
@@ -246,10 +247,12 @@ class FileStoreCommit:
             # It may have published (an unknown outcome): a later call with these files
             # checks the table before adding them.
             if keys:
-                record.record(root, keys, Committed(user, identifier, kind, None), replace=False)
+                record.record(root, keys, Committed(user, identifier, kind, None), replace=False,
+                              times=times)
             raise
         if keys and result.snapshot_id is not None:
-            record.record(root, keys, Committed(user, identifier, kind, result.snapshot_id))
+            record.record(root, keys, Committed(user, identifier, kind, result.snapshot_id),
+                          times=times)
             if identifier != BATCH_COMMIT_IDENTIFIER:
                 record.note_identifier(root, user, identifier, result.snapshot_id)
         return result

@@ -12,6 +12,7 @@ from invariants import assert_intact
 from oracle import pp_read
 
 from paimon_commit import ExpireConfig, ExpireSnapshots, Table
+from paimon_commit.errors import CommitConflictError
 from paimon_commit.io.local import LocalFileIO
 from paimon_commit.store import FileStore
 
@@ -235,3 +236,52 @@ def test_a_repeat_after_its_snapshot_was_expired_is_still_a_no_op(table, table_p
     assert snapshot_ids(table_path) == [4]
     assert ids_read(table_path) == [1, 2, 3, 4]
     assert_intact(table_path, {4: [1, 2, 3, 4]})
+
+
+# --- F5: the bounded commit record forgets --------------------------------------------------
+
+def _snapshots_adding(t, file_name):
+    from paimon_commit.format.manifest import FileKind
+    return [s.id for s in t.store.snapshots.snapshots()
+            if any(e.kind == FileKind.ADD and e.file.file_name == file_name
+                   for e in t.store.delta_entries(s))]
+
+
+def test_a_repeat_the_record_forgot_is_still_published_once(table, table_path, monkeypatch):
+    # Regression (audit F5): once the process committed more files than the record holds,
+    # a repeat of an earlier commit was not recognised and ADDed the same file again.
+    from paimon_commit.operations import commit_record
+    monkeypatch.setattr(commit_record, "RECORD", commit_record.CommitRecord(capacity=3))
+    c = table.new_commit(commit_user="job")
+    first = _prepared(table, [1])
+    assert c.commit(first) == 1
+    for i in (2, 3, 4):
+        assert c.commit(_prepared(table, [i])) == i      # the first file is evicted
+    assert c.commit(first) == 1                           # a repeat: nothing published
+    assert c.last_result.already_committed
+    with pytest.raises(CommitConflictError, match=r"data-.*parquet"):   # refused, not added
+        c.commit(first, 99)
+    assert snapshot_ids(table_path) == [1, 2, 3, 4]
+    name = first[0].new_files[0].file_name
+    assert _snapshots_adding(table, name) == [1]
+    assert ids_read(table_path) == [1, 2, 3, 4]
+    assert_intact(table_path, {1: [1], 4: [1, 2, 3, 4]})
+
+
+def test_a_repeat_after_the_default_capacity_of_files_is_published_once(table, table_path):
+    # The audit's scenario at the real capacity (the middle commit's files are metadata only,
+    # so only snapshot 1 is read back).
+    import dataclasses
+    from paimon_commit.operations import commit_record
+    c = table.new_commit(commit_user="job")
+    first = _prepared(table, [1])
+    assert c.commit(first) == 1
+    m, f = first[0], first[0].new_files[0]
+    fakes = tuple(dataclasses.replace(f, file_name=f"data-fake-{i}.parquet")
+                  for i in range(commit_record.CAPACITY))
+    assert c.commit([dataclasses.replace(m, new_files=fakes)]) == 2
+    assert c.commit(first) == 1
+    assert c.last_result.already_committed
+    assert snapshot_ids(table_path) == [1, 2]
+    assert _snapshots_adding(table, f.file_name) == [1]
+    assert ids_read(table_path, 1) == [1]
