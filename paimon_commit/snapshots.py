@@ -127,7 +127,8 @@ class SnapshotManager:
     # --- writing -------------------------------------------------------------------------
     def try_commit(self, snapshot: Snapshot, base_id: Optional[int] = None,
                    built_on: Optional[Callable[[Snapshot], bool]] = None,
-                   single_writer: bool = False) -> bool:
+                   single_writer: bool = False,
+                   base: Optional[Snapshot] = None) -> bool:
         """Publish snapshot-<id> if absent. True = published and in the lineage; False = not
         published (lost the race, or removed again, see below); OSError = outcome unknown;
         PublishOutcomeUnknownError = published, but whether later snapshots build on it
@@ -141,24 +142,52 @@ class SnapshotManager:
         gone right after the create, `in_lineage` decides from content whether ours is the
         snapshot later ones build on (a legitimate publish whose base was then expired) or
         a re-created id (removed again: expiring it would delete files its delta DELETEs).
-        `built_on(next)` tells whether snapshot id+1 was computed from ours."""
+        `built_on(next)` tells whether snapshot id+1 was computed from ours.
+
+        `base` (the base snapshot as the commit read it) makes the check one of identity, not
+        of name: after a rollback the id can hold another snapshot, and a commit computed from
+        the old one must not be published on top of the new one. `base_id` 0 is the first
+        commit of a table: `snapshot-1` is created only if no snapshot is listed. Expiration
+        never deletes the latest snapshot and rollback keeps its target, so once anything was
+        published a snapshot file exists at every instant: an empty listing proves nothing was
+        ever published (snapshot 1 could otherwise be an expired id re-created). A `base_id`
+        of None publishes without a check (rollback restoring a tagged snapshot)."""
         path = self.snapshot_path(snapshot.id)
         data = snapshot.to_json()
-        check = None if base_id is None else (lambda: self.snapshot_exists(base_id))
+        check = self._base_check(base_id, base)
         # Passed only when set, so that storages written for the three-argument form work.
         extra = {"single_writer": True} if single_writer else {}
         if not self.io.try_create_atomic(path, data, precondition=check, **extra):
             return False
-        return self.confirm_published(snapshot.id, data, base_id, built_on)
+        return self.confirm_published(snapshot.id, data, base_id, built_on, base)
+
+    def _base_check(self, base_id: Optional[int], base: Optional[Snapshot]
+                    ) -> Optional[Callable[[], bool]]:
+        """The precondition of a create computed from `base_id` (see try_commit)."""
+        if base_id is None:
+            return None
+        if base_id == 0:
+            return lambda: not self.list_snapshot_ids()
+        if base is not None:
+            # Content, not name: the same id after a rollback is another snapshot.
+            return lambda: self.try_snapshot(base_id) == base
+        return lambda: self.snapshot_exists(base_id)
 
     def confirm_published(self, snapshot_id: int, data: bytes, base_id: Optional[int],
-                          built_on: Optional[Callable[[Snapshot], bool]]) -> bool:
+                          built_on: Optional[Callable[[Snapshot], bool]],
+                          base: Optional[Snapshot] = None) -> bool:
         """Our snapshot `snapshot_id` (holding `data`, computed from `base_id`) exists: True if
         it is in the lineage; False if it re-created an expired id and was removed again;
         PublishOutcomeUnknownError if that cannot be decided (see try_commit)."""
         path = self.snapshot_path(snapshot_id)
-        if base_id is None or base_id == 0 or self.snapshot_exists(base_id):
+        if base_id is None:
             return True
+        if base_id != 0:
+            check = self._base_check(base_id, base)
+            if check is not None and check():
+                return True
+        # The base is gone or is another snapshot now, or this is a first commit: whether
+        # ours is the snapshot later ones build on is decided from content.
         verdict = self.in_lineage(snapshot_id, data, built_on)
         if verdict is None:
             raise PublishOutcomeUnknownError(

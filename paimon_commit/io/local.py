@@ -124,7 +124,7 @@ class LocalFileIO(FileIO):
                           precondition: Optional[Callable[[], bool]] = None,
                           single_writer: bool = False) -> bool:
         if os.path.exists(path):
-            return False
+            return self._holds(path, data)
         tmp = self._write_temp(path, data, sync=True)
         try:
             if precondition is not None and not precondition():
@@ -134,7 +134,11 @@ class LocalFileIO(FileIO):
             os.link(tmp, path)
             return True
         except FileExistsError:
-            return False
+            # EEXIST does not prove a rival: on NFS a LINK whose reply was lost is
+            # retransmitted and answered EEXIST although our own link took effect. The
+            # contract (io/base.py) is "a lost reply of our own create is True", so read the
+            # target back: our bytes there mean we published.
+            return self._holds(path, data)
         except OSError as e:
             if e.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
                 raise
@@ -148,11 +152,21 @@ class LocalFileIO(FileIO):
             log.warning("hard links unsupported under %s (%s); creating it by check-then-rename "
                         "as '%s' declares a single writer", path, e, SINGLE_WRITER_OPTION)
             if os.path.exists(path):
-                return False
+                return self._holds(path, data)
             os.rename(tmp, path)
             return True
         finally:
             self._remove_own_temp(tmp)
+
+    @staticmethod
+    def _holds(path: str, data: bytes) -> bool:
+        """Whether ``path`` holds exactly ``data`` (our own earlier create), as the pyarrow and
+        object-store storages decide after an ambiguous answer."""
+        try:
+            with open(path, "rb") as f:
+                return f.read() == data
+        except FileNotFoundError:
+            return False
 
     def open_input_file(self, path: str):
         return open(path, "rb")

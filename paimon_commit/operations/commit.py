@@ -98,6 +98,7 @@ _Changes = Callable[[Optional[Snapshot]], List[ManifestEntry]]
 class _AttemptState:
     uncertain_base: Optional[int] = None  # base id of an attempt whose publish is unknown
     uncertain: Optional[Snapshot] = None  # the snapshot that attempt tried to publish
+    uncertain_from: Optional[Snapshot] = None  # the base snapshot that attempt read
     attempts: int = 0
     failed_base: Optional[int] = None     # base id of the attempt that just failed
     last_failure: Optional["_RaceLost"] = None
@@ -238,6 +239,7 @@ class FileStoreCommit:
             return CommitResult(done, 0, kind, already_committed=True)
         root, user = self.store.root, self.commit_user
         keys = [e.identifier for e in adds]
+        times = [e.file.creation_time for e in adds]
         record = commit_record.RECORD   # looked up per call: a test swaps in a fresh process's
         try:
             result = run(check_table)
@@ -245,10 +247,12 @@ class FileStoreCommit:
             # It may have published (an unknown outcome): a later call with these files
             # checks the table before adding them.
             if keys:
-                record.record(root, keys, Committed(user, identifier, kind, None), replace=False)
+                record.record(root, keys, Committed(user, identifier, kind, None), replace=False,
+                              times=times)
             raise
         if keys and result.snapshot_id is not None:
-            record.record(root, keys, Committed(user, identifier, kind, result.snapshot_id))
+            record.record(root, keys, Committed(user, identifier, kind, result.snapshot_id),
+                          times=times)
             if identifier != BATCH_COMMIT_IDENTIFIER:
                 record.note_identifier(root, user, identifier, result.snapshot_id)
         return result
@@ -359,12 +363,13 @@ class FileStoreCommit:
             # False also when our base was expired meanwhile and our id turned out to be a
             # re-created one (see try_commit): retry.
             published = store.snapshots.try_commit(
-                snapshot, latest.id if latest else None, built_on_check(store, snapshot),
-                self.config.single_writer)
+                snapshot, latest.id if latest else 0, built_on_check(store, snapshot),
+                self.config.single_writer, base=latest)
         except OSError as e:
             # Only an I/O error leaves the outcome unknown: the snapshot may or may not exist
             # now, so keep every file and let the next attempt settle it.
             state.uncertain_base = latest.id if latest else 0
+            state.uncertain_from = latest
             state.uncertain = snapshot
             state.delta.keep = True
             raise _RaceLost(f"publishing snapshot {snapshot.id} failed: {e!r}",
@@ -381,6 +386,9 @@ class FileStoreCommit:
         if not published:
             session.delete_written()
             raise _RaceLost(f"snapshot {snapshot.id} was published by another writer first")
+        # From here on the published snapshot names the delta: whatever interrupts us now
+        # (Ctrl-C, SystemExit, a failing hint write) must not let _run delete it.
+        state.delta.keep = True
         store.snapshots.commit_latest_hint(snapshot.id)
         return snapshot.id
 
@@ -403,8 +411,9 @@ class FileStoreCommit:
         published again); PublishOutcomeUnknownError if that cannot be decided, so that the
         same delta is never published twice."""
         ours, base = state.uncertain, state.uncertain_base
-        landed = resolve_uncertain(self.store, ours, base or 0, latest.id if latest else 0)
-        state.uncertain = state.uncertain_base = None
+        landed = resolve_uncertain(self.store, ours, base or 0, latest.id if latest else 0,
+                                   state.uncertain_from)
+        state.uncertain = state.uncertain_base = state.uncertain_from = None
         return ours.id if landed else None
 
     def _delta_files(self, state: _AttemptState, entries: List[ManifestEntry]) -> _Delta:

@@ -45,8 +45,14 @@ class CommitRecord:
 
     def __init__(self, capacity: int = CAPACITY):
         self.capacity = capacity
-        self._files: "OrderedDict[Tuple[str, Any], Committed]" = OrderedDict()
+        # value: (what was committed, the file's creation time or None)
+        self._files: "OrderedDict[Tuple[str, Any], Tuple[Committed, Optional[int]]]" = \
+            OrderedDict()
         self._last: Dict[Tuple[str, str], Tuple[int, int]] = {}
+        # root -> newest creation time among the files evicted under it (inf: one had none).
+        # A file created after it was never evicted, so the record's silence about it is
+        # reliable; an older one may have been committed and forgotten.
+        self._horizon: Dict[str, float] = {}
         self._lock = threading.Lock()
 
     def lookup(self, root: str, keys: Iterable[Any]) -> Dict[Any, Committed]:
@@ -55,20 +61,32 @@ class CommitRecord:
             for k in keys:
                 c = self._files.get((root, k))
                 if c is not None:
-                    out[k] = c
+                    out[k] = c[0]
             return out
 
     def record(self, root: str, keys: Iterable[Any], committed: Committed,
-               replace: bool = True) -> None:
-        """Remember the files; `replace=False` keeps what is already known about a file."""
+               replace: bool = True, times: Optional[Iterable[Optional[int]]] = None) -> None:
+        """Remember the files (`times`: their creation times, in the order of `keys`);
+        `replace=False` keeps what is already known about a file."""
+        keys = list(keys)
+        times = list(times) if times is not None else [None] * len(keys)
         with self._lock:
-            for k in keys:
+            for k, t in zip(keys, times):
                 if not replace and (root, k) in self._files:
                     continue
-                self._files[(root, k)] = committed
+                self._files[(root, k)] = (committed, t)
                 self._files.move_to_end((root, k))
             while len(self._files) > self.capacity:
-                self._files.popitem(last=False)
+                (r, _), (_, t) = self._files.popitem(last=False)
+                self._horizon[r] = max(self._horizon.get(r, float("-inf")),
+                                       float("inf") if t is None else t)
+
+    def maybe_forgotten(self, root: str, creation_time: Optional[int]) -> bool:
+        """Whether a file of `root` created at `creation_time` may have been committed by
+        this process and evicted since (the record is bounded)."""
+        with self._lock:
+            h = self._horizon.get(root)
+        return h is not None and (creation_time is None or creation_time <= h)
 
     def note_identifier(self, root: str, commit_user: str, identifier: int,
                         snapshot_id: int) -> None:
@@ -124,9 +142,13 @@ class RepeatScreen:
         mine: List[Tuple[ManifestEntry, Committed]] = []
         valid: Dict[int, bool] = {}
         unknown = 0   # files of an earlier call like this one that raised
+        forgotten = 0   # files the bounded record may have committed and evicted
         for e in adds:
             c = hits.get(e.identifier)
             if c is None:
+                if RECORD.maybe_forgotten(root, e.file.creation_time):
+                    forgotten += 1
+                    check_table = True
                 continue
             if c.commit_user != user or c.snapshot_id is None:
                 check_table = True
@@ -134,8 +156,9 @@ class RepeatScreen:
                     (user, identifier, kind, None)
                 continue
             if c.snapshot_id not in valid:
+                same = [a for a in adds if hits.get(a.identifier) == c]
                 valid[c.snapshot_id] = self.still_committed(c.snapshot_id, user,
-                                                             c.identifier, c.kind)
+                                                             c.identifier, c.kind, same)
             if valid[c.snapshot_id]:
                 mine.append((e, c))
             else:   # rolled back since: not committed any more
@@ -164,12 +187,16 @@ class RepeatScreen:
                         f"identifiers must increase (filter_committed treats every identifier "
                         f"up to {last[0]} as committed)")
                 RECORD.forget_user(root, user)   # rolled back since
-        if unknown == len(adds):
+        if unknown == len(adds) or forgotten == len(adds):
+            # A call that raised, or one the record forgot: the table tells whether this
+            # user published exactly these files with this identifier (a repeat, as if
+            # remembered); otherwise the table check refuses an ADD of a live file.
             done = self._published_by_raised_call(adds, identifier, kind)
             if done is not None:
                 RECORD.record(root, [e.identifier for e in adds],
-                              Committed(user, identifier, kind, done))
-                log.info("commit %s/%s was published as snapshot %d by a call that raised; "
+                              Committed(user, identifier, kind, done),
+                              times=[e.file.creation_time for e in adds])
+                log.info("commit %s/%s was published as snapshot %d by an earlier call; "
                          "not again", user, _ident_str(identifier), done)
                 return done, False
         return None, check_table
@@ -182,14 +209,7 @@ class RepeatScreen:
         user, identifier and kind whose delta adds them."""
         store = self.store
         latest = store.snapshots.latest_snapshot()
-        if latest is None:
-            return None
-        changed = {e.partition for e in adds}
-        mio = store.manifests
-        live = {e.identifier for e in live_entries(mio.read_entries(
-            mio.read_list(latest.base_manifest_list) + mio.read_list(latest.delta_manifest_list)))
-            if e.partition in changed}
-        if any(e.identifier not in live for e in adds):
+        if latest is None or not self._all_live(adds):
             return None
         first = adds[0].identifier
         earliest = store.snapshots.earliest_snapshot_id() or 1
@@ -204,17 +224,39 @@ class RepeatScreen:
         return None
 
     def still_committed(self, snapshot_id: int, user: str, identifier: int,
-                         kind: Optional[str] = None) -> bool:
-        """Whether snapshot `snapshot_id` that this process published is still in the table,
-        or was expired (its changes stay): a rollback removes it, and the id may then name
-        another commit."""
+                         kind: Optional[str] = None,
+                         adds: Optional[List[ManifestEntry]] = None) -> bool:
+        """Whether snapshot `snapshot_id` that this process published is still in the table:
+        a rollback removes it, and the id may then name another commit.
+
+        When it is gone and older than the earliest, ids cannot tell an expiration (its
+        changes stay) from a rollback whose id was re-used and expired since (its changes are
+        gone): the table decides. With `adds` (the files that commit added), it is still
+        committed only if they are all live in the latest snapshot; without them (the
+        identifier check, which only refuses), an expired id counts as committed."""
         sm = self.store.snapshots
         s = sm.try_snapshot(snapshot_id)
         if s is not None:
             return (s.commit_user, s.commit_identifier) == (user, identifier) and \
                 kind in (None, s.commit_kind)
         earliest = sm.earliest_snapshot_id()
-        return earliest is not None and snapshot_id < earliest
+        if earliest is None or snapshot_id >= earliest:
+            return False
+        return adds is None or self._all_live(adds)
+
+    def _all_live(self, adds: List[ManifestEntry]) -> bool:
+        """Whether every file of `adds` is live in the latest snapshot (reads the live files
+        of the partitions they belong to)."""
+        store = self.store
+        latest = store.snapshots.latest_snapshot()
+        if latest is None:
+            return False
+        changed = {e.partition for e in adds}
+        mio = store.manifests
+        live = {e.identifier for e in live_entries(mio.read_entries(
+            mio.read_list(latest.base_manifest_list) + mio.read_list(latest.delta_manifest_list)))
+            if e.partition in changed}
+        return all(e.identifier in live for e in adds)
 
 
 def _ident_str(identifier: int) -> str:

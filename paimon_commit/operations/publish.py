@@ -49,7 +49,7 @@ def built_on_check(store: FileStore, ours: Snapshot) -> Callable[[Snapshot], boo
 
 
 def resolve_uncertain(store: FileStore, ours: Snapshot, base_id: int,
-                      latest_id: int) -> Optional[bool]:
+                      latest_id: int, base: Optional[Snapshot] = None) -> Optional[bool]:
     """Whether `ours`, whose publish failed with an I/O error, is in the table now that the
     table's latest snapshot is `latest_id`: True (it landed and is in the lineage), False (it
     did not land, or re-created an expired id and was removed again: publishing its changes
@@ -64,7 +64,7 @@ def resolve_uncertain(store: FileStore, ours: Snapshot, base_id: int,
     if there is not None:
         if there != data:
             return False   # another writer's snapshot holds the id: ours never landed
-        return sm.confirm_published(n, data, base_id, built_on)
+        return sm.confirm_published(n, data, base_id, built_on, base)
     if latest_id < n:
         # Had ours landed, it would be the latest or older than one: expiration never
         # deletes the latest snapshot.
