@@ -292,7 +292,6 @@ class ExpireSnapshots(ChangelogExpiration):
         would), so that memory follows the chunk, not the range: what a chunk planned is
         folded into the result and dropped. The ADD positions of the deltas are scanned
         once for all chunks (ReAdds)."""
-        t0 = time.perf_counter()
         self.store.io.forget_resolved_dirs()
         emit(self.progress, READING, 0, None, "snapshots")
         totals = ExpireTotals()
