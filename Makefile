@@ -10,7 +10,7 @@ JAVA_JAR := $(VENV)/paimon-java/paimon-python-java-bridge.jar
 # pin as tests/objectstore/azurite_server.py: 3.35.0 is the last 3.x that runs on node 20).
 AZURITE := $(VENV)/azurite/node_modules/.bin/azurite-blob
 
-.PHONY: demo test soak java bench clean
+.PHONY: demo test soak java bench bench-compact clean
 
 java:
 	@command -v java >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless)
@@ -49,6 +49,12 @@ bench: java $(STAMP)
 	-$(PY) benchmarks/bench_s3.py   # its per-cleaned-file target vs delta-rs fails (see README)
 	$(PY) benchmarks/bench_maintain.py
 	$(PY) benchmarks/bench_scale.py
+	$(PY) benchmarks/bench_compact.py
+	$(PY) benchmarks/report.py --update-readme
+
+# Small-file compaction alone: ours vs delta-rs optimize.compact(), reads before/after, memory.
+bench-compact: java $(STAMP)
+	$(PY) benchmarks/bench_compact.py
 	$(PY) benchmarks/report.py --update-readme
 
 clean:

@@ -60,7 +60,12 @@ def read_data_file(io: FileIO, path: str, partition: Mapping[str, Any],
                    target: pa.Schema) -> pa.Table:
     """One data file as rows of `target`: partition columns filled from the partition
     values, columns added by schema evolution after the file was written as nulls."""
-    t = io.read_parquet(path)
+    return file_rows(io.read_parquet(path), partition, target)
+
+
+def file_rows(t: pa.Table, partition: Mapping[str, Any], target: pa.Schema) -> pa.Table:
+    """The rows of a data file already read (`t`, as stored) as rows of `target` (see
+    read_data_file; compaction reads many files itself and converts them together)."""
     cols = []
     for field in target:
         if field.name in t.column_names:

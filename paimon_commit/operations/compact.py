@@ -20,13 +20,19 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import sys
+import threading
 import time
 import uuid
+from collections import deque
+from concurrent.futures import FIRST_EXCEPTION, Executor, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
-from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Collection, Dict, Iterator, List, Mapping, Optional, \
+    Sequence, Tuple, Union
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from ..errors import CommitConflictError, OptionError
 from ..format.manifest import DataFileMeta, FileKind, ManifestEntry
@@ -48,6 +54,22 @@ __all__ = ["compact_table", "AppendCompaction", "CompactResult", "PartitionCompa
            "CompactionConflictError", "CompactionError", "COMPACT_SOURCE"]
 
 COMPACT_SOURCE = 1  # DataFileMeta._FILE_SOURCE of files written by a compaction (FileSource)
+
+#: Input files fetched at once by all bins together on a remote storage (requests in flight).
+READ_THREADS = 16
+#: Per bin, files read ahead of the one being written: at most this many, and no more bytes
+#: (stored sizes) than READ_AHEAD_BYTES beyond the first.
+READ_AHEAD = 64
+READ_AHEAD_BYTES = 64 << 20
+#: Files read by one task of the I/O pool (in order), at most READ_CHUNK_BYTES beyond the first.
+READ_CHUNK = 8
+READ_CHUNK_BYTES = 8 << 20
+#: Input files up to this size are fetched whole and parsed from memory; larger ones are read
+#: through the FileIO's parquet reader.
+WHOLE_FILE_BYTES = 64 << 20
+#: Rows read from files of one schema are converted and handed to the writer together, up to
+#: files of this many stored bytes.
+GROUP_BYTES = 8 << 20
 
 
 @dataclass
@@ -123,6 +145,7 @@ class AppendCompaction:
                 entries = [e for e in entries if e.partition in self.partition_rows]
             plan = plan_compaction(entries, self.options, st.manifests.decode_partition,
                                    wanted, self._schema_problem, latest.id)
+            plan = replace(plan, base_lists=_lists_of(latest))
         unknown = [s for s, hit in zip(self.specs, matched) if not hit]
         if unknown:
             where = f"snapshot {latest.id}" if latest else "the table (it has no snapshot)"
@@ -152,22 +175,68 @@ class AppendCompaction:
     # --- rewriting -----------------------------------------------------------------------
     def rewrite(self, plan: CompactPlan) -> List[_Rewritten]:
         """Read every bin and write its rows as new files. On any failure the files written
-        so far are deleted and the error is raised."""
+        so far are deleted and the error is raised.
+
+        Bins are independent: up to `file-operation.thread-num` (default: one per CPU) are
+        rewritten at once, and the input files of each are fetched ahead by a shared I/O
+        pool (on an object store every small file is a request; waiting for them one by
+        one would dominate). Memory stays bounded by what the bins in flight hold, never
+        by the table: the read-ahead is capped in files and bytes per bin."""
         done: List[_Rewritten] = []
         ratio = _Ratio()
         self._rewritten_inputs = 0
         self._total_inputs = sum(len(t.files) for t in plan.tasks)
         self._throttle(COMPACTING, 0, self._total_inputs, "files", self.store.path)
+        tasks = list(plan.tasks)
+        if not tasks:
+            return done
+        workers = min(len(tasks), self.store.options["file-operation.thread-num"]
+                      or os.cpu_count() or 1)
+        io_pool = ThreadPoolExecutor(self._read_threads())
+        bin_pool = ThreadPoolExecutor(workers) if workers > 1 else None
         try:
-            for task in plan.tasks:
-                self._rewrite_task(task, ratio, done)
+            # The first bin runs alone: the stored size per input byte it learns sizes the
+            # files of the others (see _Ratio).
+            self._rewrite_task(tasks[0], ratio, done, io_pool)
+            if bin_pool is None:
+                for task in tasks[1:]:
+                    self._rewrite_task(task, ratio, done, io_pool)
+            else:
+                futures = [bin_pool.submit(self._rewrite_task, task, ratio, done, io_pool)
+                           for task in tasks[1:]]
+                # The first failure stops the bins not started; the running ones finish
+                # (or fail) before abort() looks for their files.
+                wait(futures, return_when=FIRST_EXCEPTION)
+                for f in futures:
+                    f.cancel()
+                wait(futures)
+                for f in futures:
+                    if not f.cancelled() and f.exception() is not None:
+                        raise f.exception()
         except BaseException:
+            if bin_pool is not None:
+                bin_pool.shutdown(wait=True, cancel_futures=True)
             self.abort(done)
             raise
+        finally:
+            if bin_pool is not None:
+                bin_pool.shutdown(wait=True)
+            io_pool.shutdown(wait=True, cancel_futures=True)
+        order = {id(t): i for i, t in enumerate(tasks)}
+        done.sort(key=lambda r: order[id(r.task)])
         return done
 
+    def _read_threads(self) -> int:
+        """Reading a local file is parsing it (CPU: more threads than CPUs only contend for
+        the GIL, measured 1.4x slower with 16 on 2 CPUs); on other storages each read waits
+        on a request, and many in flight pay off."""
+        from ..io.local import LocalFileIO
+        if isinstance(self.store.io, LocalFileIO):
+            return os.cpu_count() or 1
+        return READ_THREADS
+
     def _rewrite_task(self, task: CompactTask, ratio: "_Ratio",
-                      done: List[_Rewritten]) -> None:
+                      done: List[_Rewritten], io_pool: Optional[Executor] = None) -> None:
         st = self.store
         target = self.options.target_file_size
         out = _Rewritten(task, [], [])
@@ -186,24 +255,41 @@ class AppendCompaction:
         parts = max(1, int(task.input_bytes * ratio.value // target))
         per_file = task.input_bytes / parts
         fed = 0
+        # Files read but not yet handed to the writer: consecutive files stored with the
+        # same schema are converted and written together (per-file conversion and writer
+        # calls cost more than reading a small file).
+        group: List[pa.Table] = []
+        group_schema_id: Optional[int] = None
+        group_bytes = 0
+
+        def flush() -> None:
+            nonlocal group, group_bytes
+            if group:
+                # One chunk per column: the writer's per-batch work then runs once.
+                data = group[0] if len(group) == 1 else \
+                    pa.concat_tables(group).combine_chunks()
+                group, group_bytes = [], 0
+                writer.write_arrow(self._rows(data, group_schema_id, task.values))
+
         try:
-            for e in files:
-                try:
-                    data = self._read(e, task.values)
-                except FileNotFoundError:
-                    path = st.data_file_path(e)
-                    raise CompactionConflictError(
-                        f"compaction of {st.path}: input file {path} disappeared while "
-                        f"being rewritten (removed by a concurrent commit and expired, or "
-                        f"lost); nothing is committed", [path]) from None
-                writer.write_arrow(data)
+            for e, stored in _read_ahead(files, self._load, io_pool):
+                if group and (e.file.schema_id != group_schema_id
+                              or not stored.schema.equals(group[0].schema)):
+                    flush()
+                group.append(stored)
+                group_schema_id = e.file.schema_id
+                group_bytes += e.file.file_size
                 fed += e.file.file_size
                 self._rewritten_inputs += 1
                 self._throttle(COMPACTING, self._rewritten_inputs, self._total_inputs, "files",
                                self.store.path)
                 if fed >= per_file and len(out.files) < parts - 1:
+                    flush()
                     self._roll(writer, task, out, fed, ratio)
                     fed = 0
+                elif group_bytes >= GROUP_BYTES:
+                    flush()
+            flush()
             if fed:
                 self._roll(writer, task, out, fed, ratio)
         except BaseException:
@@ -237,17 +323,34 @@ class AppendCompaction:
                 out.files.append(f)
                 ratio.learn(fed, f.file_size)
 
-    def _read(self, entry: ManifestEntry, values: Tuple[Any, ...]) -> pa.Table:
-        # The reader lives with Table (table.py, above the operations): imported here.
-        from ..table import read_data_file
+    def _load(self, entry: ManifestEntry) -> pa.Table:
+        """One input file as stored. A small file is fetched whole (one request) and parsed
+        from memory on the calling thread: a third of the time pyarrow's dataset reader
+        takes per small file; a large one goes through the FileIO's parquet reader."""
         st = self.store
         path = st.data_file_path(entry)
+        try:
+            if entry.file.file_size <= WHOLE_FILE_BYTES:
+                buf = pa.py_buffer(st.io.read_bytes(path))
+                return pq.ParquetFile(pa.BufferReader(buf)).read(use_threads=False)
+            return st.io.read_parquet(path)
+        except FileNotFoundError:
+            raise CompactionConflictError(
+                f"compaction of {st.path}: input file {path} disappeared while being "
+                f"rewritten (removed by a concurrent commit and expired, or lost); nothing "
+                f"is committed", [path]) from None
+
+    def _rows(self, stored: pa.Table, schema_id: int, values: Tuple[Any, ...]) -> pa.Table:
+        """Rows of files written with schema `schema_id` as rows of the current schema."""
+        # The reader lives with Table (table.py, above the operations): imported here.
+        from ..table import file_rows
+        st = self.store
         current = st.schema
         target = current.arrow_schema()
         partition = st.partition_dict(values)
-        old = self._schema(entry.file.schema_id)
+        old = self._schema(schema_id)
         if old.id == current.id:
-            return read_data_file(st.io, path, partition, target)
+            return file_rows(stored, partition, target)
         # Schema evolution, by field id: read the old names with the current types, then
         # put the columns in today's names and order (columns added later: null).
         by_id = {f.id: f for f in old.fields}
@@ -260,7 +363,7 @@ class AppendCompaction:
                 names[f.name] = o.name
         old_partition = {by_id[current_ids[k]].name: v for k, v in partition.items()
                          if current_ids[k] in by_id}
-        t = read_data_file(st.io, path, old_partition, pa.schema(read_fields))
+        t = file_rows(stored, old_partition, pa.schema(read_fields))
         cols = [t.column(names[af.name]) if af.name in names
                 else pa.nulls(t.num_rows, type=af.type) for af in target]
         return pa.Table.from_arrays(cols, schema=target)
@@ -298,6 +401,12 @@ class AppendCompaction:
                     f"compaction of {st.path} conflicts with snapshot {latest.id}: it has "
                     f"an index manifest ({latest.index_manifest}), written meanwhile; "
                     f"nothing is committed")
+            if latest is not None and plan.base_lists and \
+                    _lists_of(latest) == plan.base_lists:
+                # The very snapshot that was planned (manifest list names are unique, so a
+                # snapshot re-created with the same id after a rollback differs): every
+                # input is live in it. FileStoreCommit checks again.
+                return changes
             live = set() if latest is None else {
                 e.identifier for e in st.live_entries(latest) if e.partition in partitions}
             moved = [st.data_file_path(e) for e in inputs if e.identifier not in live]
@@ -406,16 +515,61 @@ class _Ratio:
     def __init__(self):
         self.inputs = 0
         self.outputs = 0
+        self._lock = threading.Lock()   # bins are rewritten on several threads
 
     def learn(self, input_bytes: int, output_bytes: int) -> None:
-        self.inputs += input_bytes
-        self.outputs += output_bytes
+        with self._lock:
+            self.inputs += input_bytes
+            self.outputs += output_bytes
 
     @property
     def value(self) -> float:
         if not self.inputs or not self.outputs:
             return 1.0
         return self.outputs / self.inputs
+
+
+def _lists_of(snapshot: Snapshot) -> Tuple[str, ...]:
+    return (snapshot.base_manifest_list, snapshot.delta_manifest_list)
+
+
+def _read_ahead(files: Sequence[ManifestEntry], load: Callable[[ManifestEntry], pa.Table],
+                pool: Optional[Executor]) -> Iterator[Tuple[ManifestEntry, pa.Table]]:
+    """(entry, stored rows) of each file, in order; with a pool, the next files are read
+    while the caller writes: in chunks of up to READ_CHUNK files (a future per tiny file
+    costs as much as reading it), at most READ_AHEAD files and READ_AHEAD_BYTES ahead."""
+    if pool is None:
+        for e in files:
+            yield e, load(e)
+        return
+
+    def load_all(chunk: List[ManifestEntry]) -> List[pa.Table]:
+        return [load(e) for e in chunk]
+
+    pending: "deque[Tuple[List[ManifestEntry], int, Future]]" = deque()
+    ahead_files = ahead_bytes = 0
+    nxt = 0
+    try:
+        while nxt < len(files) or pending:
+            while nxt < len(files) and ahead_files < READ_AHEAD and \
+                    (not pending or ahead_bytes + files[nxt].file.file_size <= READ_AHEAD_BYTES):
+                chunk: List[ManifestEntry] = []
+                size = 0
+                while nxt < len(files) and len(chunk) < READ_CHUNK and \
+                        (not chunk or size + files[nxt].file.file_size <= READ_CHUNK_BYTES):
+                    chunk.append(files[nxt])
+                    size += files[nxt].file.file_size
+                    nxt += 1
+                pending.append((chunk, size, pool.submit(load_all, chunk)))
+                ahead_files += len(chunk)
+                ahead_bytes += size
+            chunk, size, fut = pending.popleft()
+            ahead_files -= len(chunk)
+            ahead_bytes -= size
+            yield from zip(chunk, fut.result())
+    finally:
+        for _, _, fut in pending:   # the caller failed: reads not started are not needed
+            fut.cancel()
 
 
 def _io_error(e: BaseException) -> bool:

@@ -89,6 +89,9 @@ class CompactPlan:
     live: Mapping[bytes, Tuple[int, int]]
     remaining: bool = False           # more small files than compaction.file-num-limit
     skipped: Tuple[Tuple[str, str], ...] = ()  # (file name, why) not compacted
+    # (base, delta) manifest lists of the base snapshot: a commit building on this very
+    # snapshot knows the inputs are live without reading its manifests again
+    base_lists: Tuple[str, ...] = ()
 
 
 def evolution_problem(old: TableSchema, new: TableSchema) -> Optional[str]:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import random
 from typing import List, Optional
 
+from paimon_commit.errors import OptionError
+from paimon_commit.operations.compact import AppendCompaction
 from paimon_commit.operations.expire import ExpireConfig, ExpireSnapshots
 from paimon_commit.operations.orphan import CleanContext, OrphanFilesCleaner
 
@@ -221,15 +223,55 @@ def start_orphan(sim: Sim, dry_run: bool = False) -> Op:
     return sim.spawn(op, body)
 
 
+#: Compaction options: a partition with two small files is compacted (the sim's files are
+#: tiny); with "many bins", a bin holds about three files and is cut into files of ~2 kB.
+COMPACT_OPTIONS = {
+    "default": {"compaction.min.file-num": "2"},
+    "many bins": {"compaction.min.file-num": "2", "target-file-size": "2 kb",
+                  "source.split.open-file-cost": "1 b"},
+}
+
+
+def start_compact(sim: Sim, partition: Optional[str] = None, options: str = "default") -> Op:
+    """Compaction of one partition (or all): plan, rewrite the small files, commit one
+    COMPACT snapshot; refused (CompactionConflictError) when an input was removed meanwhile,
+    and then none of the files it wrote may be left (checked in Sim.check)."""
+    op = sim.new_op("compact", user=f"compactor-{len(sim.ops)}", partition=partition,
+                    detail=options)
+
+    def body(op: Op) -> None:
+        t = sim.table(op)
+        parts = None if op.partition is None else [{"p": op.partition}]
+        try:
+            job = AppendCompaction(t.store, parts, COMPACT_OPTIONS[options],
+                                   commit_user=op.user)
+            plan = job.plan()
+        except OptionError as e:
+            if "no data files in partition" not in str(e):
+                raise
+            op.detail += " (partition empty)"
+            return
+        if not plan.tasks:
+            op.detail += " (nothing to compact)"
+            return
+        rewritten = job.rewrite(plan)
+        op.detail += (f" base={plan.base_snapshot_id} rewrote "
+                      f"{sum(len(r.task.files) for r in rewritten)} into "
+                      f"{sum(len(r.files) for r in rewritten)}")
+        op.committing = True
+        op.sids.append(job.commit(plan, rewritten).snapshot_id)
+    return sim.spawn(op, body)
+
+
 # --- the seeded generator ----------------------------------------------------------------
 
 WEIGHTS = [("append", 30), ("retry", 4), ("hold", 6), ("commit_held", 5), ("abort_held", 4),
            ("abort_committed", 3), ("overwrite", 7), ("drop", 3), ("tag", 6), ("untag", 3),
-           ("expire", 10), ("orphan", 6)]
+           ("expire", 10), ("orphan", 6), ("compact", 10)]
 
 
 #: Operations that publish snapshots (one at a time where the storage has a single writer).
-COMMITTERS = ("append", "retry", "commit_held", "overwrite", "drop")
+COMMITTERS = ("append", "retry", "commit_held", "overwrite", "drop", "compact")
 
 
 def start_random(sim: Sim, rng: random.Random, exclude=()) -> Optional[Op]:
@@ -258,6 +300,9 @@ def start_random(sim: Sim, rng: random.Random, exclude=()) -> Optional[Op]:
         return start_untag(sim)
     if kind == "expire":
         return start_expire(sim, rng.randint(1, 3))
+    if kind == "compact":
+        return start_compact(sim, part if rng.random() < 0.5 else None,
+                             rng.choice(sorted(COMPACT_OPTIONS)))
     return start_orphan(sim, dry_run=rng.random() < 0.2)
 
 
@@ -266,16 +311,24 @@ def run_seed(sim: Sim, seed: int, rounds: int, exclude=(), max_ops: int = 4,
     """`rounds` rounds of 1-`max_ops` concurrent operations (a rollback runs alone), each
     followed by the full check. `single_writer`: at most one committing operation per round
     (maintenance runs beside it), for tables declared `commit.single-writer`. `storms`: some
-    rounds are three appends racing an expiration that keeps one snapshot."""
+    rounds are three appends racing an expiration that keeps one snapshot, or a compaction
+    racing an overwrite, drop or compaction of its partition and an append to it."""
     rng = random.Random(seed)
     storm = random.Random(seed ^ 0x570A)   # its own stream: other seeds replay unchanged
     with sim.running():
         for r in range(rounds):
             if r > 2 and rng.random() < 0.06 and "rollback" not in exclude:
                 started: List[Optional[Op]] = [start_rollback(sim)]
-            elif storms and not single_writer and storm.random() < 0.3:
-                started = [start_append(sim, storm.choice(PARTITIONS)) for _ in range(3)]
-                started.insert(storm.randrange(4), start_expire(sim, 1))
+            elif storms and not single_writer and (x := storm.random()) < 0.45:
+                if x < 0.3:
+                    started = [start_append(sim, storm.choice(PARTITIONS)) for _ in range(3)]
+                    started.insert(storm.randrange(4), start_expire(sim, 1))
+                else:   # a compaction racing a remover of its partition and an append
+                    p = sim.fullest_partition(storm)   # the one with most to compact
+                    rival = storm.choice((start_overwrite, start_drop, start_compact))
+                    started = [start_compact(sim, p, storm.choice(sorted(COMPACT_OPTIONS))),
+                               rival(sim, p), start_append(sim, p)]
+                    storm.shuffle(started)
             else:
                 started = []
                 for _ in range(rng.randint(1, max_ops)):

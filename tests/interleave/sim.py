@@ -65,6 +65,7 @@ class Op:
     target: Optional[int] = None   # rollback target / tag snapshot
     detail: str = ""
     process: int = 0   # which process runs it (operations of one process share a FileIO)
+    written: List[str] = field(default_factory=list)   # files its FileIO created
 
     @property
     def name(self) -> str:
@@ -118,6 +119,7 @@ class Sim:
         self.next_row = 0
         self.next_ident = 0
         self.problems: List[str] = []
+        self._compactions_checked: set = set()
         self._processes: Dict[int, FileIO] = {}   # process number -> its FileIO
         self.replay: Optional[str] = None   # the call that replays this run (reports)
         self.rng = random.Random(seed ^ 0x5EED)   # choices made inside actors
@@ -176,7 +178,8 @@ class Sim:
             inner = self._processes.get(op.process)
             if inner is None:
                 inner = self._processes[op.process] = self._make_inner()
-        return ControlledIO(inner, self.sched, self.clock)
+        return ControlledIO(inner, self.sched, self.clock,
+                            op.written if op is not None else None)
 
     def table(self, op: Optional["Op"] = None) -> Table:
         return Table.open(self.path, file_io=self.io(op))
@@ -199,6 +202,15 @@ class Sim:
         w = table.new_writer()
         w.write_arrow(self.data(rows, partition))
         return w.prepare_commit()
+
+    def fullest_partition(self, rng: random.Random) -> str:
+        """The partition with the most live data files now (read plainly, between rounds);
+        ties broken by `rng`."""
+        t = Table.open(self.path, file_io=self.plain)
+        counts = Counter(f.partition["p"] for f in t.live_files()) \
+            if t.latest_snapshot() is not None else Counter()
+        most = max(counts[p] for p in PARTITIONS)
+        return rng.choice([p for p in PARTITIONS if counts[p] == most])
 
     def inflight_floor(self, me: Op) -> int:
         """The oldest tick a write still in flight (or held for a later commit) has: an
@@ -327,7 +339,7 @@ class Sim:
             for r in o.rows:
                 owner[r] = o
         for o in self.ops:
-            if o.kind in ("append", "retry", "commit_held", "overwrite", "drop") \
+            if o.kind in ("append", "retry", "commit_held", "overwrite", "drop", "compact") \
                     and o.outcome == "ok" and not o.rolled_back:
                 for sid in o.sids:
                     s = next((x for x in snaps if x.id == sid), None)
@@ -364,6 +376,23 @@ class Sim:
                     problems.append(f"row {r} of {o.name} (snapshot {min(o.sids)}) survived "
                                     f"{rep.name} (snapshot {rep.sids}) of its partition")
 
+        # 3b. a compaction that failed before publishing (refused, or failed before its
+        # commit call) left none of the data files it wrote, unless a delete it made was
+        # failed by the scheduler (those are orphans, for orphan cleanup)
+        for o in self.ops:
+            if o.kind != "compact" or o.n in self._compactions_checked \
+                    or o.end_tick is None:
+                continue
+            self._compactions_checked.add(o.n)
+            if not (o.outcome == "refused" or (o.outcome == "unknown" and not o.committing)):
+                continue
+            if self._delete_faulted(o):
+                continue
+            left = [p for p in o.written if p.endswith(".parquet") and self.plain.exists(p)]
+            if left:
+                problems.append(f"{o.name} ({o.outcome}: {o.error[:120]}) left {len(left)} "
+                                f"data file(s) it wrote: {left[:3]}")
+
         # 4. nothing outside the root touched
         if self._outside_state() != self._outside_before:
             problems.append("files outside the table root changed")
@@ -371,6 +400,19 @@ class Sim:
         if problems:
             self.problems.extend(f"[{where}] {p}" for p in problems)
             raise InvariantViolation(self.report(problems, where))
+
+    def _delete_faulted(self, o: Op) -> bool:
+        """Whether the scheduler failed a call of `o` at or after its first delete (a failed
+        delete leaves the file: the FileIO contract reports it, nothing raises)."""
+        deleting = False
+        for entry in self.sched.trace:
+            parts = entry.split(" ", 2)
+            if len(parts) < 3 or parts[1] != o.name:
+                continue
+            deleting = deleting or "delete" in parts[2]
+            if deleting and "FAULT=" in parts[2]:
+                return True
+        return False
 
     def _removers(self, o: Op):
         for x in self.ops:

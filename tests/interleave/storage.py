@@ -61,12 +61,14 @@ class ControlledIO(FileIO):
     """A FileIO whose every call waits for the scheduler and may be failed by it. The
     deletion gate stays the wrapped FileIO's (its delete_* methods are called)."""
 
-    def __init__(self, inner: FileIO, sched: Scheduler, clock: Clock):
+    def __init__(self, inner: FileIO, sched: Scheduler, clock: Clock,
+                 written: Optional[List[str]] = None):
         self.inner = inner
         self.root = inner.root
         self.delete_batch_size = inner.delete_batch_size
         self.sched = sched
         self.clock = clock
+        self.written = written   # when given: every file this FileIO created (checker)
 
     def __getattr__(self, name):   # uri(), description, ... of the wrapped storage
         return getattr(self.inner, name)
@@ -117,26 +119,31 @@ class ControlledIO(FileIO):
         return self._do("read_parquet", path, lambda: self.inner.read_parquet(path))
 
     # writing
+    def _wrote(self, path):
+        self.clock.wrote(path)
+        if self.written is not None:
+            self.written.append(path)
+
     def mkdirs(self, directory):
         return self._do("mkdirs", directory, lambda: self.inner.mkdirs(directory))
 
     def write_new(self, path, data):
         def fn():
             self.inner.write_new(path, data)
-            self.clock.wrote(path)
+            self._wrote(path)
         return self._do("write_new", path, fn)
 
     def overwrite_atomic(self, path, data):
         def fn():
             self.inner.overwrite_atomic(path, data)
-            self.clock.wrote(path)
+            self._wrote(path)
         return self._do("overwrite_atomic", path, fn)
 
     def try_create_atomic(self, path, data, precondition=None):
         def fn():
             created = self.inner.try_create_atomic(path, data, precondition)
             if created:
-                self.clock.wrote(path)
+                self._wrote(path)
             return created
         return self._do("try_create_atomic", path, fn)
 
@@ -146,7 +153,7 @@ class ControlledIO(FileIO):
     def open_output_stream(self, path):
         def fn():
             stream = self.inner.open_output_stream(path)
-            self.clock.wrote(path)
+            self._wrote(path)
             return stream
         return self._do("open_output_stream", path, fn)
 
@@ -327,10 +334,14 @@ def inline_pools():
     """Operations create thread pools for listing and deleting; in a simulation they run
     inline (a pool thread is no actor: its calls could not be scheduled)."""
     import paimon_commit.io.deletion as deletion
+    import paimon_commit.operations.compact as compact
     import paimon_commit.operations.orphan as orphan
-    saved = (deletion.ThreadPoolExecutor, orphan.ThreadPoolExecutor)
-    deletion.ThreadPoolExecutor = orphan.ThreadPoolExecutor = InlineExecutor
+    modules = (deletion, orphan, compact)
+    saved = [m.ThreadPoolExecutor for m in modules]
+    for m in modules:
+        m.ThreadPoolExecutor = InlineExecutor
     try:
         yield
     finally:
-        deletion.ThreadPoolExecutor, orphan.ThreadPoolExecutor = saved
+        for m, real in zip(modules, saved):
+            m.ThreadPoolExecutor = real
