@@ -28,8 +28,8 @@ from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence, Tup
 
 import pyarrow as pa
 
-from ..errors import AtomicCreateUnsupportedError, CommitConflictError, OptionError, \
-    PublishOutcomeUnknownError
+from ..errors import AtomicCreateUnsupportedError, CommitConflictError, CommitFailedError, \
+    OptionError, PublishOutcomeUnknownError
 from ..format.manifest import DataFileMeta, FileKind, ManifestEntry
 from ..format.schema import TableSchema
 from ..format.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
@@ -39,6 +39,7 @@ from ..store import FileStore, PartitionSpec, SchemaManager
 from ..writer import TableWriter, message_paths
 from .abort import abort_files
 from .commit import CommitConfig, CommitResult, FileStoreCommit
+from .publish import built_on_check
 from .compact_plan import CompactOptions, CompactPlan, CompactTask, evolution_problem, \
     plan_compaction
 from .compact_result import CompactionConflictError, CompactionError, CompactResult, \
@@ -360,21 +361,32 @@ class AppendCompaction:
                     f"snapshot may have landed (orphan cleanup removes them if no snapshot "
                     f"uses them)")
             log.warning("%s: %s", kept, e)
-            if isinstance(e, PublishOutcomeUnknownError):
-                raise PublishOutcomeUnknownError(f"{kept}: {e}") from e
+            if type(e) in (CommitFailedError, PublishOutcomeUnknownError):
+                raise type(e)(f"{kept}: {e}") from e
             raise
 
     def _landed(self, base: Optional[int]) -> Optional[int]:
-        sm = self.store.snapshots
+        """This compaction's snapshot, if a publish the commit could not confirm (a lost
+        reply, a budget that ran out mid-publish) landed and is in the lineage later
+        snapshots build on; None otherwise, or when that cannot be told (the files are then
+        kept). Being a COMPACT snapshot of our commit user is not enough: a re-created id
+        that could not be removed is one too, outside the lineage (the commit's verdict on it
+        stands)."""
+        st = self.store
+        sm = st.snapshots
         try:
             latest = sm.latest_snapshot_id()
-        except Exception:  # noqa: BLE001 - cannot tell: keep the files (caller decides)
-            return None
-        for sid in range((base or 0) + 1, (latest or 0) + 1):
-            s = sm.try_snapshot(sid)
-            if s is not None and s.commit_user == self.commit_user \
-                    and s.commit_kind == CommitKind.COMPACT:
-                return sid
+            for sid in range((base or 0) + 1, (latest or 0) + 1):
+                s = sm.try_snapshot(sid)
+                if s is None or s.commit_user != self.commit_user \
+                        or s.commit_kind != CommitKind.COMPACT:
+                    continue
+                data = st.io.read_bytes(sm.snapshot_path(sid))
+                if sm.in_lineage(sid, data, built_on_check(st, s)):
+                    return sid
+        except Exception as e:  # noqa: BLE001 - cannot tell: not landed as far as we know
+            log.warning("compaction of %s: cannot tell whether its snapshot landed: %s",
+                        st.path, e)
         return None
 
     # --- all of it -----------------------------------------------------------------------

@@ -15,7 +15,7 @@ from invariants import assert_intact
 from oracle import pp_read, rows
 
 from paimon_commit import ExpireConfig, ExpireSnapshots, Table
-from paimon_commit.errors import PublishOutcomeUnknownError
+from paimon_commit.errors import CommitFailedError, PublishOutcomeUnknownError
 from paimon_commit.io.local import LocalFileIO
 from paimon_commit.operations.compact import AppendCompaction, CompactionConflictError
 from paimon_commit.operations.orphan import CleanContext, OrphanFilesCleaner
@@ -175,4 +175,70 @@ def test_a_conflict_never_deletes_a_file_a_snapshot_of_its_user_names(table_path
         job.commit(plan, rewritten)
     assert all(os.path.exists(p) for r in rewritten for p in r.paths)
     assert _ids(table_path) == sorted(ids)
+    assert_intact(table_path)
+
+
+class _FailsToRemove(_AtPublish):
+    """_AtPublish without a lost reply, whose first delete of `victim` fails (the gate's
+    primitive answers "not deleted", as a transient storage error would)."""
+
+    def __init__(self, root, n, before, victim):
+        super().__init__(root, n, before=before, lose_reply=False)
+        self.victim = victim
+
+    def _unlink(self, norm):
+        if self.victim is not None and norm.endswith(self.victim):
+            self.victim = None
+            return False
+        return super()._unlink(norm)
+
+
+def test_a_recreated_snapshot_id_is_not_reported_as_the_compaction(table_path):
+    # Regression (audit F3): right after the compaction's base check passed, others published
+    # 7 and 8 and an expiration removed 6 and 7, so the compaction's create of snapshot-7
+    # re-created an expired id. The commit saw that 8 was not built on it and failed because
+    # removing the copy failed; the compaction overrode that verdict ("a COMPACT snapshot of
+    # my user exists") and reported snapshot 7, which no later snapshot builds on.
+    ids = _filled(table_path)
+    small = sorted(os.listdir(table_path / HR1))
+
+    def others():
+        _append(table_path, [1000])
+        _append(table_path, [1001])
+        _expire_keeping(table_path, 1)
+
+    io = _FailsToRemove(str(table_path), 7, others, "/snapshot/snapshot-7")
+    job = AppendCompaction(FileStore.open(str(table_path), io=io))
+    with pytest.raises(CommitFailedError,
+                       match=r"^compaction of .*: its 1 new file\(s\) are kept.*snapshot-7 "
+                             r"re-creates a snapshot id that was already published and "
+                             r"expired, and could not be removed") as e:
+        job.run()
+    t = Table.open(str(table_path))
+    assert _snapshot_ids(table_path) == [7, 8]
+    assert t.snapshot(7).commit_user == job.commit_user          # the stray copy ...
+    assert t.latest_snapshot().commit_kind == "APPEND"           # ... no one builds on
+    # The table is as the rivals left it: the small files are still live, every row once.
+    assert sorted(f.file_name for f in t.live_files() if f.partition["hr"] == 1) == small
+    assert _ids(table_path) == sorted(ids + [1000, 1001])
+    # The copy names the new file: kept, so that the stray snapshot still reads.
+    assert len(_written(table_path, small)) == 1
+    assert_intact(table_path)
+    assert "is in the table" not in str(e.value)
+
+
+@pytest.mark.parametrize("then", ["nothing", "an append on it"])
+def test_a_landed_compaction_whose_budget_ran_out_is_reported(table_path, then):
+    # Guard for the lineage check: the publish of snapshot 7 landed, its reply was lost and
+    # commit.timeout ran out before a retry could look. The compaction finds its snapshot and
+    # checks that it is in the lineage (the latest, or the one snapshot 8 was built on).
+    ids = _filled(table_path, **{"commit.timeout": "1 ms"})
+    after = None if then == "nothing" else (lambda: _append(table_path, [1000]))
+    job = AppendCompaction(FileStore.open(str(table_path),
+                                          io=_AtPublish(str(table_path), 7, after=after)))
+    r = job.run()
+    assert r.snapshot_id == 7 and r.rewritten_files == 6 and r.written_files == 1
+    t = Table.open(str(table_path))
+    assert len([f for f in t.live_files() if f.partition["hr"] == 1]) == 1
+    assert _ids(table_path) == sorted(ids + ([] if then == "nothing" else [1000]))
     assert_intact(table_path)
