@@ -276,18 +276,19 @@ class ExpireSnapshots(ChangelogExpiration):
         """Expire snapshots and then, when the lifecycle is decoupled, changelogs. Returns
         what was expired and deleted (with dry_run: what would be, deleting nothing)."""
         t0 = time.perf_counter()
-        self.store.io.forget_resolved_dirs()
-        emit(self.progress, READING, 0, None, "snapshots")
-        plans = [self.plan()]
-        n = len(plans[0].expiring)
-        emit(self.progress, READING, n, n, "snapshots")
-        t1 = time.perf_counter()
-        if not dry_run:
-            self._execute(plans[0])
-        if self.config.changelog_decoupled:
-            plans.append(self.plan_changelogs())
+        # One operation for the deletion gate: directories resolved once, afresh.
+        with self.store.io.resolution_scope():
+            emit(self.progress, READING, 0, None, "snapshots")
+            plans = [self.plan()]
+            n = len(plans[0].expiring)
+            emit(self.progress, READING, n, n, "snapshots")
+            t1 = time.perf_counter()
             if not dry_run:
-                self._execute(plans[1])
+                self._execute(plans[0])
+            if self.config.changelog_decoupled:
+                plans.append(self.plan_changelogs())
+                if not dry_run:
+                    self._execute(plans[1])
         return self._result(plans, dry_run, {"plan": t1 - t0,
                                              "delete": time.perf_counter() - t1})
 
