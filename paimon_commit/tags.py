@@ -5,6 +5,7 @@ import logging
 import re
 from typing import List, Optional
 
+from .errors import AtomicCreateUnsupportedError
 from .io import FileIO
 from .format import paths as P
 from .format.snapshot import Consumer, Tag
@@ -35,6 +36,7 @@ class TagManager:
         self.io = io
         # commit.single-writer: on a storage that cannot create atomically (a store answering
         # 501 to a conditional PUT), the user declared nobody else writes this table.
+        self._single_writer = single_writer
         self._create = {"single_writer": True} if single_writer else {}
         self.tag_dir = io.join(root, "tag")
         self.marker_dir = io.join(root, _MARKER_DIR)
@@ -83,8 +85,26 @@ class TagManager:
         if self.has_deletion_marker(tag.name):
             raise ValueError(f"cannot create tag {tag.name!r}: an earlier deletion of a tag "
                              f"with this name is unfinished; run delete_tag({tag.name!r}) first")
+        self._check_atomic_create(f"tag {tag.name!r} was not created")
         self.io.mkdirs(self.tag_dir)
         return self.io.try_create_atomic(self.tag_path(tag.name), tag.to_json(), **self._create)
+
+    def _check_atomic_create(self, what: str) -> None:
+        """As a commit does before publishing: a storage that cannot create a file only if
+        it is absent (pyarrow.fs, HDFS: check-then-move replaces an existing target; a store
+        ignoring conditional PUTs) would let two clients both create one tag (or deletion
+        marker), one silently replacing the other. Refused unless commit.single-writer
+        declares that one process writes this table."""
+        if self._single_writer:
+            return
+        try:
+            self.io.check_atomic_create()
+        except AtomicCreateUnsupportedError as e:
+            raise AtomicCreateUnsupportedError(
+                f"{what}: this storage cannot create a file only if it is absent, so a second "
+                f"client creating the same name would silently replace it; declare "
+                f"'commit.single-writer' = 'true' in the table options if only one process "
+                f"ever writes this table, tags included ({e})") from None
 
     def delete_tag_file(self, name: str) -> bool:
         """Delete one tag file through the gate (the tag's data is delete_tag's business)."""
@@ -99,6 +119,7 @@ class TagManager:
     def write_deletion_marker(self, tag: Tag) -> None:
         path = self.deletion_marker_path(tag.name)
         data = tag.to_json()
+        self._check_atomic_create(f"tag {tag.name!r} was not deleted")
         self.io.mkdirs(self.marker_dir)
         if self.io.try_create_atomic(path, data, **self._create):
             return

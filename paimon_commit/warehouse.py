@@ -46,7 +46,7 @@ from .progress import MAINTAINING, ProgressCallback, emit
 log = logging.getLogger(__name__)
 
 __all__ = ["TableRef", "TableMaintenanceResult", "find_tables", "resolve_table_pattern",
-           "maintain_table", "maintain_warehouse", "is_table_pattern"]
+           "maintain_table", "maintain_warehouse", "is_table_pattern", "check_maintenance_args"]
 
 _GLOB_CHARS = set("*?[")
 # Errors meaning "this table's metadata cannot be read": skipped, never acted on.
@@ -220,7 +220,12 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
 
     Returns:
         TableMaintenanceResult with status `ok`, `failed` or `skipped`.
+
+    Raises:
+        OptionError: a bad argument (see check_maintenance_args), before any I/O.
     """
+    check_maintenance_args(orphans=orphans, older_than_ms=older_than_ms, dry_run=dry_run,
+                           compact=compact, clock=clock)
     t0 = time.perf_counter()
     path, storage_options = split_credentials(str(path), storage_options)
     name = name or path
@@ -298,6 +303,25 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
     if result.status != "ok":
         log.warning("maintain %s: %s (%s)", name, result.status, result.reason)
     return result
+
+
+def check_maintenance_args(orphans: bool = False, older_than_ms: Optional[int] = None,
+                           dry_run: bool = False, compact: bool = False,
+                           clock: Callable[[], float] = time.time) -> None:
+    """The arguments of a maintenance run, checked before any I/O: a bad one is the run's
+    mistake, not a table's. Found only at the step that uses it, it would fail every table
+    after the steps before it had deleted (orphan cleanup runs last). OptionError naming the
+    argument otherwise. The orphan threshold follows orphan cleanup's own rules (an integer
+    in epoch milliseconds, in the past), also when `orphans` is off."""
+    for arg, value in (("orphans", orphans), ("dry_run", dry_run), ("compact", compact)):
+        if not isinstance(value, bool):
+            raise OptionError(f"{arg} must be True or False, got {value!r}")
+    if not callable(clock):
+        raise OptionError(f"clock must be callable (seconds since the epoch), got {clock!r}")
+    if older_than_ms is not None:
+        from .operations.orphan_context import CleanContext
+        # Its checks only (a CleanContext touches no storage when constructed).
+        CleanContext("", older_than_ms=older_than_ms, clock=clock)
 
 
 _UNITS = {maintenance_order.COMPACTION: "files", maintenance_order.TAGS: "tags",
@@ -443,7 +467,8 @@ def maintain_warehouse(warehouse: str, database: Optional[str] = None,
         One TableMaintenanceResult per table, sorted by `db.table`.
 
     Raises:
-        ValueError: parallelism < 1 or an unknown `workers` value (before any I/O).
+        ValueError: parallelism < 1, an unknown `workers` value, or any other bad argument
+            (OptionError, see check_maintenance_args), before any I/O.
         TableNotFoundError: the warehouse does not exist.
     """
     if isinstance(parallelism, bool) or not isinstance(parallelism, int) or parallelism < 1:
@@ -452,6 +477,8 @@ def maintain_warehouse(warehouse: str, database: Optional[str] = None,
         workers = "process" if parallelism > 1 else "thread"
     if workers not in ("process", "thread"):
         raise ValueError(f"workers must be 'process' or 'thread', got {workers!r}")
+    check_maintenance_args(orphans=orphans, older_than_ms=older_than_ms, dry_run=dry_run,
+                           compact=compact, clock=clock)
     warehouse, storage_options = split_credentials(str(warehouse), storage_options)
     refs = list(tables) if tables is not None else \
         find_tables(warehouse, database, table_glob, storage_options=storage_options)

@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, List
 
 from ..progress import terminal_progress
 from . import context
-from .args import (EXIT_FAILED, duration, int_at_least, key_value, orphan_age,
+from .args import (EXIT_FAILED, InvalidInput, duration, int_at_least, key_value, orphan_age,
                    past_timestamp_ms)
 
 __all__ = ["add_commands", "cmd_expire_tags", "cmd_maintain", "cmd_report"]
@@ -52,11 +52,18 @@ def _print_expire_tags(r: Dict[str, Any]) -> None:
 
 def cmd_maintain(args) -> Dict[str, Any]:
     """`maintain WAREHOUSE [...]`: every table; exit code 1 if any failed or was skipped."""
-    from ..warehouse import find_tables, maintain_warehouse
+    from ..errors import OptionError
+    from ..warehouse import check_maintenance_args, find_tables, maintain_warehouse
     older = None
     orphan_age("--older-than-duration", args.older_than_duration)
     if args.older_than_duration is not None:
         older = int(time.time() * 1000) - args.older_than_duration
+        try:   # every argument before any I/O (maintain_warehouse checks again)
+            check_maintenance_args(older_than_ms=older)
+        except OptionError:
+            text = getattr(args.older_than_duration, "text", str(args.older_than_duration))
+            raise InvalidInput(f"--older-than-duration {text!r} reaches back before 1970: "
+                               f"no file is that old") from None
     warehouse = args.table   # the positional WAREHOUSE, without credentials
     storage = context.Run.storage_options()
     tables = find_tables(warehouse, args.database, args.table_glob,

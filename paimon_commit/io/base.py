@@ -13,9 +13,12 @@ from __future__ import annotations
 import logging
 import os
 import posixpath
+import threading
 import uuid
 from abc import ABC, abstractmethod
-from typing import Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional
+from contextlib import contextmanager, nullcontext
+from typing import Callable, ContextManager, Dict, Iterable, Iterator, List, NamedTuple, \
+    Optional
 
 from ..errors import UnsafePathError
 
@@ -62,28 +65,51 @@ class LocalResolver:
     """The symlink part of the gate for storage on a local file system (LocalFileIO, and
     pyarrow's LocalFileSystem): the directory of a path must resolve inside the physical
     root, so that no symlinked partition or bucket directory leads a delete elsewhere.
-    Resolutions are cached per directory until `forget()` (each operation starts afresh)."""
+
+    Resolutions are cached only inside a scope (`FileIO.resolution_scope()`): one operation,
+    on the thread that runs it, and each `delete_files` call. Outside a scope every check
+    resolves afresh. A FileIO lives as long as its Table or commit object: a cache that
+    outlived one operation would let a later one delete through a directory that has become
+    a symlink since (an operator moving a partition to another volume)."""
 
     def __init__(self, root: str):
         self.root = root
-        self._real_root: Optional[str] = None
-        self._dirs: Dict[str, str] = {}
+        self._local = threading.local()   # .dirs: this thread's scope's cache, or None
+
+    @contextmanager
+    def scope(self) -> Iterator[None]:
+        """Cache resolutions on this thread until the outermost scope ends."""
+        local = self._local
+        outermost = getattr(local, "dirs", None) is None
+        if outermost:
+            local.dirs = {}
+        try:
+            yield
+        finally:
+            if outermost:
+                local.dirs = None
 
     def forget(self) -> None:
-        self._dirs.clear()
-        self._real_root = None
+        """Drop this thread's cached resolutions (its scope goes on, re-resolving)."""
+        dirs = getattr(self._local, "dirs", None)
+        if dirs is not None:
+            dirs.clear()
+
+    def _resolve(self, directory: str) -> str:
+        dirs = getattr(self._local, "dirs", None)
+        if dirs is None:
+            return os.path.realpath(directory)
+        real = dirs.get(directory)
+        if real is None:
+            real = os.path.realpath(directory)
+            if len(dirs) > 100_000:
+                dirs.clear()
+            dirs[directory] = real
+        return real
 
     def check(self, path: str, norm: str) -> None:
-        if self._real_root is None:
-            self._real_root = os.path.realpath(self.root)
-        parent = os.path.dirname(norm)
-        real_parent = self._dirs.get(parent)
-        if real_parent is None:
-            real_parent = os.path.realpath(parent)
-            if len(self._dirs) > 100_000:
-                self._dirs.clear()
-            self._dirs[parent] = real_parent
-        proot = self._real_root
+        proot = self._resolve(self.root)
+        real_parent = self._resolve(os.path.dirname(norm))
         if real_parent != proot and not real_parent.startswith(proot.rstrip(os.sep) + os.sep):
             raise UnsafePathError(
                 f"refusing to touch {path}: its directory resolves to {real_parent}, outside "
@@ -193,7 +219,18 @@ class FileIO(ABC):
         return None
 
     def forget_resolved_dirs(self) -> None:
-        """Drop cached path resolutions (each operation calls this when it starts)."""
+        """Drop this thread's cached path resolutions (see resolution_scope)."""
+        resolver = getattr(self, "_resolver", None)
+        if resolver is not None:
+            resolver.forget()
+
+    def resolution_scope(self) -> ContextManager[None]:
+        """One operation's deletion checks, on this thread: inside, each directory's symlink
+        resolution is looked up once; outside any scope, every check resolves afresh, so no
+        resolution outlives the operation that made it. Reentrant; a no-op on storage
+        without symlinks."""
+        resolver = getattr(self, "_resolver", None)
+        return resolver.scope() if resolver is not None else nullcontext()
 
     def _check_inside(self, path: str) -> str:
         """The path if it is physically inside the root (and not the root); UnsafePathError
@@ -231,7 +268,9 @@ class FileIO(ABC):
     def delete_files(self, paths: Iterable[str]) -> List[str]:
         """Delete several files through the gate (every path is checked before the first
         delete); returns the ones deleted. Object stores batch the requests."""
-        deleted = self._unlink_many([self._check_inside(p) for p in paths])
+        with self.resolution_scope():   # each distinct directory resolved once per call
+            norms = [self._check_inside(p) for p in paths]
+        deleted = self._unlink_many(norms)
         if self.deletion_log is not None:
             self.deletion_log.extend(deleted)
         return deleted

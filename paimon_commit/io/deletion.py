@@ -94,11 +94,18 @@ class Deleter:
         self._threads = thread_num or os.cpu_count() or 1
 
     def __enter__(self) -> "Deleter":
+        # One operation: the gate resolves each directory once on this thread (and once per
+        # delete_files call on the pool's), never with resolutions of an earlier operation.
+        self._scope = self.io.resolution_scope()
+        self._scope.__enter__()
         return self
 
     def __exit__(self, *exc) -> None:
-        if self._own is not None:
-            self._own.shutdown(wait=True)
+        try:
+            if self._own is not None:
+                self._own.shutdown(wait=True)
+        finally:
+            self._scope.__exit__(None, None, None)
 
     def _pool(self) -> Executor:
         if self._executor is None:

@@ -147,6 +147,58 @@ def _truthy(value: str) -> bool:
     return str(value).strip().lower() in ("true", "1", "yes")
 
 
+def _boolean(name: str, value: str) -> bool:
+    """A boolean storage option, as Paimon and Hadoop read one: `true` or `false` (any
+    case). Anything else was meant as something and is refused, never read as false."""
+    v = str(value).strip().lower()
+    if v not in ("true", "false"):
+        raise OptionError(f"storage option {name!r} = {value!r} must be true or false")
+    return v == "true"
+
+
+def _given_name(options: Mapping[str, Any], lower_key: str) -> str:
+    """The spelling the user gave for a (lower-cased) option key."""
+    return next((str(k) for k in options if str(k).lower() == lower_key), lower_key)
+
+
+# obstore's complaints about credentials that come in halves, and the half that is missing.
+_MISSING = {"missing accesskeyid": ("secret_access_key", "access_key_id"),
+            "missing secretaccesskey": ("access_key_id", "secret_access_key")}
+_OUR_NAMES = {"access_key_id": "s3.access-key", "secret_access_key": "s3.secret-key"}
+
+
+def _config_problem(error: BaseException, options: Mapping[str, Any], config: Mapping[str, str],
+                    store_name: str, scheme: str, bucket: str, secrets) -> str:
+    """One line saying which storage option obstore refused, in the user's spelling."""
+    raw = _first(error)
+    first = raw
+    for secret in secrets:
+        first = first.replace(secret, "***")
+    low = first.lower().replace(" ", "")
+    user = {str(k).lower(): str(k) for k in options}
+
+    def given(obstore_key: str) -> Optional[str]:
+        for k, v in _S3_OPTIONS.items():
+            if v == obstore_key and k in user:
+                return user[k]
+        native = f"aws_{obstore_key}"
+        return user.get(native) or (user.get(obstore_key) if obstore_key in user else None)
+    for marker, (have, lacking) in _MISSING.items():
+        if marker.replace(" ", "") in low:
+            have_name = given(have) or _OUR_NAMES[have]
+            return (f"storage option {have_name!r} is given without "
+                    f"{_OUR_NAMES[lacking]!r} for {scheme}://{bucket}: S3 credentials need "
+                    f"both (or neither, with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)")
+    if "asboolean" in low:
+        value = raw.split('"')[1] if raw.count('"') >= 2 else None
+        names = [user.get(k, k) for k, v in config.items() if value is not None and v == value]
+        if names:
+            shown = f" = {value!r}" if value not in secrets else ""
+            return f"storage option {names[0]!r}{shown} must be true or false"
+    return (f"the {store_name} storage options for {scheme}://{bucket} are refused: "
+            f"{first.removeprefix('Generic ').strip()}")
+
+
 def _retry_config(options: Mapping[str, str]) -> dict:
     try:
         retries = int(options.get("object-store.max-retries", 5))
@@ -210,7 +262,7 @@ def build_store(scheme: str, bucket: str, account: Optional[str],
         for k in _S3_PATH_STYLE:
             if k in lower:
                 config["virtual_hosted_style_request"] = \
-                    "false" if _truthy(lower[k]) else "true"
+                    "false" if _boolean(_given_name(options, k), lower[k]) else "true"
         if creds:
             config["access_key_id"], config["secret_access_key"] = creds
         endpoint = config.get("endpoint") or config.get("aws_endpoint_url") \
@@ -265,20 +317,27 @@ def build_store(scheme: str, bucket: str, account: Optional[str],
         kind, cls = "azure", AzureStore
     if endpoint and endpoint.lower().startswith("http://"):
         client["allow_http"] = True
-    from obstore.exceptions import UnknownConfigurationKeyError
+    from obstore.exceptions import BaseError, UnknownConfigurationKeyError
+    secrets = [v for k, v in config.items()
+               if v and len(v) >= 4 and any(w in k for w in _SECRET_WORDS)
+               and not k.endswith("skip_signature")]   # a boolean, not a signature
+    if creds:
+        secrets += [c for c in creds if c]
+    store_name = {"s3": "S3", "gcs": "GCS", "azure": "Azure"}[kind]
     try:
         store = cls(bucket, config=config or None, client_options=client or None,
                     retry_config=_retry_config(lower))
     except UnknownConfigurationKeyError as e:   # an aws_*/google_*/azure_* key obstore lacks
         bad = next((k for k in config if f"'{k}'" in str(e)), None)
-        store_name = {"s3": "S3", "gcs": "GCS", "azure": "Azure"}[kind]
         raise OptionError(f"unknown storage option {bad!r}: not a key of obstore's "
                           f"{store_name} store (see README Storage)" if bad else
                           f"unknown storage option: {_first(e)}") from None
-    secrets = [v for k, v in config.items()
-               if v and len(v) >= 4 and any(w in k for w in _SECRET_WORDS)]
-    if creds:
-        secrets += [c for c in creds if c]
+    except BaseError as e:
+        # obstore refuses the configuration before any request (a secret key without an
+        # access key, "maybe" for a boolean, an unreadable service-account file, ...): bad
+        # input, in one line naming the option, never the raw error (nor a secret).
+        raise OptionError(_config_problem(e, options, config, store_name, scheme, bucket,
+                                          secrets)) from None
     where = redact_uri(endpoint) if endpoint else "default endpoint"
     if kind == "azure" and config.get("account_name"):
         where += f", account {config['account_name']}"

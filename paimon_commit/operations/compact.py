@@ -34,7 +34,8 @@ from typing import Any, Callable, Collection, Dict, Iterator, List, Mapping, Opt
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..errors import CommitConflictError, OptionError
+from ..errors import AtomicCreateUnsupportedError, CommitConflictError, CommitFailedError, \
+    OptionError, PublishOutcomeUnknownError
 from ..format.manifest import DataFileMeta, FileKind, ManifestEntry
 from ..format.schema import TableSchema
 from ..format.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
@@ -42,7 +43,9 @@ from ..options import validate_options
 from ..progress import COMMITTING, COMPACTING, READING, ProgressCallback, Throttle, emit
 from ..store import FileStore, PartitionSpec, SchemaManager
 from ..writer import TableWriter, message_paths
+from .abort import abort_files
 from .commit import CommitConfig, CommitResult, FileStoreCommit
+from .publish import built_on_check
 from .compact_plan import CompactOptions, CompactPlan, CompactTask, evolution_problem, \
     plan_compaction
 from .compact_result import CompactionConflictError, CompactionError, CompactResult, \
@@ -70,6 +73,10 @@ WHOLE_FILE_BYTES = 64 << 20
 #: Rows read from files of one schema are converted and handed to the writer together, up to
 #: files of this many stored bytes.
 GROUP_BYTES = 8 << 20
+
+# A commit's verdicts that its snapshot surely did not land: only then are the new files
+# deleted (through the one abort, which still keeps any file a snapshot or tag names).
+_NOT_LANDED = (CommitConflictError, AtomicCreateUnsupportedError)
 
 
 @dataclass
@@ -368,21 +375,33 @@ class AppendCompaction:
                 else pa.nulls(t.num_rows, type=af.type) for af in target]
         return pa.Table.from_arrays(cols, schema=target)
 
-    def abort(self, rewritten: Sequence[_Rewritten]) -> int:
-        """Delete the files a rewrite wrote (through the FileIO gate)."""
+    def abort(self, rewritten: Sequence[_Rewritten], committed_on: Optional[int] = None) -> int:
+        """Delete the files a rewrite wrote, through the one abort (`abort.abort_files`).
+
+        `committed_on`: the snapshot a commit of these files was computed from, if one was
+        attempted (0 for none). Then the abort deletes only what no snapshot, tag or
+        changelog names, and nothing at all if this compaction's commit user published a
+        snapshot since that base: a file a snapshot reads is never deleted on the word of a
+        verdict alone."""
         paths = [p for r in rewritten for p in r.paths]
         if not paths:
             return 0
-        deleted = self.store.io.delete_files(paths)
-        log.info("compaction of %s: deleted the %d file(s) it wrote", self.store.path,
-                 len(deleted))
-        return len(deleted)
+        if committed_on is not None:
+            result = abort_files(self.store, paths, commit_user=self.commit_user,
+                                 since_snapshot=committed_on)
+        else:   # never handed to a commit: no snapshot can name them
+            result = abort_files(self.store, paths, handed_out=False)
+        log.info("compaction of %s: deleted %d of the %d file(s) it wrote", self.store.path,
+                 len(result.deleted), len(paths))
+        return len(result.deleted)
 
     # --- committing ----------------------------------------------------------------------
     def commit(self, plan: CompactPlan, rewritten: Sequence[_Rewritten]) -> CommitResult:
         """One COMPACT snapshot: DELETE every input file, ADD every new one. A conflict
         (an input file no longer live) raises CompactionConflictError after deleting the
-        new files; so does any failure after which the snapshot surely did not land."""
+        new files. Only the commit's verdict that the snapshot did not land deletes them:
+        any other failure keeps them (orphan cleanup removes them if no snapshot uses them)
+        and raises; PublishOutcomeUnknownError when the commit could not tell."""
         st = self.store
         total_buckets = st.options["bucket"]
         inputs = [e for r in rewritten for e in r.task.files]
@@ -426,34 +445,57 @@ class AppendCompaction:
         try:
             return committer._run(at, CommitKind.COMPACT, BATCH_COMMIT_IDENTIFIER,
                                   check_conflicts=True)
+        except _NOT_LANDED as e:
+            # The commit's verdict: its snapshot did not land (a conflict is found before
+            # a publish is attempted, and only after any earlier uncertain publish was
+            # settled as "not landed"; a refused create created nothing).
+            n = self.abort(rewritten, committed_on=plan.base_snapshot_id or 0)
+            if isinstance(e, CompactionConflictError):
+                total = sum(len(r.paths) for r in rewritten)
+                done = f"deleted the {n} file(s) it wrote" if n == total else \
+                    (f"deleted {n} of the {total} file(s) it wrote (the others are named by "
+                     f"the table or could not be checked: kept)")
+                raise CompactionConflictError(f"{e}; {done}", e.moved_files) from None
+            raise
         except Exception as e:
+            # Anything else leaves the outcome open (a lost reply, an outcome the commit
+            # could not settle, a snapshot that exists outside the lineage, a budget that ran
+            # out mid-publish): the new files may be read by a snapshot, so none is deleted.
             landed = self._landed(plan.base_snapshot_id)
-            if landed is not None:  # an attempt whose outcome seemed unknown did publish
+            if landed is not None:
                 log.warning("compaction of %s failed (%s) but its snapshot %d is in the "
-                            "table", st.path, e, landed)
+                            "table's lineage", st.path, e, landed)
                 return CommitResult(landed, 0, CommitKind.COMPACT, len(adds), len(inputs))
-            if isinstance(e, CommitConflictError) or not _io_error(e):
-                n = self.abort(rewritten)
-                if isinstance(e, CompactionConflictError):
-                    raise CompactionConflictError(
-                        f"{e}; deleted the {n} file(s) it wrote", e.moved_files) from None
-                raise
-            log.warning("compaction of %s: publishing failed with I/O errors (%s); its %d "
-                        "new file(s) are kept in case the snapshot landed, orphan cleanup "
-                        "removes them otherwise", st.path, e, len(adds))
+            kept = (f"compaction of {st.path}: its {len(adds)} new file(s) are kept, as its "
+                    f"snapshot may have landed (orphan cleanup removes them if no snapshot "
+                    f"uses them)")
+            log.warning("%s: %s", kept, e)
+            if type(e) in (CommitFailedError, PublishOutcomeUnknownError):
+                raise type(e)(f"{kept}: {e}") from e
             raise
 
     def _landed(self, base: Optional[int]) -> Optional[int]:
-        sm = self.store.snapshots
+        """This compaction's snapshot, if a publish the commit could not confirm (a lost
+        reply, a budget that ran out mid-publish) landed and is in the lineage later
+        snapshots build on; None otherwise, or when that cannot be told (the files are then
+        kept). Being a COMPACT snapshot of our commit user is not enough: a re-created id
+        that could not be removed is one too, outside the lineage (the commit's verdict on it
+        stands)."""
+        st = self.store
+        sm = st.snapshots
         try:
             latest = sm.latest_snapshot_id()
-        except Exception:  # noqa: BLE001 - cannot tell: keep the files (caller decides)
-            return None
-        for sid in range((base or 0) + 1, (latest or 0) + 1):
-            s = sm.try_snapshot(sid)
-            if s is not None and s.commit_user == self.commit_user \
-                    and s.commit_kind == CommitKind.COMPACT:
-                return sid
+            for sid in range((base or 0) + 1, (latest or 0) + 1):
+                s = sm.try_snapshot(sid)
+                if s is None or s.commit_user != self.commit_user \
+                        or s.commit_kind != CommitKind.COMPACT:
+                    continue
+                data = st.io.read_bytes(sm.snapshot_path(sid))
+                if sm.in_lineage(sid, data, built_on_check(st, s)):
+                    return sid
+        except Exception as e:  # noqa: BLE001 - cannot tell: not landed as far as we know
+            log.warning("compaction of %s: cannot tell whether its snapshot landed: %s",
+                        st.path, e)
         return None
 
     # --- all of it -----------------------------------------------------------------------
@@ -570,17 +612,6 @@ def _read_ahead(files: Sequence[ManifestEntry], load: Callable[[ManifestEntry], 
     finally:
         for _, _, fut in pending:   # the caller failed: reads not started are not needed
             fut.cancel()
-
-
-def _io_error(e: BaseException) -> bool:
-    """Whether an I/O error is among the causes: a publish may then have landed."""
-    seen = 0
-    while e is not None and seen < 20:
-        if isinstance(e, OSError) and not isinstance(e, FileNotFoundError):
-            return True
-        e = e.__cause__ or e.__context__
-        seen += 1
-    return False
 
 
 def _option_strings(options: Optional[Mapping[str, Any]]) -> Dict[str, str]:

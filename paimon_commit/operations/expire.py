@@ -292,7 +292,11 @@ class ExpireSnapshots(ChangelogExpiration):
         would), so that memory follows the chunk, not the range: what a chunk planned is
         folded into the result and dropped. The ADD positions of the deltas are scanned
         once for all chunks (ReAdds)."""
-        self.store.io.forget_resolved_dirs()
+        # One operation for the deletion gate: directories resolved once, afresh.
+        with self.store.io.resolution_scope():
+            return self._expire(dry_run)
+
+    def _expire(self, dry_run: bool) -> ExpireResult:
         emit(self.progress, READING, 0, None, "snapshots")
         totals = ExpireTotals()
         self._readds = ReAdds()

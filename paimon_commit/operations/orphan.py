@@ -87,12 +87,12 @@ class OrphanFilesCleaner:
             OrphanCleanAborted: something that was listed could not be read (a concurrent
                 expiration, a damaged table), or the used set looks wrong; nothing deleted.
         """
-        with _cyclic_gc_paused():
+        # One operation for the deletion gate: directories resolved once, afresh.
+        with _cyclic_gc_paused(), self.io.resolution_scope():
             return self._clean()
 
     def _clean(self) -> OrphanCleanResult:
         ctx = self.ctx
-        self.io.forget_resolved_dirs()
         result = OrphanCleanResult(ctx.dry_run, ctx.older_than_ms)
         pools = []
         list_executor = delete_executor = ctx.executor

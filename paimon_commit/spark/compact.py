@@ -25,13 +25,14 @@ import time
 import uuid
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
-from ..errors import CommitConflictError, OptionError, PaimonCommitError
+from ..errors import OptionError, PaimonCommitError
 from ..format.manifest import DataFileMeta
 from ..format.schema import TableSchema
 from ..io import FileIO
 from ..io import for_path as file_io_for_path
 from ..io.uri import split_credentials
-from ..operations.compact import AppendCompaction, _io_error, _Rewritten
+from ..operations.abort import abort_files
+from ..operations.compact import _NOT_LANDED, AppendCompaction, _Rewritten
 from ..operations.compact_plan import CompactPlan, CompactTask
 from ..operations.compact_result import CompactionConflictError, CompactionError, \
     CompactResult
@@ -99,18 +100,20 @@ class DistributedCompaction:
         rewritten = self.rewrite(plan)
         t2 = time.monotonic()
         seconds["rewrite"] = t2 - t1
-        try:
-            commit = job.commit(plan, rewritten)
-        except Exception as e:
-            if job._landed(plan.base_snapshot_id) is None and \
-                    (isinstance(e, CommitConflictError) or not _io_error(e)):
-                # The commit deleted the files it was told about; the sweep finds those of
-                # task attempts the driver never heard of.
-                self._sweep(plan, keep=())
-            raise
         # Kept by file name: the snapshot names files by name, and a listing may spell a
         # directory differently than the writer's join did.
-        self._sweep(plan, keep={f.file_name for r in rewritten for f in r.files})
+        handed = {f.file_name for r in rewritten for f in r.files}
+        try:
+            commit = job.commit(plan, rewritten)
+        except _NOT_LANDED:
+            # The commit's verdict that nothing landed: it aborted the files it was given
+            # (through the one abort); the sweep takes those of task attempts the driver
+            # never heard of, which no commit was handed.
+            self._sweep(plan, keep=handed)
+            raise
+        # Any other failure may have published: every file of the run is kept (orphan
+        # cleanup removes those no snapshot uses).
+        self._sweep(plan, keep=handed)
         seconds["commit"] = time.monotonic() - t2
         seconds["total"] = time.monotonic() - t0
         result = job._result(plan, rewritten, False, commit, seconds)
@@ -150,7 +153,8 @@ class DistributedCompaction:
 
     def _sweep(self, plan: CompactPlan, keep) -> int:
         """Delete this run's files (named with its marker) in the planned partitions, except
-        those named in `keep`. Returns how many were deleted."""
+        those named in `keep`: files no commit was handed (never in a snapshot), through
+        the one abort. Returns how many were deleted."""
         st = self.store
         dirs = sorted({st.bucket_dir(t.values, 0) for t in plan.tasks})
         paths = []
@@ -166,7 +170,7 @@ class DistributedCompaction:
                          and s.name not in keep)
         if not paths:
             return 0
-        deleted = st.io.delete_files(paths)
+        deleted = abort_files(st, paths, handed_out=False).deleted
         log.info("compaction of %s: deleted %d file(s) of run %s not in a snapshot", st.path,
                  len(deleted), self.run_id)
         return len(deleted)
