@@ -76,6 +76,14 @@ class LocalResolver:
         self.root = root
         self._local = threading.local()   # .dirs: this thread's scope's cache, or None
 
+    # A FileIO is shipped to Spark executors: the copy starts with no scope (and no cache).
+    def __getstate__(self):
+        return {"root": self.root}
+
+    def __setstate__(self, state) -> None:
+        self.root = state["root"]
+        self._local = threading.local()
+
     @contextmanager
     def scope(self) -> Iterator[None]:
         """Cache resolutions on this thread until the outermost scope ends."""
