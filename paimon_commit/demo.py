@@ -57,6 +57,17 @@ def _session(SparkSession):
     return spark
 
 
+def _ranges(numbers: List[int]) -> str:
+    """[1, 2, 3, 7] -> '1-3, 7'."""
+    out: List[str] = []
+    for n in numbers:
+        if out and out[-1].split("-")[-1] == str(n - 1):
+            out[-1] = f"{out[-1].split('-')[0]}-{n}"
+        else:
+            out.append(str(n))
+    return ", ".join(out)
+
+
 def _shown(path: str) -> str:
     """A path as short as it is clear: relative below the current directory, else absolute."""
     rel = os.path.relpath(path)
@@ -119,7 +130,7 @@ def main(argv=None) -> int:
     today = datetime.date.today()
     written_files = written_bytes = last_seen = 0
     kinds = {"APPEND": 0, "OVERWRITE": 0}
-    first_expiration = None
+    dropping_batches: List[int] = []   # batches whose commit also expired a partition
     options = {
         "partition-keys": "dt",
         # Table options, set when the first write creates the table:
@@ -156,8 +167,8 @@ def main(argv=None) -> int:
                 for e in table.store.delta_entries(s):
                     written_files += 1
                     written_bytes += e.file.file_size
-            elif first_expiration is None:
-                first_expiration = i + 1
+            else:
+                dropping_batches.append(i + 1)
         last_seen = table.latest_snapshot().id
         if i % 10 == 9 or i == args.batches - 1:
             print(f"   batch {i + 1:>2} ({day}): latest snapshot {last_seen}, "
@@ -165,11 +176,16 @@ def main(argv=None) -> int:
     made = kinds["APPEND"] + kinds["OVERWRITE"]
     print(f"   {args.batches} batches made {made} snapshots: {kinds['APPEND']} APPEND (one per "
           f"write) and {kinds['OVERWRITE']} OVERWRITE by partition expiration")
-    if first_expiration is not None:
-        print(f"   (from batch {first_expiration} on, each new day pushed the oldest day past "
-              f"21 days: its commit dropped it).")
-    print("   Snapshot expiration kept the newest 10 and deleted the rest with the files only "
-          "they used.")
+    if dropping_batches:
+        print(f"   Batches {_ranges(dropping_batches)} wrote days already more than 21 days old: "
+              f"each of those")
+        print("   commits' partition expiration dropped that day again, in an OVERWRITE "
+              "snapshot of its own.")
+    kept = len(table.snapshots())
+    print(f"   Snapshot expiration keeps {kept}: with snapshot.time-retained = 0 s nothing is "
+          f"kept for its age,")
+    print("   so it goes down to snapshot.num-retained.min and deletes the files only the "
+          "expired snapshots used.")
 
     table = Table.open(path)
     drop_day = (today - datetime.timedelta(days=3)).isoformat()
@@ -199,8 +215,9 @@ def main(argv=None) -> int:
         path, older_than_ms=int(time.time() * 1000) - 1000)).clean()
     after_files, after_bytes, data_files, data_bytes = _disk(table)
     print(f"   removed {orphans.deleted_files} file(s), {orphans.deleted_bytes:,} bytes: "
-          f"{', '.join(orphans.deleted_paths) or 'nothing'}; "
-          f"{len(orphans.deleted_dirs)} empty dir(s)")
+          f"{', '.join(orphans.deleted_paths) or 'nothing'};")
+    print(f"   and {len(orphans.deleted_dirs)} empty directories (dt=.../bucket-0 of the "
+          f"expired days, emptied by expiration).")
 
     snaps = table.snapshots()
     latest = snaps[-1]
