@@ -143,7 +143,7 @@ def main(argv=None) -> int:
     print()
     print(f"1. Spark writes {args.batches} daily batches of {ROWS_PER_BATCH:,} rows, one per day "
           f"up to today, into")
-    print(f"   {path}")
+    print(f"   {_shown(path)}")
     print("   Table options: keep 5 to 10 snapshots (no time retention), drop partitions older "
           "than 21 days.")
     print("   After every write, the commit expires partitions and snapshots on its own.")
