@@ -24,7 +24,6 @@ SVG; no script, no network).
 from __future__ import annotations
 
 import datetime
-import html
 import logging
 import time
 from dataclasses import dataclass, field
