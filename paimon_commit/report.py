@@ -11,17 +11,19 @@
   * `dropped partitions pinned by tags`: data files of partitions no longer in the latest
     snapshot that only tags keep (deleting or expiring those tags frees them);
   * `other files pinned by tags`: the rest of what only tags keep;
-- history: live bytes, records and the number of snapshots over the retained snapshots' commit
-  times (two inline-SVG charts);
+- history: live bytes, live data files and records of each retained snapshot, by its commit
+  time (inline-SVG charts, one point per snapshot);
+- small files: data files per partition, their average size, how many are below compaction's
+  small-file size, and how many files a compaction would remove (the compaction planner's dry
+  run, with the table's options);
 - the largest partitions of the latest snapshot; every tag with the bytes only it pins.
 
-`render_html` turns it into one self-contained static page (inline CSS and SVG; no script, no
-network).
+`render_html` (report_html.py) turns it into one self-contained static page (inline CSS and
+SVG; no script, no network).
 """
 from __future__ import annotations
 
 import datetime
-import html
 import logging
 import time
 from dataclasses import dataclass, field
@@ -57,6 +59,7 @@ class HealthReport:
     partitions: List[Dict[str, Any]] = field(default_factory=list)
     partition_count: int = 0
     tags: List[Dict[str, Any]] = field(default_factory=list)
+    small_files: Dict[str, Any] = field(default_factory=dict)
     notes: List[str] = field(default_factory=list)
 
     def to_dict(self) -> Dict[str, Any]:
@@ -68,6 +71,17 @@ def _partition_label(values: Sequence[Any], keys: Sequence[str]) -> str:
     if not keys:
         return "(unpartitioned)"
     return ",".join(f"{k}={'null' if v is None else v}" for k, v in zip(keys, values))
+
+
+def _small_file_size(options: Dict[str, str]) -> Optional[int]:
+    """Compaction's small-file size (target-file-size x compaction.small-file-ratio); None
+    when the options are invalid (then _small_files notes why)."""
+    from .errors import PaimonCommitError
+    from .operations.compact_plan import CompactOptions
+    try:
+        return CompactOptions.from_options(options).small_file_size
+    except PaimonCommitError:
+        return None
 
 
 def build_report(table, progress: Optional[ProgressCallback] = None,
@@ -149,15 +163,19 @@ def build_report(table, progress: Optional[ProgressCallback] = None,
 
     # --- partitions of the latest snapshot ------------------------------------------------
     by_part: Dict[bytes, Dict[str, Any]] = {}
+    small = _small_file_size(table.options)
     for size, part, rows in live.values():
-        d = by_part.setdefault(part, {"files": 0, "bytes": 0, "records": 0})
+        d = by_part.setdefault(part, {"files": 0, "bytes": 0, "records": 0, "small": 0})
         d["files"] += 1
         d["bytes"] += size
         d["records"] += rows
+        d["small"] += small is not None and size < small
+    for part, d in by_part.items():
+        d["label"] = _partition_label(mio.decode_partition(part), keys)
     rep.partition_count = len(by_part)
     for part, d in sorted(by_part.items(), key=lambda kv: -kv[1]["bytes"])[:TOP_PARTITIONS]:
-        rep.partitions.append(dict(d, partition=_partition_label(mio.decode_partition(part),
-                                                                 keys)))
+        rep.partitions.append({"partition": d["label"], "files": d["files"],
+                               "bytes": d["bytes"], "records": d["records"]})
 
     # --- tags: what each pins ----------------------------------------------------------
     tag_files: Dict[str, Dict[str, Tuple[int, bytes]]] = {}
@@ -233,167 +251,48 @@ def build_report(table, progress: Optional[ProgressCallback] = None,
             rep.notes.append(f"orphan dry run not possible: {e}")
     rep.reclaimable["dropped partitions pinned by tags"] = tag_only_dropped
     rep.reclaimable["other files pinned by tags"] = tag_only_other
+    rep.small_files = _small_files(table, by_part, keys, rep.notes)
     return rep
 
 
-# --- HTML ----------------------------------------------------------------------------------
-
-_CSS = """
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;
-max-width:1040px;color:#1d232a;padding:0 16px}
-h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid
-#dde3ea;padding-bottom:4px}.sub{color:#5b6776;margin:0 0 16px}
-table{border-collapse:collapse;width:100%;margin:6px 0}th,td{text-align:left;padding:4px 8px;
-border-bottom:1px solid #eef1f4}th{background:#f5f7fa;font-weight:600}td.n,th.n{text-align:right;
-font-variant-numeric:tabular-nums}.cards{display:flex;gap:12px;flex-wrap:wrap}
-.card{border:1px solid #dde3ea;border-radius:8px;padding:10px 14px;min-width:150px}
-.card b{display:block;font-size:20px}.card span{color:#5b6776;font-size:12px}
-svg text{font:11px system-ui,sans-serif;fill:#5b6776}.note{color:#8a5a00}
-"""
-
-
-def _fmt_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024.0
-    return f"{n:.1f} TiB"
-
-
-def _e(x: Any) -> str:
-    return html.escape(str(x), quote=True)
-
-
-def _line_chart(title: str, points: List[Tuple[float, float]], y_label: str,
-                fmt=lambda v: f"{v:,.0f}", width: int = 980, height: int = 220) -> str:
-    """An inline SVG line chart; x = epoch ms (shown as dates)."""
-    pad_l, pad_r, pad_t, pad_b = 70, 16, 24, 34
-    if not points:
-        return f'<svg role="img" aria-label="{_e(title)}" width="{width}" height="40">' \
-               f'<text x="0" y="20">{_e(title)}: no snapshots</text></svg>'
-    xs = [p[0] for p in points]
-    ys = [p[1] for p in points]
-    x0, x1 = min(xs), max(xs)
-    y1 = max(ys) or 1
-    if x1 == x0:
-        x1 = x0 + 1
-
-    def sx(x):
-        return pad_l + (x - x0) / (x1 - x0) * (width - pad_l - pad_r)
-
-    def sy(y):
-        return pad_t + (1 - y / y1) * (height - pad_t - pad_b)
-    path = " ".join(f"{'M' if i == 0 else 'L'}{sx(x):.1f},{sy(y):.1f}"
-                    for i, (x, y) in enumerate(points))
-    parts = [f'<svg role="img" aria-label="{_e(title)}" viewBox="0 0 {width} {height}" '
-             f'width="100%" xmlns="http://www.w3.org/2000/svg">',
-             f'<title>{_e(title)}</title>',
-             f'<text x="{pad_l}" y="14">{_e(title)} ({_e(y_label)})</text>']
-    for frac in (0, 0.5, 1):
-        y = sy(y1 * frac)
-        parts.append(f'<line x1="{pad_l}" x2="{width - pad_r}" y1="{y:.1f}" y2="{y:.1f}" '
-                     f'stroke="#eef1f4"/><text x="{pad_l - 6}" y="{y + 4:.1f}" '
-                     f'text-anchor="end">{_e(fmt(y1 * frac))}</text>')
-    for x in (x0, x1):
-        label = datetime.datetime.fromtimestamp(x / 1000).strftime("%Y-%m-%d %H:%M")
-        anchor = "start" if x == x0 else "end"
-        parts.append(f'<text x="{sx(x):.1f}" y="{height - 10}" text-anchor="{anchor}">'
-                     f'{_e(label)}</text>')
-    parts.append(f'<path d="{path}" fill="none" stroke="#2f6fd6" stroke-width="2"/>')
-    for x, y in points[-200:] if len(points) > 200 else points:
-        parts.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="2.5" fill="#2f6fd6"/>')
-    parts.append("</svg>")
-    return "".join(parts)
+def _small_files(table, by_part: Dict[bytes, Dict[str, Any]], keys: Sequence[str],
+                 notes: List[str]) -> Dict[str, Any]:
+    """Files per partition and what compaction would make of them. The counts of files to
+    remove come from the compaction planner's dry run (metadata only), so that the report says
+    what `compact` would really do with the table's options, not a guess of its own."""
+    from .errors import PaimonCommitError
+    from .operations.compact_plan import CompactOptions
+    files = sum(d["files"] for d in by_part.values())
+    size = sum(d["bytes"] for d in by_part.values())
+    out: Dict[str, Any] = {"files": files, "bytes": size,
+                           "average_bytes": size // files if files else 0,
+                           "small_file_bytes": None, "small_files": None,
+                           "compaction_removes": None, "partitions": []}
+    try:
+        opts = CompactOptions.from_options(table.options)
+    except PaimonCommitError as e:
+        notes.append(f"small files: {e}")
+        return out
+    out["small_file_bytes"] = opts.small_file_size
+    out["small_files"] = sum(d["small"] for d in by_part.values())
+    after: Optional[Dict[str, int]] = None
+    try:
+        plan = table.compact(dry_run=True)
+    except PaimonCommitError as e:   # a kind this library does not compact: Paimon's does
+        notes.append(f"compaction dry run not possible: {e}")
+    else:
+        after = {_partition_label([p.partition.get(k) for k in keys], keys):
+                 p.files_before - p.files_after for p in plan.partitions}
+        out["compaction_removes"] = sum(after.values())
+    rows = []
+    for part, d in by_part.items():
+        label = d["label"]
+        rows.append({"partition": label, "files": d["files"], "bytes": d["bytes"],
+                     "average_bytes": d["bytes"] // d["files"], "small_files": d["small"],
+                     "compaction_removes": None if after is None else after.get(label, 0)})
+    rows.sort(key=lambda r: (-r["files"], r["partition"]))
+    out["partitions"] = rows[:TOP_PARTITIONS]
+    return out
 
 
-def _bar_chart(title: str, items: List[Tuple[str, int]], width: int = 980) -> str:
-    """An inline SVG horizontal bar chart of byte counts."""
-    row, pad_l = 24, 260
-    height = 24 + row * max(1, len(items))
-    top = max([v for _, v in items] + [1])
-    parts = [f'<svg role="img" aria-label="{_e(title)}" viewBox="0 0 {width} {height}" '
-             f'width="100%" xmlns="http://www.w3.org/2000/svg"><title>{_e(title)}</title>']
-    for i, (label, v) in enumerate(items):
-        y = 12 + i * row
-        w = (width - pad_l - 120) * v / top
-        parts.append(f'<text x="0" y="{y + 14}">{_e(label)}</text>'
-                     f'<rect x="{pad_l}" y="{y}" width="{w:.1f}" height="16" fill="#e07b39"/>'
-                     f'<text x="{pad_l + w + 6:.1f}" y="{y + 13}">{_e(_fmt_bytes(v))}</text>')
-    parts.append("</svg>")
-    return "".join(parts)
-
-
-def render_html(rep: HealthReport) -> str:
-    """One self-contained static HTML page (inline CSS and SVG, no script, no network).
-
-    Args:
-        rep: the report.
-
-    Returns:
-        The page as a string.
-    """
-    reclaim_total = sum(v["bytes"] for v in rep.reclaimable.values())
-    cards = [("live data", _fmt_bytes(rep.live_bytes), f"{rep.live_files:,} files"),
-             ("referenced", _fmt_bytes(rep.referenced_bytes),
-              f"{rep.referenced_files:,} files (snapshots + tags)"),
-             ("on disk", _fmt_bytes(rep.disk_bytes), f"{rep.disk_files:,} files"),
-             ("reclaimable", _fmt_bytes(reclaim_total), "by maintenance, see below"),
-             ("snapshots", f"{rep.snapshots:,}", f"{rep.earliest} .. {rep.latest}"),
-             ("tags", f"{len(rep.tags):,}", f"{rep.partition_count:,} partitions live")]
-    out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-           f"<title>Paimon table health: {_e(rep.table)}</title>",
-           f"<style>{_CSS}</style></head><body>",
-           f"<h1>Paimon table health</h1><p class=\"sub\">{_e(rep.table)} &middot; generated "
-           f"{_e(rep.generated_at)} &middot; {rep.records:,} records</p>",
-           '<section id="summary"><div class="cards">']
-    for name, big, small in cards:
-        out.append(f'<div class="card"><span>{_e(name)}</span><b>{_e(big)}</b>'
-                   f'<span>{_e(small)}</span></div>')
-    out.append("</div></section>")
-    out.append('<section id="reclaimable"><h2>Reclaimable bytes by cause</h2>'
-               '<table><thead><tr><th>cause</th><th class="n">files</th><th class="n">bytes'
-               '</th><th>how</th></tr></thead><tbody>')
-    how = {"expired snapshots": "snapshot expiration with the table's options "
-                                "(paimon-commit expire-snapshots)",
-           "orphans": "paimon-commit remove-orphan-files",
-           "dropped partitions pinned by tags": "expire or delete the tags (expire-tags, "
-                                                "delete-tag)",
-           "other files pinned by tags": "expire or delete the tags"}
-    for cause, v in rep.reclaimable.items():
-        out.append(f'<tr><td>{_e(cause)}</td><td class="n">{v["files"]:,}</td>'
-                   f'<td class="n" data-bytes="{v["bytes"]}">{_e(_fmt_bytes(v["bytes"]))}</td>'
-                   f'<td>{_e(how.get(cause, ""))}</td></tr>')
-    out.append("</tbody></table>")
-    out.append(_bar_chart("reclaimable bytes", [(c, v["bytes"])
-                                                for c, v in rep.reclaimable.items()]))
-    out.append("</section>")
-    out.append('<section id="history"><h2>Over time</h2>')
-    pts = [(h["time_millis"], h["live_bytes"]) for h in rep.history]
-    out.append(_line_chart("live bytes", pts, "bytes", _fmt_bytes))
-    pts = [(h["time_millis"], i + 1) for i, h in enumerate(rep.history)]
-    out.append(_line_chart("retained snapshots", pts, "count",
-                           lambda v: f"{v:,.0f}" if v == int(v) else f"{v:,.1f}"))
-    out.append("</section>")
-    out.append('<section id="partitions"><h2>Largest partitions</h2><table><thead><tr>'
-               '<th>partition</th><th class="n">files</th><th class="n">records</th>'
-               '<th class="n">bytes</th></tr></thead><tbody>')
-    for p in rep.partitions:
-        out.append(f'<tr><td>{_e(p["partition"])}</td><td class="n">{p["files"]:,}</td>'
-                   f'<td class="n">{p["records"]:,}</td><td class="n" data-bytes="{p["bytes"]}">'
-                   f'{_e(_fmt_bytes(p["bytes"]))}</td></tr>')
-    out.append("</tbody></table></section>")
-    out.append('<section id="tags"><h2>Tags</h2><table><thead><tr><th>tag</th>'
-               '<th class="n">snapshot</th><th>expires</th><th class="n">bytes</th>'
-               '<th class="n">pinned only by this tag</th></tr></thead><tbody>')
-    for t in rep.tags:
-        expired = " (snapshot expired)" if t["snapshot_expired"] else ""
-        out.append(f'<tr><td>{_e(t["name"])}</td><td class="n">{t["snapshot_id"]}{expired}</td>'
-                   f'<td>{_e(t["expires_at"] or "never")}</td>'
-                   f'<td class="n">{_e(_fmt_bytes(t["bytes"]))}</td>'
-                   f'<td class="n" data-bytes="{t["pinned_bytes"]}">'
-                   f'{_e(_fmt_bytes(t["pinned_bytes"]))}</td></tr>')
-    out.append("</tbody></table></section>")
-    for n in rep.notes:
-        out.append(f'<p class="note">{_e(n)}</p>')
-    out.append("</body></html>")
-    return "\n".join(out)
+from .report_html import render_html  # noqa: E402  (the page; re-exported here)

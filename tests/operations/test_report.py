@@ -106,8 +106,10 @@ def test_html_is_self_contained_and_parses(built):
     page = Page()
     page.feed(render_html(rep))
     page.close()
-    assert page.sections == ["summary", "reclaimable", "history", "partitions", "tags"]
-    assert page.tags.count("svg") == 3                 # reclaimable bars + two history charts
+    assert page.sections == ["summary", "reclaimable", "history", "small-files", "partitions",
+                             "tags"]
+    # reclaimable bars + live bytes, live files and records by snapshot time
+    assert page.tags.count("svg") == 4
     assert "script" not in page.tags and "link" not in page.tags and "img" not in page.tags
     for name, value in page.attrs:
         assert name not in ("src", "href"), (name, value)
@@ -144,3 +146,64 @@ def test_cli_report(built, table_path, tmp_path, capsys):
     text = capsys.readouterr().out
     assert "reclaimable      orphans: 1 file(s), 1234 bytes" in text
     assert main(["report", str(tmp_path / "nope")]) == 2
+
+
+def test_empty_table_says_so(table_path):
+    """No snapshot: no chart is drawn from nothing, and every empty section says it is empty."""
+    t = Table.create(str(table_path), SCHEMA, ["dt"])
+    page = Page()
+    page.feed(render_html(build_report(t)))
+    text = "".join(page.text)
+    assert "svg" not in page.tags
+    for words in ("live bytes: no snapshots", "nothing to reclaim now", "no tags",
+                  "no live data files"):
+        assert words in text, words
+
+
+def test_all_zero_chart_is_a_sentence(table_path):
+    """A series that is zero in every retained snapshot is one sentence, not a flat line; a
+    series with a value is a chart."""
+    t = Table.create(str(table_path), SCHEMA, ["dt"], {"write-only": "true"})
+    with t.new_commit() as c:
+        w = t.new_writer()
+        w.write_arrow(make_rows([1, 2]))
+        c.commit(w.prepare_commit())
+        c.drop_partitions([{"dt": D1}])
+    rep = build_report(t)
+    html_page = render_html(rep)
+    assert 'id="chart-live-bytes"' in html_page and "<svg id=\"chart-live-bytes\"" in html_page
+    rep.history = [dict(h, live_bytes=0) for h in rep.history]
+    html_page = render_html(rep)
+    assert "live bytes: 0 in every retained snapshot (no chart)" in html_page
+    assert "<svg id=\"chart-live-bytes\"" not in html_page
+
+
+def test_time_axis_labels_are_distinct():
+    from paimon_commit.report_html import time_axis_labels
+    t0 = datetime.datetime(2024, 3, 1, 12, 0, 5).timestamp() * 1000
+    assert time_axis_labels(t0, t0 + 20_000) == ["2024-03-01 12:00:05", "2024-03-01 12:00:25"]
+    assert time_axis_labels(t0, t0 + 3 * 86400_000) == ["2024-03-01", "2024-03-04"]
+    assert time_axis_labels(t0, t0 + 7) == ["2024-03-01 12:00:05.000", "2024-03-01 12:00:05.007"]
+    assert time_axis_labels(t0, t0) == ["2024-03-01 12:00:05"]
+
+
+def test_small_files_match_compaction(table_path):
+    """The small-files numbers are the compaction planner's: what `compact` then removes."""
+    t = Table.create(str(table_path), SCHEMA, ["dt"], {"compaction.min.file-num": "3",
+                                                       "write-only": "true"})
+    for i in range(4):
+        w = t.new_writer()
+        w.write_arrow(make_rows(range(i * 10, i * 10 + 2), dt=D1))
+        with t.new_commit() as c:
+            c.commit(w.prepare_commit())
+    w = t.new_writer()
+    w.write_arrow(make_rows([99], dt=D2))
+    with t.new_commit() as c:
+        c.commit(w.prepare_commit())
+    sf = build_report(t).small_files
+    assert (sf["files"], sf["small_files"]) == (5, 5)
+    assert sf["average_bytes"] == sum(f.file_size for f in t.live_files()) // 5
+    assert [(p["partition"], p["files"], p["compaction_removes"]) for p in sf["partitions"]] \
+        == [("dt=2024-01-01", 4, 3), ("dt=2024-01-02", 1, 0)]
+    t.compact()
+    assert len(t.live_files()) == 5 - sf["compaction_removes"]
