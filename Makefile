@@ -10,10 +10,17 @@ JAVA_JAR := $(VENV)/paimon-java/paimon-python-java-bridge.jar
 # pin as tests/objectstore/azurite_server.py: 3.35.0 is the last 3.x that runs on node 20).
 AZURITE := $(VENV)/azurite/node_modules/.bin/azurite-blob
 
-.PHONY: demo test soak java bench bench-compact clean
+.PHONY: demo test soak java browser bench bench-compact clean
 
 java:
 	@command -v java >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless)
+
+# Headless Chromium (Debian's package) renders the health report in tests/operations/
+# test_report_browser.py; without it (no apt) that test is skipped and says why.
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+		(apt-get update -qq && apt-get install -y -qq chromium) || \
+		echo "chromium could not be installed: the report's browser test will be skipped"
 
 $(STAMP): setup.cfg setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -28,7 +35,7 @@ $(AZURITE): | $(STAMP)
 	@command -v npm >/dev/null 2>&1 || { echo "npm not found: the Azure (Azurite) tests will be skipped"; exit 0; }; \
 	npm install --prefix $(VENV)/azurite --no-audit --no-fund azurite@3.35.0
 
-test: java $(STAMP) $(JAVA_JAR) $(AZURITE)
+test: java browser $(STAMP) $(JAVA_JAR) $(AZURITE)
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
 demo: java $(STAMP)
