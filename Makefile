@@ -46,7 +46,7 @@ bench: java $(STAMP)
 	$(PY) benchmarks/bench_expire.py
 	$(PY) benchmarks/bench_orphan.py
 	$(PY) benchmarks/bench_spark_write.py
-	-$(PY) benchmarks/bench_s3.py   # its per-cleaned-file target vs delta-rs fails (see README)
+	$(PY) benchmarks/bench_s3.py
 	$(PY) benchmarks/bench_maintain.py
 	$(PY) benchmarks/report.py --update-readme
 
