@@ -48,6 +48,7 @@ bench: java $(STAMP)
 	$(PY) benchmarks/bench_spark_write.py
 	$(PY) benchmarks/bench_s3.py
 	$(PY) benchmarks/bench_maintain.py
+	$(PY) benchmarks/bench_java.py
 	$(PY) benchmarks/report.py --update-readme
 
 clean:
