@@ -24,7 +24,7 @@ from ..errors import UnsafePathError
 
 log = logging.getLogger(__name__)
 
-__all__ = ["FileStatus", "FileIO", "walk_files", "check_path_shape"]
+__all__ = ["FileStatus", "NameListing", "FileIO", "walk_files", "check_path_shape"]
 
 
 class FileStatus(NamedTuple):
@@ -35,6 +35,18 @@ class FileStatus(NamedTuple):
     mtime_ms: int
     is_dir: bool
     is_symlink: bool = False
+
+
+class NameListing(NamedTuple):
+    """One directory listed for a select-then-stat pass (orphan cleanup): the names of its
+    entries now, the status of the few that turn out to matter later
+    (`FileIO.status_of_listed`). `statuses` holds what the listing itself returned where it
+    returns metadata anyway (object stores, pyarrow.fs: then `names` are files only), and is
+    None where names are cheaper than their status (local disk: `names` may include
+    directories and symlinks, which `status_of_listed` leaves out)."""
+    directory: str
+    names: List[str]
+    statuses: Optional[Dict[str, FileStatus]]
 
 
 def check_path_shape(path: str, root: str, describe: Callable[[str], str] = str) -> str:
@@ -159,6 +171,22 @@ class FileIO(ABC):
     def list_names(self, directory: str) -> List[str]:
         """Names of the children of a directory; [] when it does not exist."""
         return [s.name for s in self.list_status(directory)]
+
+    def list_names_deferred(self, directory: str) -> NameListing:
+        """The names of a directory's files, their status to be asked for later with
+        `status_of_listed` ([] names when it does not exist). Here: one `list_status`, the
+        files' status kept (no further request later); storages where a name costs much
+        less than its status (local disk) list names only."""
+        files = {st.name: st for st in self.list_status(directory)
+                 if not st.is_dir and not st.is_symlink}
+        return NameListing(directory, list(files), files)
+
+    def status_of_listed(self, listing: NameListing, names: Iterable[str]) -> List[FileStatus]:
+        """The status of those `names` of `listing` that are regular files (not directories,
+        not symlinks); a name gone since the listing is left out. No I/O where the listing
+        kept the status."""
+        kept = listing.statuses or {}
+        return [kept[n] for n in names if n in kept]
 
     # --- writing -------------------------------------------------------------------------
     @abstractmethod

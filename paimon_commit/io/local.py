@@ -4,10 +4,11 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import stat as _stat
 from typing import Callable, Dict, List, Optional
 
 from ..errors import AtomicCreateUnsupportedError, UnsafePathError
-from .base import FileIO, FileStatus, LocalResolver, _temp_name
+from .base import FileIO, FileStatus, LocalResolver, NameListing, _temp_name
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,48 @@ class LocalFileIO(FileIO):
                     continue  # removed while listing
                 append(FileStatus(e.path, e.name, st.st_size, st.st_mtime_ns // 1_000_000,
                                   e.is_dir(follow_symlinks=False), e.is_symlink()))
+        return out
+
+    def list_names_deferred(self, directory: str) -> NameListing:
+        # Names only (os.listdir: no Python object but the name per entry, no stat): a
+        # select-then-stat pass stats only the files it did not rule out by name.
+        return NameListing(directory, self.list_names(directory), None)
+
+    def status_of_listed(self, listing: NameListing, names) -> List[FileStatus]:
+        if listing.statuses is not None:
+            return super().status_of_listed(listing, names)
+        return self.list_status_of(listing.directory, list(names))
+
+    def list_status_of(self, directory: str, names: List[str]) -> List[FileStatus]:
+        """The status of the named entries of a directory that are regular files (never
+        following a symlink: a symlink is not a regular file); vanished ones left out."""
+        out: List[FileStatus] = []
+        if not names:
+            return out
+        try:
+            # Relative to an open descriptor of the directory: the kernel resolves one
+            # component per file instead of the whole path (measured ~15% faster per file).
+            # O_NOFOLLOW: a directory replaced by a symlink since it was listed is not entered.
+            fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except (FileNotFoundError, NotADirectoryError):
+            return out
+        except OSError as e:
+            if e.errno != errno.ELOOP:
+                raise
+            return out   # a symlink now
+        prefix = directory.rstrip("/") + "/"
+        stat, isreg, append = os.stat, _stat.S_ISREG, out.append
+        try:
+            for name in names:
+                try:
+                    st = stat(name, dir_fd=fd, follow_symlinks=False)
+                except (FileNotFoundError, NotADirectoryError):
+                    continue   # removed since the listing
+                if isreg(st.st_mode):
+                    append(FileStatus(prefix + name, name, st.st_size,
+                                      st.st_mtime_ns // 1_000_000, False))
+        finally:
+            os.close(fd)
         return out
 
     def file_versions(self, directory: str) -> Optional[Dict[str, str]]:

@@ -22,12 +22,13 @@ import os
 import posixpath
 import time
 from concurrent.futures import Executor, ThreadPoolExecutor
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from ..io.deletion import remove_empty_dirs, run_deletions
 from ..progress import DELETING, LISTING, READING, Throttle, emit
 from ..errors import CorruptMetadataError, TableNotFoundError
 from ..io import FileStatus
+from ..io.base import NameListing
 from ..io import for_path as file_io_for_path
 from ..format import paths as P
 from ..format.snapshot import Tag
@@ -35,8 +36,7 @@ from ..reachability import NameHashes, Reachability, Root, Unreadable
 from ..snapshots import SnapshotManager
 from ..store import FileStore, SchemaManager
 from .orphan_context import (PLAUSIBLE_MS, Candidate, CleanContext, OrphanCleanAborted,
-                             OrphanCleanResult, classify, is_bucket_dir, is_symlink,
-                             manifest_kind)
+                             OrphanCleanResult, classify, is_bucket_dir)
 
 log = logging.getLogger(__name__)
 
@@ -116,11 +116,18 @@ class OrphanFilesCleaner:
         finally:
             for pool in pools:
                 pool.shutdown(wait=True)
-        for c in orphans:
-            k = result.by_kind.setdefault(c.kind, {"files": 0, "bytes": 0})
+        by_kind = result.by_kind
+        for st, kind in orphans:
+            k = by_kind.get(kind)
+            if k is None:
+                k = by_kind[kind] = {"files": 0, "bytes": 0}
             k["files"] += 1
-            k["bytes"] += c.status.size
-        result.deleted_paths = sorted(self._rel(c.status.path) for c in orphans)
+            k["bytes"] += st.size
+        # (_rel inlined: one pass over every orphan, millions in a big cleanup)
+        prefix = self.root + "/"
+        cut = len(prefix)
+        result.deleted_paths = sorted([p[cut:] if p.startswith(prefix) else p
+                                       for p in [c.status.path for c in orphans]])
         log.info("orphan clean of %s: %d candidates, %d used names, %d %s", self.root,
                  result.candidates, result.used, len(orphans),
                  "would be deleted" if ctx.dry_run else "deleted")
@@ -131,14 +138,15 @@ class OrphanFilesCleaner:
         """Phases 1-3: list candidates first, then the used set, then select."""
         t0 = time.perf_counter()
         progress = self.ctx.progress
-        candidates, dirs = self.list_candidates(executor)
-        emit(progress, LISTING, len(candidates), len(candidates))
+        listed, dirs = self.list_candidates(executor)
+        n = sum(len(listing.names) for listing, _ in listed)
+        emit(progress, LISTING, n, n)
         t1 = time.perf_counter()
         emit(progress, READING, 0, None)
         used = self.used_files()
         emit(progress, READING, len(used), len(used))
         t2 = time.perf_counter()
-        orphans = self._select(candidates, used, result)
+        orphans = self._select(listed, used, result)
         result.seconds.update({"list": t1 - t0, "read_used": t2 - t1,
                                "select": time.perf_counter() - t2})
         return orphans, dirs
@@ -155,47 +163,64 @@ class OrphanFilesCleaner:
         return [c for c in orphans if c.status.path in deleted]
 
     # --- phase 1: candidates -------------------------------------------------------------
+    # Candidates are listed by name (Paimon compares names too); the status (size, mtime) of
+    # a file is read in phase 3, and only for names no root uses. On local disk that is one
+    # lstat per unused file instead of one per listed file, and no Python object but the
+    # name per used one; where a listing returns the status anyway (object stores), it is
+    # kept from the listing and nothing is asked again. Reading a file's mtime after the used
+    # set does not weaken the order that makes a concurrent commit safe: what decides is that
+    # the *names* are listed before the used set is read (a file written later is not a
+    # candidate); a candidate committed after the used set was read is still young (files
+    # are never rewritten in place, so a later look at its mtime sees the same or a younger
+    # time), and one removed meanwhile is simply gone.
     def list_candidates(self, executor: Optional[Executor] = None
-                        ) -> Tuple[List[Candidate], List[FileStatus]]:
-        """Files that may be orphans, and the partition/bucket directories seen (with the
+                        ) -> Tuple[List[Tuple[NameListing, Optional[str]]], List[FileStatus]]:
+        """The listings whose files may be orphans, each with the kind of its files (None:
+        by name, `manifest_kind`), and the partition/bucket directories seen (with the
         mtime they had when listed)."""
-        out = self.list_metadata_candidates()
-        data, dirs = self._list_data_tree(executor)
-        out.extend(data)
-        return out, dirs
+        listed = self._list_metadata_dirs()
+        buckets, dirs = self.list_bucket_dirs(executor)
+        listed.extend((listing, "data") for listing in
+                      self._map_list(executor, buckets, self.io.list_names_deferred))
+        return listed, dirs
 
     def list_metadata_candidates(self) -> List[Candidate]:
-        """Candidates outside the partition tree: manifest/, index/, statistics/, leftovers
-        (not snapshot/changelog files or hints) in snapshot/ and changelog/, and temp files
-        in tag/, consumer/ and schema/, of the table and of every branch."""
+        """Candidates outside the partition tree, with their status (distributed mode lists
+        these on the driver): see `_list_metadata_dirs`."""
+        return [Candidate(st, classify(st.name, kind)) for listing, kind in
+                self._list_metadata_dirs()
+                for st in self.io.status_of_listed(listing, listing.names)]
+
+    def _list_metadata_dirs(self) -> List[Tuple[NameListing, Optional[str]]]:
+        """manifest/, index/, statistics/, leftovers (not snapshot/changelog files or hints)
+        in snapshot/ and changelog/, and temp files in tag/, consumer/ and schema/, of the
+        table and of every branch: their listings, narrowed to the candidate names."""
         io, root = self.io, self.root
-        out: List[Candidate] = []
+        out: List[Tuple[NameListing, Optional[str]]] = []
         for sub, kind in (("manifest", None), ("index", "index"), ("statistics", "statistics")):
-            for st in io.list_status(io.join(root, sub)):
-                if not st.is_dir:
-                    out.append(Candidate(st, kind or manifest_kind(st.name)))
+            out.append((io.list_names_deferred(io.join(root, sub)), kind))
         branches = self._branch_roots()
         self._first_listing = {
             "branch": {posixpath.basename(b.rstrip("/")) for b in branches}}
+        hints = (P.LATEST_HINT, P.EARLIEST_HINT)
         for meta_root in [root] + branches:
-            for st in io.list_status(io.join(meta_root, "snapshot")):
-                if not st.is_dir and P.parse_snapshot_id(st.name) is None \
-                        and st.name not in (P.LATEST_HINT, P.EARLIEST_HINT):
-                    out.append(Candidate(st, "snapshot"))
-            for st in io.list_status(io.join(meta_root, "changelog")):
-                if not st.is_dir and P.parse_changelog_id(st.name) is None \
-                        and st.name not in (P.LATEST_HINT, P.EARLIEST_HINT):
-                    out.append(Candidate(st, "changelog"))
+            for sub, parse in (("snapshot", P.parse_snapshot_id),
+                               ("changelog", P.parse_changelog_id)):
+                listing = io.list_names_deferred(io.join(meta_root, sub))
+                out.append((listing._replace(names=[
+                    n for n in listing.names if parse(n) is None and n not in hints]), sub))
             # Only the temp files of interrupted writes here: everything else in these
             # directories is a record, not garbage. (pypaimon lists every file in tag/ as a
             # tag, so a stale temp file there breaks its tag listing.)
             for sub in ("tag", "consumer", "schema"):
-                for st in io.list_status(io.join(meta_root, sub)):
-                    if not st.is_dir and P.is_temp_file(st.name):
-                        out.append(Candidate(st, "temp"))
-                    elif sub == "tag" and P.parse_tag_name(st.name) is not None:
-                        self._first_listing.setdefault(meta_root, set()).add(st.name)
-        return [Candidate(c.status, classify(c.status.name, c.kind)) for c in out]
+                listing = io.list_names_deferred(io.join(meta_root, sub))
+                if sub == "tag":
+                    self._first_listing.setdefault(meta_root, set()).update(
+                        n for n in listing.names
+                        if not P.is_temp_file(n) and P.parse_tag_name(n) is not None)
+                out.append((listing._replace(
+                    names=[n for n in listing.names if P.is_temp_file(n)]), "temp"))
+        return out
 
     def _branch_roots(self) -> List[str]:
         roots = []
@@ -203,14 +228,6 @@ class OrphanFilesCleaner:
             if st.is_dir and st.name.startswith("branch-"):
                 roots.append(st.path)
         return roots
-
-    def _list_data_tree(self, executor: Optional[Executor]
-                        ) -> Tuple[List[Candidate], List[FileStatus]]:
-        buckets, dirs = self.list_bucket_dirs(executor)
-        files = self._map_list(executor, buckets)
-        out = [Candidate(st, classify(st.name, "data")) for sts in files for st in sts
-               if not st.is_dir and not is_symlink(st)]
-        return out, dirs
 
     def list_bucket_dirs(self, executor: Optional[Executor] = None
                          ) -> Tuple[List[FileStatus], List[FileStatus]]:
@@ -232,26 +249,28 @@ class OrphanFilesCleaner:
         dirs.extend(buckets)
         return buckets, dirs
 
-    def _map_list(self, executor: Optional[Executor], dirs: List[FileStatus]
-                  ) -> List[List[FileStatus]]:
+    def _map_list(self, executor: Optional[Executor], dirs: List[FileStatus],
+                  list_one: Optional[Callable[[str], Any]] = None) -> List[Any]:
+        """`list_one` (default: list_status) of each directory, on the executor."""
+        list_one = list_one or self.io.list_status
         if self.ctx.progress is not None:
-            return self._map_list_reporting(executor, dirs)
+            return self._map_list_reporting(executor, dirs, list_one)
         if executor is None or len(dirs) < 4:
-            return [self.io.list_status(d.path) for d in dirs]
-        return list(executor.map(lambda d: self.io.list_status(d.path), dirs))
+            return [list_one(d.path) for d in dirs]
+        return list(executor.map(lambda d: list_one(d.path), dirs))
 
-    def _map_list_reporting(self, executor: Optional[Executor], dirs: List[FileStatus]
-                            ) -> List[List[FileStatus]]:
+    def _map_list_reporting(self, executor: Optional[Executor], dirs: List[FileStatus],
+                            list_one: Callable[[str], Any]) -> List[Any]:
         """_map_list that reports the entries listed so far (throttled)."""
         if not hasattr(self, "_tick"):
             self._tick, self._listed = Throttle(self.ctx.progress), 0
         out = []
-        it = map(lambda d: self.io.list_status(d.path), dirs) \
+        it = map(lambda d: list_one(d.path), dirs) \
             if executor is None or len(dirs) < 4 else \
-            executor.map(lambda d: self.io.list_status(d.path), dirs)
-        for sts in it:
-            out.append(sts)
-            self._listed += len(sts)
+            executor.map(lambda d: list_one(d.path), dirs)
+        for listed in it:
+            out.append(listed)
+            self._listed += len(listed.names if isinstance(listed, NameListing) else listed)
             self._tick(LISTING, self._listed, None)
         return out
 
@@ -347,30 +366,49 @@ class OrphanFilesCleaner:
         return out
 
     # --- phase 3: select and delete ------------------------------------------------------
-    def _select(self, candidates: List[Candidate], used: NameHashes,
+    def _select(self, listed: List[Tuple[NameListing, Optional[str]]], used: NameHashes,
                 result: OrphanCleanResult) -> List[Candidate]:
-        result.candidates, result.used = len(candidates), len(used)
-        unused = [c for c in candidates if c.status.name not in used]
+        """The listed files no root uses (their status read now: see phase 1), then the
+        age threshold and the veto (`filter_unused`)."""
+        status_of = self.io.status_of_listed
+        listed_names = 0
+        unused: List[Candidate] = []
+        for listing, kind in listed:
+            listed_names += len(listing.names)
+            names = [n for n in listing.names if n not in used]
+            if not names:
+                continue
+            if kind is None:
+                unused.extend([Candidate(st, classify(st.name, None))
+                               for st in status_of(listing, names)])
+            else:   # only temp files ('.' first) change the kind: skip classify for the rest
+                unused.extend([Candidate(st, kind if st.name[:1] != "."
+                                         else classify(st.name, kind))
+                               for st in status_of(listing, names)])
+        result.candidates, result.used = listed_names, len(used)
         return self.filter_unused(unused, result)
 
     def filter_unused(self, unused: List[Candidate], result: OrphanCleanResult
                       ) -> List[Candidate]:
         """Age threshold, the seconds-vs-milliseconds guard, and the caller's veto."""
         ctx = self.ctx
+        older = ctx.older_than_ms
+        # Comprehensions, not one loop with branches: this runs once per unused file.
+        old = [c for c in unused if c.status.mtime_ms < older]
+        result.retained_young += len(unused) - len(old)
+        bad = next((c for c in old if 0 <= c.status.mtime_ms < PLAUSIBLE_MS), None)
+        if bad is not None:
+            raise OrphanCleanAborted(
+                f"{bad.status.path} reports modification time {bad.status.mtime_ms}, which "
+                f"looks like seconds rather than milliseconds; nothing was deleted")
+        if ctx.should_be_retained is None:
+            return old
         orphans = []
-        for c in unused:
-            if c.status.mtime_ms >= ctx.older_than_ms:
-                result.retained_young += 1
-                continue
-            if 0 <= c.status.mtime_ms < PLAUSIBLE_MS:
-                raise OrphanCleanAborted(
-                    f"{c.status.path} reports modification time {c.status.mtime_ms}, which "
-                    f"looks like seconds rather than milliseconds; nothing was deleted")
-            if ctx.should_be_retained is not None and \
-                    ctx.should_be_retained(self._rel(c.status.path)):
+        for c in old:
+            if ctx.should_be_retained(self._rel(c.status.path)):
                 result.retained_vetoed += 1
-                continue
-            orphans.append(c)
+            else:
+                orphans.append(c)
         return orphans
 
     def _remove_empty_dirs(self, dirs: List[FileStatus]) -> List[str]:

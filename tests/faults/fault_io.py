@@ -6,7 +6,7 @@ Kinds (the method names are LocalFileIO's operations):
     publish  try_create_atomic          (Paimon's rename / link step)
     delete   _unlink, _rmdir          (what the gate calls for each file / directory, whether
                                       through delete_quietly, delete_files or delete_empty_dir)
-    list     list_status, list_names
+    list     list_status, list_names, list_status_of
     read     read_bytes, open_input_file, exists, file_size
 
 Modes:
@@ -54,7 +54,7 @@ KINDS: Dict[str, Tuple[str, ...]] = {
     "write": ("write_new", "overwrite_atomic", "open_output_stream", "mkdirs"),
     "publish": ("try_create_atomic",),
     "delete": ("_unlink", "_rmdir"),
-    "list": ("list_status", "list_names"),
+    "list": ("list_status", "list_names", "list_status_of"),
     "read": ("read_bytes", "open_input_file", "exists", "file_size"),
 }
 KIND_OF: Dict[str, str] = {m: k for k, ms in KINDS.items() for m in ms}

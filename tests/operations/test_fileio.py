@@ -193,3 +193,34 @@ def test_temp_files_of_the_storages_are_removed_inside_the_root_only(tmp_path):
         assert io.try_create_atomic(path, b"2") is False
         assert io.try_create_atomic(io.join(io.root, "tag", "tag-y"), b"3") is True
         assert sorted(os.listdir(os.path.join(io.root, "tag"))) == ["tag-x", "tag-y"]
+
+
+@pytest.mark.parametrize("make_io", [
+    lambda root: LocalFileIO(root),
+    lambda root: PyArrowFileIO(pafs.LocalFileSystem(), root),
+], ids=["local", "pyarrow"])
+def test_status_of_listed_names_is_regular_files_only(tmp_path, make_io):
+    # Orphan cleanup lists names first and asks for the status of the unused ones later:
+    # directories, symlinks and files removed in between never come back as files.
+    root = tmp_path / "t"
+    d = root / "bucket-0"
+    (d / "sub").mkdir(parents=True)
+    (d / "a").write_text("aaa")
+    (d / "b").write_text("b")
+    (d / "gone").write_text("g")
+    (tmp_path / "outside").write_text("precious")
+    os.symlink(tmp_path / "outside", d / "link")
+    io = make_io(str(root))
+    listing = io.list_names_deferred(str(d))
+    assert {"a", "b", "gone"} <= set(listing.names) <= {"a", "b", "gone", "sub", "link"}
+    os.unlink(d / "gone")
+    got = io.status_of_listed(listing, listing.names)
+    if listing.statuses is None:      # local: status read now, the removed file is gone
+        assert sorted(st.name for st in got) == ["a", "b"]
+    else:   # pyarrow: the listing's own status, no second look (pyarrow.fs's local listing
+        # stats through symlinks, so the link shows as the file it points to: as before)
+        assert {"a", "b", "gone"} <= {st.name for st in got} <= {"a", "b", "gone", "link"}
+    a = next(st for st in got if st.name == "a")
+    assert (a.path, a.size, a.is_dir, a.is_symlink) == (str(d / "a"), 3, False, False)
+    assert abs(a.mtime_ms - os.stat(d / "a").st_mtime_ns // 1_000_000) <= 1
+    assert io.list_names_deferred(str(root / "missing")).names == []

@@ -309,3 +309,78 @@ def test_context_options_are_used_not_only_validated(busy, table_path, monkeypat
     with pytest.raises(OptionError, match="file-operation.thread-num"):
         OrphanFilesCleaner(CleanContext(str(table_path), options={
             "file-operation.thread-num": "0"}))
+
+
+class _StatRecording(LocalFileIO):
+    """Records which names the cleaner asks the status of, and which directories it lists
+    with their status."""
+
+    def __init__(self, root):
+        super().__init__(root)
+        self.statted, self.listed_with_status = [], []
+
+    def list_status_of(self, directory, names):
+        self.statted.extend(names)
+        return super().list_status_of(directory, names)
+
+    def list_status(self, directory):
+        self.listed_with_status.append(directory)
+        return super().list_status(directory)
+
+
+def test_only_unused_files_are_statted(busy, table_path):
+    # Candidates are listed by name; only names no root uses are stat'ed (after the used
+    # set is read), so the cost of a clean follows the orphans, not the table.
+    planted = plant(table_path)
+    age(table_path)
+    io = _StatRecording(str(table_path))
+    r = OrphanFilesCleaner(CleanContext(str(table_path), file_io=io)).clean()
+    assert r.deleted_paths == planted
+    used = {os.path.basename(p) for p in referenced_files(busy)}
+    assert used and not used & set(io.statted)
+    assert {os.path.basename(p) for p in planted} <= set(io.statted)
+    assert not [d for d in io.listed_with_status if os.path.basename(d).startswith("bucket-")]
+    assert_intact(table_path)
+
+
+class _ChangesAfterListing(LocalFileIO):
+    """Between the listing of a bucket directory and the status of its unused files: one
+    orphan is removed (a concurrent cleaner), one is replaced by a symlink to a file outside
+    the table, one is rewritten (young again)."""
+
+    def __init__(self, root, outside):
+        super().__init__(root)
+        self.outside = outside
+
+    def list_status_of(self, directory, names):
+        for name in names:
+            path = os.path.join(directory, name)
+            if name == "data-gone-0.parquet":
+                os.unlink(path)
+            elif name == "data-link-0.parquet":
+                os.unlink(path)
+                os.symlink(self.outside, path)
+            elif name == "data-young-0.parquet":
+                with open(path, "w") as f:
+                    f.write("rewritten")
+        return super().list_status_of(directory, names)
+
+
+def test_files_changed_between_listing_and_status(busy, table_path, tmp_path):
+    outside = tmp_path / "precious.parquet"
+    outside.write_text("precious")
+    bucket = table_path / "dt=19723" / "hr=1" / "bucket-0"
+    for name in ("data-gone-0.parquet", "data-link-0.parquet", "data-young-0.parquet",
+                 "data-stray-0.parquet"):
+        (bucket / name).write_text("x")
+    age(table_path)
+    io = _ChangesAfterListing(str(table_path), str(outside))
+    r = OrphanFilesCleaner(CleanContext(str(table_path), file_io=io)).clean()
+    # Only the orphan that stayed an old regular file is deleted; the rewritten one is young
+    # now and stays, the symlink is not a file (and its target is untouched).
+    assert r.deleted_paths == ["dt=19723/hr=1/bucket-0/data-stray-0.parquet"]
+    assert r.retained_young == 1
+    assert (bucket / "data-young-0.parquet").read_text() == "rewritten"
+    assert os.path.islink(bucket / "data-link-0.parquet")
+    assert outside.read_text() == "precious"
+    assert_intact(table_path)
