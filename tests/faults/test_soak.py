@@ -373,11 +373,11 @@ def _slow_commit(table_path, pause_in, world=(2, 3, 4)):
     original = getattr(sm, pause_in)
     paused = []
 
-    def pausing(*args):
+    def pausing(*args, **kwargs):
         if pause_in == "try_commit" and not paused:   # before publishing
             paused.append(True)
             _commits_and_expiration(fast, world)
-        out = original(*args)
+        out = original(*args, **kwargs)
         if pause_in == "latest_snapshot" and not paused:   # after resolving the base
             paused.append(True)
             _commits_and_expiration(fast, world)

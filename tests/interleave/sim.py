@@ -377,7 +377,7 @@ class Sim:
                                     f"{rep.name} (snapshot {rep.sids}) of its partition")
 
         # 3b. a compaction that failed before publishing (refused, or failed before its
-        # commit call) left none of the data files it wrote, unless a delete it made was
+        # commit call) left none of the data files it wrote, unless a call of its abort was
         # failed by the scheduler (those are orphans, for orphan cleanup)
         for o in self.ops:
             if o.kind != "compact" or o.n in self._compactions_checked \
@@ -402,17 +402,16 @@ class Sim:
             raise InvariantViolation(self.report(problems, where))
 
     def _delete_faulted(self, o: Op) -> bool:
-        """Whether the scheduler failed a call of `o` at or after its first delete (a failed
-        delete leaves the file: the FileIO contract reports it, nothing raises)."""
-        deleting = False
-        for entry in self.sched.trace:
-            parts = entry.split(" ", 2)
-            if len(parts) < 3 or parts[1] != o.name:
-                continue
-            deleting = deleting or "delete" in parts[2]
-            if deleting and "FAULT=" in parts[2]:
-                return True
-        return False
+        """Whether the scheduler failed a call of `o` after it wrote its last data file: a
+        failed delete leaves the file (the FileIO contract reports it, nothing raises), and
+        a failed read of what the table uses makes the abort keep every file (it cannot
+        prove them unused: orphan cleanup takes them later)."""
+        calls = [parts[2] for parts in (entry.split(" ", 2) for entry in self.sched.trace)
+                 if len(parts) == 3 and parts[1] == o.name]
+        last_write = max((i for i, c in enumerate(calls)
+                          if ".parquet" in c and "delete" not in c and "read" not in c
+                          and "exists" not in c), default=-1)
+        return any("FAULT=" in c for c in calls[last_write + 1:])
 
     def _removers(self, o: Op):
         for x in self.ops:

@@ -116,7 +116,8 @@ def test_compactions_of_two_partitions_interleaved_both_land(tmp_path, storage):
 # --- the checker sees a compaction that breaks its promises -----------------------------------
 
 def test_the_checker_sees_a_refused_compaction_that_left_its_files(tmp_path, monkeypatch):
-    monkeypatch.setattr(compact_module.AppendCompaction, "abort", lambda self, rewritten: 0)
+    monkeypatch.setattr(compact_module.AppendCompaction, "abort",
+                        lambda self, rewritten, committed_on=None: 0)
     with _Script(tmp_path, "local") as s:
         _three_appends(s)
         c = start_compact(s.sim, "a")
