@@ -98,6 +98,9 @@ class Deleter:
         # delete_files call on the pool's), never with resolutions of an earlier operation.
         self._scope = self.io.resolution_scope()
         self._scope.__enter__()
+        # Resolutions cached while planning (which can take minutes) are not what the deletes
+        # are checked against: a directory may have become a symlink meanwhile.
+        self.io.forget_resolved_dirs()
         return self
 
     def __exit__(self, *exc) -> None:

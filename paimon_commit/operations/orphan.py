@@ -156,6 +156,8 @@ class OrphanFilesCleaner:
         """Delete through the FileIO gate; returns the candidates actually deleted."""
         paths = [c.status.path for c in orphans]
         deleted: Set[str] = set()
+        # Not against resolutions cached while listing: a directory may be a symlink now.
+        self.io.forget_resolved_dirs()
         step = 10_000 if self.ctx.progress is not None else max(1, len(paths))
         for i in range(0, len(paths), step):   # in steps, to report progress
             deleted.update(run_deletions(self.io, paths[i:i + step], executor))

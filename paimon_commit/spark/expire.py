@@ -52,33 +52,34 @@ class DistributedExpireSnapshots(ExpireSnapshots):
         self.spark = spark
         self.parallelism = parallelism or spark.sparkContext.defaultParallelism
 
-    def _execute(self, plan: ExpirePlan) -> None:
+    def _execute(self, plan: ExpirePlan) -> bool:
+        """As the local execution (True when all of the plan is gone: the next chunk may
+        follow), with the data and changelog files deleted on executors first."""
         wide = {k: list(plan.files[k]) for k in _WIDE if plan.files.get(k)}
         if plan.end is None or not wide or sorted(self.tags.tag_names()) != plan.tag_names:
             # Nothing wide to delete, or the tags changed (the local execution then skips
             # with its message, deleting nothing).
-            super()._execute(plan)
-            return
+            return super()._execute(plan)
         deleted: Dict[str, List[str]] = {}
         for kind, paths in wide.items():
             done, failed = self._delete_on_executors(plan, kind, paths)
             deleted[kind] = done
             if failed:
                 plan.deleted = deleted
-                return
+                return False
             left = still_there(self.store.io, paths, done)
             if left:
                 plan.deleted = deleted
                 plan.skip(f"{len(left)} data file(s) could not be deleted (e.g. {left[0]}); "
                           f"manifests and snapshot files are kept for the next run")
-                return
+                return False
         # Data first (done), then the local execution for manifests, lists, snapshot files
         # and EARLIEST, with the wide kinds already gone.
         saved = {k: plan.files[k] for k in wide}
         for k in wide:
             plan.files[k] = {}
         try:
-            super()._execute(plan)
+            return super()._execute(plan)
         finally:
             plan.files.update(saved)
             for k, done in deleted.items():
