@@ -231,9 +231,12 @@ class RepeatScreen:
 
         When it is gone and older than the earliest, ids cannot tell an expiration (its
         changes stay) from a rollback whose id was re-used and expired since (its changes are
-        gone): the table decides. With `adds` (the files that commit added), it is still
-        committed only if they are all live in the latest snapshot; without them (the
-        identifier check, which only refuses), an expired id counts as committed."""
+        gone). With `adds` (the files that commit added): if they are all live in the latest
+        snapshot, it is committed; if not, a compaction or an overwrite may have replaced them
+        (the rows are still there, in other files) as well as a rollback (they are gone), and
+        the table cannot tell which: CommitConflictError, never a second copy. Without
+        `adds` (the identifier check, which only refuses), an expired id counts as
+        committed."""
         sm = self.store.snapshots
         s = sm.try_snapshot(snapshot_id)
         if s is not None:
@@ -242,7 +245,16 @@ class RepeatScreen:
         earliest = sm.earliest_snapshot_id()
         if earliest is None or snapshot_id >= earliest:
             return False
-        return adds is None or self._all_live(adds)
+        if adds is None or self._all_live(adds):
+            return True
+        raise CommitConflictError(
+            f"commit user {user!r} committed these files ({_ident_str(identifier)}) to "
+            f"{self.store.root} as snapshot {snapshot_id}, which has expired since, and they "
+            f"are no longer all live (e.g. {self.store.data_file_path(adds[0])}): a "
+            f"compaction or an overwrite replaced them (their rows are still in the table) "
+            f"or a rollback removed them, which the table cannot tell apart; refusing to "
+            f"commit them again, as their rows could be read twice. Write the rows again with "
+            f"a new writer if they are missing")
 
     def _all_live(self, adds: List[ManifestEntry]) -> bool:
         """Whether every file of `adds` is live in the latest snapshot (reads the live files

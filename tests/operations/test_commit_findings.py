@@ -201,11 +201,13 @@ def _prepared(t, ids):
     return w.prepare_commit()
 
 
-def test_a_repeat_after_a_rollback_and_an_expiration_publishes_the_rows_again(table,
-                                                                             table_path):
+def test_a_repeat_after_a_rollback_and_an_expiration_is_refused_not_a_silent_no_op(
+        table, table_path):
     # Regression (audit F11): snapshot 2 of this commit was rolled back, its id re-used and
     # expired; the record took "below the earliest" for "expired, changes kept" and the repeat
-    # returned 2 (already committed), publishing nothing: no snapshot held row 2.
+    # returned 2 (already committed), publishing nothing: no snapshot held row 2. The table
+    # cannot tell this from a compaction that replaced the files (audit2 F3: publishing them
+    # again then reads their rows twice), so the repeat is a clear refusal.
     write(table, make_rows([1]))
     c = table.new_commit(commit_user="job")
     msgs = _prepared(table, [2])
@@ -215,10 +217,36 @@ def test_a_repeat_after_a_rollback_and_an_expiration_publishes_the_rows_again(ta
         write(Table.open(str(table_path)), make_rows([i]))      # 2', 3', 4'
     expire_keeping(table_path, 1)
     assert snapshot_ids(table_path) == [4]
-    assert c.commit(msgs) == 5
-    assert not c.last_result.already_committed
-    assert ids_read(table_path) == [1, 2, 30, 40, 50]
-    assert_intact(table_path, {5: [1, 2, 30, 40, 50]})
+    with pytest.raises(CommitConflictError) as e:
+        c.commit(msgs)
+    assert "committed these files (a batch commit)" in str(e.value)
+    assert "as snapshot 2, which has expired since" in str(e.value)
+    assert "refusing to commit them again" in str(e.value)
+    assert snapshot_ids(table_path) == [4]
+    assert ids_read(table_path) == [1, 30, 40, 50]
+    assert_intact(table_path, {4: [1, 30, 40, 50]})
+
+
+@pytest.mark.parametrize("tagged", [True, False])
+def test_a_repeat_after_its_files_were_compacted_and_expired_is_never_a_second_copy(
+        table, table_path, tagged):
+    # Regression (audit2 F3): the repeat of a commit whose files a compaction replaced and
+    # whose snapshot expired was published again: its rows read twice (files kept by a tag),
+    # or a snapshot naming files expiration had deleted (unreadable).
+    c = table.new_commit(commit_user="job")
+    msgs = _prepared(table, [1, 2, 3])
+    assert c.commit(msgs) == 1
+    assert c.commit(_prepared(table, [4])) == 2
+    if tagged:
+        table.create_tag("keep", 1)
+    assert table.compact(options={"compaction.min.file-num": "2"}).snapshot_id == 3
+    expire_keeping(table_path, 1)
+    assert snapshot_ids(table_path) == [3]
+    with pytest.raises(CommitConflictError, match="refusing to commit them again"):
+        c.commit(msgs)
+    assert snapshot_ids(table_path) == [3]
+    assert ids_read(table_path) == [1, 2, 3, 4]
+    assert sorted(pp_read(table_path).column("id").to_pylist()) == [1, 2, 3, 4]
 
 
 def test_a_repeat_after_its_snapshot_was_expired_is_still_a_no_op(table, table_path):
