@@ -186,7 +186,7 @@ def test_streaming_restart_after_kill_is_exactly_once(path, tmp_path):
     src.mkdir()
     schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("dt", pa.date32()),
                         ("hr", pa.int32())])
-    for b in range(5):
+    for b in range(3):
         ids = list(range(b * 10, b * 10 + 10))
         pq.write_table(pa.Table.from_pylist(
             [{"id": i, "name": f"n{i}", "dt": D[i % 3], "hr": i % 2} for i in ids],
@@ -196,20 +196,20 @@ def test_streaming_restart_after_kill_is_exactly_once(path, tmp_path):
     script.write_text(STREAM)
     ckpt = tmp_path / "ckpt"
     args = [sys.executable, str(script), str(src), str(path), str(ckpt)]
-    # Batch 2 is published, then the process committing it is killed (os._exit) before
+    # Batch 1 is published, then the process committing it is killed (os._exit) before
     # Spark records the batch in its checkpoint; the query dies.
-    killed = subprocess.run(args, env={**os.environ, "KILL_AFTER_PUBLISH": "2"},
+    killed = subprocess.run(args, env={**os.environ, "KILL_AFTER_PUBLISH": "1"},
                             capture_output=True, timeout=300)
     assert killed.returncode != 0
     assert b"crashed" in killed.stderr or killed.returncode == 137
     t = Table.open(str(path))
-    assert [s.commit_identifier for s in t.snapshots()] == [0, 1, 2]
+    assert [s.commit_identifier for s in t.snapshots()] == [0, 1]
     done = subprocess.run(args, env=dict(os.environ), capture_output=True, timeout=300)
     assert done.returncode == 0, done.stderr.decode()[-2000:]
     t = Table.open(str(path))
-    assert [s.commit_identifier for s in t.snapshots()] == [0, 1, 2, 3, 4]
+    assert [s.commit_identifier for s in t.snapshots()] == [0, 1, 2]
     assert len({s.commit_user for s in t.snapshots()}) == 1     # kept in the checkpoint
-    assert ids_of(path) == list(range(50))                      # nothing lost, nothing twice
+    assert ids_of(path) == list(range(30))                      # nothing lost, nothing twice
     # The replayed batch's files were deleted, not left behind.
     live = {os.path.basename(f.path) for f in t.live_files()}
     assert {p.name for p in path.rglob("*.parquet")} == live
