@@ -21,6 +21,7 @@ import pytest
 
 from faults.faulty_io import Crash, FaultyIO
 from invariants import assert_intact
+from operations.test_changelog import add_index_and_statistics
 
 from benchmarks.scale_tables import build_overwrite_table
 from paimon_commit import Table
@@ -31,11 +32,13 @@ from paimon_commit.store import FileStore
 PER_SNAPSHOT = 2
 SNAPSHOTS = 60
 RETAIN = 3
+KEPT = SNAPSHOTS - RETAIN + 1   # the unkilled run keeps 58..60 and the tag
+TAG = 30
 FIRST_CHUNK = 7     # chunk 1 expires 1..7; chunk 2 the rest, 8..57 (100 lists: parallel)
 
 
-def cfg(max_deletes=1 << 30, retain=RETAIN):
-    return ExpireConfig(retain_min=retain, time_retained_ms=0, max_deletes=max_deletes)
+def cfg(max_deletes=1 << 30):
+    return ExpireConfig(retain_min=RETAIN, time_retained_ms=0, max_deletes=max_deletes)
 
 
 class LastBatchFirst(Executor):
@@ -59,8 +62,15 @@ def chunks(monkeypatch):
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory):
+    """An overwrite table (each snapshot replaces the last one's files), each snapshot with
+    an index manifest naming two index files of its own, and a statistics file; a tag."""
     path = str(tmp_path_factory.mktemp("tpl") / "wh" / "db.db" / "t")
     build_overwrite_table(path, SNAPSHOTS * PER_SNAPSHOT, PER_SNAPSHOT)
+    t = Table.open(path)
+    for sid in range(1, SNAPSHOTS + 1):
+        add_index_and_statistics(t, sid, [f"index-{sid}-a", f"index-{sid}-b"], f"stat-{sid}")
+    t = Table.open(path)
+    t.create_tag(f"t{TAG}", TAG)
     return path
 
 
@@ -75,46 +85,78 @@ def clone(template, tmp_path, name):
     return path
 
 
-def unkilled(template, tmp_path):
-    path = clone(template, tmp_path, "ref")
-    r = ExpireSnapshots(FileStore.open(path), cfg()).expire()
-    assert r.expired_ids == list(range(1, SNAPSHOTS - RETAIN + 1)) and not r.skipped
-    return files(path)
+@pytest.fixture(scope="module")
+def unkilled(template, tmp_path_factory):
+    """The files of the table after an unkilled run, and the steps of its unlinks in order
+    (with the batches of parallel steps last first)."""
+    expire_mod.FIRST_CHUNK, first = FIRST_CHUNK, expire_mod.FIRST_CHUNK
+    try:
+        path = clone(template, tmp_path_factory.mktemp("ref"), "ref")
+        count = FaultyIO(path, kinds={"_unlink"})
+        r = ExpireSnapshots(FileStore.open(path, io=count), cfg(),
+                            executor=LastBatchFirst()).expire()
+    finally:
+        expire_mod.FIRST_CHUNK = first
+    assert r.expired_ids == list(range(1, KEPT)) and not r.skipped
+    return files(path), [step_of(os.path.relpath(p, path)) for _, p in count.log]
 
 
-def kill_in_list_step(path, at_snapshot):
-    """Run the expiration with the list step's batches last first and die as the base list
-    of `at_snapshot` is about to be unlinked (the k-th unlink of an identical run, counted on
-    a copy first). Returns the lists the kill left on disk."""
-    base = FileStore.open(path).snapshots.snapshot(at_snapshot).base_manifest_list
-    probe = path + "-probe"
-    shutil.copytree(path, probe)
-    count = FaultyIO(probe, kinds={"_unlink"})
-    ExpireSnapshots(FileStore.open(probe, io=count), cfg(), executor=LastBatchFirst()).expire()
-    k = [os.path.basename(p) for _, p in count.log].index(base) + 1
-    shutil.rmtree(probe)
+def step_of(rel):
+    """The deletion step a path belongs to."""
+    if "/bucket-" in rel:
+        return "data"
+    if rel.startswith("index/"):
+        return "index-file"
+    if rel.startswith("statistics/"):
+        return "statistics"
+    if rel.startswith("snapshot/"):
+        return "snapshot"
+    name = os.path.basename(rel)
+    for prefix, step in (("manifest-list-", "manifest-list"), ("index-manifest-", "index"),
+                         ("manifest-", "manifest")):
+        if name.startswith(prefix):
+            return step
+    raise AssertionError(rel)
+
+
+def kill_in_step(path, step, steps):
+    """Run the expiration with the batches of parallel steps last first, and die at the
+    unlink halfway through `step` of the last chunk (`steps`: those of the unlinks of an
+    identical run): later batches of the step are then done, earlier ones not."""
+    last = max(i for i, s in enumerate(steps) if s == step)
+    first = last
+    while first > 0 and steps[first - 1] == step:
+        first -= 1
+    k = (first + last) // 2 + 1
     io = FaultyIO(path, fail_at=k, kinds={"_unlink"})
     with pytest.raises(Crash):
         ExpireSnapshots(FileStore.open(path, io=io), cfg(), executor=LastBatchFirst()).expire()
-    return {f for f in files(path) if f.startswith("manifest/manifest-list-")}
+    return last - first + 1
 
 
-def test_kill_in_a_parallel_list_step_then_rerun_leaves_nothing_behind(template, tmp_path,
-                                                                        chunks):
-    want = unkilled(template, tmp_path)
+STEPS = ["data", "manifest", "index-file", "index", "statistics", "manifest-list", "snapshot"]
+
+
+@pytest.mark.parametrize("rerun_limit", [None, 10], ids=["same-run", "limit-10"])
+@pytest.mark.parametrize("step", STEPS)
+def test_killed_in_any_delete_step_the_rerun_finishes_the_job(template, unkilled, tmp_path,
+                                                              chunks, step, rerun_limit):
+    """Killed halfway through any delete step of a chunk, then rerun, either as the same
+    command or as expiration after each commit does (`snapshot.expire.limit` 10): the table
+    ends exactly as after an unkilled run. Retained snapshots and the tag stay intact
+    throughout."""
+    want, steps = unkilled
     path = clone(template, tmp_path, "killed")
-    left = kill_in_list_step(path, at_snapshot=8)
-    # The state of the soak failure: snapshot files 8..57 are all there; the lists of the
-    # first ones are too, those of later ones were deleted before the kill.
-    t = Table.open(path)
-    assert [s.id for s in t.snapshots()] == list(range(8, SNAPSHOTS + 1))
-    gone = [sid for sid in range(8, SNAPSHOTS - RETAIN + 1)
-            if t.store.manifests.path(t.store.snapshots.snapshot(sid).base_manifest_list)
-            not in {os.path.join(path, f) for f in left}]
-    assert gone and gone[0] > 8 + FIRST_CHUNK, gone
-    assert_intact(path, min_snapshot=SNAPSHOTS - RETAIN + 1)
-    r = ExpireSnapshots(FileStore.open(path), cfg()).expire()
-    assert r.expired_ids == list(range(8, SNAPSHOTS - RETAIN + 1))
+    kill_in_step(path, step, steps)
+    assert_intact(path, min_snapshot=KEPT)
+    runs = 0
+    while True:
+        r = ExpireSnapshots(FileStore.open(path), cfg(rerun_limit or (1 << 30))).expire()
+        runs += 1
+        if not r.expired_ids:
+            break
+    assert runs < 10
+    assert [s.id for s in Table.open(path).snapshots()] == list(range(KEPT, SNAPSHOTS + 1))
     extra = sorted(files(path) - want)
     assert not extra, f"left behind: {extra}"
     assert files(path) == want
