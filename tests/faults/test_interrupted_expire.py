@@ -161,3 +161,34 @@ def test_killed_in_any_delete_step_the_rerun_finishes_the_job(template, unkilled
     assert not extra, f"left behind: {extra}"
     assert files(path) == want
     assert_intact(path)
+
+
+def test_a_damaged_tag_keeps_every_manifest_and_loses_only_unnamed_lists(template, tmp_path):
+    """What a retained root uses cannot be read for another reason than a kill: the tag's
+    base list is gone (damage). The expiring snapshots still go, and with them the lists,
+    index manifests and statistics files that no retained snapshot or tag names; every
+    manifest, index file and data file stays (the tag may use them). Restoring the tag's
+    list from a backup gives back a tag that reads."""
+    path = clone(template, tmp_path, "damaged")
+    t = Table.open(path)
+    tag_base = t.store.manifests.path(t.store.snapshots.snapshot(TAG).base_manifest_list)
+    with open(tag_base, "rb") as f:
+        backup = f.read()
+    os.unlink(tag_base)
+    expiring = [t.store.snapshots.snapshot(i) for i in range(1, KEPT)]
+    before = files(path)
+    r = ExpireSnapshots(FileStore.open(path), cfg()).expire()
+    assert r.expired_ids == list(range(1, KEPT))
+    assert any(f"tag-t{TAG}" in s and "no manifest, index or statistics file is deleted"
+               in s for s in r.skipped), r.skipped
+    gone = before - files(path)
+    tagged = {n for n in expiring[TAG - 1].manifest_lists()} | {
+        expiring[TAG - 1].index_manifest, expiring[TAG - 1].statistics}
+    named = {f"manifest/{n}" for s in expiring for n in s.manifest_lists() if n not in tagged}
+    named |= {f"manifest/{s.index_manifest}" for s in expiring if s.index_manifest not in tagged}
+    named |= {f"statistics/{s.statistics}" for s in expiring if s.statistics not in tagged}
+    snapshot_files = {f"snapshot/snapshot-{i}" for i in range(1, KEPT)}
+    assert gone == named | snapshot_files, sorted(gone ^ (named | snapshot_files))[:6]
+    with open(tag_base, "wb") as f:
+        f.write(backup)
+    assert_intact(path)
