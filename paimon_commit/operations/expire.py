@@ -241,28 +241,62 @@ class ExpireSnapshots(ChangelogExpiration):
         roots = [Root(sm.snapshot_path(i), s, names_only=() if i == end else
                       (s.delta_manifest_list, s.changelog_manifest_list))
                  for i, s in snaps.items() if i >= end]
+        others = self._tag_roots(tags) + self._changelog_roots()
         try:
-            keep = self.reach.kept_metadata(roots + self._tag_roots(tags)
-                                            + self._changelog_roots())
+            keep = self.reach.kept_metadata(roots + others)
         except Unreadable as e:
-            plan.skip(f"{e}; no manifest is deleted")
+            plan.skip(f"{e}; no manifest, index or statistics file is deleted, only the "
+                      f"manifest lists nothing retained names")
             keep = None
+        # Which lists, index manifest and statistics file a retained root uses is known
+        # without reading them: each one names them in its file.
+        named = keep if keep is not None else \
+            {n for r in roots + others for n in (*r.snapshot.manifest_lists(),
+                                                 r.snapshot.index_manifest,
+                                                 r.snapshot.statistics) if n}
         for sid in plan.expiring:
             s = snaps.get(sid)
-            if s is None or keep is None:
+            if s is None:
                 continue
             if not cfg.changelog_decoupled:
                 lists = s.manifest_lists()
-                if s.changelog_manifest_list and s.changelog_manifest_list not in keep:
+                if s.changelog_manifest_list and s.changelog_manifest_list not in named:
                     plan.add("changelog", self.reach.added_files(s.changelog_manifest_list,
                                                                  plan.skip))
             elif cfg.changelog_producer != "none":
                 lists = (s.base_manifest_list, s.delta_manifest_list)
             else:
                 lists = ()
+            if keep is None:
+                plan.add_metadata(self._unnamed_metadata(s, lists, named, plan))
+                continue
             plan.add_metadata(self.reach.unused_metadata(s, lists, keep, plan.skip))
         for sid in plan.expiring:
             plan.add_expiring(sid, sm.snapshot_path(sid), sizes[sid])
+
+    def _unnamed_metadata(self, s: Snapshot, lists, named: Set[str],
+                          plan: ExpirePlan) -> Dict[str, Tuple[str, int]]:
+        """What of `s`'s metadata may go, by name alone, when what the retained roots use
+        could not be read: its lists, index manifest and statistics file that no root names.
+
+        Its snapshot file is the only record of them: deleting it while they stay leaks
+        them. Nothing but a root uses one of them, by name (an earlier, interrupted run may
+        already have deleted what they list). The manifests and index files they list stay
+        (left for orphan cleanup): whether a root uses them is what could not be read."""
+        out: Dict[str, Tuple[str, int]] = {}
+        size = {s.base_manifest_list: s.base_manifest_list_size,
+                s.delta_manifest_list: s.delta_manifest_list_size,
+                s.changelog_manifest_list: s.changelog_manifest_list_size}
+        wanted = [("manifest-list", "manifest-list", n) for n in lists] + [
+            ("manifest", "index", s.index_manifest), ("statistics", "statistics", s.statistics)]
+        for where, kind, name in wanted:
+            if not name or name in named:
+                continue
+            try:
+                out[self.reach.path(where, name)] = (kind, size.get(name) or 0)
+            except ValueError as e:   # a hostile name: never deleted
+                plan.skip(str(e))
+        return out
 
     def _tag_data(self, tags: List[Tag], end: int) -> Set[str]:
         out: Set[str] = set()
@@ -375,8 +409,17 @@ class ExpireSnapshots(ChangelogExpiration):
             if self.config.clean_empty_directories:
                 d.dirs(self.store.root, plan.bucket_dirs)
             deleting()
-            for kind in ("manifest", "manifest-list", "index", "statistics"):
-                d.files(kind, list(plan.files[kind]))
+            # Each step deletes only what no later step needs to find (a kill in the middle
+            # of a parallel step leaves any subset of it): manifests, then index files, then
+            # the index manifests that name them, statistics, and the lists last, so that a
+            # snapshot whose lists are gone has nothing else left to delete.
+            index_dir = self.store.io.join(self.store.root, P.INDEX_DIR) + "/"
+            index = list(plan.files["index"])
+            d.files("manifest", list(plan.files["manifest"]))
+            d.files("index", [p for p in index if p.startswith(index_dir)])
+            d.files("index", [p for p in index if not p.startswith(index_dir)])
+            d.files("statistics", list(plan.files["statistics"]))
+            d.files("manifest-list", list(plan.files["manifest-list"]))
             deleting()
             for sid, path in sorted(plan.metadata.items()):
                 # Ascending: a crash or a failure leaves a contiguous suffix.
