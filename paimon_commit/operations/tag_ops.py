@@ -6,8 +6,9 @@ import logging
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Set
 
-from ..io.deletion import Deleter
+from ..format import paths as P
 from ..format.snapshot import Tag
+from ..io.deletion import Deleter
 from ..reachability import Reachability, Root, Unreadable
 from ..snapshots import ChangelogManager
 from ..store import FileStore
@@ -93,15 +94,12 @@ class TagOperations:
             tags.delete_deletion_marker(name)
             return result
         try:
-            data, metadata = self._only_this_tag(tag, others, result.skipped)
+            data, metadata = self._only_this_tag(tag, others, result.skipped, resuming)
         except Unreadable as e:
-            # Delete the tag but none of its files: orphan cleanup can take them later. (On
-            # a rerun this is the normal end: an earlier run deleted some of its manifests,
-            # which it only starts once every data file is gone.)
-            if not resuming:
-                result.skipped.append(f"could not compute what else uses the tag's files "
-                                      f"({e}); its files are left for orphan cleanup")
-                log.warning("delete_tag %s: %s", name, result.skipped[-1])
+            # Delete the tag but none of its files: orphan cleanup can take them later.
+            result.skipped.append(f"could not compute what else uses the tag's files "
+                                  f"({e}); its files are left for orphan cleanup")
+            log.warning("delete_tag %s: %s", name, result.skipped[-1])
             self._delete_tag_file(name)
             tags.delete_deletion_marker(name)
             return result
@@ -113,9 +111,23 @@ class TagOperations:
         except OSError:
             tags.delete_deletion_marker(name)   # the tag stays, whole: nothing to finish
             raise
+        # Each step completes before the next starts, and deletes only what no later step
+        # needs to find (a kill in the middle of a parallel step leaves any subset of it):
+        # data files, then the manifests naming them, index files, the index manifest naming
+        # them, statistics, and the manifest lists last. A rerun (from the marker) then always
+        # finds the lists naming whatever manifests are left, and the index manifest naming
+        # whatever index files are left.
+        index_dir = self.store.io.join(self.store.root, P.INDEX_DIR) + "/"
+        steps = [data,
+                 {p: n for p, (k, n) in metadata.items() if k == "manifest"},
+                 {p: n for p, (k, n) in metadata.items()
+                  if k == "index" and p.startswith(index_dir)},
+                 {p: n for p, (k, n) in metadata.items()
+                  if k == "index" and not p.startswith(index_dir)},
+                 {p: n for p, (k, n) in metadata.items() if k == "statistics"},
+                 {p: n for p, (k, n) in metadata.items() if k == "manifest-list"}]
         with Deleter(self.store.io) as d:
-            # Data first: the metadata is what a rerun (from the marker) finds them by.
-            for group in (data, metadata):
+            for group in steps:
                 finished = d.files("tag", list(group), must_finish=True)
                 if not finished:
                     result.skipped.append(
@@ -126,7 +138,7 @@ class TagOperations:
             result.deleted_paths = d.deleted.get("tag", [])
         if finished:
             tags.delete_deletion_marker(name)
-        sizes = {**data, **metadata}
+        sizes = {p: n for group in steps for p, n in group.items()}
         result.deleted_bytes = sum(sizes[p] for p in result.deleted_paths)
         result.deleted_files = len(result.deleted_paths)
         return result
@@ -136,9 +148,11 @@ class TagOperations:
             raise OSError(f"could not delete tag file {self.tags.tag_path(name)}; its files "
                           f"were not touched")
 
-    def _only_this_tag(self, tag: Tag, others: List[Tag], skipped: List[str]):
-        """(data, metadata) path -> size of what only `tag` uses: not any retained snapshot,
-        other tag or long-lived changelog. Raises Unreadable if what those use is unknown."""
+    def _only_this_tag(self, tag: Tag, others: List[Tag], skipped: List[str],
+                       resuming: bool = False):
+        """(data path -> size, metadata path -> (kind, size)) of what only `tag` uses: not
+        any retained snapshot, other tag or long-lived changelog. Raises Unreadable if what
+        those use is unknown, or (unless `resuming`) what the tag itself uses."""
         store, reach = self.store, Reachability(self.store)
         sm, cm = store.snapshots, ChangelogManager(store.io, store.root)
         retained = list(sm.snapshots())
@@ -159,13 +173,21 @@ class TagOperations:
             used_data |= reach.live_data(t.snapshot, f"tag {t.name}")
         for c in changelogs:   # what its readers read
             used_data |= reach.added([n for n in [c.read_by(reach.producer)] if n], c.where)
-        data = {p: n for p, n in reach.live_files(tag.snapshot, f"tag {tag.name}").items()
-                if p not in used_data}
+        try:
+            live = reach.live_files(tag.snapshot, f"tag {tag.name}")
+        except Unreadable as e:
+            if not resuming:
+                raise
+            # The interrupted run had begun on the tag's manifests, which it only starts
+            # once every data file is gone: what is left is metadata, found below by what
+            # is still there (each step left the files naming the next step's).
+            log.info("delete_tag %s: %s; its data files were already deleted", tag.name, e)
+            live = {}
+        data = {p: n for p, n in live.items() if p not in used_data}
         s = tag.snapshot
         if s.changelog_manifest_list and s.changelog_manifest_list not in used_meta:
             data.update(reach.added_files(s.changelog_manifest_list, skipped.append))
-        metadata = {p: n for p, (_, n) in reach.unused_metadata(
-            s, s.manifest_lists(), used_meta, skipped.append).items()}
+        metadata = reach.unused_metadata(s, s.manifest_lists(), used_meta, skipped.append)
         return data, metadata
 
     def rollback_to(self, snapshot_id: Optional[int] = None, tag: Optional[str] = None

@@ -33,7 +33,7 @@ from paimon_commit.operations.tag_expire import expire_tags
 from paimon_commit.store import FileStore
 
 SNAPSHOTS = 10
-PER_SNAPSHOT = 80      # the tag's own data files: one parallel step (64 or more)
+PER_SNAPSHOT = 64      # the tag's own data files: a parallel step (64 or more), 2 batches
 RETAIN = 2             # snapshots 9 and 10 stay
 TAG, TAGGED = "t5", 5  # deleted; its snapshot expired, so it owns its files
 KEEP, KEPT = "keep", 3  # stays (no retention): what it uses is read on every run
