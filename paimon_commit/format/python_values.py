@@ -26,6 +26,7 @@ __all__ = [
     "check_python_value",
     "parse_python_value",
     "decimal_to_unscaled",
+    "parse_iso_datetime",
 ]
 
 _FLOAT32 = struct.Struct("<f")
@@ -148,8 +149,9 @@ _FLOAT_TEXT = re.compile(r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]
 _EPOCH_DATE = datetime.date(1970, 1, 1)
 
 
-def _parse_iso_datetime(text: str) -> datetime.datetime:
-    # Python < 3.11 fromisoformat rejects a trailing "Z".
+def parse_iso_datetime(text: str) -> datetime.datetime:
+    """datetime.fromisoformat, with a trailing "Z" (UTC) read on every supported Python (3.10's
+    fromisoformat rejects it)."""
     if text.endswith(("Z", "z")):
         text = text[:-1] + "+00:00"
     return datetime.datetime.fromisoformat(text)
@@ -195,7 +197,7 @@ def _parse_text(text: str, a: AtomicType) -> Any:
             return datetime.time(seconds // 3600, seconds // 60 % 60, seconds % 60, ms * 1000)
         return datetime.time.fromisoformat(s)
     if root in TIMESTAMP_ROOTS:
-        value = _parse_iso_datetime(s)
+        value = parse_iso_datetime(s)
         if root == "TIMESTAMP_LTZ":
             if value.tzinfo is None:
                 value = value.replace(tzinfo=datetime.timezone.utc)

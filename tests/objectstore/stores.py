@@ -321,7 +321,8 @@ class GcsStore(Store):
             status, body = self._json("GET", f"/storage/v1/b/{self.name}/o?{q}")
             assert status == 200, (status, body[:300])
             page = json.loads(body)
-            out.update((o["name"], datetime.datetime.fromisoformat(o["updated"]))
+            out.update((o["name"], datetime.datetime.fromisoformat(
+                o["updated"].replace("Z", "+00:00")))   # Python 3.10 rejects a "Z"
                        for o in page.get("items", []))
             token = page.get("nextPageToken")
             if not token:
