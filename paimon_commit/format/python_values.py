@@ -26,7 +26,6 @@ __all__ = [
     "check_python_value",
     "parse_python_value",
     "decimal_to_unscaled",
-    "parse_iso_datetime",
 ]
 
 _FLOAT32 = struct.Struct("<f")
