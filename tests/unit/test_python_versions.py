@@ -37,3 +37,16 @@ def test_a_utc_cutoff_with_z_is_read_on_every_version():
     assert z == int(datetime.datetime(2024, 6, 1, 12, tzinfo=datetime.timezone.utc)
                     .timestamp() * 1000)
     assert cutoff_ms("2024-06-01T12:00:00+00:00", "older_than") == z
+
+
+def test_iso_times_read_as_python_3_11_reads_them():
+    from paimon_commit.format.python_values import parse_iso_datetime
+    utc = datetime.timezone.utc
+    assert parse_iso_datetime("2026-11-24T21:16:22.45761Z") == \
+        datetime.datetime(2026, 11, 24, 21, 16, 22, 457610, tzinfo=utc)
+    assert parse_iso_datetime("2024-06-01 12:00:00.5") == \
+        datetime.datetime(2024, 6, 1, 12, 0, 0, 500000)
+    assert parse_iso_datetime("2024-06-01T12:00:00.1234567+02:00") == \
+        datetime.datetime(2024, 6, 1, 12, 0, 0, 123456,
+                          tzinfo=datetime.timezone(datetime.timedelta(hours=2)))
+    assert parse_iso_datetime("2024-06-01") == datetime.datetime(2024, 6, 1)
