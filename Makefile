@@ -10,7 +10,7 @@ JAVA_JAR := $(VENV)/paimon-java/paimon-python-java-bridge.jar
 # pin as tests/objectstore/azurite_server.py: 3.35.0 is the last 3.x that runs on node 20).
 AZURITE := $(VENV)/azurite/node_modules/.bin/azurite-blob
 
-.PHONY: demo test soak java browser bench bench-compact clean
+.PHONY: demo test test-versions soak java browser bench bench-compact clean
 
 java:
 	@command -v java >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless)
@@ -37,6 +37,16 @@ $(AZURITE): | $(STAMP)
 
 test: java browser $(STAMP) $(JAVA_JAR) $(AZURITE)
 	$(PY) -m pytest -q -p no:cacheprovider tests
+	@$(MAKE) --no-print-directory test-versions
+
+# The other supported Python versions (setup.cfg python_requires): tests/unit on each one this
+# machine has (pyenv's, or python3.X on the PATH; apt cannot install them all, so a missing one
+# is named and skipped), each in a venv under $(VENV)/versions. PYVERSIONS= runs none.
+PYVERSIONS ?= 3.10 3.11 3.12 3.13
+
+test-versions:
+	@.ci/python-versions.sh $(VENV)/versions \
+		"$$($(PY) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)" $(PYVERSIONS)
 
 demo: java $(STAMP)
 	$(PY) -m paimon_commit.demo

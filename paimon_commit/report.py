@@ -34,7 +34,7 @@ from .progress import LISTING, READING, ProgressCallback, Throttle
 
 log = logging.getLogger(__name__)
 
-__all__ = ["HealthReport", "build_report", "render_html"]
+__all__ = ["HealthReport", "build_report", "render_html", "small_files_text"]
 
 TOP_PARTITIONS = 10
 
@@ -243,7 +243,7 @@ def build_report(table, progress: Optional[ProgressCallback] = None,
         from .errors import PaimonCommitError
         from .operations.orphan import CleanContext, OrphanFilesCleaner
         try:
-            orr = OrphanFilesCleaner(CleanContext(str(table.path), dry_run=True, clock=clock,
+            orr = OrphanFilesCleaner(CleanContext(table, dry_run=True, clock=clock,
                                                   file_io=io)).clean()
             rep.reclaimable["orphans"] = {"files": orr.deleted_files,
                                           "bytes": orr.deleted_bytes}
@@ -264,7 +264,7 @@ def _small_files(table, by_part: Dict[bytes, Dict[str, Any]], keys: Sequence[str
     from .operations.compact_plan import CompactOptions
     files = sum(d["files"] for d in by_part.values())
     size = sum(d["bytes"] for d in by_part.values())
-    out: Dict[str, Any] = {"files": files, "bytes": size,
+    out: Dict[str, Any] = {"files": files, "bytes": size, "partition_count": len(by_part),
                            "average_bytes": size // files if files else 0,
                            "small_file_bytes": None, "small_files": None,
                            "compaction_removes": None, "partitions": []}
@@ -293,6 +293,34 @@ def _small_files(table, by_part: Dict[bytes, Dict[str, Any]], keys: Sequence[str
     rows.sort(key=lambda r: (-r["files"], r["partition"]))
     out["partitions"] = rows[:TOP_PARTITIONS]
     return out
+
+
+def small_files_text(sf: Dict[str, Any], top: int = 5) -> List[str]:
+    """The small-files section as lines of the text report (`report` without --html): the
+    summary, then the partitions with the most files."""
+    if not sf or not sf.get("files"):
+        return ["small files      no live data files"]
+    parts = sf.get("partition_count", len(sf["partitions"]))
+    line = (f"small files      {sf['files']} live data file(s) in {parts} partition(s), "
+            f"{sf['average_bytes']} bytes on average")
+    if sf.get("small_file_bytes") is not None:
+        line += (f"; {sf['small_files']} below the small-file size "
+                 f"({sf['small_file_bytes']} bytes)")
+    removes = sf.get("compaction_removes")
+    if removes is not None:
+        line += (f"; a compaction now would remove {removes} file(s)"
+                 + (" (nothing to compact)" if removes == 0 else ""))
+    lines = [line]
+    shown = sf["partitions"][:top]
+    for p in shown:
+        r = "" if p["compaction_removes"] is None else \
+            f", compaction removes {p['compaction_removes']}"
+        lines.append(f"  {p['partition']:<30} {p['files']} file(s), {p['small_files']} small, "
+                     f"{p['average_bytes']} bytes on average{r}")
+    if parts > len(shown):
+        lines.append(f"  ... {parts - len(shown)} more partition(s) (--json or --html: "
+                     f"the {TOP_PARTITIONS} with the most files)")
+    return lines
 
 
 from .report_html import render_html  # noqa: E402  (the page; re-exported here)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import logging
 import time
-import warnings
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import pyarrow as pa
 
+from .dynamic_options import check_dynamic_options, with_dynamic_options
 from .errors import TableExistsError, UnsupportedTableError
 from .io import FileIO
 from .io import for_path as file_io_for_path
@@ -97,8 +97,9 @@ class Table(TableMaintenance):
     table (append or primary-key, any bucket mode) can be inspected and maintained.
     """
 
-    def __init__(self, store: FileStore):
+    def __init__(self, store: FileStore, dynamic_options: Optional[Mapping[str, str]] = None):
         self.store = store
+        self._dynamic_options: Dict[str, str] = dict(dynamic_options or {})
 
     # --- construction --------------------------------------------------------------------
     @classmethod
@@ -111,26 +112,30 @@ class Table(TableMaintenance):
         Args:
             path: the table directory.
             file_io: storage to use instead of the one the path's scheme selects.
+            options: table options for this handle only (Paimon's dynamic options, as in
+                `Table.create(options=...)`): they override the options stored in the table
+                for everything done through the returned Table (commits and what runs after
+                them, expiration, compaction, orphan cleanup, the report) and are never
+                written to the table. Options that fix the table's layout (`bucket`,
+                `bucket-key`, `partition`, `merge-engine`, ...) cannot be changed this way.
             storage_options: how to reach the storage, such as `s3.endpoint`, `s3.access-key`
                 (Paimon's names); never written to the table.
-            options: deprecated spelling of `storage_options` here (everywhere else
-                `options=` means table options); still works, with a DeprecationWarning.
 
         Raises:
             TableNotFoundError: no `schema/schema-N` file under `path`.
-            OptionError: an option of the table or of `storage_options` is invalid.
+            OptionError: an option of the table, of `options` or of `storage_options` is
+                invalid (a storage option given as `options=` included); the options'
+                names and values are checked before any I/O.
         """
         path = str(path)
-        if options:
-            if storage_options:
-                raise TypeError("give storage_options= only (options= is its deprecated "
-                                "spelling in Table.open)")
-            warnings.warn("Table.open(options=...) takes storage options: pass them as "
-                          "storage_options= (options= means table options everywhere else)",
-                          DeprecationWarning, stacklevel=2)
-            storage_options = options
+        dynamic = check_dynamic_options(options)   # before any I/O
         io = file_io or file_io_for_path(path, _str_options(storage_options))
-        return cls(FileStore.open(redact_uri(path), io))  # no credentials in Table.path
+        path = redact_uri(path)   # no credentials in Table.path
+        store = FileStore.open(path, io)
+        if dynamic:
+            store = FileStore.from_schema(path, io, with_dynamic_options(store.schema,
+                                                                         dynamic, path))
+        return cls(store, dynamic)
 
     @classmethod
     def create(cls, path: str, schema: pa.Schema, partition_keys: Sequence[str] = (),
@@ -193,8 +198,14 @@ class Table(TableMaintenance):
 
     @property
     def options(self) -> Dict[str, str]:
-        """The table options as stored in the schema (strings)."""
+        """The table options this handle acts on (strings): those stored in the schema, with
+        the dynamic options given to `Table.open` over them."""
         return dict(self.store.schema.options)
+
+    @property
+    def dynamic_options(self) -> Dict[str, str]:
+        """The options given to `Table.open(options=...)` (strings); not in the table."""
+        return dict(self._dynamic_options)
 
     def arrow_schema(self) -> pa.Schema:
         """The table's columns as an Arrow schema (what read_arrow returns)."""

@@ -15,6 +15,7 @@ import time
 from typing import Any, Optional, Union
 
 from .errors import OptionError
+from .format.python_values import parse_iso_datetime
 from .options import parse_duration_ms
 
 __all__ = ["TableMaintenance", "cutoff_ms", "duration_ms", "int_at_least"]
@@ -42,7 +43,7 @@ def cutoff_ms(value: Cutoff, name: str, clock=time.time) -> Optional[int]:
     else:
         if isinstance(value, str):
             try:
-                value = datetime.datetime.fromisoformat(value.strip())
+                value = parse_iso_datetime(value.strip())
             except ValueError:
                 raise OptionError(f"{name}={value!r} is an invalid time (expected "
                                   f"'YYYY-MM-DD HH:MM:SS', local time, or a datetime)") from None

@@ -139,6 +139,9 @@ def _print_report(r: Dict[str, Any]) -> None:
     print(f"on disk          {r['disk_files']} file(s), {r['disk_bytes']} bytes")
     for cause, v in r["reclaimable"].items():
         print(f"reclaimable      {cause}: {v['files']} file(s), {v['bytes']} bytes")
+    from ..report import small_files_text
+    for line in small_files_text(r.get("small_files") or {}):
+        print(line)
     if r.get("html"):
         print(f"html report      {r['html']}")
 

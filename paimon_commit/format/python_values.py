@@ -148,10 +148,15 @@ _FLOAT_TEXT = re.compile(r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]
 _EPOCH_DATE = datetime.date(1970, 1, 1)
 
 
-def _parse_iso_datetime(text: str) -> datetime.datetime:
-    # Python < 3.11 fromisoformat rejects a trailing "Z".
+_FRACTION = re.compile(r"(T|\s|^)(\d{1,2}:\d{2}:\d{2})\.(\d+)")
+
+
+def parse_iso_datetime(text: str) -> datetime.datetime:
+    """datetime.fromisoformat as Python 3.11 reads it, on every supported Python: 3.10's
+    rejects a trailing "Z" (UTC) and fractions of a second of other than 3 or 6 digits."""
     if text.endswith(("Z", "z")):
         text = text[:-1] + "+00:00"
+    text = _FRACTION.sub(lambda m: f"{m.group(1)}{m.group(2)}.{m.group(3)[:6]:0<6}", text, 1)
     return datetime.datetime.fromisoformat(text)
 
 
@@ -195,7 +200,7 @@ def _parse_text(text: str, a: AtomicType) -> Any:
             return datetime.time(seconds // 3600, seconds // 60 % 60, seconds % 60, ms * 1000)
         return datetime.time.fromisoformat(s)
     if root in TIMESTAMP_ROOTS:
-        value = _parse_iso_datetime(s)
+        value = parse_iso_datetime(s)
         if root == "TIMESTAMP_LTZ":
             if value.tzinfo is None:
                 value = value.replace(tzinfo=datetime.timezone.utc)

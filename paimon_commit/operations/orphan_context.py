@@ -64,6 +64,9 @@ class CleanContext:
             table = self.table_path
             self.file_io = self.file_io or table.store.io
             self.table_path = table.path
+            dynamic = getattr(table, "dynamic_options", None)   # Table.open(options=...)
+            if dynamic:
+                self.options = {**dynamic, **(self.options or {})}
         now_ms = int(self.clock() * 1000)
         if self.older_than_ms is None:
             self.older_than_ms = now_ms - DAY_MS

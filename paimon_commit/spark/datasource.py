@@ -104,7 +104,7 @@ def _open_or_create(options: Mapping[str, str], schema: StructType) -> Table:
     if not path:
         raise OptionError("the paimon data source needs a table path: .save(PATH)")
     try:
-        return Table.open(path, options=storage_options(options, path))
+        return Table.open(path, storage_options=storage_options(options, path))
     except TableNotFoundError:
         keys = [k.strip() for k in options.get("partition-keys", "").split(",") if k.strip()]
         log.info("creating Paimon table %s partitioned by %s", path, keys)
@@ -142,7 +142,7 @@ class PaimonWriterMessage(WriterCommitMessage):
 
 def _write_task(path: str, iterator: Iterator[pa.RecordBatch],
                 storage: Optional[Dict[str, str]] = None) -> PaimonWriterMessage:
-    table = Table.open(path, options=storage)
+    table = Table.open(path, storage_options=storage)
     writer = table.new_writer()
     try:
         for batch in iterator:
@@ -163,7 +163,7 @@ def _abort(path: str, messages, commit_user: str, storage: Optional[Dict[str, st
     the process died right after): the one abort (operations/abort.py) deletes nothing then,
     nor any file a snapshot, tag or changelog names."""
     from ..operations.abort import abort_files
-    table = Table.open(path, options=storage)
+    table = Table.open(path, storage_options=storage)
     abort_files(table.store, message_paths(table.store, _messages(messages)),
                 commit_user=commit_user, since_snapshot=since_snapshot,
                 commit_identifier=batch_id)
@@ -205,7 +205,7 @@ class PaimonBatchWriter(DataSourceArrowWriter):
         return _write_task(self.path, iterator, self.storage)
 
     def commit(self, messages) -> None:
-        table = Table.open(self.path, options=self.storage)
+        table = Table.open(self.path, storage_options=self.storage)
         msgs = _messages(messages)
         with table.new_commit(self.commit_user, self.write_options) as c:
             if self.overwrite:
@@ -236,7 +236,7 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
         return _write_task(self.path, iterator, self.storage)
 
     def commit(self, messages, batchId: int) -> None:
-        table = Table.open(self.path, options=self.storage)
+        table = Table.open(self.path, storage_options=self.storage)
         msgs = _messages(messages)
         with table.new_commit(self.commit_user, self.write_options) as c:
             if not c.filter_committed([batchId]):
@@ -286,7 +286,7 @@ class PaimonReader(DataSourceReader):
         self.filters: List[Filter] = []
 
     def pushFilters(self, filters: List[Filter]):
-        keys = set(Table.open(self.path, options=self.storage).partition_keys)
+        keys = set(Table.open(self.path, storage_options=self.storage).partition_keys)
         for f in filters:
             if isinstance(f, (EqualTo, In, GreaterThan, GreaterThanOrEqual, LessThan,
                               LessThanOrEqual, IsNull, IsNotNull)) \
@@ -323,7 +323,7 @@ class PaimonReader(DataSourceReader):
         return True
 
     def partitions(self) -> Sequence[InputPartition]:
-        table = Table.open(self.path, options=self.storage)
+        table = Table.open(self.path, storage_options=self.storage)
         table.store.check_readable(table.resolve_snapshot(self.snapshot_id, self.tag))
         files = [f for f in table.live_files(self.snapshot_id, self.tag)
                  if self._keep(f.partition)]
@@ -358,7 +358,7 @@ class PaimonDataSource(DataSource):
         if not path:
             raise OptionError("the paimon data source needs a table path: .load(PATH)")
         return _from_arrow_schema(
-            Table.open(path, options=storage_options(self.options, path)).arrow_schema())
+            Table.open(path, storage_options=storage_options(self.options, path)).arrow_schema())
 
     def reader(self, schema: StructType) -> PaimonReader:
         return PaimonReader(self.options, schema)

@@ -66,7 +66,7 @@ class PaimonStreamReader(DataSourceStreamReader):
         self.schema = schema
 
     def _table(self) -> Table:
-        return Table.open(self.path, options=self.storage)
+        return Table.open(self.path, storage_options=self.storage)
 
     def initialOffset(self) -> dict:
         return {"snapshot": NOTHING_YET}

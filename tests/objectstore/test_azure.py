@@ -48,11 +48,11 @@ def test_paimon_option_names_and_obstore_keys_configure_the_store(azure, monkeyp
     hadoop = {f"fs.azure.account.key.{ACCOUNT}.dfs.core.windows.net": ACCOUNT_KEY,
               "azure.endpoint": azure.endpoint}
     abfss = f"abfss://{azure.name}@{ACCOUNT}.dfs.core.windows.net/db.db/t"
-    assert write(Table.open(abfss, options=hadoop), make_rows([2])) == 2
+    assert write(Table.open(abfss, storage_options=hadoop), make_rows([2])) == 2
     # obstore's own keys (an http:// endpoint under any of its names needs no allow_http).
     native = {"azure_storage_account_name": ACCOUNT, "azure_storage_account_key": ACCOUNT_KEY,
               "azure_storage_endpoint": azure.endpoint}
-    again = Table.open(azure.table_uri(), options=native)
+    again = Table.open(azure.table_uri(), storage_options=native)
     assert write(again, make_rows([3])) == 3
     assert _ids(again) == [1, 2, 3]
     assert_never_stored(azure, again, (ACCOUNT_KEY, "azure"), ("azure", "fs.azure"))
@@ -69,12 +69,12 @@ def test_the_emulator_switch(azure, monkeypatch):
     assert write(t, make_rows([1, 2])) == 1
     assert f"azure store at {azure.server.url}" in repr(t.store.io)
     monkeypatch.delenv("AZURE_STORAGE_USE_EMULATOR")
-    assert _ids(Table.open(azure.table_uri(), options={"azure_storage_use_emulator": "true"})) \
-        == [1, 2]
+    emulator = {"azure_storage_use_emulator": "true"}
+    assert _ids(Table.open(azure.table_uri(), storage_options=emulator)) == [1, 2]
     mark = azure.mark()
     with pytest.raises(OptionError, match="ignores the endpoint") as e:
-        Table.open(azure.table_uri(), options={"azure_storage_use_emulator": "true",
-                                               "azure.endpoint": azure.endpoint})
+        Table.open(azure.table_uri(), storage_options={"azure_storage_use_emulator": "true",
+                                                       "azure.endpoint": azure.endpoint})
     assert "AZURITE_BLOB_STORAGE_URL" in str(e.value)
     assert azure.requests_since(mark) == []
 
@@ -106,7 +106,7 @@ def test_wrong_account_key(azure, monkeypatch):
     # Not base64 at all (a key pasted wrongly): refused before any request.
     mark = azure.mark()
     with pytest.raises(OptionError, match="not base64") as e:
-        Table.open(azure.table_uri(), options={"azure.account-key": "not-a-key!"})
+        Table.open(azure.table_uri(), storage_options={"azure.account-key": "not-a-key!"})
     assert "not-a-key" not in str(e.value)
     assert azure.requests_since(mark) == []
     assert azure.keys() == before, "something was written"
@@ -123,7 +123,7 @@ def test_a_commit_whose_writes_are_refused_publishes_nothing(azure, monkeypatch)
     before = azure.keys()
     _no_azure_env(monkeypatch)
     sas = azure.server.account_sas("rl")
-    read_only = Table.open(azure.table_uri(), options={
+    read_only = Table.open(azure.table_uri(), storage_options={
         "azure.account-name": ACCOUNT, "azure.sas-token": sas, "azure.endpoint": azure.endpoint})
     assert _ids(read_only) == [1]
     with pytest.raises(ObjectStoreError) as e:
@@ -132,4 +132,4 @@ def test_a_commit_whose_writes_are_refused_publishes_nothing(azure, monkeypatch)
     msg = assert_one_clear_error(e, azure, azure.endpoint, azure.table_uri())
     assert "access denied" in msg and sas not in msg and sas.split("sig=")[1] not in msg
     assert azure.keys() == before, "a manifest or snapshot was written"
-    assert Table.open(azure.table_uri(), options=azure.options).latest_snapshot().id == 1
+    assert Table.open(azure.table_uri(), storage_options=azure.options).latest_snapshot().id == 1

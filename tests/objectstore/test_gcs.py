@@ -27,13 +27,13 @@ def test_option_names_configure_the_store_and_are_never_stored(gcs, tmp_path, mo
     for opts in ({"fs.gs.auth.service.account.json.keyfile": sa},      # Paimon's / Hadoop's
                  {"gcs.service-account-key": open(sa).read()},          # the JSON itself
                  {"google_service_account": sa}):                       # obstore's own key
-        again = Table.open(gcs.table_uri(), options=opts)
+        again = Table.open(gcs.table_uri(), storage_options=opts)
         assert again.store.io.description == f"gcs store at {gcs.url}"
         assert _ids(again) == [1]
         shown = [again.path, repr(again), repr(again.store.io)]
         assert not any(PRIVATE_KEY in s or "GCS-TEST-KEY" in s for s in shown)
     assert write(again, make_rows([2])) == 2
     assert _ids(again) == [1, 2]
-    assert _ids(Table.open(f"gcs://{gcs.name}/db.db/t", options=gcs.options)) == [1, 2]
+    assert _ids(Table.open(f"gcs://{gcs.name}/db.db/t", storage_options=gcs.options)) == [1, 2]
     assert_never_stored(gcs, again, (sa, "GCS-TEST-KEY", "gcs."), ("gcs.", "fs.gs.", "google_"))
     assert "GCS-TEST-KEY" not in caplog.text

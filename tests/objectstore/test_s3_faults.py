@@ -103,7 +103,7 @@ def test_a_failed_request_anywhere_in_a_commit_loses_nothing(faulty):
     opts = _opts(proxy.url)
     probe_uri = s3.table_uri("db.db/count")
     Table.create(probe_uri, SCHEMA, storage_options=opts)
-    n = _count_requests(fault, lambda: _commit(Table.open(probe_uri, options=opts), [1]))
+    n = _count_requests(fault, lambda: _commit(Table.open(probe_uri, storage_options=opts), [1]))
     assert 8 <= n <= 40
     for i, (pos, kind) in enumerate(_positions(n, stride=3)):
         uri = s3.table_uri(f"db.db/c{i}")          # a fresh root: the probe is in the sequence
@@ -111,13 +111,13 @@ def test_a_failed_request_anywhere_in_a_commit_loses_nothing(faulty):
         _commit(t, [1])
         fault.arm(pos, kind)
         try:
-            _commit(Table.open(uri, options=opts), [2])
+            _commit(Table.open(uri, storage_options=opts), [2])
             ok = True
         except (PaimonCommitError, OSError):
             ok = False
         fault.disarm()
         assert fault.fired
-        _commit(Table.open(uri, options=opts), [3])        # the next run goes on
+        _commit(Table.open(uri, storage_options=opts), [3])        # the next run goes on
         t = _check_intact(s3, uri)
         ids = sorted(t.read_arrow().column("id").to_pylist())
         assert ids in ([1, 2, 3], [1, 3]), (pos, kind, ids)
@@ -142,7 +142,7 @@ def test_a_failed_request_anywhere_in_an_expiration_is_finished_by_the_next_run(
     cfg = ExpireConfig(retain_min=2, time_retained_ms=0)
     _history(s3.table_uri("db.db/count"), opts)
     n = _count_requests(fault, lambda: ExpireSnapshots(
-        Table.open(s3.table_uri("db.db/count"), options=opts).store, cfg).expire())
+        Table.open(s3.table_uri("db.db/count"), storage_options=opts).store, cfg).expire())
     assert n > 5
     for i, (pos, kind) in enumerate(_positions(n, stride=8)):
         rel = f"db.db/e{i}/"
@@ -150,11 +150,11 @@ def test_a_failed_request_anywhere_in_an_expiration_is_finished_by_the_next_run(
         _history(uri, opts)
         fault.arm(pos, kind)
         try:
-            ExpireSnapshots(Table.open(uri, options=opts).store, cfg).expire()
+            ExpireSnapshots(Table.open(uri, storage_options=opts).store, cfg).expire()
         except (PaimonCommitError, OSError):
             pass
         fault.disarm()
-        ExpireSnapshots(Table.open(uri, options=opts).store, cfg).expire()   # finishes
+        ExpireSnapshots(Table.open(uri, storage_options=opts).store, cfg).expire()   # finishes
         t = _check_intact(s3, uri)
         assert [s.id for s in t.snapshots()] == [4, 5], (pos, kind)
         data = [k for k in s3.keys(rel) if k.endswith(".parquet")]
@@ -175,7 +175,7 @@ def test_a_failed_request_anywhere_in_an_orphan_cleanup_is_finished_by_the_next_
 
     def clean(rel, cutoff):
         uri = s3.table_uri(rel)
-        io = Table.open(uri, options=opts).store.io
+        io = Table.open(uri, storage_options=opts).store.io
         return OrphanFilesCleaner(CleanContext(uri, older_than_ms=cutoff, file_io=io)).clean()
 
     first = plant("count")

@@ -33,7 +33,7 @@ def test_paimon_option_names_configure_the_store_and_are_never_stored(s3, monkey
     assert write(t, make_rows([1])) == 1
     hadoop = {"fs.s3a.endpoint": s3.url, "fs.s3a.access.key": ACCESS_KEY,
               "fs.s3a.secret.key": SECRET_KEY, "fs.s3a.path.style.access": "true"}
-    again = Table.open(s3.table_uri(), options=hadoop)
+    again = Table.open(s3.table_uri(), storage_options=hadoop)
     assert write(again, make_rows([2])) == 2
     assert sorted(again.read_arrow().column("id").to_pylist()) == [1, 2]
     assert_never_stored(s3, again, (SECRET_KEY, ACCESS_KEY, "s3."), ("s3.", "fs.s3a."))

@@ -32,7 +32,7 @@ def test_spark_writes_and_reads_the_table_on_s3_with_options(spark, s3, monkeypa
     assert sorted(r.id for r in back.collect()) == list(range(40)) + [100]
     assert back.filter("dt = date'2024-01-01'").count() == 21
     assert sorted(s3.pp_read().column("id").to_pylist()) == list(range(40)) + [100]
-    t = Table.open(uri, options=opts)
+    t = Table.open(uri, storage_options=opts)
     assert not any(k.startswith("s3.") for k in t.options), "storage options were stored"
 
 
@@ -54,12 +54,12 @@ def test_distributed_orphan_cleanup_on_s3_with_options(spark, s3, monkeypatch):
     time.sleep(2.2)
     for k in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"):
         monkeypatch.delenv(k, raising=False)
-    io = Table.open(s3.table_uri(), options=opts).store.io
+    io = Table.open(s3.table_uri(), storage_options=opts).store.io
     ctx = CleanContext(s3.table_uri(), older_than_ms=int(time.time() * 1000) - 1000, file_io=io)
     r = DistributedOrphanFilesCleaner(ctx, spark=spark, parallelism=2).clean()
     assert r.deleted_files == len(orphans)
     assert not set(orphans) & set(s3.keys())
-    assert sorted(Table.open(s3.table_uri(), options=opts).read_arrow()
+    assert sorted(Table.open(s3.table_uri(), storage_options=opts).read_arrow()
                   .column("id").to_pylist()) == [1, 2, 3]
 
 
@@ -91,15 +91,15 @@ def test_spark_compaction_on_s3_conflict_then_success(spark, s3, monkeypatch):
             with t.new_commit() as c:
                 c.overwrite(w.prepare_commit(), partition={"hr": 2})
             return out
-    job = OverwrittenMeanwhile(Table.open(s3.table_uri(), options=opts).store, spark)
+    job = OverwrittenMeanwhile(Table.open(s3.table_uri(), storage_options=opts).store, spark)
     with pytest.raises(CompactionConflictError, match="5 of its 10 input files"):
         job.run()
     assert not [k for k in s3.keys() if job.marker in k]
-    assert Table.open(s3.table_uri(), options=opts).latest_snapshot().id == 11
+    assert Table.open(s3.table_uri(), storage_options=opts).latest_snapshot().id == 11
 
     r = compact(spark, s3.table_uri(), storage_options=opts)
     assert r.snapshot_id == 12 and r.rewritten_files == 5 and r.written_files == 1
     assert sorted(s3.pp_read().column("id").to_pylist()) == list(range(50)) + [999]
-    live = {f.path.rsplit("/", 1)[-1] for f in Table.open(s3.table_uri(), options=opts)
+    live = {f.path.rsplit("/", 1)[-1] for f in Table.open(s3.table_uri(), storage_options=opts)
             .live_files()}
     assert {k.rsplit("/", 1)[-1] for k in s3.keys() if "compact-" in k} <= live

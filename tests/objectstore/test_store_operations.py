@@ -163,7 +163,7 @@ def test_commit_writes_no_markers_no_temp_files_and_reads_back(store):
     assert len(_parquet(keys)) == 2
     assert store.get("db.db/t/snapshot/LATEST") == b"2"
     assert _ids(Table.open(store.table_uri())) == [1, 2, 3]
-    assert _ids(Table.open(store.table_uri(), options=store.options)) == [1, 2, 3]
+    assert _ids(Table.open(store.table_uri(), storage_options=store.options)) == [1, 2, 3]
     assert _pp_ids(store) == [1, 2, 3] and _pp_ids(store, snapshot_id=1) == [1, 2]
 
 
@@ -328,7 +328,7 @@ def test_unreachable_endpoint_is_one_clear_error_and_nothing_written(store, monk
         else:
             monkeypatch.setenv(k, v)
     start = time.monotonic()
-    for act in (lambda: Table.open(store.table_uri(), options=options),
+    for act in (lambda: Table.open(store.table_uri(), storage_options=options),
                 lambda: Table.create(store.table_uri(), SCHEMA, storage_options=options)):
         with pytest.raises(ObjectStoreError) as e:
             act()

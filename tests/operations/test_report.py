@@ -187,8 +187,8 @@ def test_time_axis_labels_are_distinct():
     assert time_axis_labels(t0, t0) == ["2024-03-01 12:00:05"]
 
 
-def test_small_files_match_compaction(table_path):
-    """The small-files numbers are the compaction planner's: what `compact` then removes."""
+def _small_files_table(table_path):
+    """4 small files in dt=2024-01-01 (compaction.min.file-num 3) and 1 in dt=2024-01-02."""
     t = Table.create(str(table_path), SCHEMA, ["dt"], {"compaction.min.file-num": "3",
                                                        "write-only": "true"})
     for i in range(4):
@@ -200,6 +200,12 @@ def test_small_files_match_compaction(table_path):
     w.write_arrow(make_rows([99], dt=D2))
     with t.new_commit() as c:
         c.commit(w.prepare_commit())
+    return t
+
+
+def test_small_files_match_compaction(table_path):
+    """The small-files numbers are the compaction planner's: what `compact` then removes."""
+    t = _small_files_table(table_path)
     sf = build_report(t).small_files
     assert (sf["files"], sf["small_files"]) == (5, 5)
     assert sf["average_bytes"] == sum(f.file_size for f in t.live_files()) // 5
@@ -207,3 +213,34 @@ def test_small_files_match_compaction(table_path):
         == [("dt=2024-01-01", 4, 3), ("dt=2024-01-02", 1, 0)]
     t.compact()
     assert len(t.live_files()) == 5 - sf["compaction_removes"]
+
+
+def test_cli_report_text_shows_small_files(table_path, capsys):
+    """`report` as text has the small-files view of the HTML page: files per partition, the
+    average size, what a compaction would remove (and compaction then removes that many)."""
+    t = _small_files_table(table_path)
+    sizes = {}
+    for f in t.live_files():
+        sizes.setdefault(f.partition["dt"], []).append(f.file_size)
+    # Paimon's defaults for an append table: target-file-size 256 MB x small-file-ratio 0.7
+    small = int(256 * 1024 * 1024 * 0.7)
+    assert main(["report", str(table_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("small files"))
+    total = sum(map(sum, sizes.values()))
+    assert lines[at:at + 3] == [
+        f"small files      5 live data file(s) in 2 partition(s), {total // 5} bytes on "
+        f"average; 5 below the small-file size ({small} bytes); a compaction now would "
+        f"remove 3 file(s)",
+        f"  {'dt=2024-01-01':<30} 4 file(s), 4 small, {sum(sizes[D1]) // 4} bytes on average, "
+        f"compaction removes 3",
+        f"  {'dt=2024-01-02':<30} 1 file(s), 1 small, {sizes[D2][0]} bytes on average, "
+        f"compaction removes 0"]
+    t.compact()
+    assert len(t.live_files()) == 2
+
+
+def test_cli_report_text_small_files_of_an_empty_table(table_path, capsys):
+    Table.create(str(table_path), SCHEMA, ["dt"])
+    assert main(["report", str(table_path)]) == 0
+    assert "small files      no live data files" in capsys.readouterr().out.splitlines()

@@ -151,12 +151,75 @@ def test_lower_level_classes_take_a_table(history, table_path):
     assert_intact(table_path)
 
 
-def test_open_takes_storage_options_and_the_old_spelling_warns(history, table_path):
+def test_open_takes_storage_options(history, table_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert Table.open(str(table_path), storage_options={"s3.region": "eu"}).latest_snapshot()
-    with pytest.warns(DeprecationWarning, match="pass them as storage_options="):
-        assert Table.open(str(table_path), options={"s3.region": "eu"}).latest_snapshot()
+
+
+def test_open_options_are_table_options_for_this_handle_only(history, table_path):
+    """`Table.open(path, options=...)` takes table options, as Table.create does: Paimon's
+    dynamic options, acted on by what runs through this handle and never written."""
+    schema_before = (table_path / "schema" / "schema-0").read_bytes()
+    t = Table.open(str(table_path), options={"snapshot.num-retained.min": 2,
+                                             "snapshot.num-retained.max": 4})
+    assert t.dynamic_options == {"snapshot.num-retained.min": "2",
+                                 "snapshot.num-retained.max": "4"}
+    assert t.options["snapshot.num-retained.max"] == "4"
+    write(t, make_rows([100]))   # the commit's expiration keeps 4 snapshots, as the handle says
+    assert sorted(os.listdir(table_path / "snapshot")) == \
+        ["EARLIEST", "LATEST"] + [f"snapshot-{i}" for i in (10, 11, 12, 13)]
+    assert os.listdir(table_path / "schema") == ["schema-0"]
+    assert (table_path / "schema" / "schema-0").read_bytes() == schema_before
+    assert "snapshot.num-retained.max" not in Table.open(str(table_path)).options
+    assert_intact(table_path)
+    assert rows(pp_read(table_path)) == rows(t.read_arrow())
+    # Maintenance through the handle uses them too (expiration: retain_max unset -> 4).
+    again = Table.open(str(table_path), options={"snapshot.num-retained.min": "1",
+                                                 "snapshot.num-retained.max": "2"})
+    assert again.expire_snapshots().expired_snapshots == 2
+    from paimon_commit.operations.orphan import CleanContext
+    ctx = CleanContext(again, dry_run=True, options={"file-operation.thread-num": "2"})
+    assert ctx.options == {"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "2",
+                           "file-operation.thread-num": "2"}
+    assert_intact(table_path)
+
+
+@pytest.mark.parametrize("options, error", [
+    ({"snapshot.num-retained.min": "x"},
+     "option 'snapshot.num-retained.min': expected an integer, got 'x'"),
+    ({"snapshot.time-retained": "-1 h"}, "option 'snapshot.time-retained'"),
+    ({"s3.endpoint": "http://localhost:9000"},
+     "'s3.endpoint' is a storage option, not a table option: give it as storage_options="),
+    ({"bucket": "4"}, "table option 'bucket' = '4' cannot be given when opening"),
+    ({"bucket-key": "id"}, "table option 'bucket-key' = 'id' cannot be given when opening"),
+    ({"snapshot.num-retained.max": "3"},
+     "'snapshot.num-retained.max' = 3 must be >= 'snapshot.num-retained.min' = 10 (with the "
+     "options given when opening"),
+])
+def test_open_refuses_bad_table_options_and_touches_nothing(history, table_path, options,
+                                                           error):
+    before = files_under(table_path)
+    with pytest.raises(OptionError) as e:
+        Table.open(str(table_path), options=options)
+    assert error in str(e.value)
+    assert files_under(table_path) == before
+
+
+def test_open_checks_option_values_before_any_io(tmp_path):
+    with pytest.raises(OptionError, match="option 'write-only': expected 'true' or 'false'"):
+        Table.open(str(tmp_path / "no-table-here"), options={"write-only": "maybe"})
+
+
+def test_open_warns_about_a_typo_of_a_paimon_option(history, table_path):
+    from paimon_commit.option_names import OptionNameWarning
+    with pytest.warns(OptionNameWarning, match="table option 'snapshot.num-retaind.min' is "
+                      "not a Paimon option: did you mean 'snapshot.num-retained.min'"):
+        t = Table.open(str(table_path), options={"snapshot.num-retaind.min": "3"})
+    assert t.expire_snapshots(dry_run=True).expired_snapshots == 0   # the typo acts on nothing
+    with warnings.catch_warnings():   # an option of another engine: kept, no warning
+        warnings.simplefilter("error")
+        Table.open(str(table_path), options={"sink.parallelism": "4"})
 
 
 @pytest.mark.parametrize("make", [
