@@ -38,6 +38,7 @@ from ..tags import ConsumerManager, tag_manager
 from .expire_changelog import ChangelogExpiration
 from .expire_config import ExpireConfig
 from .expire_plan import ExpirePlan, ExpireResult, ExpireTotals
+from .limits import MAX_DELETES, MAX_DURATION, MEMORY, Deadline
 
 # A large expiration goes in chunks of at most this many snapshots, sized after the first so
 # that each deletes about CHUNK_FILES files: what is held at once follows the chunk.
@@ -283,7 +284,8 @@ class ExpireSnapshots(ChangelogExpiration):
         return [Root(cm.snapshot_path(cid), c, "changelog") for cid, c in read if c]
 
     # --- acting --------------------------------------------------------------------------
-    def expire(self, dry_run: bool = False) -> ExpireResult:
+    def expire(self, dry_run: bool = False, max_duration_ms: Optional[int] = None
+               ) -> ExpireResult:
         """Expire snapshots and then, when the lifecycle is decoupled, changelogs. Returns
         what was expired and deleted (with dry_run: what would be, deleting nothing).
 
@@ -291,54 +293,139 @@ class ExpireSnapshots(ChangelogExpiration):
         crash-safe order before the next is planned (as consecutive runs with a limit
         would), so that memory follows the chunk, not the range: what a chunk planned is
         folded into the result and dropped. The ADD positions of the deltas are scanned
-        once for all chunks (ReAdds)."""
+        once for all chunks (ReAdds).
+
+        Limits (operations/limits.py): with `max_duration_ms`, the run stops at the first
+        chunk boundary after that long (the chunk being deleted finishes first; the first
+        chunk always runs); out of memory, it stops where it is (as a crash there would:
+        the next run finishes it). Either way the result says `complete=False`,
+        `stopped_by` ("max-duration", "memory"), and what was done; reaching
+        snapshot.expire.limit with more to expire says `stopped_by="max-deletes"`.
+
+        Raises:
+            OptionError: `max_duration_ms` is not an integer > 0 (before any I/O).
+        """
+        deadline = Deadline.after(max_duration_ms)
         # One operation for the deletion gate: directories resolved once, afresh.
         with self.store.io.resolution_scope():
-            return self._expire(dry_run)
+            return self._expire(dry_run, deadline)
 
-    def _expire(self, dry_run: bool) -> ExpireResult:
+    def _expire(self, dry_run: bool, deadline: Optional[Deadline] = None) -> ExpireResult:
         emit(self.progress, READING, 0, None, "snapshots")
         totals = ExpireTotals()
         self._readds = ReAdds()
         seconds = {"plan": 0.0, "delete": 0.0}
         chunk = FIRST_CHUNK
+        stop: Optional[str] = None
+        steps = 0            # chunks executed: the time limit lets the first one run
+        last_end = None      # the first snapshot kept by the last chunk
+        running: Optional[ExpirePlan] = None   # a chunk being deleted (out of memory: fold it)
         try:
-            while True:
-                # snapshot.expire.limit counts for the whole run, not per chunk.
-                limit = None if dry_run else min(chunk, self.config.max_deletes
-                                                 - len(totals.expired))
-                if limit is not None and limit <= 0:
-                    break
-                t1 = time.perf_counter()
-                self._limit = limit
-                plan = self.plan()
-                t2 = time.perf_counter()
-                seconds["plan"] += t2 - t1
-                done = not dry_run and self._execute(plan)
-                seconds["delete"] += time.perf_counter() - t2
-                totals.add(plan, dry_run)
-                n = len(totals.expired)
-                emit(self.progress, READING, n, n, "snapshots")
-                if not done or not plan.expiring:
-                    break
-                # The next chunk holds about CHUNK_FILES files (the last one's rate).
-                files = sum(len(v) for v in plan.deleted.values())
-                chunk = max(1, min(CHUNK_SNAPSHOTS,
-                                   CHUNK_FILES * len(plan.expiring) // max(1, files)))
-                del plan
-        finally:
-            self._readds = self._limit = None
-        if self.config.changelog_decoupled:
-            t1 = time.perf_counter()
-            plan = self.plan_changelogs()
-            if not dry_run:
-                self._execute(plan)
-            seconds["delete"] += time.perf_counter() - t1
-            totals.add(plan, dry_run)
+            try:
+                while True:
+                    # snapshot.expire.limit counts for the whole run, not per chunk.
+                    limit = None if dry_run else min(chunk, self.config.max_deletes
+                                                     - len(totals.expired))
+                    if limit is not None and limit <= 0:
+                        break
+                    if deadline is not None and steps and deadline.reached():
+                        stop = MAX_DURATION   # between chunks: nothing is half done
+                        break
+                    t1 = time.perf_counter()
+                    self._limit = limit
+                    plan = self.plan()
+                    t2 = time.perf_counter()
+                    seconds["plan"] += t2 - t1
+                    running = plan
+                    done = not dry_run and self._execute(plan)
+                    running = None
+                    seconds["delete"] += time.perf_counter() - t2
+                    totals.add(plan, dry_run)
+                    n = len(totals.expired)
+                    emit(self.progress, READING, n, n, "snapshots")
+                    if plan.expiring:
+                        steps += 1
+                        last_end = plan.end
+                    if not done or not plan.expiring:
+                        break
+                    # The next chunk holds about CHUNK_FILES files (the last one's rate).
+                    files = sum(len(v) for v in plan.deleted.values())
+                    chunk = max(1, min(CHUNK_SNAPSHOTS,
+                                       CHUNK_FILES * len(plan.expiring) // max(1, files)))
+                    del plan
+            finally:
+                self._readds = self._limit = None
+            if stop is None and 0 < self.config.max_deletes <= len(totals.expired) \
+                    and last_end is not None and self._more_expirable(last_end):
+                stop = MAX_DELETES
+            if self.config.changelog_decoupled and stop != MAX_DURATION:
+                if deadline is not None and steps and deadline.reached():
+                    stop = MAX_DURATION
+                else:
+                    t1 = time.perf_counter()
+                    plan = self.plan_changelogs()
+                    if not dry_run:
+                        running = plan
+                        self._execute(plan)
+                        running = None
+                    seconds["delete"] += time.perf_counter() - t1
+                    totals.add(plan, dry_run)
+        except MemoryError:
+            # (Handled below, outside the except block: its traceback holds the frames, and
+            # their memory, of whatever ran out.)
+            stop = MEMORY
+        if stop == MEMORY:
+            plan = None
+            self._forget()
+            if running is not None:   # what the interrupted chunk deleted is reported too
+                totals.add(running, dry_run)
+                running = None
         earliest = totals.earliest
         if totals.expired and not dry_run:
             earliest = self.store.snapshots.earliest_snapshot_id()
-        return totals.result(earliest, dry_run, seconds)
+        result = totals.result(earliest, dry_run, seconds)
+        if stop is not None:
+            result.complete, result.stopped_by = False, stop
+            result.message = self._stopped_message(result, stop, deadline)
+            (log.info if stop == MAX_DELETES else log.warning)("expire %s: %s",
+                                                               self.store.root, result.message)
+        return result
+
+    def _more_expirable(self, first_kept: int) -> bool:
+        """Whether a run that went on from `first_kept` would expire more (the retention
+        rules of `_end`, as the next run applies them); read only."""
+        sm = self.store.snapshots
+        latest = sm.latest_snapshot_id()
+        if latest is None:
+            return False
+        self._memo, self._versions = {}, {}
+        return self._end(first_kept, latest, int(self.clock() * 1000),
+                         self.consumers.min_next_snapshot()) > first_kept
+
+    def _forget(self) -> None:
+        """After a run stopped inside a step (out of memory), what this expirer carries to
+        its next run may be half updated: start afresh (which also frees it)."""
+        self._memo, self._versions, self._raw_memo = {}, {}, {}
+        self.reach = Reachability(self.store)
+
+    def _stopped_message(self, r: ExpireResult, stop: str, deadline: Optional[Deadline]) -> str:
+        """What a stopped run did, and how the user goes on (one line)."""
+        verb = "would expire" if r.dry_run else "expired"
+        did = (f"{verb} {r.expired_snapshots} snapshot(s), "
+               f"{'would delete' if r.dry_run else 'deleted'} {r.deleted_files} file(s) "
+               f"({r.deleted_bytes} bytes); the earliest snapshot is {r.earliest}")
+        if stop == MAX_DELETES:
+            return (f"stopped at snapshot.expire.limit (--max-deletes, max_deletes=) "
+                    f"{self.config.max_deletes}: {did}; more snapshots can expire, a rerun "
+                    f"continues")
+        if stop == MAX_DURATION:
+            return (f"stopped by {deadline.describe() if deadline else 'the time limit'} "
+                    f"between two chunks: {did}; the table is consistent, a rerun continues")
+        return (f"ran out of memory: {did}; the table is consistent (a rerun finishes what "
+                f"was being deleted). Expire fewer snapshots per run: rerun with a smaller "
+                f"--max-deletes (max_deletes=, option snapshot.expire.limit; now "
+                f"{self.config.max_deletes}); what retained snapshots and tags use is held in "
+                f"any case")
 
     def _execute(self, plan: ExpirePlan) -> bool:
         """Delete what `plan` lists in the crash-safe order; True when all of it is gone
