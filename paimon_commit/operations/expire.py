@@ -22,8 +22,9 @@ The config is in `expire_config`, the plan and result records in `expire_plan`.
 from __future__ import annotations
 
 import logging
+import os
 import time
-from concurrent.futures import Executor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Dict, List, Optional, Set, Tuple
 
 from ..io.deletion import Deleter
@@ -38,7 +39,8 @@ from ..tags import ConsumerManager, tag_manager
 from .expire_changelog import ChangelogExpiration
 from .expire_config import ExpireConfig
 from .expire_plan import ExpirePlan, ExpireResult, ExpireTotals
-from .limits import MAX_DELETES, MAX_DURATION, MEMORY, Deadline
+from .limits import (MAX_DELETES, MAX_DURATION, MEMORY, OUT_OF_MEMORY, Deadline,
+                     is_out_of_memory)
 
 # A large expiration goes in chunks of at most this many snapshots, sized after the first so
 # that each deletes about CHUNK_FILES files: what is held at once follows the chunk.
@@ -306,9 +308,21 @@ class ExpireSnapshots(ChangelogExpiration):
             OptionError: `max_duration_ms` is not an integer > 0 (before any I/O).
         """
         deadline = Deadline.after(max_duration_ms)
-        # One operation for the deletion gate: directories resolved once, afresh.
-        with self.store.io.resolution_scope():
-            return self._expire(dry_run, deadline)
+        own = None
+        if self.executor is None and not dry_run:
+            # One pool for every chunk (not one each): its threads start once, at the first
+            # chunk. A thread that cannot start once memory is short hangs the pool in
+            # CPython (the start waits for a bootstrap that died of a MemoryError).
+            own = self.executor = ThreadPoolExecutor(self.config.thread_num or
+                                                     os.cpu_count() or 1)
+        try:
+            # One operation for the deletion gate: directories resolved once, afresh.
+            with self.store.io.resolution_scope():
+                return self._expire(dry_run, deadline)
+        finally:
+            if own is not None:
+                self.executor = None
+                own.shutdown(wait=True)
 
     def _expire(self, dry_run: bool, deadline: Optional[Deadline] = None) -> ExpireResult:
         emit(self.progress, READING, 0, None, "snapshots")
@@ -370,7 +384,9 @@ class ExpireSnapshots(ChangelogExpiration):
                         running = None
                     seconds["delete"] += time.perf_counter() - t1
                     totals.add(plan, dry_run)
-        except MemoryError:
+        except OUT_OF_MEMORY as e:
+            if not is_out_of_memory(e):
+                raise
             # (Handled below, outside the except block: its traceback holds the frames, and
             # their memory, of whatever ran out.)
             stop = MEMORY
@@ -381,7 +397,7 @@ class ExpireSnapshots(ChangelogExpiration):
                 totals.add(running, dry_run)
                 running = None
         earliest = totals.earliest
-        if totals.expired and not dry_run:
+        if (totals.expired or stop == MEMORY) and not dry_run:
             earliest = self.store.snapshots.earliest_snapshot_id()
         result = totals.result(earliest, dry_run, seconds)
         if stop is not None:
@@ -424,8 +440,8 @@ class ExpireSnapshots(ChangelogExpiration):
         return (f"ran out of memory: {did}; the table is consistent (a rerun finishes what "
                 f"was being deleted). Expire fewer snapshots per run: rerun with a smaller "
                 f"--max-deletes (max_deletes=, option snapshot.expire.limit; now "
-                f"{self.config.max_deletes}); what retained snapshots and tags use is held in "
-                f"any case")
+                f"{self.config.max_deletes}), or with fewer threads (file-operation.thread-num); "
+                f"what retained snapshots and tags use is held in any case")
 
     def _execute(self, plan: ExpirePlan) -> bool:
         """Delete what `plan` lists in the crash-safe order; True when all of it is gone

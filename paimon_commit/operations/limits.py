@@ -26,12 +26,22 @@ from typing import Any, Callable, Optional
 from ..errors import OptionError
 
 __all__ = ["MAX_DURATION", "MEMORY", "MAX_DELETES", "STOPPED_BY", "Deadline",
-           "check_max_duration_ms"]
+           "check_max_duration_ms", "OUT_OF_MEMORY", "is_out_of_memory"]
 
 MAX_DURATION = "max-duration"
 MEMORY = "memory"
 MAX_DELETES = "max-deletes"
 STOPPED_BY = (MAX_DURATION, MEMORY, MAX_DELETES)
+
+
+# What a memory limit raises: MemoryError, or, when the address space left cannot hold one
+# more thread's stack, RuntimeError("can't start new thread") from the thread pools.
+OUT_OF_MEMORY = (MemoryError, RuntimeError)
+
+
+def is_out_of_memory(error: BaseException) -> bool:
+    """Whether `error` (one of OUT_OF_MEMORY) is the process running out of memory."""
+    return isinstance(error, MemoryError) or "can't start new thread" in str(error)
 
 
 def check_max_duration_ms(value: Any, name: str = "max_duration_ms") -> Optional[int]:

@@ -35,7 +35,7 @@ from ..format.snapshot import Tag
 from ..reachability import NameHashes, Reachability, Root, Unreadable
 from ..snapshots import SnapshotManager
 from ..store import FileStore, SchemaManager
-from .limits import MAX_DURATION, MEMORY, Deadline
+from .limits import MAX_DURATION, MEMORY, OUT_OF_MEMORY, Deadline, is_out_of_memory
 from .orphan_context import (PLAUSIBLE_MS, Candidate, CleanContext, OrphanCleanAborted,
                              OrphanCleanResult, classify, is_bucket_dir)
 
@@ -109,7 +109,9 @@ class OrphanFilesCleaner:
         orphans: List[Candidate] = []
         try:
             orphans = self._find_and_delete(result)
-        except MemoryError:
+        except OUT_OF_MEMORY as e:
+            if not is_out_of_memory(e):
+                raise
             # (Handled below, outside the except block: its traceback holds the frames, and
             # their memory, of whatever ran out.)
             self._stopped_by = MEMORY
@@ -182,8 +184,9 @@ class OrphanFilesCleaner:
             result.message = (
                 f"ran out of memory while {phase}: {did}; the table is intact, a rerun "
                 f"continues. Orphan cleanup holds the name of every file listed and every "
-                f"file used at once and no option makes that smaller: give it more memory "
-                f"(maintain: --parallelism 1 runs one table at a time)")
+                f"file used at once and no option makes that smaller: give it more memory, or "
+                f"fewer threads (--parallelism, file-operation.thread-num; maintain: "
+                f"--parallelism 1 runs one table at a time)")
         log.warning("orphan clean of %s: %s", self.root, result.message)
 
     def find_orphans(self, executor: Optional[Executor], result: OrphanCleanResult
