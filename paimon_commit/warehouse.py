@@ -232,8 +232,9 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
         storage_options: how to reach the storage (`s3.endpoint`, ...).
         compact: first compact the table's small files (Table.compact, every partition).
         deadline_at: when the run must stop (time.time() seconds; maintain_warehouse's
-            time limit): checked before the table and between its steps, and given to
-            expiration and orphan cleanup, which stop at their next safe point.
+            time limit): checked between the table's steps (its first step always runs),
+            and given to expiration and orphan cleanup, which stop at their next safe
+            point.
 
     Returns:
         TableMaintenanceResult with status `ok`, `failed`, `skipped` or `incomplete`.
@@ -247,10 +248,6 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
     path, storage_options = split_credentials(str(path), storage_options)
     name = name or path
     result = TableMaintenanceResult(name, path, dry_run=dry_run)
-    if deadline_at is not None and time.time() >= deadline_at:
-        result.status, result.stopped_by = "incomplete", MAX_DURATION
-        result.reason = "not started: the run's time limit was reached; a rerun continues"
-        return result
     limits = _Limits(deadline_at, result)
     out_of_memory = False
     step = "opening"
@@ -440,8 +437,9 @@ def _table_steps(store, options, tag_config, expire_config, partition_expire,
             int(clock() * 1000) - ttl, dry_run=dry_run)
 
     def snapshots() -> None:
+        limit = limits.remaining_ms() if limits is not None else None
         er = ExpireSnapshots(store, expire_config, clock=clock).expire(
-            dry_run=dry_run, max_duration_ms=limits.remaining_ms() if limits else None)
+            dry_run=dry_run, **({} if limit is None else {"max_duration_ms": limit}))
         result.snapshots_expired = er.expired_snapshots
         result.deleted_files += er.deleted_files
         result.deleted_bytes += er.deleted_bytes
@@ -497,6 +495,25 @@ def _storage_env() -> Dict[str, str]:
     return {k: v for k, v in os.environ.items() if k.startswith(_STORAGE_ENV)}
 
 
+def _not_started(path: str, name: str, dry_run: bool) -> TableMaintenanceResult:
+    """A table the run's time limit left untouched."""
+    return TableMaintenanceResult(name, path, "incomplete", "not started: the run's time "
+                                  "limit was reached before it; a rerun continues", dry_run,
+                                  stopped_by=MAX_DURATION)
+
+
+def _maintain_in_time(path: str, name: str, orphans: bool, older_than_ms: Optional[int],
+                      dry_run: bool, clock: Callable[[], float] = time.time,
+                      progress: Optional[ProgressCallback] = None,
+                      storage_options: Optional[Dict[str, str]] = None, compact: bool = False,
+                      deadline_at: Optional[float] = None) -> TableMaintenanceResult:
+    """maintain_table, unless the run's time limit passed before the table could start."""
+    if deadline_at is not None and time.time() >= deadline_at:
+        return _not_started(path, name, dry_run)
+    return maintain_table(path, name, orphans, older_than_ms, dry_run, clock, progress,
+                          storage_options, compact, deadline_at)
+
+
 def _maintain_one(args: Tuple) -> Dict[str, Any]:
     """Process-pool entry point: returns the result as a dict (picklable)."""
     path, name, orphans, older_than_ms, dry_run, storage_options, env, compact, deadline_at = \
@@ -506,9 +523,9 @@ def _maintain_one(args: Tuple) -> Dict[str, Any]:
     for k in [k for k in os.environ if k.startswith(_STORAGE_ENV) and k not in env]:
         del os.environ[k]
     os.environ.update(env)
-    r = maintain_table(path, name, orphans, older_than_ms, dry_run,
-                       storage_options=storage_options, compact=compact,
-                       deadline_at=deadline_at)
+    r = _maintain_in_time(path, name, orphans, older_than_ms, dry_run,
+                          storage_options=storage_options, compact=compact,
+                          deadline_at=deadline_at)
     return r.__dict__
 
 
@@ -581,15 +598,19 @@ def maintain_warehouse(warehouse: str, database: Optional[str] = None,
 
     if parallelism == 1 or total <= 1:
         for ref in refs:
+            if deadline_at is not None and results and time.time() >= deadline_at:
+                # (The first table always starts: every run makes progress.)
+                finished(_not_started(ref.path, ref.full_name, dry_run))
+                continue
             finished(maintain_table(ref.path, ref.full_name, orphans, older_than_ms, dry_run,
                                     clock, progress=_per_table(progress, len(results), total),
                                     storage_options=storage_options, compact=compact,
                                     deadline_at=deadline_at))
     elif workers == "thread":
         with concurrent.futures.ThreadPoolExecutor(parallelism) as pool:
-            futures = [pool.submit(maintain_table, ref.path, ref.full_name, orphans,
+            futures = [pool.submit(_maintain_in_time, ref.path, ref.full_name, orphans,
                                    older_than_ms, dry_run, clock, None, storage_options,
-                                   compact, deadline_at)
+                                   compact, deadline_at=deadline_at)
                        for ref in refs]
             for f in concurrent.futures.as_completed(futures):
                 finished(f.result())

@@ -1,0 +1,351 @@
+"""Limits on a maintenance run (operations/limits.py): a time limit (`--max-duration`,
+`max_duration=`) stops expiration between chunks and orphan cleanup between batches of
+deletions; running out of memory stops them where they are; `--max-deletes` reaching its
+quota with more to expire says so. Each reports what it did (`complete: False`,
+`stopped_by`, `message`), exits 3 on the command line (0 for --max-deletes), leaves a table
+pypaimon and we read, and a rerun finishes the job: the files left are those one unlimited
+run leaves."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import files_under
+from invariants import assert_intact
+from oracle import pp_read
+
+from benchmarks.scale_tables import build_append_table, build_overwrite_table, count_data_files
+from paimon_commit import Table
+from paimon_commit.cli import main
+from paimon_commit.errors import OptionError
+from paimon_commit.operations import expire as expire_mod
+from paimon_commit.operations import orphan as orphan_mod
+from paimon_commit.operations.expire import ExpireSnapshots
+from paimon_commit.operations.orphan import CleanContext
+from paimon_commit.store import FileStore
+from paimon_commit.warehouse import maintain_warehouse
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PER_SNAPSHOT = 5
+SNAPSHOTS = 60
+RETAIN = ("--retain-min", "3", "--retain-max", "3", "--time-retained", "0 s")
+KEEP3 = dict(retain_min=3, retain_max=3, time_retained=0, max_deletes=1000)
+
+
+@pytest.fixture
+def overwrite_table(tmp_path):
+    """60 OVERWRITE snapshots of 5 files each (only the latest 5 files are live)."""
+    path = str(tmp_path / "wh" / "db.db" / "ov")
+    build_overwrite_table(path, SNAPSHOTS * PER_SNAPSHOT, PER_SNAPSHOT)
+    return path
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    """Chunks of 7 snapshots, then about 40 files (the production sizes need 100+)."""
+    monkeypatch.setattr(expire_mod, "FIRST_CHUNK", 7)
+    monkeypatch.setattr(expire_mod, "CHUNK_FILES", 40)
+
+
+def rel_files(root):
+    return {os.path.relpath(os.path.join(d, f), root)
+            for d, _, fs in os.walk(root) for f in fs}
+
+
+def expired_at_once(path, tmp_path):
+    """The files a copy of `path` keeps after one unlimited expiration (the reference)."""
+    ref = str(tmp_path / "ref" / "db.db" / "ov")
+    shutil.copytree(path, ref)
+    r = Table.open(ref).expire_snapshots(**KEEP3)
+    assert r.complete and r.earliest == SNAPSHOTS - 2
+    return rel_files(ref)
+
+
+def strays_on_disk(path):
+    return sorted(os.path.basename(p) for p in files_under(path)
+                  if os.path.basename(p).startswith("data-stray-"))
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# --- the time limit ------------------------------------------------------------------------
+
+def test_expire_max_duration_stops_between_chunks_and_a_rerun_finishes(
+        tmp_path, overwrite_table, small_chunks):
+    reference = expired_at_once(overwrite_table, tmp_path)
+    t = Table.open(overwrite_table)
+    r = t.expire_snapshots(max_duration=1, **KEEP3)   # 1 ms: the first chunk, then stop
+    assert (r.complete, r.stopped_by) == (False, "max-duration")
+    assert r.expired_snapshots == 7 and r.earliest == 8
+    assert "between two chunks" in r.message and "a rerun continues" in r.message
+    assert r.to_dict()["complete"] is False and r.to_dict()["stopped_by"] == "max-duration"
+    snapshots = sorted(os.listdir(os.path.join(overwrite_table, "snapshot")))
+    assert "snapshot-7" not in snapshots and "snapshot-8" in snapshots
+    # The chunk finished in the crash-safe order: the files of the 7 snapshots are gone.
+    assert count_data_files(overwrite_table) == (SNAPSHOTS - 7) * PER_SNAPSHOT
+    assert_intact(overwrite_table)
+    r = Table.open(overwrite_table).expire_snapshots(**KEEP3)
+    assert r.complete and r.stopped_by is None and r.earliest == SNAPSHOTS - 2
+    assert rel_files(overwrite_table) == reference
+    assert pp_read(overwrite_table).num_rows == PER_SNAPSHOT
+    assert Table.open(overwrite_table).read_arrow().num_rows == PER_SNAPSHOT
+
+
+def test_remove_orphan_files_max_duration_stops_between_batches(tmp_path, monkeypatch):
+    path = str(tmp_path / "wh" / "db.db" / "ap")
+    build_append_table(path, 300, snapshots=6, strays=10, manifest_entries=20)
+    monkeypatch.setattr(orphan_mod, "DEADLINE_BATCH", 3)
+    r = Table.open(path).remove_orphan_files(max_duration=1)
+    assert (r.complete, r.stopped_by) == (False, "max-duration")
+    assert r.deleted_files == 3 and r.remaining == 7 and r.deleted_dirs == []
+    assert "deleted 3 orphan file(s)" in r.message and "7 found were not deleted yet" in \
+        r.message
+    assert len(strays_on_disk(path)) == 7
+    assert_intact(path)
+    r = Table.open(path).remove_orphan_files()
+    assert r.complete and r.deleted_files == 7 and strays_on_disk(path) == []
+    assert pp_read(path).num_rows == 300 == Table.open(path).read_arrow().num_rows
+
+
+def test_cli_max_duration_exits_3_with_one_line_and_a_rerun_exits_0(
+        capsys, tmp_path, overwrite_table, small_chunks):
+    reference = expired_at_once(overwrite_table, tmp_path)
+    code, out, err = run(capsys, "expire-snapshots", overwrite_table, *RETAIN,
+                         "--max-deletes", 1000, "--max-duration", "1 ms")
+    assert code == 3, err
+    lines = out.splitlines()
+    assert lines[0].startswith("expired 7 snapshot(s); deleted ")
+    assert lines[-1].startswith("incomplete: stopped by the time limit (max-duration 0.001 s) "
+                                "between two chunks: expired 7 snapshot(s), deleted ")
+    assert lines[-1].endswith("the earliest snapshot is 8; the table is consistent, a rerun "
+                              "continues")
+    assert_intact(overwrite_table)
+    code, out, err = run(capsys, "expire-snapshots", overwrite_table, *RETAIN,
+                         "--max-deletes", 1000, "--json")
+    r = json.loads(out)
+    assert code == 0 and r["complete"] is True and r["stopped_by"] is None
+    assert r["expired_snapshots"] == SNAPSHOTS - 3 - 7
+    assert rel_files(overwrite_table) == reference
+
+
+def test_cli_remove_orphan_files_max_duration_json(capsys, tmp_path, monkeypatch):
+    path = str(tmp_path / "wh" / "db.db" / "ap")
+    build_append_table(path, 300, snapshots=6, strays=10, manifest_entries=20)
+    monkeypatch.setattr(orphan_mod, "DEADLINE_BATCH", 4)
+    code, out, err = run(capsys, "remove-orphan-files", path, "--max-duration", "1 ms",
+                         "--json")
+    r = json.loads(out)
+    assert code == 3, err
+    assert (r["complete"], r["stopped_by"], r["deleted_files"], r["remaining"]) == \
+        (False, "max-duration", 4, 6)
+    assert len(strays_on_disk(path)) == 6
+    code, out, err = run(capsys, "remove-orphan-files", path)
+    assert code == 0 and out.startswith("deleted 6 file(s)") and "incomplete" not in out
+    assert strays_on_disk(path) == []
+    assert_intact(path)
+
+
+def test_maintain_max_duration_stops_between_steps_and_leaves_tables_not_started(
+        capsys, tmp_path):
+    wh = tmp_path / "wh"
+    for name in ("a", "b"):
+        build_append_table(str(wh / "db.db" / name), 100, snapshots=2, strays=4,
+                           manifest_entries=50)
+    code, out, err = run(capsys, "maintain", wh, "--orphans", "--parallelism", 1,
+                         "--max-duration", "1 ms", "--json")
+    r = json.loads(out)
+    assert code == 3, err
+    assert (r["ok"], r["failed"], r["incomplete"]) == (0, 0, 2)
+    a, b = r["tables"]
+    assert (a["table"], a["status"], a["stopped_by"]) == ("db.a", "incomplete", "max-duration")
+    assert a["reason"] == ("stopped by the run's time limit after snapshot expiration, before "
+                           "orphan cleanup; a rerun continues")
+    assert (b["table"], b["status"], b["stopped_by"]) == ("db.b", "incomplete", "max-duration")
+    assert b["reason"].startswith("not started")
+    assert len(strays_on_disk(wh)) == 8
+    code, out, err = run(capsys, "maintain", wh, "--orphans", "--parallelism", 1)
+    assert code == 0, out + err
+    assert out.splitlines()[-1].startswith("2 table(s): 2 ok, 0 failed, 0 skipped, "
+                                           "0 incomplete; deleted 8 file(s)")
+    assert strays_on_disk(wh) == []
+    for name in ("a", "b"):
+        assert_intact(wh / "db.db" / name)
+
+
+def test_maintain_warehouse_max_duration_in_worker_processes(tmp_path):
+    """The deadline crosses to worker processes (wall-clock): every table reports."""
+    wh = tmp_path / "wh"
+    for name in ("a", "b", "c"):
+        build_append_table(str(wh / "db.db" / name), 100, snapshots=2, strays=2,
+                           manifest_entries=50)
+    results = maintain_warehouse(str(wh), orphans=True, parallelism=2,
+                                 max_duration_ms=600_000)
+    assert [(r.table, r.status, r.orphans_deleted) for r in results] == \
+        [("db.a", "ok", 2), ("db.b", "ok", 2), ("db.c", "ok", 2)]
+    assert strays_on_disk(wh) == []
+
+
+# --- --max-deletes -------------------------------------------------------------------------
+
+def test_max_deletes_says_when_more_can_expire(capsys, overwrite_table):
+    code, out, err = run(capsys, "expire-snapshots", overwrite_table, *RETAIN,
+                         "--max-deletes", 5, "--json")
+    r = json.loads(out)
+    assert code == 0, err   # a per-run quota, as every commit's expiration has: exit 0
+    assert (r["expired_snapshots"], r["complete"], r["stopped_by"]) == (5, False,
+                                                                        "max-deletes")
+    assert "more snapshots can expire, a rerun continues" in r["message"]
+    # Exactly what is left: complete (nothing more could expire).
+    code, out, err = run(capsys, "expire-snapshots", overwrite_table, *RETAIN,
+                         "--max-deletes", SNAPSHOTS - 3 - 5, "--json")
+    r = json.loads(out)
+    assert code == 0 and (r["expired_snapshots"], r["complete"], r["stopped_by"]) == \
+        (SNAPSHOTS - 8, True, None)
+    assert_intact(overwrite_table)
+
+
+# --- bad input -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value, message", [
+    ("0 s", "--max-duration '0 s' must be longer than 0"),
+    ("-1 s", "--max-duration '-1 s' must not be negative"),
+    ("soon", "--max-duration 'soon' is an invalid duration"),
+])
+@pytest.mark.parametrize("command", ["expire-snapshots", "remove-orphan-files", "maintain"])
+def test_bad_max_duration_exits_2_and_touches_nothing(capsys, tmp_path, command, value,
+                                                      message):
+    path = tmp_path / "wh" / "db.db" / "ap"
+    build_append_table(str(path), 100, snapshots=12, strays=3, manifest_entries=50)
+    before = files_under(tmp_path)
+    target = tmp_path / "wh" if command == "maintain" else path
+    code, out, err = run(capsys, command, target, "--max-duration", value)
+    assert code == 2 and message in err, err
+    assert files_under(tmp_path) == before
+
+
+def test_max_duration_with_distributed_orphan_cleanup_is_refused(capsys, tmp_path):
+    path = tmp_path / "wh" / "db.db" / "ap"
+    build_append_table(str(path), 100, snapshots=2, strays=3, manifest_entries=50)
+    before = files_under(tmp_path)
+    code, _, err = run(capsys, "remove-orphan-files", path, "--mode", "distributed",
+                       "--max-duration", "1 h")
+    assert code == 2 and "--max-duration is not supported with --mode distributed" in err
+    assert files_under(tmp_path) == before
+
+
+def test_bad_max_duration_in_python_is_refused_before_any_io(tmp_path):
+    path = str(tmp_path / "wh" / "db.db" / "ap")
+    build_append_table(path, 100, snapshots=12, strays=3, manifest_entries=50)
+    before = files_under(tmp_path)
+    t = Table.open(path)
+    cases = [
+        (lambda: t.expire_snapshots(max_duration=0), "max_duration=0 must be longer than 0"),
+        (lambda: t.expire_snapshots(max_duration="soon"),
+         "max_duration='soon' is an invalid duration"),
+        (lambda: t.remove_orphan_files(max_duration="-5 s"),
+         "max_duration='-5 s' must not be negative"),
+        (lambda: ExpireSnapshots(FileStore.open(path)).expire(max_duration_ms=0),
+         "max_duration_ms=0 must be longer than 0"),
+        (lambda: CleanContext(path, max_duration_ms=1.5),
+         "max_duration_ms=1.5 must be an integer number of milliseconds"),
+        (lambda: maintain_warehouse(str(tmp_path / "wh"), max_duration_ms=-1),
+         "max_duration_ms=-1 must be longer than 0"),
+    ]
+    for call, message in cases:
+        with pytest.raises(OptionError) as e:
+            call()
+        assert message in str(e.value)
+    assert files_under(tmp_path) == before
+
+
+# --- out of memory (a real MemoryError, under RLIMIT_AS, in a subprocess) -------------------
+
+# The limit is set from the progress callback once the first step is done: the address space
+# the process has then, plus `margin`. What runs out next is whatever allocates next.
+_OOM_SCRIPT = textwrap.dedent("""
+    import json, resource, sys
+    from paimon_commit import Table
+    from paimon_commit.operations import expire as E
+
+    kind, path, margin = sys.argv[1], sys.argv[2], int(sys.argv[3])
+
+    def address_space():
+        with open("/proc/self/status") as f:
+            return next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmSize"))
+
+    def limit(event):
+        # expire: a chunk is done (it counts the snapshots expired); orphans: listed
+        first_step_done = event.phase == "reading metadata" and (event.done or
+                                                                 kind == "orphans")
+        if first_step_done and resource.getrlimit(resource.RLIMIT_AS)[0] == \\
+                resource.RLIM_INFINITY:
+            resource.setrlimit(resource.RLIMIT_AS, (address_space() + margin,
+                                                    resource.RLIM_INFINITY))
+
+    t = Table.open(path)
+    if kind == "expire":
+        E.FIRST_CHUNK = 1                             # one snapshot, then all the rest
+        E.CHUNK_SNAPSHOTS = E.CHUNK_FILES = 10 ** 9
+        r = t.expire_snapshots(retain_min=3, retain_max=3, time_retained=0,
+                               max_deletes=10 ** 6, progress=limit)
+    else:
+        r = t.remove_orphan_files(progress=limit)
+    print(json.dumps(r.to_dict()))
+""")
+
+
+def _run_out_of_memory(kind, path):
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    p = subprocess.run([sys.executable, "-c", _OOM_SCRIPT, kind, path, str(1 << 20)],
+                       capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return json.loads(p.stdout.splitlines()[-1])
+
+
+def test_expire_out_of_memory_mid_run_reports_what_was_done_and_a_rerun_finishes(tmp_path):
+    path = str(tmp_path / "wh" / "db.db" / "ov")
+    build_overwrite_table(path, 20 * 1000, 1000)   # 20 snapshots of 1000 files
+    ref = str(tmp_path / "ref" / "db.db" / "ov")
+    shutil.copytree(path, ref)
+    r = _run_out_of_memory("expire", path)
+    assert (r["complete"], r["stopped_by"]) == (False, "memory")
+    assert r["expired_snapshots"] >= 1 and r["earliest"] == 1 + r["expired_snapshots"]
+    assert r["message"].startswith(f"ran out of memory: expired {r['expired_snapshots']} "
+                                   f"snapshot(s), deleted {r['deleted_files']} file(s)")
+    assert "rerun with a smaller --max-deletes (max_deletes=, option snapshot.expire.limit" \
+        in r["message"]
+    assert not r["skipped"]   # out of memory is not reported as unreadable manifests
+    assert not os.path.exists(os.path.join(path, "snapshot", "snapshot-1"))
+    # Snapshots the stopped chunk was deleting may be half gone (as after a crash there).
+    assert_intact(path, min_snapshot=18)
+    done = Table.open(path).expire_snapshots(retain_min=3, retain_max=3, time_retained=0,
+                                             max_deletes=10 ** 6)
+    assert done.complete and done.earliest == 18
+    assert Table.open(ref).expire_snapshots(retain_min=3, retain_max=3, time_retained=0,
+                                            max_deletes=10 ** 6).earliest == 18
+    assert rel_files(path) == rel_files(ref)
+    assert_intact(path)
+    assert pp_read(path).num_rows == 1000
+
+
+def test_orphan_cleanup_out_of_memory_deletes_nothing_more_and_a_rerun_finishes(tmp_path):
+    path = str(tmp_path / "wh" / "db.db" / "ap")
+    build_append_table(path, 20_000, snapshots=20, strays=50, manifest_entries=1000)
+    r = _run_out_of_memory("orphans", path)
+    assert (r["complete"], r["stopped_by"], r["deleted_files"]) == (False, "memory", 0)
+    assert r["message"].startswith("ran out of memory while listing the table's files and "
+                                   "reading what its snapshots use: deleted 0 orphan file(s)")
+    assert "give it more memory" in r["message"]
+    assert len(strays_on_disk(path)) == 50
+    done = Table.open(path).remove_orphan_files()
+    assert done.complete and done.deleted_files == 50 and strays_on_disk(path) == []
+    assert count_data_files(path) == 20_000
+    assert pp_read(path).num_rows == 20_000
