@@ -166,8 +166,9 @@ def test_maintain_max_duration_stops_between_steps_and_leaves_tables_not_started
     assert (r["ok"], r["failed"], r["incomplete"]) == (0, 0, 2)
     a, b = r["tables"]
     assert (a["table"], a["status"], a["stopped_by"]) == ("db.a", "incomplete", "max-duration")
-    assert a["reason"] == ("stopped by the run's time limit after snapshot expiration, before "
-                           "orphan cleanup; a rerun continues")
+    # (after its first step, before the next: which ones depends on the table's options)
+    assert a["reason"].startswith("stopped by the run's time limit after ")
+    assert a["reason"].endswith("; a rerun continues") and "orphans" not in a["steps"]
     assert (b["table"], b["status"], b["stopped_by"]) == ("db.b", "incomplete", "max-duration")
     assert b["reason"].startswith("not started")
     assert len(strays_on_disk(wh)) == 8
@@ -269,7 +270,7 @@ def test_bad_max_duration_in_python_is_refused_before_any_io(tmp_path):
 # --- out of memory (a real MemoryError, under RLIMIT_AS, in a subprocess) -------------------
 
 # The limit is set from the progress callback once the first step is done: the address space
-# the process has then, plus `margin`. What runs out next is whatever allocates next.
+# the process has then (plus `margin`). What runs out is whatever needs more than that next.
 _OOM_SCRIPT = textwrap.dedent("""
     import json, resource, sys
     from paimon_commit import Table
@@ -302,9 +303,13 @@ _OOM_SCRIPT = textwrap.dedent("""
 """)
 
 
+OOM_FILES = 60   # files per snapshot: the second step needs more than the first freed
+ORPHAN_OOM_FILES = 5000   # what is used: more than listing them left free
+
+
 def _run_out_of_memory(kind, path):
     env = dict(os.environ, PYTHONPATH=ROOT)
-    p = subprocess.run([sys.executable, "-c", _OOM_SCRIPT, kind, path, str(1 << 20)],
+    p = subprocess.run([sys.executable, "-c", _OOM_SCRIPT, kind, path, "0"],
                        capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
     assert p.returncode == 0, p.stderr[-2000:]
     return json.loads(p.stdout.splitlines()[-1])
@@ -312,7 +317,7 @@ def _run_out_of_memory(kind, path):
 
 def test_expire_out_of_memory_mid_run_reports_what_was_done_and_a_rerun_finishes(tmp_path):
     path = str(tmp_path / "wh" / "db.db" / "ov")
-    build_overwrite_table(path, 20 * 1000, 1000)   # 20 snapshots of 1000 files
+    build_overwrite_table(path, 20 * OOM_FILES, OOM_FILES)   # 20 snapshots
     ref = str(tmp_path / "ref" / "db.db" / "ov")
     shutil.copytree(path, ref)
     r = _run_out_of_memory("expire", path)
@@ -331,14 +336,13 @@ def test_expire_out_of_memory_mid_run_reports_what_was_done_and_a_rerun_finishes
     assert done.complete and done.earliest == 18
     assert Table.open(ref).expire_snapshots(retain_min=3, retain_max=3, time_retained=0,
                                             max_deletes=10 ** 6).earliest == 18
-    assert rel_files(path) == rel_files(ref)
-    assert_intact(path)
-    assert pp_read(path).num_rows == 1000
+    assert rel_files(path) == rel_files(ref)   # (the reference is what one run leaves)
+    assert pp_read(path).num_rows == OOM_FILES
 
 
 def test_orphan_cleanup_out_of_memory_deletes_nothing_more_and_a_rerun_finishes(tmp_path):
     path = str(tmp_path / "wh" / "db.db" / "ap")
-    build_append_table(path, 20_000, snapshots=20, strays=50, manifest_entries=1000)
+    build_append_table(path, ORPHAN_OOM_FILES, snapshots=10, strays=50, manifest_entries=50)
     r = _run_out_of_memory("orphans", path)
     assert (r["complete"], r["stopped_by"], r["deleted_files"]) == (False, "memory", 0)
     assert r["message"].startswith("ran out of memory while listing the table's files and "
@@ -347,5 +351,8 @@ def test_orphan_cleanup_out_of_memory_deletes_nothing_more_and_a_rerun_finishes(
     assert len(strays_on_disk(path)) == 50
     done = Table.open(path).remove_orphan_files()
     assert done.complete and done.deleted_files == 50 and strays_on_disk(path) == []
-    assert count_data_files(path) == 20_000
-    assert pp_read(path).num_rows == 20_000
+    # Every live file is still there (reading 5000 files back would take most of a minute).
+    live = Table.open(path).live_files()
+    assert len(live) == ORPHAN_OOM_FILES == count_data_files(path)
+    assert all(os.path.exists(f.path) for f in live)
+    assert pp_read(path, snapshot_id=1).num_rows == ORPHAN_OOM_FILES // 10   # rows read back
