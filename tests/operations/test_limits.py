@@ -356,3 +356,45 @@ def test_orphan_cleanup_out_of_memory_deletes_nothing_more_and_a_rerun_finishes(
     assert len(live) == ORPHAN_OOM_FILES == count_data_files(path)
     assert all(os.path.exists(f.path) for f in live)
     assert pp_read(path, snapshot_id=1).num_rows == ORPHAN_OOM_FILES // 10   # rows read back
+
+
+_DECODE_SCRIPT = textwrap.dedent("""
+    import resource, sys
+    from paimon_commit.errors import CorruptMetadataError
+    from paimon_commit.store import FileStore
+
+    store = FileStore.open(sys.argv[1])
+    snap = store.snapshots.snapshot(1)
+    small, large = sorted(store.manifests.read_list(snap.delta_manifest_list),
+                          key=lambda m: m.file_size)
+    for read in (store.manifests.read_manifest_files, store.manifests.read_manifest):
+        read(small.file_name)   # the code is loaded (and works)
+    name = large.file_name
+    with open("/proc/self/status") as f:
+        vm = next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmSize"))
+    resource.setrlimit(resource.RLIMIT_AS, (vm, resource.RLIM_INFINITY))
+    for read in (store.manifests.read_manifest_files, store.manifests.read_manifest):
+        try:
+            read(name)
+            print("decoded")
+        except MemoryError:
+            print("MemoryError")
+        except CorruptMetadataError as e:
+            print("CorruptMetadataError", str(e)[:200])
+""")
+
+
+def test_a_manifest_decoded_out_of_memory_is_not_reported_unreadable(tmp_path):
+    """A failed allocation while decoding a sound manifest is a MemoryError: reported as an
+    unreadable file it made expiration keep what the manifest names and delete the snapshot
+    anyway (those files left to orphan cleanup), and hid why."""
+    path = str(tmp_path / "wh" / "db.db" / "ap")
+    # One manifest of 19,990 entries and one of 10.
+    build_append_table(path, 20_000, snapshots=1, strays=0, manifest_entries=19_990)
+    p = subprocess.run([sys.executable, "-c", _DECODE_SCRIPT, path], capture_output=True,
+                       text=True, timeout=120, env=dict(os.environ, PYTHONPATH=ROOT), cwd=ROOT)
+    assert p.returncode == 0, p.stderr[-2000:]
+    # FileRefs (what maintenance reads) may decode in the memory a process has; whole entries
+    # do not: either way, never "not a readable Avro file".
+    assert p.stdout.split("\n")[0] in ("decoded", "MemoryError"), p.stdout
+    assert p.stdout.split("\n")[1] == "MemoryError", p.stdout
