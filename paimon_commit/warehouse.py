@@ -413,13 +413,17 @@ def _table_steps(store, options, tag_config, expire_config, partition_expire,
     from .tags import ConsumerManager
 
     def tags() -> None:
-        r = expire_tags(store, dry_run=dry_run, clock=clock)
+        limit = limits.remaining_ms() if limits is not None else None
+        r = expire_tags(store, dry_run=dry_run, clock=clock,
+                        **({} if limit is None else {"max_duration_ms": limit}))
         result.tags_expired = list(r.expired_tags)
         result.deleted_files += r.deleted_files
         result.deleted_bytes += r.deleted_bytes
         result.warnings.extend(r.skipped)
         tag_errors.extend(r.errors)
         result.steps["tags"] = r.to_dict()
+        if limits is not None:
+            limits.stopped(maintenance_order.TAGS, r)
 
     def partitions() -> None:
         pr = partition_expire.expire(force=True, dry_run=dry_run)

@@ -25,12 +25,15 @@ __all__ = ["add_commands", "cmd_expire_tags", "cmd_maintain", "cmd_report"]
 def cmd_expire_tags(args) -> Dict[str, Any]:
     """`expire-tags TABLE [--older-than TS] [--dry-run]`."""
     t = context.open_table(args.table)
-    r = t.expire_tags(older_than_ms=args.older_than, dry_run=args.dry_run)
+    r = t.expire_tags(older_than_ms=args.older_than, dry_run=args.dry_run,
+                      max_duration=args.max_duration)
     out = r.to_dict()
     out["files"] = [context.rel(t.store.root, p) for p in r.deleted_paths]
     args.print_text = _print_expire_tags
     if r.errors:   # tags that would never expire: the run went on past them
         args.exit_code = EXIT_FAILED
+    elif not r.complete:
+        args.exit_code = EXIT_INCOMPLETE
     return out
 
 
@@ -46,6 +49,8 @@ def _print_expire_tags(r: Dict[str, Any]) -> None:
         print(f"skipped: {s}")
     for e in r["errors"]:
         print(f"error: {e}")
+    if r.get("complete") is False:
+        print(f"incomplete: {r['message']}")
 
 
 # --- maintain ------------------------------------------------------------------------------
@@ -234,6 +239,9 @@ def add_commands(sub, command: Callable) -> None:
                    help="also expire tags created before this local time, which must be in "
                         "the past (tags without a create time: by their file's modification "
                         "time)")
+    c.add_argument("--max-duration", type=time_limit, metavar="DURATION",
+                   help="stop between two tags after this long, e.g. '10 min' (exit code 3; "
+                        "a rerun continues)")
     c.add_argument("--dry-run", action="store_true", help="report, delete nothing")
 
     help_ = ("maintain every table of a warehouse (<warehouse>/<db>.db/<table>) as its options "

@@ -220,7 +220,8 @@ def test_max_deletes_says_when_more_can_expire(capsys, overwrite_table):
     ("-1 s", "--max-duration '-1 s' must not be negative"),
     ("soon", "--max-duration 'soon' is an invalid duration"),
 ])
-@pytest.mark.parametrize("command", ["expire-snapshots", "remove-orphan-files", "maintain"])
+@pytest.mark.parametrize("command", ["expire-snapshots", "remove-orphan-files", "expire-tags",
+                                     "maintain"])
 def test_bad_max_duration_exits_2_and_touches_nothing(capsys, tmp_path, command, value,
                                                       message):
     path = tmp_path / "wh" / "db.db" / "ap"
@@ -253,6 +254,7 @@ def test_bad_max_duration_in_python_is_refused_before_any_io(tmp_path):
          "max_duration='soon' is an invalid duration"),
         (lambda: t.remove_orphan_files(max_duration="-5 s"),
          "max_duration='-5 s' must not be negative"),
+        (lambda: t.expire_tags(max_duration=True), "max_duration=True is an invalid duration"),
         (lambda: ExpireSnapshots(FileStore.open(path)).expire(max_duration_ms=0),
          "max_duration_ms=0 must be longer than 0"),
         (lambda: CleanContext(path, max_duration_ms=1.5),
@@ -398,3 +400,27 @@ def test_a_manifest_decoded_out_of_memory_is_not_reported_unreadable(tmp_path):
     # do not: either way, never "not a readable Avro file".
     assert p.stdout.split("\n")[0] in ("decoded", "MemoryError"), p.stdout
     assert p.stdout.split("\n")[1] == "MemoryError", p.stdout
+
+
+def test_expire_tags_max_duration_stops_between_tags(capsys, table, table_path):
+    from conftest import make_rows, write
+    for i in range(1, 5):
+        write(table, make_rows([i]))
+    for i in range(1, 4):
+        table.create_tag(f"t{i}", i, time_retained="1 ms")
+    import time
+    time.sleep(0.01)   # every tag is past its retention
+    code, out, err = run(capsys, "expire-tags", table_path, "--max-duration", "1 ms")
+    assert code == 3, err
+    assert out.splitlines()[0] == "expired 1 tag(s): t1"
+    assert out.splitlines()[-1].startswith("incomplete: stopped by the time limit "
+                                           "(max-duration 0.001 s) between two tags: expired "
+                                           "1 tag(s)")
+    assert [t.name for t in Table.open(str(table_path)).tags()] == ["t2", "t3"]
+    assert_intact(table_path)
+    code, out, err = run(capsys, "expire-tags", table_path, "--json")
+    r = json.loads(out)
+    assert code == 0 and r["expired_tags"] == ["t2", "t3"] and r["complete"] is True
+    assert Table.open(str(table_path)).tags() == []
+    assert sorted(x["id"] for x in Table.open(str(table_path)).read_arrow().to_pylist()) == \
+        [1, 2, 3, 4]
