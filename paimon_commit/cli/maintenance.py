@@ -206,6 +206,9 @@ def _each_table(run: Callable) -> Callable:
 
 def _print_each(r: Dict[str, Any]) -> None:
     for t in r["tables"]:
+        if t["status"] == "not started":
+            print(f"{t['table']:<32} not started ({t['reason']})")
+            continue
         if t["status"] != "ok":
             print(f"{t['table']:<32} {t['status']:<8} {t['reason']}")
             continue

@@ -28,7 +28,7 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Dict, List, Optional, Set, Tuple
 
 from ..io.deletion import Deleter
-from ..errors import CorruptMetadataError
+from ..errors import CorruptMetadataError, PaimonCommitError
 from ..format import paths as P
 from ..format.snapshot import Snapshot, Tag
 from ..progress import DELETING, READING, emit
@@ -410,13 +410,18 @@ class ExpireSnapshots(ChangelogExpiration):
     def _more_expirable(self, first_kept: int) -> bool:
         """Whether a run that went on from `first_kept` would expire more (the retention
         rules of `_end`, as the next run applies them); read only."""
-        sm = self.store.snapshots
-        latest = sm.latest_snapshot_id()
-        if latest is None:
+        try:
+            latest = self.store.snapshots.latest_snapshot_id()
+            if latest is None:
+                return False
+            # (The versions listed by the last chunk still hold: unchanged snapshot files
+            # are not read again.)
+            self._memo = {}
+            return self._end(first_kept, latest, int(self.clock() * 1000),
+                             self.consumers.min_next_snapshot()) > first_kept
+        except (OSError, PaimonCommitError) as e:   # a report only: the run has done its work
+            log.info("expire: cannot tell whether more snapshots can expire: %s", e)
             return False
-        self._memo, self._versions = {}, {}
-        return self._end(first_kept, latest, int(self.clock() * 1000),
-                         self.consumers.min_next_snapshot()) > first_kept
 
     def _forget(self) -> None:
         """After a run stopped inside a step (out of memory), what this expirer carries to

@@ -424,3 +424,22 @@ def test_expire_tags_max_duration_stops_between_tags(capsys, table, table_path):
     assert Table.open(str(table_path)).tags() == []
     assert sorted(x["id"] for x in Table.open(str(table_path)).read_arrow().to_pylist()) == \
         [1, 2, 3, 4]
+
+
+def test_a_table_pattern_shares_one_time_limit(capsys, tmp_path):
+    wh = tmp_path / "wh"
+    for name in ("a", "b"):
+        build_append_table(str(wh / "db.db" / name), 100, snapshots=2, strays=3,
+                           manifest_entries=50)
+    code, out, err = run(capsys, "remove-orphan-files", f"{wh}/db.db/*", "--max-duration",
+                         "1 ms")
+    assert code == 3, err
+    lines = out.splitlines()
+    assert lines[0].startswith("db.a") and "deleted 3 file(s)" in lines[0]
+    assert lines[1].startswith("db.b") and lines[1].endswith(
+        " not started (--max-duration reached before this table; a rerun continues)")
+    assert lines[-1] == "2 table(s), 0 failed, 1 incomplete"
+    assert strays_on_disk(wh / "db.db" / "a") == [] and \
+        len(strays_on_disk(wh / "db.db" / "b")) == 3
+    code, out, err = run(capsys, "remove-orphan-files", f"{wh}/db.db/*")
+    assert code == 0 and strays_on_disk(wh) == []
