@@ -315,97 +315,107 @@ class ExpireSnapshots(ChangelogExpiration):
             # CPython (the start waits for a bootstrap that died of a MemoryError).
             own = self.executor = ThreadPoolExecutor(self.config.thread_num or
                                                      os.cpu_count() or 1)
+        self._totals, self._running = ExpireTotals(), None
+        out_of_memory = False
         try:
             # One operation for the deletion gate: directories resolved once, afresh.
             with self.store.io.resolution_scope():
-                return self._expire(dry_run, deadline)
+                try:
+                    return self._expire(dry_run, deadline)
+                except OUT_OF_MEMORY as e:
+                    if not is_out_of_memory(e):
+                        raise
+                    # (Reported below, outside the except block: its traceback holds the
+                    # frames, and the memory, of whatever ran out.)
+                    out_of_memory = True
+                if out_of_memory:
+                    return self._out_of_memory(dry_run)
         finally:
+            self._totals = self._running = None
             if own is not None:
                 self.executor = None
                 own.shutdown(wait=True)
 
     def _expire(self, dry_run: bool, deadline: Optional[Deadline] = None) -> ExpireResult:
         emit(self.progress, READING, 0, None, "snapshots")
-        totals = ExpireTotals()
+        totals = self._totals = getattr(self, "_totals", None) or ExpireTotals()
         self._readds = ReAdds()
-        seconds = {"plan": 0.0, "delete": 0.0}
+        seconds = self._seconds = {"plan": 0.0, "delete": 0.0}
         chunk = FIRST_CHUNK
         stop: Optional[str] = None
-        steps = 0            # chunks executed: the time limit lets the first one run
-        last_end = None      # the first snapshot kept by the last chunk
-        running: Optional[ExpirePlan] = None   # a chunk being deleted (out of memory: fold it)
+        steps, last_end = 0, None   # chunks executed (the first always runs), first kept
         try:
-            try:
-                while True:
-                    # snapshot.expire.limit counts for the whole run, not per chunk.
-                    limit = None if dry_run else min(chunk, self.config.max_deletes
-                                                     - len(totals.expired))
-                    if limit is not None and limit <= 0:
-                        break
-                    if deadline is not None and steps and deadline.reached():
-                        stop = MAX_DURATION   # between chunks: nothing is half done
-                        break
-                    t1 = time.perf_counter()
-                    self._limit = limit
-                    plan = self.plan()
-                    t2 = time.perf_counter()
-                    seconds["plan"] += t2 - t1
-                    running = plan
-                    done = not dry_run and self._execute(plan)
-                    running = None
-                    seconds["delete"] += time.perf_counter() - t2
-                    totals.add(plan, dry_run)
-                    n = len(totals.expired)
-                    emit(self.progress, READING, n, n, "snapshots")
-                    if plan.expiring:
-                        steps += 1
-                        last_end = plan.end
-                    if not done or not plan.expiring:
-                        break
-                    # The next chunk holds about CHUNK_FILES files (the last one's rate).
-                    files = sum(len(v) for v in plan.deleted.values())
-                    chunk = max(1, min(CHUNK_SNAPSHOTS,
-                                       CHUNK_FILES * len(plan.expiring) // max(1, files)))
-                    del plan
-            finally:
-                self._readds = self._limit = None
-            if stop is None and 0 < self.config.max_deletes <= len(totals.expired) \
-                    and last_end is not None and self._more_expirable(last_end):
-                stop = MAX_DELETES
-            if self.config.changelog_decoupled and stop != MAX_DURATION:
+            while True:
+                # snapshot.expire.limit counts for the whole run, not per chunk.
+                limit = None if dry_run else min(chunk, self.config.max_deletes
+                                                 - len(totals.expired))
+                if limit is not None and limit <= 0:
+                    break
                 if deadline is not None and steps and deadline.reached():
-                    stop = MAX_DURATION
-                else:
-                    t1 = time.perf_counter()
-                    plan = self.plan_changelogs()
-                    if not dry_run:
-                        running = plan
-                        self._execute(plan)
-                        running = None
-                    seconds["delete"] += time.perf_counter() - t1
-                    totals.add(plan, dry_run)
-        except OUT_OF_MEMORY as e:
-            if not is_out_of_memory(e):
-                raise
-            # (Handled below, outside the except block: its traceback holds the frames, and
-            # their memory, of whatever ran out.)
-            stop = MEMORY
-        if stop == MEMORY:
-            plan = None
-            self._forget()
-            if running is not None:   # what the interrupted chunk deleted is reported too
-                totals.add(running, dry_run)
-                running = None
+                    stop = MAX_DURATION   # between two chunks: nothing is half done
+                    break
+                t1 = time.perf_counter()
+                self._limit = limit
+                plan = self.plan()
+                t2 = time.perf_counter()
+                seconds["plan"] += t2 - t1
+                self._running = plan   # (out of memory while deleting: reported too)
+                done = not dry_run and self._execute(plan)
+                self._running = None
+                seconds["delete"] += time.perf_counter() - t2
+                totals.add(plan, dry_run)
+                n = len(totals.expired)
+                emit(self.progress, READING, n, n, "snapshots")
+                steps, last_end = (steps + 1, plan.end) if plan.expiring else (steps, last_end)
+                if not done or not plan.expiring:
+                    break
+                # The next chunk holds about CHUNK_FILES files (the last one's rate).
+                files = sum(len(v) for v in plan.deleted.values())
+                chunk = max(1, min(CHUNK_SNAPSHOTS,
+                                   CHUNK_FILES * len(plan.expiring) // max(1, files)))
+                del plan
+        finally:
+            self._readds = self._limit = None
+        if stop is None and 0 < self.config.max_deletes <= len(totals.expired) \
+                and last_end is not None and self._more_expirable(last_end):
+            stop = MAX_DELETES
+        if self.config.changelog_decoupled and deadline is not None and steps \
+                and deadline.reached():
+            stop = MAX_DURATION   # changelog expiration is the next step: left for a rerun
+        if self.config.changelog_decoupled and stop != MAX_DURATION:
+            t1 = time.perf_counter()
+            plan = self.plan_changelogs()
+            if not dry_run:
+                self._running = plan
+                self._execute(plan)
+                self._running = None
+            seconds["delete"] += time.perf_counter() - t1
+            totals.add(plan, dry_run)
+        return self._result(dry_run, stop, deadline)
+
+    def _result(self, dry_run: bool, stop: Optional[str] = None,
+                deadline: Optional[Deadline] = None) -> ExpireResult:
+        """The run's result from what it folded in, marked stopped when a limit stopped it."""
+        totals = self._totals
         earliest = totals.earliest
         if (totals.expired or stop == MEMORY) and not dry_run:
             earliest = self.store.snapshots.earliest_snapshot_id()
-        result = totals.result(earliest, dry_run, seconds)
+        result = totals.result(earliest, dry_run, self._seconds)
         if stop is not None:
             result.complete, result.stopped_by = False, stop
             result.message = self._stopped_message(result, stop, deadline)
             (log.info if stop == MAX_DELETES else log.warning)("expire %s: %s",
                                                                self.store.root, result.message)
         return result
+
+    def _out_of_memory(self, dry_run: bool) -> ExpireResult:
+        """The result of a run that ran out of memory: what it did, the chunk it was
+        deleting included; what it carries forward is dropped (it may be half updated)."""
+        self._forget()
+        if self._running is not None:
+            self._totals.add(self._running, dry_run)
+            self._running = None
+        return self._result(dry_run, MEMORY)
 
     def _more_expirable(self, first_kept: int) -> bool:
         """Whether a run that went on from `first_kept` would expire more (the retention
