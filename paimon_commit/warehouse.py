@@ -231,7 +231,7 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
         progress: optional callback (phases per step).
         storage_options: how to reach the storage (`s3.endpoint`, ...).
         compact: first compact the table's small files (Table.compact, every partition).
-        deadline_at: when the run must stop (time.time() seconds; maintain_warehouse's
+        deadline_at: when the run must stop (time.monotonic() seconds; maintain_warehouse's
             time limit): checked between the table's steps (its first step always runs),
             and given to expiration and orphan cleanup, which stop at their next safe
             point.
@@ -346,20 +346,21 @@ class _Stop(Exception):
 
 
 class _Limits:
-    """The run's time limit (`deadline_at`, time.time() seconds: it crosses to worker
-    processes) as one table sees it; sets the table's result when a limit stops it."""
+    """The run's time limit (`deadline_at`, time.monotonic() seconds: the clock is the
+    machine's, so the deadline holds in the local worker processes too, and a wall-clock step
+    does not move it) as one table sees it; sets the table's result when a limit stops it."""
 
     def __init__(self, deadline_at: Optional[float], result: TableMaintenanceResult):
         self.at, self.result, self.ran = deadline_at, result, False
 
     def remaining_ms(self) -> Optional[int]:
         """What is left for the next step (at least 1 ms: its first chunk runs)."""
-        return None if self.at is None else max(1, int((self.at - time.time()) * 1000))
+        return None if self.at is None else max(1, int((self.at - time.monotonic()) * 1000))
 
     def check(self, done: str, next_step: str) -> None:
         """Before `next_step`: stop if the time is up (never before the table's first step,
         so that every run makes progress)."""
-        if self.at is None or not self.ran or time.time() < self.at:
+        if self.at is None or not self.ran or time.monotonic() < self.at:
             self.ran = True
             return
         self.result.status, self.result.stopped_by = "incomplete", MAX_DURATION
@@ -510,9 +511,11 @@ def _maintain_in_time(path: str, name: str, orphans: bool, older_than_ms: Option
                       dry_run: bool, clock: Callable[[], float] = time.time,
                       progress: Optional[ProgressCallback] = None,
                       storage_options: Optional[Dict[str, str]] = None, compact: bool = False,
-                      deadline_at: Optional[float] = None) -> TableMaintenanceResult:
-    """maintain_table, unless the run's time limit passed before the table could start."""
-    if deadline_at is not None and time.time() >= deadline_at:
+                      deadline_at: Optional[float] = None, first: bool = False
+                      ) -> TableMaintenanceResult:
+    """maintain_table, unless the run's time limit passed before the table could start
+    (the `first` tables, those a run starts at once, always start: every run progresses)."""
+    if deadline_at is not None and not first and time.monotonic() >= deadline_at:
         return _not_started(path, name, dry_run)
     return maintain_table(path, name, orphans, older_than_ms, dry_run, clock, progress,
                           storage_options, compact, deadline_at)
@@ -520,8 +523,8 @@ def _maintain_in_time(path: str, name: str, orphans: bool, older_than_ms: Option
 
 def _maintain_one(args: Tuple) -> Dict[str, Any]:
     """Process-pool entry point: returns the result as a dict (picklable)."""
-    path, name, orphans, older_than_ms, dry_run, storage_options, env, compact, deadline_at = \
-        args
+    path, name, orphans, older_than_ms, dry_run, storage_options, env, compact, deadline_at, \
+        first = args
     # A fork server is started once per process and keeps the environment of that moment:
     # its workers would reach the store an earlier call pointed at, with its credentials.
     for k in [k for k in os.environ if k.startswith(_STORAGE_ENV) and k not in env]:
@@ -529,7 +532,7 @@ def _maintain_one(args: Tuple) -> Dict[str, Any]:
     os.environ.update(env)
     r = _maintain_in_time(path, name, orphans, older_than_ms, dry_run,
                           storage_options=storage_options, compact=compact,
-                          deadline_at=deadline_at)
+                          deadline_at=deadline_at, first=first)
     return r.__dict__
 
 
@@ -590,7 +593,8 @@ def maintain_warehouse(warehouse: str, database: Optional[str] = None,
     refs = list(tables) if tables is not None else \
         find_tables(warehouse, database, table_glob, storage_options=storage_options)
     # The limit counts from here: finding the tables (a listing) is not maintenance.
-    deadline_at = None if max_duration_ms is None else time.time() + max_duration_ms / 1000
+    deadline_at = None if max_duration_ms is None else \
+        time.monotonic() + max_duration_ms / 1000
     total = len(refs)
     emit(progress, MAINTAINING, 0, total, "tables")
     results: List[TableMaintenanceResult] = []
@@ -602,7 +606,7 @@ def maintain_warehouse(warehouse: str, database: Optional[str] = None,
 
     if parallelism == 1 or total <= 1:
         for ref in refs:
-            if deadline_at is not None and results and time.time() >= deadline_at:
+            if deadline_at is not None and results and time.monotonic() >= deadline_at:
                 # (The first table always starts: every run makes progress.)
                 finished(_not_started(ref.path, ref.full_name, dry_run))
                 continue
@@ -614,8 +618,8 @@ def maintain_warehouse(warehouse: str, database: Optional[str] = None,
         with concurrent.futures.ThreadPoolExecutor(parallelism) as pool:
             futures = [pool.submit(_maintain_in_time, ref.path, ref.full_name, orphans,
                                    older_than_ms, dry_run, clock, None, storage_options,
-                                   compact, deadline_at=deadline_at)
-                       for ref in refs]
+                                   compact, deadline_at=deadline_at, first=i < parallelism)
+                       for i, ref in enumerate(refs)]
             for f in concurrent.futures.as_completed(futures):
                 finished(f.result())
     else:
@@ -625,8 +629,9 @@ def maintain_warehouse(warehouse: str, database: Optional[str] = None,
                                                     mp_context=ctx) as pool:
             futures = {pool.submit(_maintain_one, (ref.path, ref.full_name, orphans,
                                                    older_than_ms, dry_run, storage_options,
-                                                   env, compact, deadline_at)): ref
-                       for ref in refs}
+                                                   env, compact, deadline_at,
+                                                   i < parallelism)): ref
+                       for i, ref in enumerate(refs)}
             for f in concurrent.futures.as_completed(futures):
                 ref = futures[f]
                 try:

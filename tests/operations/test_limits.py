@@ -163,7 +163,9 @@ def test_maintain_max_duration_stops_between_steps_and_leaves_tables_not_started
                          "--max-duration", "1 ms", "--json")
     r = json.loads(out)
     assert code == 3, err
-    assert (r["ok"], r["failed"], r["incomplete"]) == (0, 0, 2)
+    assert (r["ok"], r["failed"], r["incomplete"]) == (0, 0, 2), \
+        [(t["table"], t["status"], t["reason"], t["seconds"], list(t["steps"]))
+         for t in r["tables"]]
     a, b = r["tables"]
     assert (a["table"], a["status"], a["stopped_by"]) == ("db.a", "incomplete", "max-duration")
     # (after its first step, before the next: which ones depends on the table's options)
@@ -182,11 +184,21 @@ def test_maintain_max_duration_stops_between_steps_and_leaves_tables_not_started
 
 
 def test_maintain_warehouse_max_duration_in_worker_processes(tmp_path):
-    """The deadline crosses to worker processes (wall-clock): every table reports."""
+    """The deadline crosses to worker processes (time.monotonic is the machine's clock); the
+    tables a run starts at once always run their first step."""
     wh = tmp_path / "wh"
     for name in ("a", "b", "c"):
         build_append_table(str(wh / "db.db" / name), 100, snapshots=2, strays=2,
                            manifest_entries=50)
+    results = maintain_warehouse(str(wh), orphans=True, parallelism=2, max_duration_ms=1)
+    # The two tables started at once run their first step; the third is not started.
+    assert [(r.table, r.status, r.stopped_by) for r in results] == \
+        [("db.a", "incomplete", "max-duration"), ("db.b", "incomplete", "max-duration"),
+         ("db.c", "incomplete", "max-duration")]
+    assert results[2].reason.startswith("not started") and results[2].steps == {}
+    for r in results[:2]:
+        assert r.reason.startswith("stopped by the run's time limit after ") and r.steps
+    assert len(strays_on_disk(wh)) == 6
     results = maintain_warehouse(str(wh), orphans=True, parallelism=2,
                                  max_duration_ms=600_000)
     assert [(r.table, r.status, r.orphans_deleted) for r in results] == \
