@@ -91,59 +91,32 @@ class OrphanFilesCleaner:
             OrphanCleanAborted: something that was listed could not be read (a concurrent
                 expiration, a damaged table), or the used set looks wrong; nothing deleted.
         """
-        # One operation for the deletion gate: directories resolved once, afresh.
-        with _cyclic_gc_paused(), self.io.resolution_scope():
-            return self._clean()
-
-    def _clean(self) -> OrphanCleanResult:
-        ctx = self.ctx
-        result = OrphanCleanResult(ctx.dry_run, ctx.older_than_ms)
         # Limits (operations/limits.py): the time limit is checked between batches of
         # deletions; running out of memory stops the run where it is. Either way nothing is
         # half done: a file is deleted or it is not, and a rerun finds the rest again.
-        self._deadline = Deadline.after(ctx.max_duration_ms)
+        self._deadline = Deadline.after(self.ctx.max_duration_ms)
         self._stopped_by: Optional[str] = None
         self._remaining = 0
-        self._gone: Set[str] = set()   # deleted so far (reported if memory runs out)
-        phase = "listing the table's files and reading what its snapshots use"
-        orphans: List[Candidate] = []
-        try:
-            orphans = self._find_and_delete(result)
-        except OUT_OF_MEMORY as e:
-            if not is_out_of_memory(e):
-                raise
-            # (Handled below, outside the except block: its traceback holds the frames, and
-            # their memory, of whatever ran out.)
-            self._stopped_by = MEMORY
-            if self._gone or getattr(self, "_deleting", False):
-                phase = "deleting the orphan files found"
-        if self._stopped_by == MEMORY:
-            total = len(orphans)
-            orphans = [c for c in orphans if c.status.path in self._gone]
-            self._remaining = total - len(orphans)
-        by_kind = result.by_kind
-        for st, kind in orphans:
-            k = by_kind.get(kind)
-            if k is None:
-                k = by_kind[kind] = {"files": 0, "bytes": 0}
-            k["files"] += 1
-            k["bytes"] += st.size
-        # (_rel inlined: one pass over every orphan, millions in a big cleanup)
-        prefix = self.root + "/"
-        cut = len(prefix)
-        result.deleted_paths = sorted([p[cut:] if p.startswith(prefix) else p
-                                       for p in [c.status.path for c in orphans]])
-        if self._stopped_by is not None:
-            self._mark_stopped(result, phase)
-        log.info("orphan clean of %s: %d candidates, %d used names, %d %s", self.root,
-                 result.candidates, result.used, len(orphans),
-                 "would be deleted" if ctx.dry_run else "deleted")
-        return result
+        self._result: Optional[OrphanCleanResult] = None
+        self._found: List[Candidate] = []   # the orphans found (to delete)
+        self._gone: Set[str] = set()        # deleted so far
+        out_of_memory = False
+        # One operation for the deletion gate: directories resolved once, afresh.
+        with _cyclic_gc_paused(), self.io.resolution_scope():
+            try:
+                return self._clean()
+            except OUT_OF_MEMORY as e:
+                if not is_out_of_memory(e):
+                    raise
+                # (Reported below, outside the except block: its traceback holds the
+                # frames, and the memory, of whatever ran out.)
+                out_of_memory = True
+            if out_of_memory:
+                return self._out_of_memory()
 
-    def _find_and_delete(self, result: OrphanCleanResult) -> List[Candidate]:
-        """Find the orphans, delete them (unless a dry run), then empty directories;
-        returns the orphans deleted (a dry run: found)."""
+    def _clean(self) -> OrphanCleanResult:
         ctx = self.ctx
+        result = self._result = OrphanCleanResult(ctx.dry_run, ctx.older_than_ms)
         pools = []
         list_executor = delete_executor = ctx.executor
         if ctx.executor is None:
@@ -158,9 +131,9 @@ class OrphanFilesCleaner:
                 pools.append(delete_executor)
         try:
             orphans, dirs = self.find_orphans(list_executor, result)
+            self._found = orphans
             t = time.perf_counter()
             if not ctx.dry_run:
-                self._deleting = True
                 orphans = self.delete(orphans, delete_executor)
                 if self._stopped_by is None:   # a stopped run leaves the directories
                     result.deleted_dirs = [self._rel(d) for d in self._remove_empty_dirs(dirs)]
@@ -168,7 +141,41 @@ class OrphanFilesCleaner:
         finally:
             for pool in pools:
                 pool.shutdown(wait=True)
-        return orphans
+        by_kind = result.by_kind
+        for st, kind in orphans:
+            k = by_kind.get(kind)
+            if k is None:
+                k = by_kind[kind] = {"files": 0, "bytes": 0}
+            k["files"] += 1
+            k["bytes"] += st.size
+        # (_rel inlined: one pass over every orphan, millions in a big cleanup)
+        prefix = self.root + "/"
+        cut = len(prefix)
+        result.deleted_paths = sorted([p[cut:] if p.startswith(prefix) else p
+                                       for p in [c.status.path for c in orphans]])
+        if self._stopped_by is not None:
+            self._mark_stopped(result, "deleting the orphan files found")
+        log.info("orphan clean of %s: %d candidates, %d used names, %d %s", self.root,
+                 result.candidates, result.used, len(orphans),
+                 "would be deleted" if ctx.dry_run else "deleted")
+        return result
+
+    def _out_of_memory(self) -> OrphanCleanResult:
+        """The result of a run that ran out of memory: the orphans deleted until then."""
+        result = self._result or OrphanCleanResult(self.ctx.dry_run, self.ctx.older_than_ms)
+        found, self._found, gone = self._found, [], self._gone
+        deleted = [c for c in found if c.status.path in gone]
+        self._stopped_by, self._remaining = MEMORY, len(found) - len(deleted)
+        result.by_kind = {}
+        for st, kind in deleted:
+            k = result.by_kind.setdefault(kind, {"files": 0, "bytes": 0})
+            k["files"] += 1
+            k["bytes"] += st.size
+        result.deleted_paths = sorted(self._rel(c.status.path) for c in deleted)
+        self._mark_stopped(result, "deleting the orphan files found" if found and
+                           not self.ctx.dry_run else "listing the table's files and reading "
+                           "what its snapshots use")
+        return result
 
     def _mark_stopped(self, result: OrphanCleanResult, phase: str) -> None:
         """complete=False, with what was done and how the user goes on (one line)."""
@@ -213,7 +220,8 @@ class OrphanFilesCleaner:
         time limit, in batches: past the deadline, the batches not started are left (the
         first always runs) and the run is marked stopped."""
         paths = [c.status.path for c in orphans]
-        deleted = self._gone = set()
+        deleted: Set[str] = set()
+        self._gone = deleted   # (what was deleted, if memory runs out)
         # Not against resolutions cached while listing: a directory may be a symlink now.
         self.io.forget_resolved_dirs()
         deadline = getattr(self, "_deadline", None)
