@@ -20,7 +20,8 @@ others. A time limit on the run (`max_duration_ms`, `maintain --max-duration`) i
 between the steps of a table and inside expiration and orphan cleanup at their safe points
 (operations/limits.py); a table it stopped, or one that ran out of memory, is `incomplete`
 (what it did is reported; a rerun continues), and tables not started by then are `incomplete`
-too, untouched. Every table started runs its first step, so every rerun makes progress. A table whose metadata cannot be read (no readable schema, a bad option, a damaged
+too, untouched. Every table started runs its first step, so every rerun makes progress.
+A table whose metadata cannot be read (no readable schema, a bad option, a damaged
 snapshot or tag) is skipped with its reason; nothing of it is deleted or "repaired".
 
 Tables run in worker processes (`workers="process"`, the default when parallelism > 1: the
