@@ -304,12 +304,13 @@ class Table(TableMaintenance):
         return tag_manager(self.store).pending_deletions()
 
     def expire_tags(self, older_than_ms: Optional[int] = None, dry_run: bool = False,
-                    clock=time.time, *, older_than: Any = None):
+                    clock=time.time, *, older_than: Any = None, max_duration: Any = None):
         """Expire tags past their retention (create time + time retained) and, with
         `older_than` (a past datetime, 'YYYY-MM-DD HH:MM:SS' or epoch ms; `older_than_ms` is
         the older spelling), tags created before it; each deletion also deletes the files only
         that tag kept (as delete_tag). Tags without retention are only expired through a
-        cutoff.
+        cutoff. `max_duration` ('10 min', or milliseconds; more than 0) stops the run
+        between two tags once reached (`complete` False, `stopped_by` "max-duration").
 
         Returns:
             TagExpireResult (expired_tags, deleted_files, deleted_bytes, ...).
@@ -322,7 +323,9 @@ class Table(TableMaintenance):
             if older_than_ms is not None:
                 raise TypeError("give older_than or older_than_ms, not both")
             older_than_ms = cutoff_ms(older_than, "older_than", clock)
-        return expire_tags(self.store, older_than_ms, dry_run, clock)
+        from .table_maintenance import max_duration_arg
+        limit = max_duration_arg(max_duration)
+        return expire_tags(self.store, older_than_ms, dry_run, clock, max_duration_ms=limit)
 
     def rollback_to(self, snapshot_id: Optional[int] = None, tag: Optional[str] = None
                     ) -> RollbackResult:

@@ -243,13 +243,15 @@ class TableCommit:
 
     # --- maintenance ---------------------------------------------------------------------
     def expire_snapshots(self, dry_run: bool = False, progress=None,
+                         max_duration_ms: Optional[int] = None,
                          **overrides: Any) -> ExpireResult:
         """Run snapshot expiration now with this commit's options (plus overrides such as
         retain_min=..., older_than_ms=...); `progress` is an optional
-        paimon_commit.progress callback."""
+        paimon_commit.progress callback; `max_duration_ms` a time limit
+        (ExpireSnapshots.expire)."""
         cfg = ExpireConfig.from_options(self.options, **overrides)
         return ExpireSnapshots(self.store, cfg, clock=self.clock, progress=progress) \
-            .expire(dry_run=dry_run)
+            .expire(dry_run=dry_run, max_duration_ms=max_duration_ms)
 
     def _start_call(self) -> None:
         """Before a commit call publishes anything: refuse on a closed object or a parked

@@ -18,7 +18,7 @@ from .errors import OptionError
 from .format.python_values import parse_iso_datetime
 from .options import parse_duration_ms
 
-__all__ = ["TableMaintenance", "cutoff_ms", "duration_ms", "int_at_least"]
+__all__ = ["TableMaintenance", "cutoff_ms", "duration_ms", "max_duration_arg", "int_at_least"]
 
 Cutoff = Union[None, int, float, str, datetime.datetime, datetime.date]
 Duration = Union[None, int, str]
@@ -75,6 +75,15 @@ def duration_ms(value: Duration, name: str) -> Optional[int]:
     return ms
 
 
+def max_duration_arg(value: Duration, name: str = "max_duration") -> Optional[int]:
+    """A time limit ('10 min', '1 h', or milliseconds), more than 0 (a limit of nothing would
+    stop every run before it started)."""
+    ms = duration_ms(value, name)
+    if ms is not None and ms == 0:
+        raise OptionError(f"{name}={value!r} must be longer than 0")
+    return ms
+
+
 def int_at_least(value: Optional[int], name: str, minimum: int) -> Optional[int]:
     """An optional integer argument >= `minimum`, refused in the caller's words."""
     if value is None:
@@ -97,7 +106,7 @@ class TableMaintenance:
     def expire_snapshots(self, *, retain_min: Optional[int] = None,
                          retain_max: Optional[int] = None, older_than: Cutoff = None,
                          time_retained: Duration = None, max_deletes: Optional[int] = None,
-                         dry_run: bool = False, progress=None):
+                         dry_run: bool = False, progress=None, max_duration: Duration = None):
         """Expire old snapshots and delete the files only they used (`expire-snapshots`).
         Unset arguments fall back to the table's options (snapshot.num-retained.min/max,
         snapshot.time-retained, snapshot.expire.limit).
@@ -109,22 +118,28 @@ class TableMaintenance:
             time_retained: how long a replaced snapshot stays readable ('1 h', '7 d').
             max_deletes: snapshots expired in this run at most.
             dry_run: report, delete nothing.
+            max_duration: a time limit ('10 min', or milliseconds; more than 0): the run
+                stops between two chunks of snapshots once it is reached (the first chunk
+                always runs).
 
         Returns:
             ExpireResult (expired_snapshots, deleted_files, deleted_bytes, deleted_paths, ...).
+            `complete` is False when the time limit, memory or max_deletes stopped the run
+            (`stopped_by`, `message`): the table is consistent and a rerun continues.
         """
         older = cutoff_ms(older_than, "older_than")
         retained = duration_ms(time_retained, "time_retained")
         int_at_least(retain_min, "retain_min", 1)
         int_at_least(retain_max, "retain_max", 1)
         int_at_least(max_deletes, "max_deletes", 0)
+        limit = max_duration_arg(max_duration)
         if retain_min is not None and retain_max is not None and retain_max < retain_min:
             raise OptionError(f"retain_max={retain_max} must be >= retain_min={retain_min}")
         with self.new_commit(options={"write-only": "true"}) as c:
             return c.expire_snapshots(dry_run=dry_run, retain_min=retain_min,
                                       retain_max=retain_max, older_than_ms=older,
                                       time_retained_ms=retained, max_deletes=max_deletes,
-                                      progress=progress)
+                                      progress=progress, max_duration_ms=limit)
 
     def expire_partitions(self, *, expiration_time: Duration, timestamp_formatter: Optional[str]
                           = None, timestamp_pattern: Optional[str] = None,
@@ -160,7 +175,8 @@ class TableMaintenance:
 
     def remove_orphan_files(self, *, older_than: Cutoff = None,
                             older_than_duration: Duration = None, dry_run: bool = False,
-                            parallelism: Optional[int] = None, progress=None):
+                            parallelism: Optional[int] = None, progress=None,
+                            max_duration: Duration = None):
         """Delete files no snapshot, tag, branch, changelog or consumer uses
         (`remove-orphan-files`), if older than a day (or `older_than` / `older_than_duration`).
 
@@ -170,9 +186,13 @@ class TableMaintenance:
             dry_run: report, delete nothing.
             parallelism: threads listing and deleting (default: the table's
                 file-operation.thread-num, or one per CPU).
+            max_duration: a time limit ('10 min', or milliseconds; more than 0): deleting
+                stops between two batches once it is reached (the first batch always runs).
 
         Returns:
             OrphanCleanResult (deleted_paths, deleted_dirs, deleted_files, deleted_bytes, ...).
+            `complete` is False when the time limit or memory stopped the run
+            (`stopped_by`, `message`, `remaining`): a rerun deletes the rest.
         """
         from .operations.orphan import CleanContext, OrphanFilesCleaner
         if older_than is not None and older_than_duration is not None:
@@ -185,7 +205,8 @@ class TableMaintenance:
                                   f"than 0: files being written now would be deleted")
             older = int(time.time() * 1000) - age
         int_at_least(parallelism, "parallelism", 1)
-        ctx = CleanContext(self, older_than_ms=older, dry_run=dry_run)
+        limit = max_duration_arg(max_duration)
+        ctx = CleanContext(self, older_than_ms=older, dry_run=dry_run, max_duration_ms=limit)
         ctx.progress = progress
         if parallelism:
             from concurrent.futures import ThreadPoolExecutor

@@ -16,7 +16,12 @@ with its credentials moved into the storage options (io.uri.split_credentials), 
 path, result, error and log line names `s3://bucket/wh/...`.
 
 A table that fails is reported with its name and the reason and the run goes on with the
-others. A table whose metadata cannot be read (no readable schema, a bad option, a damaged
+others. A time limit on the run (`max_duration_ms`, `maintain --max-duration`) is checked
+between the steps of a table and inside expiration and orphan cleanup at their safe points
+(operations/limits.py); a table it stopped, or one that ran out of memory, is `incomplete`
+(what it did is reported; a rerun continues), and tables not started by then are `incomplete`
+too, untouched. Every table started runs its first step, so every rerun makes progress.
+A table whose metadata cannot be read (no readable schema, a bad option, a damaged
 snapshot or tag) is skipped with its reason; nothing of it is deleted or "repaired".
 
 Tables run in worker processes (`workers="process"`, the default when parallelism > 1: the
@@ -41,6 +46,7 @@ from .io import for_path as file_io_for_path
 from .io.uri import split_credentials
 from .format import paths as P
 from .operations import maintenance_order
+from .operations.limits import MAX_DURATION, MEMORY, check_max_duration_ms
 from .progress import MAINTAINING, ProgressCallback, emit
 
 log = logging.getLogger(__name__)
@@ -70,7 +76,9 @@ class TableRef:
 @dataclass
 class TableMaintenanceResult:
     """What maintaining one table did. `status` is `ok`, `failed` (a step raised: `reason`
-    says which and why) or `skipped` (its metadata could not be read; nothing was done)."""
+    says which and why), `skipped` (its metadata could not be read; nothing was done) or
+    `incomplete` (the run's time limit or memory stopped it, or it was not started before the
+    time limit: `stopped_by` and `reason` say which and what was done; a rerun continues)."""
     table: str
     path: str
     status: str = "ok"
@@ -88,6 +96,7 @@ class TableMaintenanceResult:
     seconds: float = 0.0
     steps: Dict[str, Any] = field(default_factory=dict)
     warnings: List[str] = field(default_factory=list)   # e.g. partitions kept: no time
+    stopped_by: Optional[str] = None   # incomplete: "max-duration" or "memory"
 
     @property
     def ok(self) -> bool:
@@ -97,7 +106,12 @@ class TableMaintenanceResult:
     @property
     def failed(self) -> bool:
         """True for `failed` and `skipped` tables: both make the CLI exit with 1."""
-        return self.status != "ok"
+        return self.status in ("failed", "skipped")
+
+    @property
+    def incomplete(self) -> bool:
+        """True when a limit stopped the table (the CLI exits with 3 if none failed)."""
+        return self.status == "incomplete"
 
     def to_dict(self) -> Dict[str, Any]:
         """JSON-ready dict."""
@@ -112,7 +126,7 @@ class TableMaintenanceResult:
                 "compact_snapshot_id": self.compact_snapshot_id,
                 "deleted_files": self.deleted_files, "deleted_bytes": self.deleted_bytes,
                 "seconds": round(self.seconds, 6), "warnings": self.warnings,
-                "steps": self.steps}
+                "steps": self.steps, "stopped_by": self.stopped_by}
 
 
 # --- finding tables ------------------------------------------------------------------------
@@ -203,7 +217,8 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
                    clock: Callable[[], float] = time.time,
                    progress: Optional[ProgressCallback] = None,
                    storage_options: Optional[Dict[str, str]] = None,
-                   compact: bool = False) -> TableMaintenanceResult:
+                   compact: bool = False, deadline_at: Optional[float] = None
+                   ) -> TableMaintenanceResult:
     """Maintain one table as its options ask (see the module docstring); never raises for a
     table-level problem, which is reported in the result instead.
 
@@ -217,9 +232,13 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
         progress: optional callback (phases per step).
         storage_options: how to reach the storage (`s3.endpoint`, ...).
         compact: first compact the table's small files (Table.compact, every partition).
+        deadline_at: when the run must stop (time.monotonic() seconds; maintain_warehouse's
+            time limit): checked between the table's steps (its first step always runs),
+            and given to expiration and orphan cleanup, which stop at their next safe
+            point.
 
     Returns:
-        TableMaintenanceResult with status `ok`, `failed` or `skipped`.
+        TableMaintenanceResult with status `ok`, `failed`, `skipped` or `incomplete`.
 
     Raises:
         OptionError: a bad argument (see check_maintenance_args), before any I/O.
@@ -230,6 +249,8 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
     path, storage_options = split_credentials(str(path), storage_options)
     name = name or path
     result = TableMaintenanceResult(name, path, dry_run=dry_run)
+    limits = _Limits(deadline_at, result)
+    out_of_memory = False
     step = "opening"
     tag_errors: List[str] = []
     compact_errors: List[str] = []
@@ -259,28 +280,38 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
         for _ in store.snapshots.snapshots():
             pass
         steps = _table_steps(store, options, tag_config, expire_config, partition_expire,
-                             result, dry_run, clock, tag_errors)
+                             result, dry_run, clock, tag_errors, limits)
         steps[maintenance_order.COMPACTION] = _compaction_step(compaction, result, dry_run,
                                                                compact_errors)
 
         def before_step(name_of_step: str) -> None:
             nonlocal step
+            limits.check(step, name_of_step)
             step = name_of_step
             emit(progress, step, 0, None, _UNITS[step], name)
         maintenance_order.run_in_order(steps, before_step)
         if orphans:
+            limits.check(step, "orphan cleanup")
             step = "orphan cleanup"
             emit(progress, step, 0, None, "files", name)
             from .operations.orphan import CleanContext, OrphanFilesCleaner
             orr = OrphanFilesCleaner(CleanContext(
                 path, older_than_ms=older_than_ms, dry_run=dry_run, clock=clock,
-                file_io=file_io_for_path(path, storage_options))).clean()
+                file_io=file_io_for_path(path, storage_options),
+                max_duration_ms=limits.remaining_ms())).clean()
             result.orphans_deleted = orr.deleted_files
             result.deleted_files += orr.deleted_files
             result.deleted_bytes += orr.deleted_bytes
             d = orr.to_dict()
             d.pop("files", None)
             result.steps["orphans"] = d
+            limits.stopped(step, orr)
+    except _Stop:
+        pass   # _Limits set the status, the reason and what stopped it
+    except MemoryError:
+        # (Reported below, outside the except block: its traceback holds the frames, and the
+        # memory, of whatever ran out.)
+        out_of_memory = True
     except _UNREADABLE as e:
         before_any_change = step in ("opening", "reading metadata")
         if before_any_change or isinstance(e, (CorruptMetadataError, UnicodeDecodeError)):
@@ -293,21 +324,63 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
     except (PaimonCommitError, OSError, ValueError, TypeError, KeyError, RuntimeError) as e:
         result.status = "failed"
         result.reason = f"{step}: {type(e).__name__}: {e}"
-    if result.status == "ok" and (tag_errors or compact_errors):
-        result.status = "failed"
+    if out_of_memory:
+        result.status, result.stopped_by = "incomplete", MEMORY
+        result.reason = (f"{step}: ran out of memory; what the steps before did is reported, "
+                         f"the table is consistent and a rerun continues (maintain "
+                         f"--parallelism 1 runs one table at a time)")
+    if result.status in ("ok", "incomplete") and (tag_errors or compact_errors):
         result.reason = "; ".join(
             ([f"{maintenance_order.COMPACTION}: " + "; ".join(compact_errors)]
              if compact_errors else []) +
-            (["tag expiration: " + "; ".join(tag_errors)] if tag_errors else []))
+            (["tag expiration: " + "; ".join(tag_errors)] if tag_errors else []) +
+            ([result.reason] if result.status == "incomplete" else []))
+        result.status = "failed"
     result.seconds = time.perf_counter() - t0
     if result.status != "ok":
         log.warning("maintain %s: %s (%s)", name, result.status, result.reason)
     return result
 
 
+class _Stop(Exception):
+    """A limit stopped a table (its result says why and what was done)."""
+
+
+class _Limits:
+    """The run's time limit (`deadline_at`, time.monotonic() seconds: the clock is the
+    machine's, so the deadline holds in the local worker processes too, and a wall-clock step
+    does not move it) as one table sees it; sets the table's result when a limit stops it."""
+
+    def __init__(self, deadline_at: Optional[float], result: TableMaintenanceResult):
+        self.at, self.result, self.ran = deadline_at, result, False
+
+    def remaining_ms(self) -> Optional[int]:
+        """What is left for the next step (at least 1 ms: its first chunk runs)."""
+        return None if self.at is None else max(1, int((self.at - time.monotonic()) * 1000))
+
+    def check(self, done: str, next_step: str) -> None:
+        """Before `next_step`: stop if the time is up (never before the table's first step,
+        so that every run makes progress)."""
+        if self.at is None or not self.ran or time.monotonic() < self.at:
+            self.ran = True
+            return
+        self.result.status, self.result.stopped_by = "incomplete", MAX_DURATION
+        self.result.reason = (f"stopped by the run's time limit after {done}, before "
+                              f"{next_step}; a rerun continues")
+        raise _Stop
+
+    def stopped(self, step: str, r: Any) -> None:
+        """After a step: if a limit stopped it (`r.stopped_by`), so is the table."""
+        if getattr(r, "stopped_by", None) in (MAX_DURATION, MEMORY):
+            self.result.status, self.result.stopped_by = "incomplete", r.stopped_by
+            self.result.reason = f"{step}: {r.message}"
+            raise _Stop
+
+
 def check_maintenance_args(orphans: bool = False, older_than_ms: Optional[int] = None,
                            dry_run: bool = False, compact: bool = False,
-                           clock: Callable[[], float] = time.time) -> None:
+                           clock: Callable[[], float] = time.time,
+                           max_duration_ms: Optional[int] = None) -> None:
     """The arguments of a maintenance run, checked before any I/O: a bad one is the run's
     mistake, not a table's. Found only at the step that uses it, it would fail every table
     after the steps before it had deleted (orphan cleanup runs last). OptionError naming the
@@ -318,6 +391,7 @@ def check_maintenance_args(orphans: bool = False, older_than_ms: Optional[int] =
             raise OptionError(f"{arg} must be True or False, got {value!r}")
     if not callable(clock):
         raise OptionError(f"clock must be callable (seconds since the epoch), got {clock!r}")
+    check_max_duration_ms(max_duration_ms)
     if older_than_ms is not None:
         from .operations.orphan_context import CleanContext
         # Its checks only (a CleanContext touches no storage when constructed).
@@ -331,7 +405,8 @@ _UNITS = {maintenance_order.COMPACTION: "files", maintenance_order.TAGS: "tags",
 
 def _table_steps(store, options, tag_config, expire_config, partition_expire,
                  result: TableMaintenanceResult, dry_run: bool, clock: Callable[[], float],
-                 tag_errors: List[str]) -> Dict[str, Optional[Callable[[], None]]]:
+                 tag_errors: List[str], limits: Optional["_Limits"] = None
+                 ) -> Dict[str, Optional[Callable[[], None]]]:
     """What each post-commit maintenance step does here (tags are expired, never created:
     see the module docstring); each adds what it did to `result`. Tags that cannot expire
     are added to `tag_errors`: the other steps still run, and the table is failed."""
@@ -340,13 +415,17 @@ def _table_steps(store, options, tag_config, expire_config, partition_expire,
     from .tags import ConsumerManager
 
     def tags() -> None:
-        r = expire_tags(store, dry_run=dry_run, clock=clock)
+        limit = limits.remaining_ms() if limits is not None else None
+        r = expire_tags(store, dry_run=dry_run, clock=clock,
+                        **({} if limit is None else {"max_duration_ms": limit}))
         result.tags_expired = list(r.expired_tags)
         result.deleted_files += r.deleted_files
         result.deleted_bytes += r.deleted_bytes
         result.warnings.extend(r.skipped)
         tag_errors.extend(r.errors)
         result.steps["tags"] = r.to_dict()
+        if limits is not None:
+            limits.stopped(maintenance_order.TAGS, r)
 
     def partitions() -> None:
         pr = partition_expire.expire(force=True, dry_run=dry_run)
@@ -364,12 +443,16 @@ def _table_steps(store, options, tag_config, expire_config, partition_expire,
             int(clock() * 1000) - ttl, dry_run=dry_run)
 
     def snapshots() -> None:
-        er = ExpireSnapshots(store, expire_config, clock=clock).expire(dry_run=dry_run)
+        limit = limits.remaining_ms() if limits is not None else None
+        er = ExpireSnapshots(store, expire_config, clock=clock).expire(
+            dry_run=dry_run, **({} if limit is None else {"max_duration_ms": limit}))
         result.snapshots_expired = er.expired_snapshots
         result.deleted_files += er.deleted_files
         result.deleted_bytes += er.deleted_bytes
         result.warnings.extend(er.skipped)
         result.steps["snapshots"] = er.to_dict()
+        if limits is not None:
+            limits.stopped(maintenance_order.SNAPSHOTS, er)
 
     return {maintenance_order.TAGS: tags if tag_config.time_expire_enabled else None,
             maintenance_order.PARTITIONS: partitions if partition_expire is not None else None,
@@ -418,16 +501,39 @@ def _storage_env() -> Dict[str, str]:
     return {k: v for k, v in os.environ.items() if k.startswith(_STORAGE_ENV)}
 
 
+def _not_started(path: str, name: str, dry_run: bool) -> TableMaintenanceResult:
+    """A table the run's time limit left untouched."""
+    return TableMaintenanceResult(name, path, "incomplete", "not started: the run's time "
+                                  "limit was reached before it; a rerun continues", dry_run,
+                                  stopped_by=MAX_DURATION)
+
+
+def _maintain_in_time(path: str, name: str, orphans: bool, older_than_ms: Optional[int],
+                      dry_run: bool, clock: Callable[[], float] = time.time,
+                      progress: Optional[ProgressCallback] = None,
+                      storage_options: Optional[Dict[str, str]] = None, compact: bool = False,
+                      deadline_at: Optional[float] = None, first: bool = False
+                      ) -> TableMaintenanceResult:
+    """maintain_table, unless the run's time limit passed before the table could start
+    (the `first` tables, those a run starts at once, always start: every run progresses)."""
+    if deadline_at is not None and not first and time.monotonic() >= deadline_at:
+        return _not_started(path, name, dry_run)
+    return maintain_table(path, name, orphans, older_than_ms, dry_run, clock, progress,
+                          storage_options, compact, deadline_at)
+
+
 def _maintain_one(args: Tuple) -> Dict[str, Any]:
     """Process-pool entry point: returns the result as a dict (picklable)."""
-    path, name, orphans, older_than_ms, dry_run, storage_options, env, compact = args
+    path, name, orphans, older_than_ms, dry_run, storage_options, env, compact, deadline_at, \
+        first = args
     # A fork server is started once per process and keeps the environment of that moment:
     # its workers would reach the store an earlier call pointed at, with its credentials.
     for k in [k for k in os.environ if k.startswith(_STORAGE_ENV) and k not in env]:
         del os.environ[k]
     os.environ.update(env)
-    r = maintain_table(path, name, orphans, older_than_ms, dry_run,
-                       storage_options=storage_options, compact=compact)
+    r = _maintain_in_time(path, name, orphans, older_than_ms, dry_run,
+                          storage_options=storage_options, compact=compact,
+                          deadline_at=deadline_at, first=first)
     return r.__dict__
 
 
@@ -441,7 +547,8 @@ def maintain_warehouse(warehouse: str, database: Optional[str] = None,
                        clock: Callable[[], float] = time.time,
                        tables: Optional[Sequence[TableRef]] = None,
                        storage_options: Optional[Dict[str, str]] = None,
-                       compact: bool = False) -> List[TableMaintenanceResult]:
+                       compact: bool = False, max_duration_ms: Optional[int] = None
+                       ) -> List[TableMaintenanceResult]:
     """Maintain every table of a warehouse (see the module docstring), `parallelism` tables
     at a time, going on past tables that fail.
 
@@ -462,6 +569,10 @@ def maintain_warehouse(warehouse: str, database: Optional[str] = None,
         storage_options: how to reach the storage (`s3.endpoint`, ...).
         compact: first compact the small files of every table this library writes
             (bucket-unaware append tables; the others get a warning).
+        max_duration_ms: a time limit on the whole run (> 0): tables stop at their next
+            safe point once it is reached, tables not started are not started; both are
+            `incomplete` (see the module docstring). It counts from when the tables are
+            found.
 
     Returns:
         One TableMaintenanceResult per table, sorted by `db.table`.
@@ -478,10 +589,13 @@ def maintain_warehouse(warehouse: str, database: Optional[str] = None,
     if workers not in ("process", "thread"):
         raise ValueError(f"workers must be 'process' or 'thread', got {workers!r}")
     check_maintenance_args(orphans=orphans, older_than_ms=older_than_ms, dry_run=dry_run,
-                           compact=compact, clock=clock)
+                           compact=compact, clock=clock, max_duration_ms=max_duration_ms)
     warehouse, storage_options = split_credentials(str(warehouse), storage_options)
     refs = list(tables) if tables is not None else \
         find_tables(warehouse, database, table_glob, storage_options=storage_options)
+    # The limit counts from here: finding the tables (a listing) is not maintenance.
+    deadline_at = None if max_duration_ms is None else \
+        time.monotonic() + max_duration_ms / 1000
     total = len(refs)
     emit(progress, MAINTAINING, 0, total, "tables")
     results: List[TableMaintenanceResult] = []
@@ -493,15 +607,20 @@ def maintain_warehouse(warehouse: str, database: Optional[str] = None,
 
     if parallelism == 1 or total <= 1:
         for ref in refs:
+            if deadline_at is not None and results and time.monotonic() >= deadline_at:
+                # (The first table always starts: every run makes progress.)
+                finished(_not_started(ref.path, ref.full_name, dry_run))
+                continue
             finished(maintain_table(ref.path, ref.full_name, orphans, older_than_ms, dry_run,
                                     clock, progress=_per_table(progress, len(results), total),
-                                    storage_options=storage_options, compact=compact))
+                                    storage_options=storage_options, compact=compact,
+                                    deadline_at=deadline_at))
     elif workers == "thread":
         with concurrent.futures.ThreadPoolExecutor(parallelism) as pool:
-            futures = [pool.submit(maintain_table, ref.path, ref.full_name, orphans,
+            futures = [pool.submit(_maintain_in_time, ref.path, ref.full_name, orphans,
                                    older_than_ms, dry_run, clock, None, storage_options,
-                                   compact)
-                       for ref in refs]
+                                   compact, deadline_at=deadline_at, first=i < parallelism)
+                       for i, ref in enumerate(refs)]
             for f in concurrent.futures.as_completed(futures):
                 finished(f.result())
     else:
@@ -511,8 +630,9 @@ def maintain_warehouse(warehouse: str, database: Optional[str] = None,
                                                     mp_context=ctx) as pool:
             futures = {pool.submit(_maintain_one, (ref.path, ref.full_name, orphans,
                                                    older_than_ms, dry_run, storage_options,
-                                                   env, compact)): ref
-                       for ref in refs}
+                                                   env, compact, deadline_at,
+                                                   i < parallelism)): ref
+                       for i, ref in enumerate(refs)}
             for f in concurrent.futures.as_completed(futures):
                 ref = futures[f]
                 try:

@@ -11,10 +11,15 @@ from typing import Callable, Tuple
 from ..errors import OptionError
 from ..options import parse_duration_ms
 
-__all__ = ["EXIT_OK", "EXIT_FAILED", "EXIT_INVALID", "InvalidInput", "Duration", "orphan_age", "duration", "key_value",
-           "timestamp_ms", "past_timestamp_ms", "int_at_least"]
+__all__ = ["EXIT_OK", "EXIT_FAILED", "EXIT_INVALID", "EXIT_INCOMPLETE", "InvalidInput",
+           "Duration", "orphan_age", "duration", "time_limit", "key_value", "timestamp_ms",
+           "past_timestamp_ms", "int_at_least", "stopped_exit_code"]
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
+# A run stopped by --max-duration or by running out of memory (operations/limits.py): what it
+# did is reported, the table is consistent, and a rerun continues. Not for --max-deletes,
+# a per-run quota that every commit's expiration obeys too (exit 0, as always).
+EXIT_INCOMPLETE = 3
 
 _DURATION_EXAMPLES = "e.g. '500 ms', '30 s', '10 min', '1 h', '7 d'"
 _TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S"
@@ -52,6 +57,20 @@ def duration(text: str) -> int:
     if ms < 0:
         raise argparse.ArgumentTypeError(f"{text!r} must not be negative")
     return Duration(ms, text)
+
+
+def time_limit(text: str) -> int:
+    """`--max-duration`: a duration (as `duration`) longer than 0."""
+    d = duration(text)
+    if d == 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be longer than 0: the run would stop "
+                                         f"before it started")
+    return d
+
+
+def stopped_exit_code(stopped_by) -> int:
+    """The exit code of a run whose result says `stopped_by` (None: finished)."""
+    return EXIT_INCOMPLETE if stopped_by in ("max-duration", "memory") else EXIT_OK
 
 
 def key_value(text: str) -> Tuple[str, str]:

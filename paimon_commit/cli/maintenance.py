@@ -14,8 +14,8 @@ from typing import Any, Callable, Dict, List
 
 from ..progress import terminal_progress
 from . import context
-from .args import (EXIT_FAILED, InvalidInput, duration, int_at_least, key_value, orphan_age,
-                   past_timestamp_ms)
+from .args import (EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, InvalidInput, duration,
+                   int_at_least, key_value, orphan_age, past_timestamp_ms, time_limit)
 
 __all__ = ["add_commands", "cmd_expire_tags", "cmd_maintain", "cmd_report"]
 
@@ -25,12 +25,15 @@ __all__ = ["add_commands", "cmd_expire_tags", "cmd_maintain", "cmd_report"]
 def cmd_expire_tags(args) -> Dict[str, Any]:
     """`expire-tags TABLE [--older-than TS] [--dry-run]`."""
     t = context.open_table(args.table)
-    r = t.expire_tags(older_than_ms=args.older_than, dry_run=args.dry_run)
+    r = t.expire_tags(older_than_ms=args.older_than, dry_run=args.dry_run,
+                      max_duration=args.max_duration)
     out = r.to_dict()
     out["files"] = [context.rel(t.store.root, p) for p in r.deleted_paths]
     args.print_text = _print_expire_tags
     if r.errors:   # tags that would never expire: the run went on past them
         args.exit_code = EXIT_FAILED
+    elif not r.complete:
+        args.exit_code = EXIT_INCOMPLETE
     return out
 
 
@@ -46,6 +49,8 @@ def _print_expire_tags(r: Dict[str, Any]) -> None:
         print(f"skipped: {s}")
     for e in r["errors"]:
         print(f"error: {e}")
+    if r.get("complete") is False:
+        print(f"incomplete: {r['message']}")
 
 
 # --- maintain ------------------------------------------------------------------------------
@@ -73,7 +78,8 @@ def cmd_maintain(args) -> Dict[str, Any]:
         results = maintain_warehouse(warehouse, orphans=args.orphans,
                                      older_than_ms=older, parallelism=args.parallelism,
                                      dry_run=args.dry_run, progress=progress, tables=tables,
-                                     storage_options=storage, compact=args.compact)
+                                     storage_options=storage, compact=args.compact,
+                                     max_duration_ms=args.max_duration)
     finally:
         if progress is not None:
             progress.close()
@@ -82,10 +88,13 @@ def cmd_maintain(args) -> Dict[str, Any]:
            "ok": sum(r.status == "ok" for r in results),
            "failed": sum(r.status == "failed" for r in results),
            "skipped": sum(r.status == "skipped" for r in results),
+           "incomplete": sum(r.incomplete for r in results),
            "deleted_files": sum(r.deleted_files for r in results),
            "deleted_bytes": sum(r.deleted_bytes for r in results)}
     if out["failed"] or out["skipped"]:
         args.exit_code = EXIT_FAILED
+    elif out["incomplete"]:
+        args.exit_code = EXIT_INCOMPLETE
     args.print_text = _print_maintain
     return out
 
@@ -107,8 +116,11 @@ def _print_maintain(r: Dict[str, Any]) -> None:
         for w in t["warnings"]:
             print(f"{'':<32} warning  {w}")
     print(f"{len(r['tables'])} table(s): {r['ok']} ok, {r['failed']} failed, "
-          f"{r['skipped']} skipped; {verb} {r['deleted_files']} file(s), "
-          f"{r['deleted_bytes']} bytes")
+          f"{r['skipped']} skipped, {r['incomplete']} incomplete; {verb} "
+          f"{r['deleted_files']} file(s), {r['deleted_bytes']} bytes")
+    if r["incomplete"]:
+        print(f"incomplete: a limit stopped {r['incomplete']} table(s) (see above); what was "
+              f"done is reported, the tables are consistent and a rerun continues")
 
 
 # --- report --------------------------------------------------------------------------------
@@ -159,29 +171,49 @@ def _each_table(run: Callable) -> Callable:
         refs = resolve_table_pattern(args.table, storage_options=context.Run.storage_options())
         if not refs:
             raise ValueError(f"no table matches {args.table}")
-        pattern = args.table
+        from ..operations.limits import Deadline
+        pattern, limit = args.table, getattr(args, "max_duration", None)
+        # --max-duration limits the whole run, as maintain's: each table gets what is left.
+        deadline = Deadline.after(limit, "--max-duration")
         results: List[Dict[str, Any]] = []
+        stopped = 0
         for ref in refs:
             args.table = ref.path
+            if deadline is not None:
+                if results and deadline.reached():
+                    stopped += 1
+                    results.append({"table": ref.full_name, "path": ref.path,
+                                    "status": "not started",
+                                    "reason": "--max-duration reached before this table; a "
+                                              "rerun continues"})
+                    continue
+                args.max_duration = deadline.remaining_ms()
+            args.exit_code = EXIT_OK
             try:
                 results.append({"table": ref.full_name, "path": ref.path, "status": "ok",
                                 "result": run(args)})
+                stopped += args.exit_code == EXIT_INCOMPLETE
             except (PaimonCommitError, OSError, ValueError, TypeError) as e:
                 results.append({"table": ref.full_name, "path": ref.path, "status": "failed",
                                 "reason": str(e)})
         args.table = pattern
-        failed = sum(r["status"] != "ok" for r in results)
-        if failed:
-            args.exit_code = EXIT_FAILED
+        if limit is not None:
+            args.max_duration = limit
+        failed = sum(r["status"] == "failed" for r in results)
+        args.exit_code = EXIT_FAILED if failed else EXIT_INCOMPLETE if stopped else EXIT_OK
         args.print_text = _print_each
-        return {"pattern": pattern, "tables": results, "failed": failed}
+        return {"pattern": pattern, "tables": results, "failed": failed,
+                "incomplete": stopped}
     return wrapped
 
 
 def _print_each(r: Dict[str, Any]) -> None:
     for t in r["tables"]:
+        if t["status"] == "not started":
+            print(f"{t['table']:<32} not started ({t['reason']})")
+            continue
         if t["status"] != "ok":
-            print(f"{t['table']:<32} failed   {t['reason']}")
+            print(f"{t['table']:<32} {t['status']:<8} {t['reason']}")
             continue
         x = t["result"]
         verb = "would delete" if x.get("dry_run") else "deleted"
@@ -189,7 +221,9 @@ def _print_each(r: Dict[str, Any]) -> None:
             if "expired_snapshots" in x else ""
         print(f"{t['table']:<32} ok       {extra}{verb} {x.get('deleted_files', 0)} file(s), "
               f"{x.get('deleted_bytes', 0)} bytes")
-    print(f"{len(r['tables'])} table(s), {r['failed']} failed")
+        if x.get("complete") is False:
+            print(f"{'':<32} incomplete: {x['message']}")
+    print(f"{len(r['tables'])} table(s), {r['failed']} failed, {r['incomplete']} incomplete")
 
 
 # --- registration --------------------------------------------------------------------------
@@ -211,6 +245,9 @@ def add_commands(sub, command: Callable) -> None:
                    help="also expire tags created before this local time, which must be in "
                         "the past (tags without a create time: by their file's modification "
                         "time)")
+    c.add_argument("--max-duration", type=time_limit, metavar="DURATION",
+                   help="stop between two tags after this long, e.g. '10 min' (exit code 3; "
+                        "a rerun continues)")
     c.add_argument("--dry-run", action="store_true", help="report, delete nothing")
 
     help_ = ("maintain every table of a warehouse (<warehouse>/<db>.db/<table>) as its options "
@@ -237,6 +274,9 @@ def add_commands(sub, command: Callable) -> None:
                    help="orphans must be older than this (default '1 d')")
     m.add_argument("--parallelism", type=int_at_least(1), default=2,
                    help="tables maintained at the same time (worker processes; default 2)")
+    m.add_argument("--max-duration", type=time_limit, metavar="DURATION",
+                   help="stop the run at the next safe point after this long, e.g. '1 h' "
+                        "(tables not started are left; exit code 3; a rerun continues)")
     m.add_argument("--dry-run", action="store_true", help="report, change nothing")
     m.set_defaults(run=cmd_maintain)
 

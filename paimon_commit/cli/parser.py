@@ -8,14 +8,14 @@ import re
 from typing import Dict, List
 
 from ..io.uri import redact_uris_in
-from .args import duration, int_at_least, key_value, past_timestamp_ms
+from .args import duration, int_at_least, key_value, past_timestamp_ms, time_limit
 from .compaction import add_compact_command
 from .maintenance import add_commands
 from .tables import (cmd_create_tag, cmd_delete_tag, cmd_drop_partition, cmd_expire_partitions,
                      cmd_expire_snapshots, cmd_info, cmd_remove_orphan_files, cmd_rollback_to,
                      cmd_snapshots, cmd_tags, print_text)
 
-__all__ = ["build_parser", "USAGE", "Parser"]
+__all__ = ["build_parser", "USAGE", "Parser", "MAX_DURATION_HELP"]
 
 # Every storage a TABLE or WAREHOUSE may be on (io.for_path, io/uri.py's schemes).
 PATHS = ("a local path or file://, s3:// (s3a://), gs://, az://CONTAINER/... or "
@@ -24,8 +24,9 @@ PATHS = ("a local path or file://, s3:// (s3a://), gs://, az://CONTAINER/... or 
 
 USAGE = """Command line: `paimon-commit COMMAND TABLE ...` (also `python -m paimon_commit`).
 
-Exit codes: 0 ok, 2 invalid input, 1 operation failed. `--json` prints one JSON object on
-stdout; text goes to stdout, logs and errors to stderr. Arguments are validated before the
+Exit codes: 0 ok, 2 invalid input, 1 operation failed, 3 stopped by --max-duration or out of
+memory (what was done is printed; the table is consistent and a rerun continues). `--json`
+prints one JSON object on stdout; text goes to stdout, logs and errors to stderr. Arguments are validated before the
 table is touched. Credentials in a URI's user-info (s3://KEY:SECRET@bucket/...) are used, never
 printed.
 
@@ -37,6 +38,10 @@ TABLE (maintain: WAREHOUSE) is a local path or a URI:
   hdfs://namenode:8020/wh/db.db/t
 How the storage is reached (endpoint, credentials): --option KEY=VALUE, see README Storage.
 """
+
+
+MAX_DURATION_HELP = ("stop at the next safe point after this long, e.g. '30 min' (exit code 3; "
+                     "a rerun continues)")
 
 
 class Parser(argparse.ArgumentParser):
@@ -143,6 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="e.g. '1 h', '7 d' (default: the table's snapshot.time-retained)")
     c.add_argument("--max-deletes", type=int_at_least(0),
                    help="snapshots expired in this run at most")
+    c.add_argument("--max-duration", type=time_limit, metavar="DURATION",
+                   help=MAX_DURATION_HELP + " (between two chunks of snapshots)")
     c.add_argument("--dry-run", action="store_true", help="report, delete nothing")
 
     c = command("expire-partitions", cmd_expire_partitions,
@@ -169,6 +176,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--parallelism", type=int_at_least(1), help="threads (or Spark tasks)")
     c.add_argument("--mode", choices=["local", "distributed"], default="local",
                    help="distributed: list and anti-join on Spark executors")
+    c.add_argument("--max-duration", type=time_limit, metavar="DURATION",
+                   help=MAX_DURATION_HELP + " (between two batches of deletions; local mode)")
 
     c = command("create-tag", cmd_create_tag, "tag a snapshot (default: the latest)",
                 "paimon-commit create-tag /data/wh/db.db/events release-1 --snapshot 42")

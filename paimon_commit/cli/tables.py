@@ -12,7 +12,7 @@ from ..options import format_duration_ms
 from ..progress import terminal_progress
 from ..table import Table
 from . import context
-from .args import InvalidInput, orphan_age
+from .args import InvalidInput, orphan_age, stopped_exit_code
 
 __all__ = ["cmd_snapshots", "cmd_tags", "cmd_info", "cmd_drop_partition",
            "cmd_expire_snapshots", "cmd_expire_partitions", "cmd_remove_orphan_files",
@@ -41,12 +41,14 @@ def cmd_expire_snapshots(args) -> Dict[str, Any]:
             r = c.expire_snapshots(dry_run=args.dry_run, retain_min=args.retain_min,
                                    retain_max=args.retain_max, older_than_ms=args.older_than,
                                    time_retained_ms=args.time_retained,
-                                   max_deletes=args.max_deletes, progress=bar)
+                                   max_deletes=args.max_deletes, progress=bar,
+                                   max_duration_ms=args.max_duration)
     finally:
         if bar is not None:
             bar.close()
     out = r.to_dict()
     out["files"] = [_rel(t, p) for p in r.deleted_paths]
+    args.exit_code = stopped_exit_code(r.stopped_by)
     return out
 
 
@@ -69,11 +71,14 @@ def cmd_remove_orphan_files(args) -> Dict[str, Any]:
     if args.older_than is not None and args.older_than_duration is not None:
         raise InvalidInput("give --older-than or --older-than-duration, not both")
     orphan_age("--older-than-duration", args.older_than_duration)
+    if args.mode == "distributed" and args.max_duration is not None:
+        raise InvalidInput("--max-duration is not supported with --mode distributed (the "
+                           "executors delete in one job)")
     older = args.older_than
     if args.older_than_duration is not None:
         older = int(time.time() * 1000) - args.older_than_duration
     ctx = CleanContext(args.table, older_than_ms=older, dry_run=args.dry_run,
-                       file_io=context.open_io(args.table))
+                       file_io=context.open_io(args.table), max_duration_ms=args.max_duration)
     ctx.progress = terminal_progress(args.json)   # a live bar on a terminal only
     if args.mode == "distributed":
         from ..spark.orphan import DistributedOrphanFilesCleaner
@@ -88,6 +93,7 @@ def cmd_remove_orphan_files(args) -> Dict[str, Any]:
     finally:
         if ctx.progress is not None:
             ctx.progress.close()
+    args.exit_code = stopped_exit_code(r.stopped_by)
     return r.to_dict()
 
 
@@ -206,6 +212,12 @@ def _info_lines(r: Dict[str, Any]):
     yield "on disk", f"{r['files_on_disk']} file(s), {r['bytes_on_disk']} bytes"
 
 
+def _print_stopped(r: Dict[str, Any]) -> None:
+    """The one line of a run a limit stopped: what it did, and that a rerun continues."""
+    if r.get("complete") is False:
+        print(f"incomplete: {r['message']}")
+
+
 def print_text(command: str, r: Dict[str, Any]) -> None:
     """The text output of `command` (the JSON object, indented, for the others)."""
     if command == "snapshots":
@@ -235,6 +247,7 @@ def print_text(command: str, r: Dict[str, Any]) -> None:
               f"{r['deleted_bytes']} bytes; earliest {r['earliest']}, latest {r['latest']}")
         for s in r["skipped"]:
             print(f"skipped: {s}")
+        _print_stopped(r)
     elif command == "info":
         for k, v in _info_lines(r):
             print(f"{k:<16}{v}")
@@ -250,6 +263,7 @@ def print_text(command: str, r: Dict[str, Any]) -> None:
               f"{len(r['deleted_dirs'])} empty dir(s)")
         for f in r["files"]:
             print(f"  {f}")
+        _print_stopped(r)
     elif command == "expire-partitions":
         parts = ", ".join(",".join(f"{k}={v}" for k, v in p.items())
                           for p in r["expired_partitions"]) or "none"

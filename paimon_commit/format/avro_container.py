@@ -16,7 +16,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import fastavro
 
-__all__ = ["read_records", "iter_records", "raw_blocks"]
+__all__ = ["read_records", "iter_records", "raw_blocks", "out_of_memory"]
 
 _MAGIC = b"Obj\x01"
 _SCHEMA_CACHE_SIZE = 64
@@ -138,6 +138,20 @@ def _records(block: bytes, count: int, schema: Any) -> Iterator[Dict[str, Any]]:
         yield fastavro.schemaless_reader(f, schema, None)
     if f.tell() != len(block):
         raise _Malformed()
+
+
+def out_of_memory(error: BaseException) -> Optional[MemoryError]:
+    """The MemoryError a decoding error stands for, if it is a failed allocation and not a
+    damaged file (then None). A failed allocation reported as an unreadable manifest would
+    make expiration keep everything the manifest names and delete the snapshot anyway (its
+    files left to orphan cleanup), and hide why; zstandard reports one as a ZstdError."""
+    if isinstance(error, MemoryError):
+        return error
+    text = str(error).lower()
+    if type(error).__name__ == "ZstdError" and ("unable to create" in text or
+                                                "memory" in text):
+        return MemoryError(f"zstd: {error}")
+    return None
 
 
 def read_records(data: bytes) -> List[Dict[str, Any]]:

@@ -13,7 +13,7 @@ from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tu
 import fastavro
 
 from ..errors import CorruptMetadataError, OptionError
-from .avro_container import iter_records, raw_blocks, read_records
+from .avro_container import iter_records, out_of_memory, raw_blocks, read_records
 from .file_refs import compile_reader
 from .binary_row import EMPTY_ROW
 
@@ -306,6 +306,9 @@ def _decode(data: bytes, path: str) -> List[Dict[str, Any]]:
     try:
         records = read_records(data)
     except Exception as e:  # fastavro raises many types on garbage: normalise them
+        oom = out_of_memory(e)   # (not garbage: the caller must stop, not skip the file)
+        if oom is not None:
+            raise oom from None
         raise CorruptMetadataError(path, f"not a readable Avro file ({type(e).__name__}: {e})"
                                    ) from None
     for r in records:
@@ -436,6 +439,9 @@ def decode_index_manifest_names(data: bytes, path: str) -> List[str]:
     try:
         names = [r["_FILE_NAME"] for r in read_records(data)]
     except Exception as e:  # noqa: BLE001 - fastavro raises many types on garbage
+        oom = out_of_memory(e)
+        if oom is not None:
+            raise oom from None
         raise CorruptMetadataError(path, f"unreadable index manifest ({e})") from None
     try:
         for n in names:

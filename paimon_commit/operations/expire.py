@@ -22,12 +22,13 @@ The config is in `expire_config`, the plan and result records in `expire_plan`.
 from __future__ import annotations
 
 import logging
+import os
 import time
-from concurrent.futures import Executor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Dict, List, Optional, Set, Tuple
 
 from ..io.deletion import Deleter
-from ..errors import CorruptMetadataError
+from ..errors import CorruptMetadataError, PaimonCommitError
 from ..format import paths as P
 from ..format.snapshot import Snapshot, Tag
 from ..progress import DELETING, READING, emit
@@ -38,6 +39,8 @@ from ..tags import ConsumerManager, tag_manager
 from .expire_changelog import ChangelogExpiration
 from .expire_config import ExpireConfig
 from .expire_plan import ExpirePlan, ExpireResult, ExpireTotals
+from .limits import (MAX_DELETES, MAX_DURATION, MEMORY, OUT_OF_MEMORY, Deadline,
+                     is_out_of_memory)
 
 # A large expiration goes in chunks of at most this many snapshots, sized after the first so
 # that each deletes about CHUNK_FILES files: what is held at once follows the chunk.
@@ -317,7 +320,8 @@ class ExpireSnapshots(ChangelogExpiration):
         return [Root(cm.snapshot_path(cid), c, "changelog") for cid, c in read if c]
 
     # --- acting --------------------------------------------------------------------------
-    def expire(self, dry_run: bool = False) -> ExpireResult:
+    def expire(self, dry_run: bool = False, max_duration_ms: Optional[int] = None
+               ) -> ExpireResult:
         """Expire snapshots and then, when the lifecycle is decoupled, changelogs. Returns
         what was expired and deleted (with dry_run: what would be, deleting nothing).
 
@@ -325,17 +329,55 @@ class ExpireSnapshots(ChangelogExpiration):
         crash-safe order before the next is planned (as consecutive runs with a limit
         would), so that memory follows the chunk, not the range: what a chunk planned is
         folded into the result and dropped. The ADD positions of the deltas are scanned
-        once for all chunks (ReAdds)."""
-        # One operation for the deletion gate: directories resolved once, afresh.
-        with self.store.io.resolution_scope():
-            return self._expire(dry_run)
+        once for all chunks (ReAdds).
 
-    def _expire(self, dry_run: bool) -> ExpireResult:
+        Limits (operations/limits.py): with `max_duration_ms`, the run stops at the first
+        chunk boundary after that long (the chunk being deleted finishes first; the first
+        chunk always runs); out of memory, it stops where it is (as a crash there would:
+        the next run finishes it). Either way the result says `complete=False`,
+        `stopped_by` ("max-duration", "memory"), and what was done; reaching
+        snapshot.expire.limit with more to expire says `stopped_by="max-deletes"`.
+
+        Raises:
+            OptionError: `max_duration_ms` is not an integer > 0 (before any I/O).
+        """
+        deadline = Deadline.after(max_duration_ms)
+        own = None
+        if self.executor is None and not dry_run:
+            # One pool for every chunk (not one each): its threads start once, at the first
+            # chunk. A thread that cannot start once memory is short hangs the pool in
+            # CPython (the start waits for a bootstrap that died of a MemoryError).
+            own = self.executor = ThreadPoolExecutor(self.config.thread_num or
+                                                     os.cpu_count() or 1)
+        self._totals, self._running = ExpireTotals(), None
+        out_of_memory = False
+        try:
+            # One operation for the deletion gate: directories resolved once, afresh.
+            with self.store.io.resolution_scope():
+                try:
+                    return self._expire(dry_run, deadline)
+                except OUT_OF_MEMORY as e:
+                    if not is_out_of_memory(e):
+                        raise
+                    # (Reported below, outside the except block: its traceback holds the
+                    # frames, and the memory, of whatever ran out.)
+                    out_of_memory = True
+                if out_of_memory:
+                    return self._out_of_memory(dry_run)
+        finally:
+            self._totals = self._running = None
+            if own is not None:
+                self.executor = None
+                own.shutdown(wait=True)
+
+    def _expire(self, dry_run: bool, deadline: Optional[Deadline] = None) -> ExpireResult:
         emit(self.progress, READING, 0, None, "snapshots")
-        totals = ExpireTotals()
+        totals = self._totals = getattr(self, "_totals", None) or ExpireTotals()
         self._readds = ReAdds()
-        seconds = {"plan": 0.0, "delete": 0.0}
+        seconds = self._seconds = {"plan": 0.0, "delete": 0.0}
         chunk = FIRST_CHUNK
+        stop: Optional[str] = None
+        steps, last_end = 0, None   # chunks executed (the first always runs), first kept
         try:
             while True:
                 # snapshot.expire.limit counts for the whole run, not per chunk.
@@ -343,16 +385,22 @@ class ExpireSnapshots(ChangelogExpiration):
                                                  - len(totals.expired))
                 if limit is not None and limit <= 0:
                     break
+                if deadline is not None and steps and deadline.reached():
+                    stop = MAX_DURATION   # between two chunks: nothing is half done
+                    break
                 t1 = time.perf_counter()
                 self._limit = limit
                 plan = self.plan()
                 t2 = time.perf_counter()
                 seconds["plan"] += t2 - t1
+                self._running = plan   # (out of memory while deleting: reported too)
                 done = not dry_run and self._execute(plan)
+                self._running = None
                 seconds["delete"] += time.perf_counter() - t2
                 totals.add(plan, dry_run)
                 n = len(totals.expired)
                 emit(self.progress, READING, n, n, "snapshots")
+                steps, last_end = (steps + 1, plan.end) if plan.expiring else (steps, last_end)
                 if not done or not plan.expiring:
                     break
                 # The next chunk holds about CHUNK_FILES files (the last one's rate).
@@ -362,17 +410,87 @@ class ExpireSnapshots(ChangelogExpiration):
                 del plan
         finally:
             self._readds = self._limit = None
-        if self.config.changelog_decoupled:
+        if stop is None and 0 < self.config.max_deletes <= len(totals.expired) \
+                and last_end is not None and self._more_expirable(last_end):
+            stop = MAX_DELETES
+        if self.config.changelog_decoupled and deadline is not None and steps \
+                and deadline.reached():
+            stop = MAX_DURATION   # changelog expiration is the next step: left for a rerun
+        if self.config.changelog_decoupled and stop != MAX_DURATION:
             t1 = time.perf_counter()
             plan = self.plan_changelogs()
             if not dry_run:
+                self._running = plan
                 self._execute(plan)
+                self._running = None
             seconds["delete"] += time.perf_counter() - t1
             totals.add(plan, dry_run)
+        return self._result(dry_run, stop, deadline)
+
+    def _result(self, dry_run: bool, stop: Optional[str] = None,
+                deadline: Optional[Deadline] = None) -> ExpireResult:
+        """The run's result from what it folded in, marked stopped when a limit stopped it."""
+        totals = self._totals
         earliest = totals.earliest
-        if totals.expired and not dry_run:
+        if (totals.expired or stop == MEMORY) and not dry_run:
             earliest = self.store.snapshots.earliest_snapshot_id()
-        return totals.result(earliest, dry_run, seconds)
+        result = totals.result(earliest, dry_run, self._seconds)
+        if stop is not None:
+            result.complete, result.stopped_by = False, stop
+            result.message = self._stopped_message(result, stop, deadline)
+            (log.info if stop == MAX_DELETES else log.warning)("expire %s: %s",
+                                                               self.store.root, result.message)
+        return result
+
+    def _out_of_memory(self, dry_run: bool) -> ExpireResult:
+        """The result of a run that ran out of memory: what it did, the chunk it was
+        deleting included; what it carries forward is dropped (it may be half updated)."""
+        self._forget()
+        if self._running is not None:
+            self._totals.add(self._running, dry_run)
+            self._running = None
+        return self._result(dry_run, MEMORY)
+
+    def _more_expirable(self, first_kept: int) -> bool:
+        """Whether a run that went on from `first_kept` would expire more (the retention
+        rules of `_end`, as the next run applies them); read only."""
+        try:
+            latest = self.store.snapshots.latest_snapshot_id()
+            if latest is None:
+                return False
+            # (The versions listed by the last chunk still hold: unchanged snapshot files
+            # are not read again.)
+            self._memo = {}
+            return self._end(first_kept, latest, int(self.clock() * 1000),
+                             self.consumers.min_next_snapshot()) > first_kept
+        except (OSError, PaimonCommitError) as e:   # a report only: the run has done its work
+            log.info("expire: cannot tell whether more snapshots can expire: %s", e)
+            return False
+
+    def _forget(self) -> None:
+        """After a run stopped inside a step (out of memory), what this expirer carries to
+        its next run may be half updated: start afresh (which also frees it)."""
+        self._memo, self._versions, self._raw_memo = {}, {}, {}
+        self.reach = Reachability(self.store)
+
+    def _stopped_message(self, r: ExpireResult, stop: str, deadline: Optional[Deadline]) -> str:
+        """What a stopped run did, and how the user goes on (one line)."""
+        verb = "would expire" if r.dry_run else "expired"
+        did = (f"{verb} {r.expired_snapshots} snapshot(s), "
+               f"{'would delete' if r.dry_run else 'deleted'} {r.deleted_files} file(s) "
+               f"({r.deleted_bytes} bytes); the earliest snapshot is {r.earliest}")
+        if stop == MAX_DELETES:
+            return (f"stopped at snapshot.expire.limit (--max-deletes, max_deletes=) "
+                    f"{self.config.max_deletes}: {did}; more snapshots can expire, a rerun "
+                    f"continues")
+        if stop == MAX_DURATION:
+            return (f"stopped by {deadline.describe() if deadline else 'the time limit'} "
+                    f"between two chunks: {did}; the table is consistent, a rerun continues")
+        return (f"ran out of memory: {did}; the table is consistent (a rerun finishes what "
+                f"was being deleted). Expire fewer snapshots per run: rerun with a smaller "
+                f"--max-deletes (max_deletes=, option snapshot.expire.limit; now "
+                f"{self.config.max_deletes}), or with fewer threads (file-operation.thread-num); "
+                f"what retained snapshots and tags use is held in any case")
 
     def _execute(self, plan: ExpirePlan) -> bool:
         """Delete what `plan` lists in the crash-safe order; True when all of it is gone

@@ -81,6 +81,12 @@ class ExpireResult:
     deleted_paths: List[str]
     seconds: Dict[str, float]
     expired_changelogs: List[int] = field(default_factory=list)
+    # False when a limit stopped the run (operations/limits.py): `stopped_by` says which
+    # ("max-duration", "memory", "max-deletes") and `message` what was done and how to go on.
+    # What is left is what a rerun plans again.
+    complete: bool = True
+    stopped_by: Optional[str] = None
+    message: Optional[str] = None
 
     def to_dict(self) -> Dict[str, Any]:
         """The result as a JSON-ready dict (what the CLI prints with --json)."""
@@ -88,7 +94,9 @@ class ExpireResult:
                 "expired_changelogs": self.expired_changelogs,
                 "deleted_files": self.deleted_files, "deleted_bytes": self.deleted_bytes,
                 "by_kind": self.by_kind, "earliest": self.earliest, "latest": self.latest,
-                "dry_run": self.dry_run, "skipped": self.skipped, "seconds": self.seconds}
+                "dry_run": self.dry_run, "skipped": self.skipped, "seconds": self.seconds,
+                "complete": self.complete, "stopped_by": self.stopped_by,
+                "message": self.message}
 
 
 class ExpireTotals:

@@ -35,6 +35,7 @@ from ..format.snapshot import Tag
 from ..reachability import NameHashes, Reachability, Root, Unreadable
 from ..snapshots import SnapshotManager
 from ..store import FileStore, SchemaManager
+from .limits import MAX_DURATION, MEMORY, OUT_OF_MEMORY, Deadline, is_out_of_memory
 from .orphan_context import (PLAUSIBLE_MS, Candidate, CleanContext, OrphanCleanAborted,
                              OrphanCleanResult, classify, is_bucket_dir)
 
@@ -43,6 +44,9 @@ log = logging.getLogger(__name__)
 __all__ = ["CleanContext", "OrphanFilesCleaner", "OrphanCleanResult", "OrphanCleanAborted"]
 
 IO_THREADS = 16
+# Files deleted between two looks at the clock under a time limit (a few tenths of a second
+# locally, a few batched requests on object stores).
+DEADLINE_BATCH = 2000
 
 
 class OrphanFilesCleaner:
@@ -87,13 +91,32 @@ class OrphanFilesCleaner:
             OrphanCleanAborted: something that was listed could not be read (a concurrent
                 expiration, a damaged table), or the used set looks wrong; nothing deleted.
         """
+        # Limits (operations/limits.py): the time limit is checked between batches of
+        # deletions; running out of memory stops the run where it is. Either way nothing is
+        # half done: a file is deleted or it is not, and a rerun finds the rest again.
+        self._deadline = Deadline.after(self.ctx.max_duration_ms)
+        self._stopped_by: Optional[str] = None
+        self._remaining = 0
+        self._result: Optional[OrphanCleanResult] = None
+        self._found: List[Candidate] = []   # the orphans found (to delete)
+        self._gone: Set[str] = set()        # deleted so far
+        out_of_memory = False
         # One operation for the deletion gate: directories resolved once, afresh.
         with _cyclic_gc_paused(), self.io.resolution_scope():
-            return self._clean()
+            try:
+                return self._clean()
+            except OUT_OF_MEMORY as e:
+                if not is_out_of_memory(e):
+                    raise
+                # (Reported below, outside the except block: its traceback holds the
+                # frames, and the memory, of whatever ran out.)
+                out_of_memory = True
+            if out_of_memory:
+                return self._out_of_memory()
 
     def _clean(self) -> OrphanCleanResult:
         ctx = self.ctx
-        result = OrphanCleanResult(ctx.dry_run, ctx.older_than_ms)
+        result = self._result = OrphanCleanResult(ctx.dry_run, ctx.older_than_ms)
         pools = []
         list_executor = delete_executor = ctx.executor
         if ctx.executor is None:
@@ -108,10 +131,12 @@ class OrphanFilesCleaner:
                 pools.append(delete_executor)
         try:
             orphans, dirs = self.find_orphans(list_executor, result)
+            self._found = orphans
             t = time.perf_counter()
             if not ctx.dry_run:
                 orphans = self.delete(orphans, delete_executor)
-                result.deleted_dirs = [self._rel(d) for d in self._remove_empty_dirs(dirs)]
+                if self._stopped_by is None:   # a stopped run leaves the directories
+                    result.deleted_dirs = [self._rel(d) for d in self._remove_empty_dirs(dirs)]
             result.seconds["delete"] = time.perf_counter() - t
         finally:
             for pool in pools:
@@ -128,10 +153,48 @@ class OrphanFilesCleaner:
         cut = len(prefix)
         result.deleted_paths = sorted([p[cut:] if p.startswith(prefix) else p
                                        for p in [c.status.path for c in orphans]])
+        if self._stopped_by is not None:
+            self._mark_stopped(result, "deleting the orphan files found")
         log.info("orphan clean of %s: %d candidates, %d used names, %d %s", self.root,
                  result.candidates, result.used, len(orphans),
                  "would be deleted" if ctx.dry_run else "deleted")
         return result
+
+    def _out_of_memory(self) -> OrphanCleanResult:
+        """The result of a run that ran out of memory: the orphans deleted until then."""
+        result = self._result or OrphanCleanResult(self.ctx.dry_run, self.ctx.older_than_ms)
+        found, self._found, gone = self._found, [], self._gone
+        deleted = [c for c in found if c.status.path in gone]
+        self._stopped_by, self._remaining = MEMORY, len(found) - len(deleted)
+        result.by_kind = {}
+        for st, kind in deleted:
+            k = result.by_kind.setdefault(kind, {"files": 0, "bytes": 0})
+            k["files"] += 1
+            k["bytes"] += st.size
+        result.deleted_paths = sorted(self._rel(c.status.path) for c in deleted)
+        self._mark_stopped(result, "deleting the orphan files found" if found and
+                           not self.ctx.dry_run else "listing the table's files and reading "
+                           "what its snapshots use")
+        return result
+
+    def _mark_stopped(self, result: OrphanCleanResult, phase: str) -> None:
+        """complete=False, with what was done and how the user goes on (one line)."""
+        result.complete, result.stopped_by = False, self._stopped_by
+        result.remaining = self._remaining
+        did = (f"deleted {result.deleted_files} orphan file(s) ({result.deleted_bytes} "
+               f"bytes), {self._remaining} found were not deleted yet")
+        if self._stopped_by == MAX_DURATION:
+            result.message = (f"stopped by {self._deadline.describe()} between two batches "
+                              f"of deletions: {did}; the table is intact, a rerun deletes "
+                              f"the rest")
+        else:
+            result.message = (
+                f"ran out of memory while {phase}: {did}; the table is intact, a rerun "
+                f"continues. Orphan cleanup holds the name of every file listed and every "
+                f"file used at once and no option makes that smaller: give it more memory, or "
+                f"fewer threads (--parallelism, file-operation.thread-num; maintain: "
+                f"--parallelism 1 runs one table at a time)")
+        log.warning("orphan clean of %s: %s", self.root, result.message)
 
     def find_orphans(self, executor: Optional[Executor], result: OrphanCleanResult
                      ) -> Tuple[List["Candidate"], List[FileStatus]]:
@@ -153,13 +216,21 @@ class OrphanFilesCleaner:
 
     def delete(self, orphans: List["Candidate"], executor: Optional[Executor]
                ) -> List["Candidate"]:
-        """Delete through the FileIO gate; returns the candidates actually deleted."""
+        """Delete through the FileIO gate; returns the candidates actually deleted. With a
+        time limit, in batches: past the deadline, the batches not started are left (the
+        first always runs) and the run is marked stopped."""
         paths = [c.status.path for c in orphans]
         deleted: Set[str] = set()
+        self._gone = deleted   # (what was deleted, if memory runs out)
         # Not against resolutions cached while listing: a directory may be a symlink now.
         self.io.forget_resolved_dirs()
-        step = 10_000 if self.ctx.progress is not None else max(1, len(paths))
+        deadline = getattr(self, "_deadline", None)
+        step = DEADLINE_BATCH if deadline is not None else \
+            10_000 if self.ctx.progress is not None else max(1, len(paths))
         for i in range(0, len(paths), step):   # in steps, to report progress
+            if i and deadline is not None and deadline.reached():
+                self._stopped_by, self._remaining = MAX_DURATION, len(paths) - i
+                break
             deleted.update(run_deletions(self.io, paths[i:i + step], executor))
             emit(self.ctx.progress, DELETING, min(i + step, len(paths)), len(paths))
         return [c for c in orphans if c.status.path in deleted]

@@ -10,6 +10,7 @@ from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional
 from ..errors import OptionError, PaimonCommitError
 from ..format import paths as P
 from ..io import FileIO, FileStatus
+from .limits import check_max_duration_ms
 
 __all__ = ["CleanContext", "OrphanCleanResult", "OrphanCleanAborted", "Candidate", "classify",
            "manifest_kind", "is_bucket_dir", "is_symlink", "DAY_MS", "PLAUSIBLE_MS", "KINDS"]
@@ -43,9 +44,12 @@ class CleanContext:
             (`file-operation.thread-num`).
         file_io: storage to use instead of the one the path's scheme selects.
         clock: time source (tests).
+        max_duration_ms: stop deleting at the first batch boundary after this long from
+            the start of clean() (the first batch always runs; operations/limits.py); the
+            result then says complete=False, stopped_by="max-duration".
 
     Raises:
-        OptionError: a bad threshold, option or callback.
+        OptionError: a bad threshold, option, callback or time limit.
     """
 
     table_path: Any   # a Table, or the path of one
@@ -57,8 +61,10 @@ class CleanContext:
     file_io: Optional[FileIO] = None
     clock: Callable[[], float] = time.time
     progress: Optional[Callable[[Any], None]] = None   # paimon_commit.progress callback
+    max_duration_ms: Optional[int] = None
 
     def __post_init__(self) -> None:
+        check_max_duration_ms(self.max_duration_ms)
         if not isinstance(self.table_path, str) and hasattr(self.table_path, "store"):
             # A Table: its storage (with the options it was opened with) and its path.
             table = self.table_path
@@ -98,6 +104,13 @@ class OrphanCleanResult:
     retained_young: int = 0
     retained_vetoed: int = 0
     seconds: Dict[str, float] = field(default_factory=dict)
+    # False when a limit stopped the run (operations/limits.py): `stopped_by` says which
+    # ("max-duration", "memory"), `message` what was done and how to go on, `remaining` how
+    # many orphans found were not deleted (a rerun finds them again).
+    complete: bool = True
+    stopped_by: Optional[str] = None
+    message: Optional[str] = None
+    remaining: int = 0
 
     @property
     def deleted_files(self) -> int:
@@ -120,6 +133,8 @@ class OrphanCleanResult:
                 "retained_young": self.retained_young,
                 "retained_vetoed": self.retained_vetoed,
                 "older_than_ms": self.older_than_ms,
+                "complete": self.complete, "stopped_by": self.stopped_by,
+                "message": self.message, "remaining": self.remaining,
                 "seconds": {k: round(v, 6) for k, v in self.seconds.items()}}
 
 

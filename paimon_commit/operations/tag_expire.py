@@ -28,6 +28,7 @@ from ..format import paths as P
 from ..format.snapshot import Tag
 from ..store import FileStore
 from ..tags import TagManager, tag_manager, validate_tag_name
+from .limits import MAX_DURATION, Deadline
 
 # The records keep the logger of the tag lifecycle they are part of.
 log = logging.getLogger("paimon_commit.operations.tag_lifecycle")
@@ -61,13 +62,19 @@ class TagExpireResult:
     # Tags due to expire that cannot be deleted, each naming the tag and why: they would
     # otherwise never expire without anyone noticing.
     errors: List[str] = field(default_factory=list)
+    # False when the time limit stopped the run between two tags (operations/limits.py).
+    complete: bool = True
+    stopped_by: Optional[str] = None
+    message: Optional[str] = None
 
     def to_dict(self) -> Dict[str, Any]:
         """JSON-ready dict (paths are left to the caller, which knows the table root)."""
         return {"expired_tags": self.expired_tags, "snapshot_ids": self.snapshot_ids,
                 "finished_deletions": self.finished_deletions,
                 "deleted_files": self.deleted_files, "deleted_bytes": self.deleted_bytes,
-                "dry_run": self.dry_run, "skipped": self.skipped, "errors": self.errors}
+                "dry_run": self.dry_run, "skipped": self.skipped, "errors": self.errors,
+                "complete": self.complete, "stopped_by": self.stopped_by,
+                "message": self.message}
 
 
 # --- deleting through TagOperations ----------------------------------------------------------
@@ -179,7 +186,8 @@ def _retention_over(tag: Tag, now: datetime.datetime) -> bool:
 
 def expire_tags(store: FileStore, older_than_ms: Optional[int] = None, dry_run: bool = False,
                 clock: Callable[[], float] = time.time,
-                finish_pending: bool = True) -> TagExpireResult:
+                finish_pending: bool = True,
+                max_duration_ms: Optional[int] = None) -> TagExpireResult:
     """Expire tags now: every tag past its own retention (create time + time retained), and,
     with `older_than_ms`, every tag created before that time (tags without a create time use
     their file's modification time). Tags without retention are only expired through
@@ -192,6 +200,9 @@ def expire_tags(store: FileStore, older_than_ms: Optional[int] = None, dry_run: 
         clock: seconds since the epoch (tests pass a fake clock).
         finish_pending: first finish tag deletions an earlier run left unfinished (one more
             listing; post-commit maintenance leaves this to explicit runs and `maintain`).
+        max_duration_ms: a time limit, checked between two tag deletions (each is
+            crash-safe and finishable; the first always runs): the result then says
+            complete=False, stopped_by="max-duration", and a rerun expires the rest.
 
     Returns:
         TagExpireResult. A due tag that cannot be deleted (a name this library refuses, a
@@ -202,6 +213,7 @@ def expire_tags(store: FileStore, older_than_ms: Optional[int] = None, dry_run: 
         CorruptMetadataError: a tag file cannot be parsed (nothing is deleted).
         OSError: a tag file could not be deleted.
     """
+    deadline = Deadline.after(max_duration_ms)
     tags = tag_manager(store)
     result = TagExpireResult(dry_run=dry_run)
     if finish_pending and not dry_run:
@@ -222,6 +234,14 @@ def expire_tags(store: FileStore, older_than_ms: Optional[int] = None, dry_run: 
                 result.errors.append(f"tag {tag.name!r} cannot be expired: {e}")
                 log.error("%s: %s", store.path, result.errors[-1])
                 continue
+        if deadline is not None and (result.expired_tags or result.finished_deletions) \
+                and deadline.reached():
+            result.complete, result.stopped_by = False, MAX_DURATION
+            result.message = (f"stopped by {deadline.describe()} between two tags: expired "
+                              f"{len(result.expired_tags)} tag(s), deleted "
+                              f"{result.deleted_files} file(s); a rerun continues")
+            log.warning("tags of %s: %s", store.path, result.message)
+            break
         if dry_run or delete_tag_into(store, tag.name, result):
             result.expired_tags.append(tag.name)
             result.snapshot_ids[tag.name] = tag.id
