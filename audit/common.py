@@ -8,6 +8,10 @@ ROOT = os.path.dirname(HERE)
 for p in (ROOT, os.path.join(ROOT, "tests")):
     if p not in sys.path:
         sys.path.insert(0, p)
+# AUDIT_LIB=<dir holding another paimon_commit/> runs a script against that version of the
+# library (e.g. an export of 0f76a62) with this worktree's test helpers.
+if os.environ.get("AUDIT_LIB"):
+    sys.path.insert(0, os.environ["AUDIT_LIB"])
 
 from benchmarks.scale_tables import build_overwrite_table  # noqa: E402
 from operations.test_changelog import add_index_and_statistics  # noqa: E402

@@ -43,7 +43,7 @@ leaks = {}
 for what, k in cases.items():
     path = template + "-" + what.replace(" ", "-")
     shutil.copytree(template, path)
-    io = FaultIO(path, kind="delete", at=k, mode="error")   # that one unlink fails
+    io = FaultIO(path, kind="delete", at=k, mode="unlink")   # os.unlink: EACCES, once
     r = ExpireSnapshots(FileStore.open(path, io=io), CFG).expire()
     failed = os.path.relpath(io.fired[2], path)
     print(f"[{what}] failed delete: {failed}")
