@@ -49,6 +49,17 @@ half = [s.id for s in t.snapshots()
         if not all(os.path.exists(mio.path(n)) for n in s.manifest_lists())]
 print("snapshots listed whose lists are gone:", half[:5], "...", len(half))
 target = half[-1]
+# (b) create_tag accepts one too, creating a tag that does not read (while it exists every
+# expiration takes the by-name path: no manifest is deleted).
+tagged = path + "-tagged"
+shutil.copytree(path, tagged)
+Table.open(tagged).create_tag("oops", half[0])
+try:
+    Table.open(tagged).read_arrow(tag="oops")
+    tag_reads = True
+except Exception:   # noqa: BLE001
+    tag_reads = False
+print("create_tag on half-expired snapshot", half[0], "accepted; the new tag reads:", tag_reads)
 r = t.rollback_to(snapshot_id=target)
 print("rollback_to", target, "succeeded; deleted intact snapshots", r.deleted_snapshots[-3:], "...")
 t = Table.open(path)
