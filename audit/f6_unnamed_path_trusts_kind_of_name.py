@@ -56,5 +56,7 @@ byname = template + "-byname"
 shutil.copytree(template, byname)
 ids, there, rows = run(byname, damage_tag=True)
 print("by-name path  : expired %s, manifest still there: %s, latest reads: %s" % (ids, there, rows))
-assert not there and not isinstance(rows, int)
-print("FINDING REPRODUCED: the by-name path deleted a data manifest the latest snapshot uses.")
+if not there and not isinstance(rows, int):
+    print("FINDING REPRODUCED: the by-name path deleted a data manifest the latest snapshot uses.")
+else:
+    print("NO FINDING: the data manifest stays and the latest snapshot reads.")
