@@ -6,6 +6,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Set
 
+from ..errors import CorruptMetadataError
 from ..format import paths as P
 from ..format.snapshot import Tag
 from ..io.deletion import Deleter
@@ -68,6 +69,7 @@ class TagOperations:
             what = "the table has no snapshot" if snapshot_id is None \
                 else f"snapshot {snapshot_id} does not exist"
             raise ValueError(f"cannot create tag {name!r}: {what}")
+        self._check_readable(snap, f"cannot create tag {name!r} on snapshot {snap.id}")
         tag = Tag(name, snap, datetime.datetime.now() if time_retained_ms else None,
                   time_retained_ms)
         if not self.tags.create(tag):   # (refuses while a deletion of `name` is unfinished)
@@ -143,6 +145,28 @@ class TagOperations:
         result.deleted_files = len(result.deleted_paths)
         return result
 
+    def _check_readable(self, snap, what: str) -> None:
+        """Refuse a target snapshot whose manifest lists or index manifest cannot be read:
+        an expiration killed in its list step leaves such half-expired snapshot files
+        listed until a rerun deletes them. Rolling back to one would delete the intact
+        newer snapshots and leave a table that does not read; a tag on one does not read
+        either (and keeps every later expiration on its by-name path)."""
+        mio = self.store.manifests
+        names = [(n, mio.read_list_refs) for n in (snap.base_manifest_list,
+                                                   snap.delta_manifest_list) if n]
+        if snap.index_manifest:
+            names.append((snap.index_manifest, mio.read_index_file_names))
+        for name, read in names:
+            try:
+                read(name)
+            except FileNotFoundError:
+                raise ValueError(f"{what}: its metadata file {mio.path(name)} does not exist "
+                                 f"(a half-expired snapshot: an interrupted expiration is "
+                                 f"deleting it); nothing was changed") from None
+            except CorruptMetadataError as e:
+                raise ValueError(f"{what}: its metadata file {mio.path(name)} cannot be read "
+                                 f"({e}); nothing was changed") from None
+
     def _delete_tag_file(self, name: str) -> None:
         if not self.tags.delete_tag_file(name) and self.tags.exists(name):
             raise OSError(f"could not delete tag file {self.tags.tag_path(name)}; its files "
@@ -202,6 +226,7 @@ class TagOperations:
             if t is None:
                 raise ValueError(f"tag {tag!r} does not exist")
             target = t.snapshot
+            self._check_readable(target, f"cannot roll back to tag {tag!r}")
             if not sm.snapshot_exists(target.id):
                 # The tag outlived its snapshot: restore the snapshot file from the tag.
                 sm.io.mkdirs(sm.snapshot_dir)
@@ -211,6 +236,7 @@ class TagOperations:
             target = sm.try_snapshot(snapshot_id)
             if target is None:
                 raise ValueError(f"cannot roll back to snapshot {snapshot_id}: it does not exist")
+            self._check_readable(target, f"cannot roll back to snapshot {snapshot_id}")
         # LATEST first, so that readers never resolve a snapshot about to disappear.
         sm.commit_latest_hint(target.id)
         # Every *listed* id above the target, newest first: hints can look valid after a
