@@ -437,14 +437,24 @@ class ExpireSnapshots(ChangelogExpiration):
             # Each step deletes only what no later step needs to find (a kill in the middle
             # of a parallel step leaves any subset of it): manifests, then index files, then
             # the index manifests that name them, statistics, and the lists last, so that a
-            # snapshot whose lists are gone has nothing else left to delete.
+            # snapshot whose lists are gone has nothing else left to delete. A step that
+            # could not delete a file (a failure, not a kill) stops the run there, as the
+            # data step does: the lists, index manifests and snapshot files that name what
+            # is left are kept, and the next run (or a retry) deletes it.
             index_dir = self.store.io.join(self.store.root, P.INDEX_DIR) + "/"
             index = list(plan.files["index"])
-            d.files("manifest", list(plan.files["manifest"]))
-            d.files("index", [p for p in index if p.startswith(index_dir)])
-            d.files("index", [p for p in index if not p.startswith(index_dir)])
-            d.files("statistics", list(plan.files["statistics"]))
-            d.files("manifest-list", list(plan.files["manifest-list"]))
+            steps = [("manifest", list(plan.files["manifest"])),
+                     ("index", [p for p in index if p.startswith(index_dir)]),
+                     ("index", [p for p in index if not p.startswith(index_dir)]),
+                     ("statistics", list(plan.files["statistics"])),
+                     ("manifest-list", list(plan.files["manifest-list"]))]
+            for kind, paths in steps:
+                if not d.files(kind, paths, must_finish=True):
+                    deleting()
+                    plan.skip(f"{len(d.left)} metadata file(s) could not be deleted (e.g. "
+                              f"{d.left[0]}); the files naming them and the snapshot files "
+                              f"are kept for the next run")
+                    return False
             deleting()
             for sid, path in sorted(plan.metadata.items()):
                 # Ascending: a crash or a failure leaves a contiguous suffix.
