@@ -76,6 +76,11 @@ damage(b)
 r1 = Table.open(b).delete_tag("t5")
 print("first run with the same damage: skipped =", r1.skipped)
 
-assert leaked and r.skipped == [] and r1.skipped
-print("FINDING REPRODUCED: the rerun reports a clean deletion (skipped == []) while "
-      f"{len(leaked)} data file(s) only the tag had are left with nothing naming them.")
+marker = bool(Table.open(a).unfinished_tag_deletions())
+if leaked and (r.skipped == [] or not marker):
+    print("FINDING REPRODUCED: the rerun reports a clean deletion (skipped == []) while "
+          f"{len(leaked)} data file(s) only the tag had are left with nothing naming them.")
+else:
+    print(f"NO FINDING: the rerun reports the damage and keeps the marker "
+          f"(marker kept: {marker}, ADD manifest kept: "
+          f"{os.path.exists(os.path.join(a, 'manifest', adds))}).")

@@ -8,6 +8,7 @@ from typing import Dict, List, Optional, Set
 
 from ..errors import CorruptMetadataError
 from ..format import paths as P
+from ..format.manifest import FileKind
 from ..format.snapshot import Tag
 from ..io.deletion import Deleter
 from ..reachability import Reachability, Root, Unreadable
@@ -98,6 +99,17 @@ class TagOperations:
         try:
             data, metadata = self._only_this_tag(tag, others, result.skipped, resuming)
         except Unreadable as e:
+            if resuming and e.what == f"tag {name}":
+                # The tag's own metadata is damaged, not deleted by the interrupted run: its
+                # marker is the only record of the data files it alone had, so it stays
+                # (repair the metadata and run delete_tag again, or leave it to orphan
+                # cleanup and remove the marker by hand).
+                result.skipped.append(f"{e}, and its data files are not all gone; its "
+                                      f"deletion marker "
+                                      f"{tags.deletion_marker_path(name)} is kept: repair the "
+                                      f"tag's metadata and run delete_tag({name!r}) again")
+                log.warning("delete_tag %s: %s", name, result.skipped[-1])
+                return result
             # Delete the tag but none of its files: orphan cleanup can take them later.
             result.skipped.append(f"could not compute what else uses the tag's files "
                                   f"({e}); its files are left for orphan cleanup")
@@ -200,7 +212,7 @@ class TagOperations:
         try:
             live = reach.live_files(tag.snapshot, f"tag {tag.name}")
         except Unreadable as e:
-            if not resuming:
+            if not resuming or not self._data_step_done(reach, tag, used_data, e):
                 raise
             # The interrupted run had begun on the tag's manifests, which it only starts
             # once every data file is gone: what is left is metadata, found below by what
@@ -213,6 +225,38 @@ class TagOperations:
             data.update(reach.added_files(s.changelog_manifest_list, skipped.append))
         metadata = reach.unused_metadata(s, s.manifest_lists(), used_meta, skipped.append)
         return data, metadata
+
+    def _data_step_done(self, reach: Reachability, tag: Tag, used_data: Set[str],
+                        e: Unreadable) -> bool:
+        """Whether an interrupted deletion of `tag` is past its data step, when what the tag
+        uses no longer reads: only if a manifest or list is genuinely absent (what the step
+        order leaves, not damage) and none of the tag's own data files that its readable
+        manifests still name exists. Anything else (a corrupt manifest, a hostile name, a
+        data file still there) is damage: the caller keeps the marker and reports it."""
+        if not isinstance(e.cause, FileNotFoundError):
+            return False
+        mio, io = self.store.manifests, self.store.io
+        named: Set[str] = set()
+        for lst in (tag.snapshot.base_manifest_list, tag.snapshot.delta_manifest_list):
+            try:
+                manifests = mio.read_list_refs(lst)
+            except FileNotFoundError:
+                continue
+            except (CorruptMetadataError, ValueError, OSError):
+                return False
+            for m in manifests:
+                try:
+                    refs = mio.read_manifest_files(m.file_name)
+                except FileNotFoundError:
+                    continue
+                except (CorruptMetadataError, ValueError, OSError):
+                    return False
+                try:
+                    named.update(p for r in refs if r.kind == FileKind.ADD
+                                 for p in reach.file_paths(r))
+                except ValueError:   # a hostile data file name
+                    return False
+        return not any(io.exists(p) for p in named - used_data)
 
     def rollback_to(self, snapshot_id: Optional[int] = None, tag: Optional[str] = None
                     ) -> RollbackResult:
