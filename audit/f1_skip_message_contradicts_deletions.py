@@ -30,7 +30,8 @@ print("report :", msg[0] if msg else r.skipped)
 print("statistics files deleted in the same run:", len(stats_gone), stats_gone[:3])
 print("index manifests deleted in the same run :", len(index_manifests_gone),
       index_manifests_gone[:2])
-assert msg, r.skipped
-assert stats_gone and index_manifests_gone
-print("FINDING REPRODUCED: the skip message says no index or statistics file is deleted; "
-      f"{len(stats_gone)} statistics files and {len(index_manifests_gone)} index manifests were.")
+if msg and stats_gone and index_manifests_gone:
+    print("FINDING REPRODUCED: the skip message says no index or statistics file is deleted; "
+          f"{len(stats_gone)} statistics files and {len(index_manifests_gone)} index manifests were.")
+else:
+    print("NO FINDING: the skip message names what the run deletes.")

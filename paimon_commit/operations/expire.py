@@ -245,8 +245,10 @@ class ExpireSnapshots(ChangelogExpiration):
         try:
             keep = self.reach.kept_metadata(roots + others)
         except Unreadable as e:
-            plan.skip(f"{e}; no manifest, index or statistics file is deleted, only the "
-                      f"manifest lists nothing retained names")
+            plan.skip(f"{e}; no manifest or index file is deleted (left for orphan "
+                      f"cleanup): only the expiring snapshots' changelog files and their "
+                      f"lists, index manifests and statistics files that no retained "
+                      f"snapshot, tag or changelog names")
             keep = None
         # Which lists, index manifest and statistics file a retained root uses is known
         # without reading them: each one names them in its file. The manifests its lists

@@ -65,3 +65,23 @@ def test_a_hostile_name_in_an_expiring_snapshot_never_deletes_a_data_manifest(ta
     with open(base, "wb") as f:
         f.write(backup)
     assert_intact(table)
+
+
+def test_the_by_name_path_deletes_only_the_expiring_changelog_files_nothing_retained_names(
+        tmp_path):
+    """With a changelog producer: on the by-name path the expiring snapshots' changelog files
+    go (their changelog lists are named by nothing retained); the damaged tag's own changelog
+    file and the retained snapshots' stay (audit c3: new in this path, untested)."""
+    from operations.test_changelog import add_changelog
+    path = str(tmp_path / "wh" / "db.db" / "t")
+    build_overwrite_table(path, SNAPSHOTS * 2, 2)
+    changelogs = {sid: add_changelog(Table.open(path), sid) for sid in range(1, SNAPSHOTS + 1)}
+    Table.open(path).create_tag(f"t{TAG}", TAG)
+    base, backup = damage_tag(path)
+    r = ExpireSnapshots(FileStore.open(path), cfg()).expire()
+    assert r.expired_ids == list(range(1, SNAPSHOTS - 2))
+    gone = sorted(sid for sid, p in changelogs.items() if not os.path.exists(p))
+    assert gone == [sid for sid in range(1, SNAPSHOTS - 2) if sid != TAG]
+    with open(base, "wb") as f:
+        f.write(backup)
+    assert_intact(path)
