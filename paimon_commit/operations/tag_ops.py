@@ -85,15 +85,32 @@ class TagOperations:
         tags = self.tags
         tag = tags.try_tag(name)
         resuming = tag is None
+        live: Optional[Tag] = None   # a tag of this name created after an interrupted deletion
         if resuming:
             tag = tags.deletion_marker(name)
             if tag is None:
                 raise ValueError(f"tag {name!r} does not exist")
+        elif tags.has_deletion_marker(name):
+            earlier = tags.deletion_marker(name)
+            if earlier is not None and earlier.id != tag.id:
+                # Another engine (which does not know the markers) created the tag again
+                # after our deletion of an earlier one was interrupted. Finish that deletion,
+                # keeping everything the live tag uses; the live tag is not touched (the
+                # caller asked to finish what the marker records, or does not know of it).
+                live, tag, resuming = tag, earlier, True
         result = TagDeleteResult(name, tag.id)
-        others = [t for t in tags.tags() if t.name != name]
+        others = [t for t in tags.tags() if t.name != name] + ([live] if live else [])
+        if live is not None:
+            result.skipped.append(
+                f"a tag {name!r} on snapshot {live.id} was created after the deletion of an "
+                f"earlier tag {name!r} on snapshot {tag.id} was interrupted: that deletion "
+                f"is finished and the tag {name!r} on snapshot {live.id} is kept (run "
+                f"delete_tag({name!r}) again to delete it)")
+            log.warning("delete_tag %s: %s", name, result.skipped[-1])
         if self.store.snapshots.snapshot_exists(tag.id) or any(t.id == tag.id for t in others):
             # Snapshot expiration (or the other tag) takes care of its files.
-            self._delete_tag_file(name)
+            if live is None:
+                self._delete_tag_file(name)
             tags.delete_deletion_marker(name)
             return result
         try:
@@ -114,17 +131,19 @@ class TagOperations:
             result.skipped.append(f"could not compute what else uses the tag's files "
                                   f"({e}); its files are left for orphan cleanup")
             log.warning("delete_tag %s: %s", name, result.skipped[-1])
-            self._delete_tag_file(name)
+            if live is None:
+                self._delete_tag_file(name)
             tags.delete_deletion_marker(name)
             return result
-        # Marker, then tag file: from here on nothing reads the files the tag alone
-        # referenced, and the marker is how a rerun finds them again.
-        tags.write_deletion_marker(tag)
-        try:
-            self._delete_tag_file(name)
-        except OSError:
-            tags.delete_deletion_marker(name)   # the tag stays, whole: nothing to finish
-            raise
+        if live is None:
+            # Marker, then tag file: from here on nothing reads the files the tag alone
+            # referenced, and the marker is how a rerun finds them again.
+            tags.write_deletion_marker(tag)
+            try:
+                self._delete_tag_file(name)
+            except OSError:
+                tags.delete_deletion_marker(name)   # the tag stays, whole: nothing to finish
+                raise
         # Each step completes before the next starts, and deletes only what no later step
         # needs to find (a kill in the middle of a parallel step leaves any subset of it):
         # data files, then the manifests naming them, index files, the index manifest naming

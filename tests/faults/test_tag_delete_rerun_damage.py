@@ -92,3 +92,44 @@ def test_a_rerun_on_a_damaged_tag_keeps_the_marker_and_reports_it(template, refe
     assert Table.open(path).unfinished_tag_deletions() == []
     assert files(path) == reference
     assert_intact(path)
+
+
+@pytest.mark.parametrize("op", ["delete-tag", "expire-tags"])
+def test_a_tag_recreated_by_another_engine_is_kept_and_the_earlier_deletion_finishes(
+        template, reference, tmp_path, capsys, op):
+    """The deletion of t5 (snapshot 5) is killed in its data step; another engine (it does not
+    know the markers) then tags snapshot 10 "t5" (audit f4). `tags` says the marker is from
+    an earlier t5 and that the live one is kept (it advised `delete-tag t5`, which deleted
+    the live tag and left the old one's files); delete-tag and expire-tags finish the earlier
+    deletion, keeping the live tag: the files are those of an unkilled deletion plus the
+    live tag's file."""
+    from paimon_commit.cli import main
+    path = str(tmp_path / "wh" / "db.db" / "t")
+    shutil.copytree(template, path)
+    with pytest.raises(Crash):
+        Table(FileStore.open(path, io=FaultyIO(path, fail_at=3, kinds={"_unlink"}))
+              ).delete_tag("t5")
+    shutil.copyfile(os.path.join(path, "snapshot", "snapshot-10"),
+                    os.path.join(path, "tag", "tag-t5"))
+    assert main(["tags", path]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[-1] == (
+        "t5\tdeletion of an earlier tag t5 (snapshot 5) unfinished; the tag t5 on snapshot 10 "
+        "is a newer one and is kept: run `paimon-commit expire-tags TABLE` or `paimon-commit "
+        "delete-tag TABLE t5` to finish the earlier deletion")
+    if op == "delete-tag":
+        r = Table.open(path).delete_tag("t5")
+        assert r.snapshot_id == 5
+        assert r.skipped == [
+            "a tag 't5' on snapshot 10 was created after the deletion of an earlier tag 't5' "
+            "on snapshot 5 was interrupted: that deletion is finished and the tag 't5' on "
+            "snapshot 10 is kept (run delete_tag('t5') again to delete it)"]
+    else:
+        from paimon_commit.operations.tag_expire import expire_tags
+        r = expire_tags(FileStore.open(path))
+        assert r.finished_deletions == ["t5"] and not r.errors, r.to_dict()
+    t = Table.open(path)
+    assert [(x.name, x.id) for x in t.tags()] == [("keep", 3), ("t5", 10)]
+    assert t.unfinished_tag_deletions() == []
+    assert files(path) == reference | {"tag/tag-t5"}
+    assert_intact(path)
