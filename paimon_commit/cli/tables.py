@@ -11,6 +11,7 @@ from typing import Any, Dict
 from ..options import format_duration_ms
 from ..progress import terminal_progress
 from ..table import Table
+from ..tags import tag_manager
 from . import context
 from .args import InvalidInput, orphan_age, stopped_exit_code
 
@@ -181,7 +182,21 @@ def cmd_tags(args) -> Dict[str, Any]:
         {"name": x.name, "snapshot_id": x.id,
          "create_time": x.create_time.isoformat() if x.create_time else None,
          "time_retained_ms": x.time_retained_ms} for x in t.tags()],
-        "unfinished_deletions": t.unfinished_tag_deletions()}
+        "unfinished_deletions": t.unfinished_tag_deletions(),
+        "recreated_while_unfinished": _recreated(t)}
+
+
+def _recreated(t) -> Dict[str, int]:
+    """{name: snapshot id of the earlier tag} for each unfinished deletion next to a live tag
+    of that name on another snapshot (created again by an engine that does not know the
+    deletion markers): delete-tag / expire-tags finish the earlier deletion, keeping it."""
+    tags = tag_manager(t.store)
+    out = {}
+    for name in t.unfinished_tag_deletions():
+        live, earlier = tags.try_tag(name), tags.deletion_marker(name)
+        if live is not None and earlier is not None and earlier.id != live.id:
+            out[name] = earlier.id
+    return out
 
 
 def _rel(t: Table, path: str) -> str:
@@ -238,8 +253,20 @@ def print_text(command: str, r: Dict[str, Any]) -> None:
                 if x["time_retained_ms"] is not None else "-"
             print(f"{x['name']}\tsnapshot {x['snapshot_id']}\tcreated {created}\t"
                   f"retained {retained}")
+        live = {x["name"]: x["snapshot_id"] for x in r["tags"]}
+        recreated = r.get("recreated_while_unfinished", {})
         for name in r["unfinished_deletions"]:
-            print(f"{name}\tdeletion unfinished: run `paimon-commit delete-tag TABLE {name}`")
+            if name in recreated:
+                # The marker is from an earlier tag of that name (another engine created the
+                # tag again): delete-tag finishes that deletion and keeps the live tag.
+                print(f"{name}\tdeletion of an earlier tag {name} (snapshot "
+                      f"{recreated[name]}) unfinished; the tag {name} on snapshot "
+                      f"{live[name]} is a newer one and is kept: run `paimon-commit "
+                      f"expire-tags TABLE` or `paimon-commit delete-tag TABLE {name}` to "
+                      f"finish the earlier deletion")
+            else:
+                print(f"{name}\tdeletion unfinished: run `paimon-commit delete-tag TABLE "
+                      f"{name}`")
     elif command == "expire-snapshots":
         verb = "would expire" if r["dry_run"] else "expired"
         print(f"{verb} {r['expired_snapshots']} snapshot(s); "

@@ -248,15 +248,16 @@ class ExpireSnapshots(ChangelogExpiration):
         try:
             keep = self.reach.kept_metadata(roots + others)
         except Unreadable as e:
-            plan.skip(f"{e}; no manifest, index or statistics file is deleted, only the "
-                      f"manifest lists nothing retained names")
+            plan.skip(f"{e}; no manifest or index file is deleted (left for orphan "
+                      f"cleanup): only the expiring snapshots' changelog files and their "
+                      f"lists, index manifests and statistics files that no retained "
+                      f"snapshot, tag or changelog names")
             keep = None
         # Which lists, index manifest and statistics file a retained root uses is known
-        # without reading them: each one names them in its file.
-        named = keep if keep is not None else \
-            {n for r in roots + others for n in (*r.snapshot.manifest_lists(),
-                                                 r.snapshot.index_manifest,
-                                                 r.snapshot.statistics) if n}
+        # without reading them: each one names them in its file. The manifests its lists
+        # that still read name are added: a name in an expiring snapshot's JSON is not
+        # trusted to be of the kind its field says (damage, a hostile writer).
+        named = keep if keep is not None else self._named_by_roots(roots + others)
         for sid in plan.expiring:
             s = snaps.get(sid)
             if s is None:
@@ -277,10 +278,32 @@ class ExpireSnapshots(ChangelogExpiration):
         for sid in plan.expiring:
             plan.add_expiring(sid, sm.snapshot_path(sid), sizes[sid])
 
+    def _named_by_roots(self, roots: List[Root]) -> Set[str]:
+        """Every list, index manifest and statistics file the roots name in their JSON, and
+        every manifest their lists that can still be read name (read already, or cached,
+        by kept_metadata: the lists are small)."""
+        named = {n for r in roots for n in (*r.snapshot.manifest_lists(),
+                                            r.snapshot.index_manifest,
+                                            r.snapshot.statistics) if n}
+        for r in roots:
+            for name in r.snapshot.manifest_lists():
+                try:
+                    named.update(m.file_name for m in self.reach.manifests(name))
+                except (ValueError, OSError, CorruptMetadataError):
+                    continue   # (unreadable: what the by-name path is taken for)
+        return named
+
+    # The file-name prefix each field of a snapshot names (Java and we write them so): the
+    # by-name path deletes nothing else, so a field naming a file of another kind (a data
+    # manifest as `indexManifest`, say) never gets that file deleted.
+    _KIND_PREFIX = {"manifest-list": P.MANIFEST_LIST_PREFIX,
+                    "index": P.INDEX_MANIFEST_PREFIX, "statistics": "stat-"}
+
     def _unnamed_metadata(self, s: Snapshot, lists, named: Set[str],
                           plan: ExpirePlan) -> Dict[str, Tuple[str, int]]:
         """What of `s`'s metadata may go, by name alone, when what the retained roots use
-        could not be read: its lists, index manifest and statistics file that no root names.
+        could not be read: its lists, index manifest and statistics file that no root names
+        and whose names are of the kind their field says.
 
         Its snapshot file is the only record of them: deleting it while they stay leaks
         them. Nothing but a root uses one of them, by name (an earlier, interrupted run may
@@ -294,6 +317,10 @@ class ExpireSnapshots(ChangelogExpiration):
             ("manifest", "index", s.index_manifest), ("statistics", "statistics", s.statistics)]
         for where, kind, name in wanted:
             if not name or name in named:
+                continue
+            if not name.startswith(self._KIND_PREFIX[kind]):
+                plan.skip(f"snapshot {s.id} names {name!r} as its {kind} file, which is not "
+                          f"a {self._KIND_PREFIX[kind]}… name; it is kept")
                 continue
             try:
                 out[self.reach.path(where, name)] = (kind, size.get(name) or 0)
@@ -530,14 +557,24 @@ class ExpireSnapshots(ChangelogExpiration):
             # Each step deletes only what no later step needs to find (a kill in the middle
             # of a parallel step leaves any subset of it): manifests, then index files, then
             # the index manifests that name them, statistics, and the lists last, so that a
-            # snapshot whose lists are gone has nothing else left to delete.
+            # snapshot whose lists are gone has nothing else left to delete. A step that
+            # could not delete a file (a failure, not a kill) stops the run there, as the
+            # data step does: the lists, index manifests and snapshot files that name what
+            # is left are kept, and the next run (or a retry) deletes it.
             index_dir = self.store.io.join(self.store.root, P.INDEX_DIR) + "/"
             index = list(plan.files["index"])
-            d.files("manifest", list(plan.files["manifest"]))
-            d.files("index", [p for p in index if p.startswith(index_dir)])
-            d.files("index", [p for p in index if not p.startswith(index_dir)])
-            d.files("statistics", list(plan.files["statistics"]))
-            d.files("manifest-list", list(plan.files["manifest-list"]))
+            steps = [("manifest", list(plan.files["manifest"])),
+                     ("index", [p for p in index if p.startswith(index_dir)]),
+                     ("index", [p for p in index if not p.startswith(index_dir)]),
+                     ("statistics", list(plan.files["statistics"])),
+                     ("manifest-list", list(plan.files["manifest-list"]))]
+            for kind, paths in steps:
+                if not d.files(kind, paths, must_finish=True):
+                    deleting()
+                    plan.skip(f"{len(d.left)} metadata file(s) could not be deleted (e.g. "
+                              f"{d.left[0]}); the files naming them and the snapshot files "
+                              f"are kept for the next run")
+                    return False
             deleting()
             for sid, path in sorted(plan.metadata.items()):
                 # Ascending: a crash or a failure leaves a contiguous suffix.

@@ -125,11 +125,19 @@ def create_tag_into(store: FileStore, tags: TagManager, tag: Tag, into) -> bool:
 
 
 def _finish_pending(store: FileStore, tags: TagManager, into) -> List[str]:
-    """Finish tag deletions a crash or a failed delete interrupted (a marker, no tag)."""
+    """Finish tag deletions a crash or a failed delete interrupted (a marker). A live tag
+    of that name on another snapshot (created again since, by an engine that does not know
+    the markers) is kept: delete_tag finishes only the earlier deletion."""
     done = []
     for name in tags.pending_deletions():
         if tags.exists(name):
-            continue   # a tag of that name was created again since; not ours to finish
+            try:
+                live, earlier = tags.try_tag(name), tags.deletion_marker(name)
+            except (ValueError, CorruptMetadataError) as e:   # not decided here
+                into.skipped.append(f"tag {name}: unfinished deletion not finished ({e})")
+                continue
+            if live is not None and (earlier is None or earlier.id == live.id):
+                continue   # interrupted before its tag file went: the tag is still whole
         if delete_tag_into(store, name, into, "deleted (finishing its interrupted deletion)"):
             done.append(name)
     return done

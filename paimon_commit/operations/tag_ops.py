@@ -6,7 +6,9 @@ import logging
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Set
 
+from ..errors import CorruptMetadataError
 from ..format import paths as P
+from ..format.manifest import FileKind
 from ..format.snapshot import Tag
 from ..io.deletion import Deleter
 from ..reachability import Reachability, Root, Unreadable
@@ -68,6 +70,7 @@ class TagOperations:
             what = "the table has no snapshot" if snapshot_id is None \
                 else f"snapshot {snapshot_id} does not exist"
             raise ValueError(f"cannot create tag {name!r}: {what}")
+        self._check_readable(snap, f"cannot create tag {name!r} on snapshot {snap.id}")
         tag = Tag(name, snap, datetime.datetime.now() if time_retained_ms else None,
                   time_retained_ms)
         if not self.tags.create(tag):   # (refuses while a deletion of `name` is unfinished)
@@ -82,35 +85,65 @@ class TagOperations:
         tags = self.tags
         tag = tags.try_tag(name)
         resuming = tag is None
+        live: Optional[Tag] = None   # a tag of this name created after an interrupted deletion
         if resuming:
             tag = tags.deletion_marker(name)
             if tag is None:
                 raise ValueError(f"tag {name!r} does not exist")
+        elif tags.has_deletion_marker(name):
+            earlier = tags.deletion_marker(name)
+            if earlier is not None and earlier.id != tag.id:
+                # Another engine (which does not know the markers) created the tag again
+                # after our deletion of an earlier one was interrupted. Finish that deletion,
+                # keeping everything the live tag uses; the live tag is not touched (the
+                # caller asked to finish what the marker records, or does not know of it).
+                live, tag, resuming = tag, earlier, True
         result = TagDeleteResult(name, tag.id)
-        others = [t for t in tags.tags() if t.name != name]
+        others = [t for t in tags.tags() if t.name != name] + ([live] if live else [])
+        if live is not None:
+            result.skipped.append(
+                f"a tag {name!r} on snapshot {live.id} was created after the deletion of an "
+                f"earlier tag {name!r} on snapshot {tag.id} was interrupted: that deletion "
+                f"is finished and the tag {name!r} on snapshot {live.id} is kept (run "
+                f"delete_tag({name!r}) again to delete it)")
+            log.warning("delete_tag %s: %s", name, result.skipped[-1])
         if self.store.snapshots.snapshot_exists(tag.id) or any(t.id == tag.id for t in others):
             # Snapshot expiration (or the other tag) takes care of its files.
-            self._delete_tag_file(name)
+            if live is None:
+                self._delete_tag_file(name)
             tags.delete_deletion_marker(name)
             return result
         try:
             data, metadata = self._only_this_tag(tag, others, result.skipped, resuming)
         except Unreadable as e:
+            if resuming and e.what == f"tag {name}":
+                # The tag's own metadata is damaged, not deleted by the interrupted run: its
+                # marker is the only record of the data files it alone had, so it stays
+                # (repair the metadata and run delete_tag again, or leave it to orphan
+                # cleanup and remove the marker by hand).
+                result.skipped.append(f"{e}, and its data files are not all gone; its "
+                                      f"deletion marker "
+                                      f"{tags.deletion_marker_path(name)} is kept: repair the "
+                                      f"tag's metadata and run delete_tag({name!r}) again")
+                log.warning("delete_tag %s: %s", name, result.skipped[-1])
+                return result
             # Delete the tag but none of its files: orphan cleanup can take them later.
             result.skipped.append(f"could not compute what else uses the tag's files "
                                   f"({e}); its files are left for orphan cleanup")
             log.warning("delete_tag %s: %s", name, result.skipped[-1])
-            self._delete_tag_file(name)
+            if live is None:
+                self._delete_tag_file(name)
             tags.delete_deletion_marker(name)
             return result
-        # Marker, then tag file: from here on nothing reads the files the tag alone
-        # referenced, and the marker is how a rerun finds them again.
-        tags.write_deletion_marker(tag)
-        try:
-            self._delete_tag_file(name)
-        except OSError:
-            tags.delete_deletion_marker(name)   # the tag stays, whole: nothing to finish
-            raise
+        if live is None:
+            # Marker, then tag file: from here on nothing reads the files the tag alone
+            # referenced, and the marker is how a rerun finds them again.
+            tags.write_deletion_marker(tag)
+            try:
+                self._delete_tag_file(name)
+            except OSError:
+                tags.delete_deletion_marker(name)   # the tag stays, whole: nothing to finish
+                raise
         # Each step completes before the next starts, and deletes only what no later step
         # needs to find (a kill in the middle of a parallel step leaves any subset of it):
         # data files, then the manifests naming them, index files, the index manifest naming
@@ -142,6 +175,28 @@ class TagOperations:
         result.deleted_bytes = sum(sizes[p] for p in result.deleted_paths)
         result.deleted_files = len(result.deleted_paths)
         return result
+
+    def _check_readable(self, snap, what: str) -> None:
+        """Refuse a target snapshot whose manifest lists or index manifest cannot be read:
+        an expiration killed in its list step leaves such half-expired snapshot files
+        listed until a rerun deletes them. Rolling back to one would delete the intact
+        newer snapshots and leave a table that does not read; a tag on one does not read
+        either (and keeps every later expiration on its by-name path)."""
+        mio = self.store.manifests
+        names = [(n, mio.read_list_refs) for n in (snap.base_manifest_list,
+                                                   snap.delta_manifest_list) if n]
+        if snap.index_manifest:
+            names.append((snap.index_manifest, mio.read_index_file_names))
+        for name, read in names:
+            try:
+                read(name)
+            except FileNotFoundError:
+                raise ValueError(f"{what}: its metadata file {mio.path(name)} does not exist "
+                                 f"(a half-expired snapshot: an interrupted expiration is "
+                                 f"deleting it); nothing was changed") from None
+            except CorruptMetadataError as e:
+                raise ValueError(f"{what}: its metadata file {mio.path(name)} cannot be read "
+                                 f"({e}); nothing was changed") from None
 
     def _delete_tag_file(self, name: str) -> None:
         if not self.tags.delete_tag_file(name) and self.tags.exists(name):
@@ -176,7 +231,7 @@ class TagOperations:
         try:
             live = reach.live_files(tag.snapshot, f"tag {tag.name}")
         except Unreadable as e:
-            if not resuming:
+            if not resuming or not self._data_step_done(reach, tag, used_data, e):
                 raise
             # The interrupted run had begun on the tag's manifests, which it only starts
             # once every data file is gone: what is left is metadata, found below by what
@@ -190,6 +245,38 @@ class TagOperations:
         metadata = reach.unused_metadata(s, s.manifest_lists(), used_meta, skipped.append)
         return data, metadata
 
+    def _data_step_done(self, reach: Reachability, tag: Tag, used_data: Set[str],
+                        e: Unreadable) -> bool:
+        """Whether an interrupted deletion of `tag` is past its data step, when what the tag
+        uses no longer reads: only if a manifest or list is genuinely absent (what the step
+        order leaves, not damage) and none of the tag's own data files that its readable
+        manifests still name exists. Anything else (a corrupt manifest, a hostile name, a
+        data file still there) is damage: the caller keeps the marker and reports it."""
+        if not isinstance(e.cause, FileNotFoundError):
+            return False
+        mio, io = self.store.manifests, self.store.io
+        named: Set[str] = set()
+        for lst in (tag.snapshot.base_manifest_list, tag.snapshot.delta_manifest_list):
+            try:
+                manifests = mio.read_list_refs(lst)
+            except FileNotFoundError:
+                continue
+            except (CorruptMetadataError, ValueError, OSError):
+                return False
+            for m in manifests:
+                try:
+                    refs = mio.read_manifest_files(m.file_name)
+                except FileNotFoundError:
+                    continue
+                except (CorruptMetadataError, ValueError, OSError):
+                    return False
+                try:
+                    named.update(p for r in refs if r.kind == FileKind.ADD
+                                 for p in reach.file_paths(r))
+                except ValueError:   # a hostile data file name
+                    return False
+        return not any(io.exists(p) for p in named - used_data)
+
     def rollback_to(self, snapshot_id: Optional[int] = None, tag: Optional[str] = None
                     ) -> RollbackResult:
         """Make `snapshot_id` (or the tag's snapshot) the latest: newer snapshots and tags
@@ -202,6 +289,7 @@ class TagOperations:
             if t is None:
                 raise ValueError(f"tag {tag!r} does not exist")
             target = t.snapshot
+            self._check_readable(target, f"cannot roll back to tag {tag!r}")
             if not sm.snapshot_exists(target.id):
                 # The tag outlived its snapshot: restore the snapshot file from the tag.
                 sm.io.mkdirs(sm.snapshot_dir)
@@ -211,6 +299,7 @@ class TagOperations:
             target = sm.try_snapshot(snapshot_id)
             if target is None:
                 raise ValueError(f"cannot roll back to snapshot {snapshot_id}: it does not exist")
+            self._check_readable(target, f"cannot roll back to snapshot {snapshot_id}")
         # LATEST first, so that readers never resolve a snapshot about to disappear.
         sm.commit_latest_hint(target.id)
         # Every *listed* id above the target, newest first: hints can look valid after a
