@@ -128,8 +128,12 @@ class LocalResolver:
         return real
 
     def check(self, path: str, norm: str) -> None:
+        self.check_real_dir(path, self._resolve(os.path.dirname(norm)))
+
+    def check_real_dir(self, path: str, real_parent: str) -> None:
+        """UnsafePathError unless `real_parent` (the physical directory `path` is in) is
+        the physical root or below it."""
         proot = self._resolve(self.root)
-        real_parent = self._resolve(os.path.dirname(norm))
         if real_parent != proot and not real_parent.startswith(proot.rstrip(os.sep) + os.sep):
             raise UnsafePathError(
                 f"refusing to touch {path}: its directory resolves to {real_parent}, outside "

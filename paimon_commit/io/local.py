@@ -241,6 +241,69 @@ class LocalFileIO(FileIO):
             log.warning("could not delete %s: %s", norm, e)
             return False
 
+    def _unlink_many(self, norms: List[str]) -> List[str]:
+        """Unlink each run of paths in one directory relative to an open descriptor of it:
+        the kernel resolves one name per file instead of the whole path, and the directory
+        cannot be swapped for a symlink between the gate's check and the unlinks (it is
+        opened without following a symlink, and the opened directory itself is checked
+        against the root). Where the opened directory cannot be named (no /proc), path by
+        path as `_unlink`."""
+        out: List[str] = []
+        i, n = 0, len(norms)
+        while i < n:
+            directory = norms[i].rpartition("/")[0]
+            j = i + 1
+            while j < n and norms[j].rpartition("/")[0] == directory:
+                j += 1
+            out.extend(self._unlink_in(directory, norms[i:j]))
+            i = j
+        return out
+
+    def _unlink_in(self, directory: str, norms: List[str]) -> List[str]:
+        try:
+            fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except (FileNotFoundError, NotADirectoryError):
+            return []   # gone, with its files
+        except OSError as e:
+            if e.errno != errno.ELOOP:
+                raise
+            log.warning("not deleting %d files in %s: the directory is a symlink now",
+                        len(norms), directory)
+            return []
+        out: List[str] = []
+        try:
+            try:
+                real = os.readlink(f"/proc/self/fd/{fd}")
+            except OSError:
+                return [p for p in norms if self._unlink(p)]
+            if real.endswith(" (deleted)"):
+                return []   # removed since it was opened: its files are gone
+            # What was opened, not what the path names now: checked like the gate checks.
+            self._resolver.check_real_dir(norms[0], real)
+            unlink, cut = os.unlink, len(directory) + 1
+            for p in norms:
+                try:
+                    unlink(p[cut:], dir_fd=fd)
+                    out.append(p)
+                except FileNotFoundError:
+                    pass
+                except IsADirectoryError:
+                    raise UnsafePathError(f"refusing to delete directory {p} as a file") \
+                        from None
+                except OSError as e:
+                    try:
+                        is_dir = _stat.S_ISDIR(os.stat(p[cut:], dir_fd=fd,
+                                                       follow_symlinks=False).st_mode)
+                    except OSError:
+                        is_dir = False
+                    if is_dir:
+                        raise UnsafePathError(f"refusing to delete directory {p} as a file") \
+                            from None
+                    log.warning("could not delete %s: %s", p, e)
+        finally:
+            os.close(fd)
+        return out
+
     def _remove_own_temp(self, tmp: str) -> None:
         """Remove a temp file this storage just wrote (after a link or a failed replace).
         Not through the deletion log: it never was a table file. Still checked by the gate's

@@ -32,11 +32,12 @@ from ..io.base import NameListing
 from ..io import for_path as file_io_for_path
 from ..format import paths as P
 from ..format.snapshot import Tag
-from ..reachability import NameHashes, Reachability, Root, Unreadable
+from ..reachability import Reachability, Root, Unreadable, manifest_names
 from ..snapshots import SnapshotManager
 from ..store import FileStore, SchemaManager
 from .orphan_context import (PLAUSIBLE_MS, Candidate, CleanContext, OrphanCleanAborted,
                              OrphanCleanResult, classify, is_bucket_dir)
+from .orphan_select import Listed, UsedNames, pack, stat_tasks
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +74,8 @@ class OrphanFilesCleaner:
         self.io = io
         # Branch and tag names seen with the candidates (phase 1), checked in phase 2.
         self._first_listing: Optional[Dict[str, Set[str]]] = None
+        # Where the unused candidates' status is read (clean() sets its I/O pool).
+        self._stat_executor: Optional[Executor] = None
         self.root = io.root.rstrip("/")
 
     # --- public --------------------------------------------------------------------------
@@ -98,14 +101,14 @@ class OrphanFilesCleaner:
         list_executor = delete_executor = ctx.executor
         if ctx.executor is None:
             # Listing cached directories is CPU work (more threads than CPUs only contend for
-            # the GIL: measured 2x slower with 16 on 2 CPUs); unlinking waits on the disk,
-            # where many requests in flight pay off (16 threads ~5x faster than 2).
+            # the GIL: measured 2x slower with 16 on 2 CPUs); a status or an unlink waits on
+            # the disk (old files' inodes are rarely cached), where many requests in flight
+            # pay off (16 threads ~5x faster than 2), and releases the GIL meanwhile.
             opt = self.options["file-operation.thread-num"]
             list_executor = ThreadPoolExecutor(opt or os.cpu_count() or 1)
-            pools = [list_executor]
-            if not ctx.dry_run:
-                delete_executor = ThreadPoolExecutor(opt or IO_THREADS)
-                pools.append(delete_executor)
+            delete_executor = ThreadPoolExecutor(opt or IO_THREADS)
+            pools = [list_executor, delete_executor]
+        self._stat_executor = delete_executor
         try:
             orphans, dirs = self.find_orphans(list_executor, result)
             t = time.perf_counter()
@@ -139,14 +142,14 @@ class OrphanFilesCleaner:
         t0 = time.perf_counter()
         progress = self.ctx.progress
         listed, dirs = self.list_candidates(executor)
-        n = sum(len(listing.names) for listing, _ in listed)
+        n = sum(d.count for d in listed)
         emit(progress, LISTING, n, n)
         t1 = time.perf_counter()
         emit(progress, READING, 0, None)
         used = self.used_files()
         emit(progress, READING, len(used), len(used))
         t2 = time.perf_counter()
-        orphans = self._select(listed, used, result)
+        orphans = self._select(listed, used, result, self._stat_executor or executor)
         result.seconds.update({"list": t1 - t0, "read_used": t2 - t1,
                                "select": time.perf_counter() - t2})
         return orphans, dirs
@@ -176,31 +179,34 @@ class OrphanFilesCleaner:
     # are never rewritten in place, so a later look at its mtime sees the same or a younger
     # time), and one removed meanwhile is simply gone.
     def list_candidates(self, executor: Optional[Executor] = None
-                        ) -> Tuple[List[Tuple[NameListing, Optional[str]]], List[FileStatus]]:
+                        ) -> Tuple[List[Listed], List[FileStatus]]:
         """The listings whose files may be orphans, each with the kind of its files (None:
-        by name, `manifest_kind`), and the partition/bucket directories seen (with the
-        mtime they had when listed)."""
+        by name, `manifest_kind`), in their compact form (`orphan_select`), and the
+        partition/bucket directories seen (with the mtime they had when listed)."""
         listed = self._list_metadata_dirs()
         buckets, dirs = self.list_bucket_dirs(executor)
-        listed.extend((listing, "data") for listing in
-                      self._map_list(executor, buckets, self.io.list_names_deferred))
+        list_one = self.io.list_names_deferred
+        # Packed on the listing thread: a directory's list of names lives only while it is
+        # listed, however many directories are held.
+        listed.extend(self._map_list(executor, buckets, lambda d: pack(list_one(d), "data")))
         return listed, dirs
 
     def list_metadata_candidates(self) -> List[Candidate]:
         """Candidates outside the partition tree, with their status (distributed mode lists
         these on the driver): see `_list_metadata_dirs`."""
-        return [Candidate(st, classify(st.name, kind)) for listing, kind in
-                self._list_metadata_dirs()
-                for st in self.io.status_of_listed(listing, listing.names)]
+        status_of = self.io.status_of_listed
+        return [Candidate(st, classify(st.name, d.kind)) for d in self._list_metadata_dirs()
+                for st in status_of(NameListing(d.directory, d.names(), d.statuses),
+                                    d.names())]
 
-    def _list_metadata_dirs(self) -> List[Tuple[NameListing, Optional[str]]]:
+    def _list_metadata_dirs(self) -> List[Listed]:
         """manifest/, index/, statistics/, leftovers (not snapshot/changelog files or hints)
         in snapshot/ and changelog/, and temp files in tag/, consumer/ and schema/, of the
         table and of every branch: their listings, narrowed to the candidate names."""
         io, root = self.io, self.root
-        out: List[Tuple[NameListing, Optional[str]]] = []
+        out: List[Listed] = []
         for sub, kind in (("manifest", None), ("index", "index"), ("statistics", "statistics")):
-            out.append((io.list_names_deferred(io.join(root, sub)), kind))
+            out.append(pack(io.list_names_deferred(io.join(root, sub)), kind))
         branches = self._branch_roots()
         self._first_listing = {
             "branch": {posixpath.basename(b.rstrip("/")) for b in branches}}
@@ -209,7 +215,7 @@ class OrphanFilesCleaner:
             for sub, parse in (("snapshot", P.parse_snapshot_id),
                                ("changelog", P.parse_changelog_id)):
                 listing = io.list_names_deferred(io.join(meta_root, sub))
-                out.append((listing._replace(names=[
+                out.append(pack(listing._replace(names=[
                     n for n in listing.names if parse(n) is None and n not in hints]), sub))
             # Only the temp files of interrupted writes here: everything else in these
             # directories is a record, not garbage. (pypaimon lists every file in tag/ as a
@@ -220,7 +226,7 @@ class OrphanFilesCleaner:
                     self._first_listing.setdefault(meta_root, set()).update(
                         n for n in listing.names
                         if not P.is_temp_file(n) and P.parse_tag_name(n) is not None)
-                out.append((listing._replace(
+                out.append(pack(listing._replace(
                     names=[n for n in listing.names if P.is_temp_file(n)]), "temp"))
         return out
 
@@ -272,7 +278,7 @@ class OrphanFilesCleaner:
             executor.map(lambda d: list_one(d.path), dirs)
         for listed in it:
             out.append(listed)
-            self._listed += len(listed.names if isinstance(listed, NameListing) else listed)
+            self._listed += listed.count if isinstance(listed, Listed) else len(listed)
             self._tick(LISTING, self._listed, None)
         return out
 
@@ -305,13 +311,17 @@ class OrphanFilesCleaner:
                 f"{what} {missing[0]} was listed with the candidates but not when reading what "
                 f"is used ({len(missing)} in all); nothing was deleted")
 
-    def used_files(self) -> NameHashes:
+    def used_files(self) -> UsedNames:
         """Names of every file reachable from any snapshot, tag, long-lived changelog or
         branch (`name in used`; held as hashes: a collision only keeps a file). Raises
         OrphanCleanAborted if any of them cannot be read."""
         roots = self.roots()
         try:
-            used = Reachability(self.store).used_name_hashes(roots)
+            reach = Reachability(self.store)
+            names, manifests = reach.used_metadata(roots)
+            used = UsedNames(names)
+            for m, needed in manifests.items():   # one manifest at a time, names dropped after
+                used.update(manifest_names(reach.mio, m, needed))
         except Unreadable as e:
             raise OrphanCleanAborted(f"{e}; a concurrent expiration or a damaged table? "
                                      f"Nothing was deleted") from None
@@ -368,26 +378,30 @@ class OrphanFilesCleaner:
         return out
 
     # --- phase 3: select and delete ------------------------------------------------------
-    def _select(self, listed: List[Tuple[NameListing, Optional[str]]], used: NameHashes,
-                result: OrphanCleanResult) -> List[Candidate]:
-        """The listed files no root uses (their status read now: see phase 1), then the
-        age threshold and the veto (`filter_unused`)."""
+    def _select(self, listed: List[Listed], used: UsedNames, result: OrphanCleanResult,
+                executor: Optional[Executor] = None) -> List[Candidate]:
+        """The listed files no root uses (their status read now, on the I/O pool: see phase
+        1), then the age threshold and the veto (`filter_unused`)."""
         status_of = self.io.status_of_listed
-        listed_names = 0
-        unused: List[Candidate] = []
-        for listing, kind in listed:
-            listed_names += len(listing.names)
-            names = [n for n in listing.names if n not in used]
-            if not names:
-                continue
+        result.candidates, tasks = stat_tasks(listed, used)
+        result.used = len(used)
+
+        def candidates(task: Tuple[NameListing, Optional[str]]) -> List[Candidate]:
+            listing, kind = task
             if kind is None:
-                unused.extend([Candidate(st, classify(st.name, None))
-                               for st in status_of(listing, names)])
-            else:   # only temp files ('.' first) change the kind: skip classify for the rest
-                unused.extend([Candidate(st, kind if st.name[:1] != "."
-                                         else classify(st.name, kind))
-                               for st in status_of(listing, names)])
-        result.candidates, result.used = listed_names, len(used)
+                return [Candidate(st, classify(st.name, None))
+                        for st in status_of(listing, listing.names)]
+            # only temp files ('.' first) change the kind: skip classify for the rest
+            return [Candidate(st, kind if st.name[:1] != "." else classify(st.name, kind))
+                    for st in status_of(listing, listing.names)]
+
+        unused: List[Candidate] = []
+        if executor is None or len(tasks) < 2:
+            for task in tasks:
+                unused.extend(candidates(task))
+        else:   # in listing order: results are deterministic whatever the pool does
+            for part in executor.map(candidates, tasks):
+                unused.extend(part)
         return self.filter_unused(unused, result)
 
     def filter_unused(self, unused: List[Candidate], result: OrphanCleanResult

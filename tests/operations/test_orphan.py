@@ -305,7 +305,8 @@ def test_context_options_are_used_not_only_validated(busy, table_path, monkeypat
     monkeypatch.setattr(orphan_mod, "ThreadPoolExecutor", Recording)
     OrphanFilesCleaner(CleanContext(str(table_path), dry_run=True,
                                     options={"file-operation.thread-num": "3"})).clean()
-    assert sizes == [3]          # the listing pool: the option, not the CPU count
+    # the listing pool and the I/O pool (statuses, deletes): the option, not the CPU count
+    assert sizes == [3, 3]
     with pytest.raises(OptionError, match="file-operation.thread-num"):
         OrphanFilesCleaner(CleanContext(str(table_path), options={
             "file-operation.thread-num": "0"}))
