@@ -18,7 +18,7 @@ import uuid
 from abc import ABC, abstractmethod
 from contextlib import contextmanager, nullcontext
 from typing import Callable, ContextManager, Dict, Iterable, Iterator, List, NamedTuple, \
-    Optional
+    Optional, Tuple
 
 from ..errors import UnsafePathError
 
@@ -191,6 +191,12 @@ class FileIO(ABC):
         kept the status."""
         kept = listing.statuses or {}
         return [kept[n] for n in names if n in kept]
+
+    def entries_of_listed(self, listing: NameListing, names: Iterable[str]
+                          ) -> List[Tuple[str, int, int]]:
+        """`status_of_listed` as (name, size, mtime_ms) tuples: no object per file beyond
+        the tuple (orphan cleanup asks this of every unused file, millions in a big one)."""
+        return [(st.name, st.size, st.mtime_ms) for st in self.status_of_listed(listing, names)]
 
     # --- writing -------------------------------------------------------------------------
     @abstractmethod

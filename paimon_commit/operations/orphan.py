@@ -37,7 +37,7 @@ from ..snapshots import SnapshotManager
 from ..store import FileStore, SchemaManager
 from .orphan_context import (PLAUSIBLE_MS, Candidate, CleanContext, OrphanCleanAborted,
                              OrphanCleanResult, classify, is_bucket_dir)
-from .orphan_select import Listed, UsedNames, pack, stat_tasks
+from .orphan_select import Found, Listed, UsedNames, pack, stat_tasks
 
 log = logging.getLogger(__name__)
 
@@ -119,25 +119,17 @@ class OrphanFilesCleaner:
         finally:
             for pool in pools:
                 pool.shutdown(wait=True)
-        by_kind = result.by_kind
-        for st, kind in orphans:
-            k = by_kind.get(kind)
-            if k is None:
-                k = by_kind[kind] = {"files": 0, "bytes": 0}
-            k["files"] += 1
-            k["bytes"] += st.size
-        # (_rel inlined: one pass over every orphan, millions in a big cleanup)
-        prefix = self.root + "/"
-        cut = len(prefix)
-        result.deleted_paths = sorted([p[cut:] if p.startswith(prefix) else p
-                                       for p in [c.status.path for c in orphans]])
+        # (distributed mode selects and deletes Candidates)
+        found = orphans if isinstance(orphans, Found) else Found.of_candidates(orphans)
+        result.by_kind.update(found.by_kind())
+        result.deleted_paths = found.rel_paths(self.root)
         log.info("orphan clean of %s: %d candidates, %d used names, %d %s", self.root,
                  result.candidates, result.used, len(orphans),
                  "would be deleted" if ctx.dry_run else "deleted")
         return result
 
     def find_orphans(self, executor: Optional[Executor], result: OrphanCleanResult
-                     ) -> Tuple[List["Candidate"], List[FileStatus]]:
+                     ) -> Tuple[Found, List[FileStatus]]:
         """Phases 1-3: list candidates first, then the used set, then select."""
         t0 = time.perf_counter()
         progress = self.ctx.progress
@@ -154,10 +146,9 @@ class OrphanFilesCleaner:
                                "select": time.perf_counter() - t2})
         return orphans, dirs
 
-    def delete(self, orphans: List["Candidate"], executor: Optional[Executor]
-               ) -> List["Candidate"]:
-        """Delete through the FileIO gate; returns the candidates actually deleted."""
-        paths = [c.status.path for c in orphans]
+    def delete(self, orphans: Found, executor: Optional[Executor]) -> Found:
+        """Delete through the FileIO gate; returns the orphans actually deleted."""
+        paths = orphans.paths()
         deleted: Set[str] = set()
         # Not against resolutions cached while listing: a directory may be a symlink now.
         self.io.forget_resolved_dirs()
@@ -165,7 +156,7 @@ class OrphanFilesCleaner:
         for i in range(0, len(paths), step):   # in steps, to report progress
             deleted.update(run_deletions(self.io, paths[i:i + step], executor))
             emit(self.ctx.progress, DELETING, min(i + step, len(paths)), len(paths))
-        return [c for c in orphans if c.status.path in deleted]
+        return orphans.keep(deleted)
 
     # --- phase 1: candidates -------------------------------------------------------------
     # Candidates are listed by name (Paimon compares names too); the status (size, mtime) of
@@ -379,30 +370,26 @@ class OrphanFilesCleaner:
 
     # --- phase 3: select and delete ------------------------------------------------------
     def _select(self, listed: List[Listed], used: UsedNames, result: OrphanCleanResult,
-                executor: Optional[Executor] = None) -> List[Candidate]:
+                executor: Optional[Executor] = None) -> Found:
         """The listed files no root uses (their status read now, on the I/O pool: see phase
-        1), then the age threshold and the veto (`filter_unused`)."""
-        status_of = self.io.status_of_listed
+        1), then the age threshold and the veto (as `filter_unused`)."""
+        entries_of = self.io.entries_of_listed
         result.candidates, tasks = stat_tasks(listed, used)
         result.used = len(used)
 
-        def candidates(task: Tuple[NameListing, Optional[str]]) -> List[Candidate]:
+        def stat(task: Tuple[NameListing, Optional[str]]):
             listing, kind = task
-            if kind is None:
-                return [Candidate(st, classify(st.name, None))
-                        for st in status_of(listing, listing.names)]
-            # only temp files ('.' first) change the kind: skip classify for the rest
-            return [Candidate(st, kind if st.name[:1] != "." else classify(st.name, kind))
-                    for st in status_of(listing, listing.names)]
+            return listing.directory, kind, entries_of(listing, listing.names)
 
-        unused: List[Candidate] = []
         if executor is None or len(tasks) < 2:
-            for task in tasks:
-                unused.extend(candidates(task))
+            groups = [stat(task) for task in tasks]
         else:   # in listing order: results are deterministic whatever the pool does
-            for part in executor.map(candidates, tasks):
-                unused.extend(part)
-        return self.filter_unused(unused, result)
+            groups = list(executor.map(stat, tasks))
+        found, young, vetoed = Found(groups).filter(
+            self.ctx.older_than_ms, self._rel, self.ctx.should_be_retained)
+        result.retained_young += young
+        result.retained_vetoed += vetoed
+        return found
 
     def filter_unused(self, unused: List[Candidate], result: OrphanCleanResult
                       ) -> List[Candidate]:
