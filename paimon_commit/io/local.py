@@ -277,6 +277,8 @@ class LocalFileIO(FileIO):
             log.warning("could not delete %s: %s", norm, e)
             return False
 
+    unlinks_recheck_dirs = True   # see _unlink_in
+
     def _unlink_many(self, norms: List[str]) -> List[str]:
         """Unlink each run of paths in one directory relative to an open descriptor of it:
         the kernel resolves one name per file instead of the whole path, and the directory

@@ -153,8 +153,14 @@ class OrphanFilesCleaner:
         # Not against resolutions cached while listing: a directory may be a symlink now.
         self.io.forget_resolved_dirs()
         step = 10_000 if self.ctx.progress is not None else max(1, len(paths))
+        # Local disk: this thread checks every path, the pool only unlinks (an unlink
+        # waiting on the disk behind a thread checking paths under the GIL made the real
+        # run ~1.3x the bare unlinks).
+        one_call = executor is not None and self.io.unlinks_recheck_dirs
         for i in range(0, len(paths), step):   # in steps, to report progress
-            deleted.update(run_deletions(self.io, paths[i:i + step], executor))
+            chunk = paths[i:i + step]
+            deleted.update(self.io.delete_files(chunk, executor) if one_call else
+                           run_deletions(self.io, chunk, executor))
             emit(self.ctx.progress, DELETING, min(i + step, len(paths)), len(paths))
         return orphans.keep(deleted)
 
