@@ -5,12 +5,16 @@ import errno
 import logging
 import os
 import stat as _stat
+import threading
 from typing import Callable, Dict, List, Optional, Tuple
 
 from ..errors import AtomicCreateUnsupportedError, UnsafePathError
 from .base import FileIO, FileStatus, LocalResolver, NameListing, _temp_name
 
 log = logging.getLogger(__name__)
+
+# The directory `_unlink_in` has open on this thread: (storage, directory, descriptor).
+_AT = threading.local()
 
 __all__ = ["LocalFileIO"]
 
@@ -264,8 +268,17 @@ class LocalFileIO(FileIO):
 
     # --- deleting ------------------------------------------------------------------------
     def _unlink(self, norm: str) -> bool:
+        # Inside `_unlink_in` (this thread, this storage, a file directly in the directory it
+        # opened): relative to that directory's descriptor. `_unlink` stays the one per-file
+        # primitive either way (fault injection wraps it).
+        at = getattr(_AT, "dir", None)
+        if at is not None and at[0] is self and norm.rfind("/") == len(at[1]) \
+                and norm.startswith(at[1]):
+            target, dir_fd = norm[len(at[1]) + 1:], at[2]
+        else:
+            target, dir_fd = norm, None
         try:
-            os.unlink(norm)
+            os.unlink(target, dir_fd=dir_fd)
             return True
         except FileNotFoundError:
             return False
@@ -280,12 +293,8 @@ class LocalFileIO(FileIO):
     unlinks_recheck_dirs = True   # see _unlink_in
 
     def _unlink_many(self, norms: List[str]) -> List[str]:
-        """Unlink each run of paths in one directory relative to an open descriptor of it:
-        the kernel resolves one name per file instead of the whole path, and the directory
-        cannot be swapped for a symlink between the gate's check and the unlinks (it is
-        opened without following a symlink, and the opened directory itself is checked
-        against the root). Where the opened directory cannot be named (no /proc), path by
-        path as `_unlink`."""
+        """Unlink each run of paths in one directory relative to an open descriptor of it
+        (`_unlink_in`)."""
         out: List[str] = []
         i, n = 0, len(norms)
         while i < n:
@@ -298,6 +307,11 @@ class LocalFileIO(FileIO):
         return out
 
     def _unlink_in(self, directory: str, norms: List[str]) -> List[str]:
+        """Unlink paths of one directory relative to an open descriptor of it: the kernel
+        resolves one name per file instead of the whole path, and the directory cannot be
+        swapped for a symlink between the gate's check and the unlinks (it is opened without
+        following a symlink, and the directory opened is itself checked against the root).
+        Where the opened directory cannot be named (no /proc), path by path."""
         try:
             fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except (FileNotFoundError, NotADirectoryError):
@@ -308,7 +322,6 @@ class LocalFileIO(FileIO):
             log.warning("not deleting %d files in %s: the directory is a symlink now",
                         len(norms), directory)
             return []
-        out: List[str] = []
         try:
             try:
                 real = os.readlink(f"/proc/self/fd/{fd}")
@@ -318,29 +331,13 @@ class LocalFileIO(FileIO):
                 return []   # removed since it was opened: its files are gone
             # What was opened, not what the path names now: checked like the gate checks.
             self._resolver.check_real_dir(norms[0], real)
-            unlink, cut = os.unlink, len(directory) + 1
-            for p in norms:
-                try:
-                    unlink(p[cut:], dir_fd=fd)
-                    out.append(p)
-                except FileNotFoundError:
-                    pass
-                except IsADirectoryError:
-                    raise UnsafePathError(f"refusing to delete directory {p} as a file") \
-                        from None
-                except OSError as e:
-                    try:
-                        is_dir = _stat.S_ISDIR(os.stat(p[cut:], dir_fd=fd,
-                                                       follow_symlinks=False).st_mode)
-                    except OSError:
-                        is_dir = False
-                    if is_dir:
-                        raise UnsafePathError(f"refusing to delete directory {p} as a file") \
-                            from None
-                    log.warning("could not delete %s: %s", p, e)
+            _AT.dir = (self, directory, fd)
+            try:
+                return [p for p in norms if self._unlink(p)]
+            finally:
+                _AT.dir = None
         finally:
             os.close(fd)
-        return out
 
     def _remove_own_temp(self, tmp: str) -> None:
         """Remove a temp file this storage just wrote (after a link or a failed replace).
