@@ -29,14 +29,20 @@ Why the sync and the pool: real orphans are days old, i.e. on disk. Unlinking fi
 never written back costs ~10 us (page cache only); unlinking synced ones is journal/disk
 bound (on the VM this was written on, 0.4-2.3 ms per file in one thread, ~70-150 us with 2-8
 threads), so a one-thread floor would not be a floor (use --floor-threads 1 to see it).
-Each repetition runs all six (the ours/delta/floor order rotates per repetition); medians
+  * unlink real:     the known orphans unlinked and nothing else (no listing, no status):
+                      unlinkat relative to a directory descriptor, slices of 256 names of
+                      one directory, directories interleaved over --floor-threads threads.
+                      A real run of any cleaner costs at least this.
+Each repetition runs all seven (the side order rotates per repetition); medians
 over R repetitions are reported. Peak memory is the worker's own peak RSS (VmHWM; see
 peak_rss_kb for why not ru_maxrss alone); a worker that only imports the same modules gives
 the baseline.
 
 Targets (at the target size: 100,000 orphans, or 10,000 with --quick):
   * vs delta: ours real <= 0.5 x delta real, ours dry <= 0.5 x delta dry
-  * vs floor: ours real <= 2 x floor real,   ours dry <= 2 x floor dry
+  * vs floor: ours real <= 2 x floor real,   ours dry <= 2 x floor dry,
+              ours real <= 2 x unlink real (delta-rs real / unlink real is printed too: if
+              delta-rs runs at the unlink floor, 0.5 x delta-rs real is not reachable)
   * linear:   ours time per orphan at each size <= 1.25 x at the previous size (real and dry)
 Peak memory is reported, with no target.
 
@@ -87,8 +93,11 @@ VS_DELTA_TARGET = 0.5         # issue 19: ours <= 0.5 x delta-rs full vacuum, dr
 VS_FLOOR_TARGET = 2.0
 LINEAR_TARGET = 1.25            # per-orphan time at a size <= 1.25 x at the previous size
 PROFILE_TOP = 25
-SIDES = ("ours", "delta", "floor")
-OPS = [(s, d) for s in SIDES for d in (True, False)]   # (side, dry_run)
+SIDES = ("ours", "delta", "floor", "unlink")
+# (side, dry_run); "unlink" is the bare unlinks of a real run (nothing to do when dry)
+MODES = {"ours": (True, False), "delta": (True, False), "floor": (True, False),
+         "unlink": (False,)}
+OPS = [(s, d) for s in SIDES for d in MODES[s]]
 DEFAULT_OUT = os.path.join(_REPO, "benchmarks", "results", "bench_orphan.json")
 
 
@@ -140,7 +149,7 @@ def worker(spec: Dict[str, Any]) -> Dict[str, Any]:
     if side == "baseline-delta":
         import deltalake  # noqa: F401
         return peak_rss_kb()
-    if side == "baseline-floor":
+    if side in ("baseline-floor", "baseline-unlink"):
         return peak_rss_kb()
 
     out: Dict[str, Any] = {}
@@ -186,6 +195,13 @@ def worker(spec: Dict[str, Any]) -> Dict[str, Any]:
         rels = _floor(path, known, cutoff, dry, spec["threads"])
         secs = time.perf_counter() - t0
         rss = peak_rss_kb()
+    elif side == "unlink":
+        with open(spec["orphans_file"]) as f:
+            rels = [r for r in f.read().split("\n") if r]
+        t0 = time.perf_counter()
+        _unlink_floor(path, rels, spec["threads"])
+        secs = time.perf_counter() - t0
+        rss = peak_rss_kb()
     else:
         raise SystemExit(f"unknown worker side {side!r}")
     out.update(seconds=secs, count=len(rels), digest=digest(rels), **rss)
@@ -225,6 +241,33 @@ def _floor(root: str, known: Set[str], cutoff: float, dry: bool, threads: int) -
                                          for i in range(0, len(paths), size)]):
                 pass
     return found
+
+
+def _unlink_floor(root: str, rels: List[str], threads: int) -> None:
+    """The known orphans unlinked and nothing else: no listing, no metadata, no status. The
+    fastest way found here: unlinkat relative to an open descriptor of the directory, in
+    slices of 256 names of one directory, directories interleaved over the pool (unlinks in
+    one directory serialise on it)."""
+    from concurrent.futures import ThreadPoolExecutor
+    by_dir: Dict[str, List[str]] = {}
+    for r in rels:
+        d, _, name = r.rpartition("/")
+        by_dir.setdefault(d, []).append(name)
+    per_dir = [[(d, names[i:i + 256]) for i in range(0, len(names), 256)]
+               for d, names in by_dir.items()]
+    tasks = [x[i] for i in range(max(map(len, per_dir), default=0)) for x in per_dir
+             if i < len(x)]
+
+    def unlink_slice(task: Tuple[str, List[str]]) -> None:
+        fd = os.open(os.path.join(root, task[0]), os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            for name in task[1]:
+                os.unlink(name, dir_fd=fd)
+        finally:
+            os.close(fd)
+    with ThreadPoolExecutor(threads) as ex:
+        for _ in ex.map(unlink_slice, tasks):
+            pass
 
 
 def _delta_rel(f: str, root: str) -> str:
@@ -410,11 +453,11 @@ def measure_size(info: Dict[str, Any], reps: int, warehouse: str, floor_threads:
     read_done = {"paimon": False, "delta": False}
     copy_seconds: List[float] = []
     for rep in range(reps):
-        order = SIDES[rep % 3:] + SIDES[:rep % 3]
+        order = SIDES[rep % len(SIDES):] + SIDES[:rep % len(SIDES)]
         line = []
         for side in order:
             kind = "delta" if side == "delta" else "paimon"
-            for dry in (True, False):
+            for dry in MODES[side]:
                 name = op_name(side, dry)
                 base = info[kind]["base"]
                 if dry:
@@ -437,7 +480,7 @@ def measure_size(info: Dict[str, Any], reps: int, warehouse: str, floor_threads:
                     if not dry:
                         remove_tree(copy)
                     continue
-                read = side != "floor" and not dry and not read_done[kind]
+                read = side in ("ours", "delta") and not dry and not read_done[kind]
                 errs = verify_run(kind, side, dry, copy, res, info, read, warehouse)
                 if read:
                     read_done[kind] = True
@@ -648,7 +691,15 @@ def main(argv=None) -> int:
         targets[f"vs_floor_{op}"] = {
             "metric": f"ours {op} / scandir floor {op} (median, {target_n:,} orphans)",
             "value": v, "target": VS_FLOOR_TARGET, "pass": _ok(v, VS_FLOOR_TARGET)}
+    v = ratio(med_of(rt, "ours_real"), med_of(rt, "unlink_real"))
+    targets["vs_unlink_real"] = {
+        "metric": f"ours real / the bare unlinks of the {target_n:,} orphans (median; delta-rs "
+                  f"real / bare unlinks: "
+                  f"{_fmt3(ratio(med_of(rt, 'delta_real'), med_of(rt, 'unlink_real')))})",
+        "value": v, "target": VS_FLOOR_TARGET, "pass": _ok(v, VS_FLOOR_TARGET)}
     info_ratios = {
+        "delta_real_over_unlink_real": ratio(med_of(rt, "delta_real"), med_of(rt, "unlink_real")),
+        "ours_real_over_unlink_real": v,
         "ours_dry_over_floor_real": ratio(med_of(rt, "ours_dry"), med_of(rt, "floor_real")),
         "delta_real_over_floor_real": ratio(med_of(rt, "delta_real"), med_of(rt, "floor_real")),
         "delta_dry_over_floor_dry": ratio(med_of(rt, "delta_dry"), med_of(rt, "floor_dry")),
@@ -689,6 +740,14 @@ def main(argv=None) -> int:
               f"{'PASS' if t['pass'] else 'FAIL'}")
     print("for reference: " + ", ".join(
         f"{k} {'n/a' if v is None else f'{v:.3f}'}" for k, v in info_ratios.items()))
+    u, dr = med_of(rt, "unlink_real"), med_of(rt, "delta_real")
+    if u and dr:
+        # The real run cannot take less than unlinking the orphans: where delta-rs runs at
+        # that floor, 0.5 x delta-rs is below it.
+        print(f"real-run floor: unlinking the {target_n:,} orphans alone takes {u:.3f} s "
+              f"(median); delta-rs real {dr:.3f} s = {dr / u:.2f} x that floor, so "
+              f"0.5 x delta-rs real = {0.5 * dr / u:.2f} x the floor"
+              f"{' (below it: not reachable by any cleaner)' if 0.5 * dr < u else ''}")
     print(f"peak RSS (max over runs) at {target_n:,} orphans, MB over import-only baseline: " +
           ", ".join(f"{op_name(s, d)} {rt[op_name(s, d)]['peak_rss_mb'] - baseline[s]:.1f}"
                     for s, d in OPS if rt.get(op_name(s, d))))
@@ -780,6 +839,10 @@ def _git() -> Dict[str, Any]:
     dirty = run("status", "--porcelain", "--", "paimon_commit")
     return {"commit": run("rev-parse", "HEAD"),
             "paimon_commit_dirty": None if dirty is None else bool(dirty)}
+
+
+def _fmt3(v: Optional[float]) -> str:
+    return "n/a" if v is None else f"{v:.3f}"
 
 
 def _ok(v: Optional[float], target: float) -> bool:

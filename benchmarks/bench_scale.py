@@ -24,6 +24,8 @@ Targets (exit 1 when one fails or a check fails):
 
     python benchmarks/bench_scale.py                      # 20k, 200k, 2M files (~15 min)
     python benchmarks/bench_scale.py --sizes 2000,20000,200000
+    python benchmarks/bench_scale.py --ops orphan     # orphan cleanup only; the expiration
+                                                     # results already in --out are kept
 """
 from __future__ import annotations
 
@@ -160,12 +162,24 @@ def small_check(work: str, retain: int) -> List[str]:
 
 # --- one size -----------------------------------------------------------------------------
 def measure(n: int, work: str, args: argparse.Namespace, errors: List[str]) -> Dict[str, Any]:
-    from scale_tables import build_append_table, build_overwrite_table, count_data_files
 
     def say(msg: str) -> None:
         print(f"    {msg}", flush=True)
 
     out: Dict[str, Any] = {"files": n}
+    if "expire" in args.ops:
+        _measure_expire(n, work, args, errors, out, say)
+    if "orphan" in args.ops:
+        _measure_orphan(n, work, args, errors, out, say)
+    for op in args.ops:
+        r = out[op]
+        r["bytes_per_file"] = max(0, r["peak_rss"] - r["before_rss"]) / r["files"]
+    return out
+
+
+def _measure_expire(n: int, work: str, args: argparse.Namespace, errors: List[str],
+                    out: Dict[str, Any], say) -> None:
+    from scale_tables import build_overwrite_table, count_data_files
     path = os.path.join(work, f"ov_{n}")
     t0 = time.perf_counter()
     info = build_overwrite_table(path, n, args.per_snapshot, progress=say)
@@ -189,6 +203,10 @@ def measure(n: int, work: str, args: argparse.Namespace, errors: List[str]) -> D
         f"{e['result']['deleted_files']} files deleted")
     shutil.rmtree(path, ignore_errors=True)
 
+
+def _measure_orphan(n: int, work: str, args: argparse.Namespace, errors: List[str],
+                    out: Dict[str, Any], say) -> None:
+    from scale_tables import build_append_table
     path = os.path.join(work, f"ap_{n}")
     t0 = time.perf_counter()
     info = build_append_table(path, n, args.orphan_snapshots, strays=args.strays,
@@ -210,10 +228,39 @@ def measure(n: int, work: str, args: argparse.Namespace, errors: List[str]) -> D
     o["runs_seconds"] = [r["seconds"] for r in runs]
     out["orphan"] = o
     shutil.rmtree(path, ignore_errors=True)
-    for op in ("expire", "orphan"):
-        r = out[op]
-        r["bytes_per_file"] = max(0, r["peak_rss"] - r["before_rss"]) / r["files"]
-    return out
+
+
+def _keep_other_ops(args: argparse.Namespace, results: Dict[int, Dict[str, Any]],
+                    targets: Dict[str, Dict[str, Any]]) -> Optional[str]:
+    """With --ops naming one operation: the other's results and targets from the previous
+    results file (same sizes only), merged into `results` and `targets` in place (targets
+    in the usual order). Returns the timestamp of the run they come from, or None."""
+    other = [op for op in ("expire", "orphan") if op not in args.ops]
+    if not other:
+        return None
+    try:
+        with open(args.out) as f:
+            prev = json.load(f)
+    except (OSError, ValueError):
+        return None
+    sizes = prev.get("sizes") or {}
+    if sorted(int(n) for n in sizes) != sorted(args.sizes):
+        print(f"  (previous results in {args.out} are for other sizes: "
+              f"{', '.join(other)} not kept)")
+        return None
+    for n in args.sizes:
+        for op in other:
+            if op in sizes[str(n)]:
+                results[n][op] = sizes[str(n)][op]
+    merged = {k: t for k, t in (prev.get("targets") or {}).items()
+              if k.split("_")[0] in other}
+    merged.update(targets)
+    order = sorted(merged, key=lambda k: (k.split("_")[0] != "expire",
+                                          k == "expire_bytes_per_file"))
+    ours = dict(targets)
+    targets.clear()
+    targets.update({k: ours.get(k, merged[k]) for k in order})
+    return prev.get("timestamp_utc")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -228,6 +275,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--strays", type=int, default=1000, help="orphans to find (default 1000)")
     ap.add_argument("--reps", type=int, default=1,
                     help="orphan dry runs per size, median reported (default 1)")
+    ap.add_argument("--ops", default="expire,orphan",
+                    help="operations to measure (default expire,orphan); with one of them, "
+                         "the other's results and targets already in --out are kept")
     ap.add_argument("--dir", default=None, help="where tables are built (default: temp)")
     ap.add_argument("--out", default=DEFAULT_OUT, help=f"JSON results (default {DEFAULT_OUT})")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
@@ -235,6 +285,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     a = ap.parse_args(argv)
     if a.child:
         return a
+    a.ops = [x for x in a.ops.split(",") if x]
+    if not a.ops or any(x not in ("expire", "orphan") for x in a.ops):
+        ap.error(f"--ops must name expire and/or orphan, got {','.join(a.ops)!r}")
     try:
         a.sizes = [int(x) for x in a.sizes.split(",")]
     except ValueError:
@@ -286,14 +339,14 @@ def main(argv=None) -> int:
           f"{'start RSS':>11}{'B/file':>9}"
     print(hdr)
     print("-" * len(hdr))
-    for op in ("expire", "orphan"):
+    for op in args.ops:
         for n in args.sizes:
             r = results[n][op]
             print(f"{op:<10}{n:>10,}{r['seconds']:>10.2f}{r['cpu_seconds']:>9.2f}"
                   f"{_fmt_mb(r['peak_rss']):>11}"
                   f"{_fmt_mb(r['before_rss']):>11}{r['bytes_per_file']:>9.0f}")
     targets: Dict[str, Dict[str, Any]] = {}
-    for op in ("expire", "orphan"):
+    for op in args.ops:
         a, b = results[mid][op], results[large][op]
         # CPU seconds of the operation (user + sys of every thread, unlinks included): on a
         # shared machine wall time follows the neighbours' load more than the size.
@@ -309,11 +362,14 @@ def main(argv=None) -> int:
         targets[f"{op}_rss"] = {
             "metric": f"{op} peak RSS (GiB) at {large:,} files", "value": b["peak_rss"] / GB,
             "target": RSS_TARGET / GB, "pass": b["peak_rss"] < RSS_TARGET}
-    b = results[large]["expire"]
-    targets["expire_bytes_per_file"] = {
-        "metric": f"expire (peak - start RSS) / files at {large:,} files ({b['snapshots']:,} "
-                  f"snapshots)", "value": b["bytes_per_file"],
-        "target": BYTES_PER_FILE_TARGET, "pass": b["bytes_per_file"] <= BYTES_PER_FILE_TARGET}
+    if "expire" in args.ops:
+        b = results[large]["expire"]
+        targets["expire_bytes_per_file"] = {
+            "metric": f"expire (peak - start RSS) / files at {large:,} files "
+                      f"({b['snapshots']:,} snapshots)", "value": b["bytes_per_file"],
+            "target": BYTES_PER_FILE_TARGET,
+            "pass": b["bytes_per_file"] <= BYTES_PER_FILE_TARGET}
+    kept_from = _keep_other_ops(args, results, targets)
     print()
     for k, t in targets.items():
         print(f"target {k:<24} {t['metric']}: {t['value']:.3g} (<= {t['target']:.3g}) "
@@ -335,6 +391,7 @@ def main(argv=None) -> int:
                         "cpu_count": os.cpu_count(), "loadavg_1min_before": load_before,
                         "loadavg_1min_after": load_after},
         "wall_seconds": time.perf_counter() - wall0,
+        "kept_from": kept_from,
         "sizes": {str(n): r for n, r in results.items()},
         "targets": targets,
         "verdict": "PASS" if ok else "FAIL",

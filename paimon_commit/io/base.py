@@ -18,7 +18,7 @@ import uuid
 from abc import ABC, abstractmethod
 from contextlib import contextmanager, nullcontext
 from typing import Callable, ContextManager, Dict, Iterable, Iterator, List, NamedTuple, \
-    Optional
+    Optional, Tuple
 
 from ..errors import UnsafePathError
 
@@ -128,8 +128,12 @@ class LocalResolver:
         return real
 
     def check(self, path: str, norm: str) -> None:
+        self.check_real_dir(path, self._resolve(os.path.dirname(norm)))
+
+    def check_real_dir(self, path: str, real_parent: str) -> None:
+        """UnsafePathError unless `real_parent` (the physical directory `path` is in) is
+        the physical root or below it."""
         proot = self._resolve(self.root)
-        real_parent = self._resolve(os.path.dirname(norm))
         if real_parent != proot and not real_parent.startswith(proot.rstrip(os.sep) + os.sep):
             raise UnsafePathError(
                 f"refusing to touch {path}: its directory resolves to {real_parent}, outside "
@@ -187,6 +191,12 @@ class FileIO(ABC):
         kept the status."""
         kept = listing.statuses or {}
         return [kept[n] for n in names if n in kept]
+
+    def entries_of_listed(self, listing: NameListing, names: Iterable[str]
+                          ) -> List[Tuple[str, int, int]]:
+        """`status_of_listed` as (name, size, mtime_ms) tuples: no object per file beyond
+        the tuple (orphan cleanup asks this of every unused file, millions in a big one)."""
+        return [(st.name, st.size, st.mtime_ms) for st in self.status_of_listed(listing, names)]
 
     # --- writing -------------------------------------------------------------------------
     @abstractmethod
@@ -301,12 +311,25 @@ class FileIO(ABC):
             self.deletion_log.append(norm)
         return deleted
 
-    def delete_files(self, paths: Iterable[str]) -> List[str]:
+    # True where `_unlink_many` checks each directory again as it opens it (local disk: see
+    # LocalFileIO), so that the paths of one `delete_files` call may be unlinked later, on
+    # an executor, without trusting checks made before the other slices ran.
+    unlinks_recheck_dirs: bool = False
+
+    def delete_files(self, paths: Iterable[str], executor=None) -> List[str]:
         """Delete several files through the gate (every path is checked before the first
-        delete); returns the ones deleted. Object stores batch the requests."""
+        delete); returns the ones deleted. Object stores batch the requests. With an
+        executor, on storage whose unlinks re-check their directory
+        (`unlinks_recheck_dirs`), the checked paths are unlinked on it in slices of one
+        directory each, the directories interleaved (unlinks in one directory serialise on
+        it); the calling thread only checks paths, the pool only unlinks."""
         with self.resolution_scope():   # each distinct directory resolved once per call
             norms = [self._check_inside(p) for p in paths]
-        deleted = self._unlink_many(norms)
+        if executor is not None and self.unlinks_recheck_dirs and len(norms) > 64:
+            deleted = [p for part in executor.map(self._unlink_many, _dir_slices(norms))
+                       for p in part]
+        else:
+            deleted = self._unlink_many(norms)
         if self.deletion_log is not None:
             self.deletion_log.extend(deleted)
         return deleted
@@ -331,6 +354,23 @@ class FileIO(ABC):
     def _rmdir(self, norm: str) -> bool:
         """Remove an empty directory at a path the gate accepted; False = left alone."""
         return False
+
+
+def _dir_slices(norms: List[str], size: int = 256) -> List[List[str]]:
+    """Paths in slices of at most `size` of one directory each, round robin over the
+    directories (each slice's order kept)."""
+    by_dir: Dict[str, List[str]] = {}
+    for p in norms:
+        d = p.rpartition("/")[0]
+        group = by_dir.get(d)
+        if group is None:
+            group = by_dir[d] = []
+        group.append(p)
+    per_dir = [[g[i:i + size] for i in range(0, len(g), size)] for g in by_dir.values()]
+    out: List[List[str]] = []
+    for i in range(max((len(x) for x in per_dir), default=0)):
+        out.extend(x[i] for x in per_dir if i < len(x))
+    return out
 
 
 def walk_files(io: FileIO, directory: str) -> Iterator[FileStatus]:

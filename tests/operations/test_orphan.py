@@ -305,7 +305,8 @@ def test_context_options_are_used_not_only_validated(busy, table_path, monkeypat
     monkeypatch.setattr(orphan_mod, "ThreadPoolExecutor", Recording)
     OrphanFilesCleaner(CleanContext(str(table_path), dry_run=True,
                                     options={"file-operation.thread-num": "3"})).clean()
-    assert sizes == [3]          # the listing pool: the option, not the CPU count
+    # the listing pool and the I/O pool (statuses, deletes): the option, not the CPU count
+    assert sizes == [3, 3]
     with pytest.raises(OptionError, match="file-operation.thread-num"):
         OrphanFilesCleaner(CleanContext(str(table_path), options={
             "file-operation.thread-num": "0"}))
@@ -319,9 +320,10 @@ class _StatRecording(LocalFileIO):
         super().__init__(root)
         self.statted, self.listed_with_status = [], []
 
-    def list_status_of(self, directory, names):
+    def entries_of_listed(self, listing, names):
+        names = list(names)
         self.statted.extend(names)
-        return super().list_status_of(directory, names)
+        return super().entries_of_listed(listing, names)
 
     def list_status(self, directory):
         self.listed_with_status.append(directory)
@@ -352,9 +354,10 @@ class _ChangesAfterListing(LocalFileIO):
         super().__init__(root)
         self.outside = outside
 
-    def list_status_of(self, directory, names):
+    def entries_of_listed(self, listing, names):
+        names = list(names)
         for name in names:
-            path = os.path.join(directory, name)
+            path = os.path.join(listing.directory, name)
             if name == "data-gone-0.parquet":
                 os.unlink(path)
             elif name == "data-link-0.parquet":
@@ -363,7 +366,7 @@ class _ChangesAfterListing(LocalFileIO):
             elif name == "data-young-0.parquet":
                 with open(path, "w") as f:
                     f.write("rewritten")
-        return super().list_status_of(directory, names)
+        return super().entries_of_listed(listing, names)
 
 
 def test_files_changed_between_listing_and_status(busy, table_path, tmp_path):
