@@ -434,7 +434,7 @@ def _worker_rewrite(task: CompactTask, ratio: Ratio, name: str) -> _BinOutcome:
     if _WORKER_IO is None and int(os.environ.get("PC_RA", "1")):
         _WORKER_IO = ThreadPoolExecutor(int(os.environ.get("PC_RA", "1")))
     try:
-        rewriter.rewrite_task(task, _Combined(ratio, learned), out, _WORKER_IO)
+        rewriter.rewrite_task(task, _Combined(ratio, learned), out, _WORKER_IO, name)
         result.files, result.paths = out.files, out.paths
     except BaseException as e:  # noqa: BLE001 - returned to the parent, which raises it
         if out.paths:
