@@ -41,7 +41,8 @@ from .publish import built_on_check
 from .compact_plan import CompactOptions, CompactPlan, evolution_problem, plan_compaction
 from .compact_result import CompactionConflictError, CompactionError, CompactResult, \
     PartitionCompaction
-from .compact_rewrite import COMPACT_SOURCE, BinRewriter, Rewritten as _Rewritten, rewrite_bins
+from .compact_pool import rewrite_bins
+from .compact_rewrite import COMPACT_SOURCE, BinRewriter, Rewritten as _Rewritten
 
 log = logging.getLogger(__name__)
 

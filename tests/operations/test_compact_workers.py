@@ -10,7 +10,7 @@ from invariants import assert_intact
 from oracle import pp_read, rows
 
 from paimon_commit import Table
-from paimon_commit.operations import compact_rewrite
+from paimon_commit.operations import compact_pool
 from paimon_commit.operations.compact import AppendCompaction, CompactionError
 from paimon_commit.operations.compact_rewrite import BinRewriter
 
@@ -126,8 +126,8 @@ def test_threads_are_used_when_another_thread_runs(tmp_path, monkeypatch):
     other = threading.Thread(target=stop.wait)
     other.start()
     try:
-        assert not compact_rewrite._can_fork(t.store)
+        assert not compact_pool._can_fork(t.store)
     finally:
         stop.set()
         other.join()
-    assert compact_rewrite._can_fork(t.store)
+    assert compact_pool._can_fork(t.store)
