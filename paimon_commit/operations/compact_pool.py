@@ -114,13 +114,30 @@ _WORKER_IO: Optional[ThreadPoolExecutor] = None
 
 def _can_fork(store: FileStore) -> bool:
     """Local storage (an object store's client runs its own threads and connection pools,
-    which a fork does not carry over), a platform with fork, and no other Python thread: a
-    fork copies only the forking thread, so a lock another thread holds at that moment (a
-    logging handler's, one of this library's) would stay locked in the child forever."""
+    which a fork does not carry over), a platform with fork, and no thread beyond those
+    pyarrow starts at import (Python's or native, e.g. an S3 client's, counted as the OS
+    sees them): a fork copies only the forking thread, so a lock another thread holds at
+    that moment (a logging handler's, this library's, a client's) would stay locked in the
+    child forever. The same rule as the warehouse's worker processes."""
     from ..io.local import LocalFileIO
     return (isinstance(store.io, LocalFileIO)
             and "fork" in multiprocessing.get_all_start_methods()
-            and threading.active_count() == 1)
+            and threading.active_count() == 1
+            and 0 < _os_threads() <= _BASE_THREADS)
+
+
+def _os_threads() -> int:
+    """Threads of this process as the OS sees them (native ones included); 0 if unknown."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return 0
+
+
+# pyarrow (imported above) starts its allocator's background thread at import; those are
+# fork-aware. More threads than at this module's import (and than pyarrow's 3 with the main
+# one, if this module is imported late) means someone else started some.
+_BASE_THREADS = min(max(_os_threads(), 1), 3)
 
 
 @dataclass

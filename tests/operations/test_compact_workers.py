@@ -35,6 +35,13 @@ def _fill(t, n=20, hrs=(1, 2)):
                                   hr=hr))
 
 
+@pytest.fixture(autouse=True)
+def fresh_process(monkeypatch):
+    """Earlier tests of this pytest process started Arrow's thread pools; a compaction run
+    by a program that has not (the CLI, a script) forks its workers. Pretend the latter."""
+    monkeypatch.setattr(compact_pool, "_os_threads", lambda: 1)
+
+
 def _note_pid(monkeypatch, tmp_path):
     """Every bin leaves a file named after the process that rewrote it."""
     real = BinRewriter.rewrite_task
@@ -117,11 +124,13 @@ def test_a_worker_process_that_dies_leaves_nothing_behind(table_path, monkeypatc
 
 
 def test_threads_are_used_when_another_thread_runs(tmp_path, monkeypatch):
-    # A fork copies only the forking thread: with another thread running, bins run on
-    # threads (a lock that thread held would stay locked in a child forever).
+    # A fork copies only the forking thread: with another thread running, Python's or a
+    # native one (counted by the OS), bins run on threads (a lock that thread held would
+    # stay locked in a child forever).
     import threading
     t = _table(tmp_path / "t")
     write(t, make_rows([1]))
+    assert compact_pool._can_fork(t.store)
     stop = threading.Event()
     other = threading.Thread(target=stop.wait)
     other.start()
@@ -130,4 +139,5 @@ def test_threads_are_used_when_another_thread_runs(tmp_path, monkeypatch):
     finally:
         stop.set()
         other.join()
-    assert compact_pool._can_fork(t.store)
+    monkeypatch.setattr(compact_pool, "_os_threads", lambda: compact_pool._BASE_THREADS + 1)
+    assert not compact_pool._can_fork(t.store)
