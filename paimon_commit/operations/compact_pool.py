@@ -46,8 +46,8 @@ def rewrite_bins(rewriter: BinRewriter, tasks: Sequence[CompactTask], workers: i
     failure, after the bins already running have finished.
 
     `workers`: bins at once. `processes`: None decides (forked processes on local storage
-    when the process can be forked safely and there is more than one bin per worker to
-    spread), False always uses threads (e.g. inside a Spark executor), True asks for
+    when the process can be forked safely and there are at least two bins and two
+    workers), False always uses threads (e.g. inside a Spark executor), True asks for
     processes where they are safe."""
     if not tasks:
         return
