@@ -14,9 +14,10 @@ one batch (every append writes one file into each partition):
                 (`file.compression` = zstd): the like-for-like comparison of the codec.
 --quick: 100 files per partition (1,000 files), same rows per file.
 
-Measured, each operation in a fresh subprocess (imports before the clock; its peak RSS is
-VmHWM, its own), on a fresh copy of the built layout (cp -a, then sync; untimed), medians
-over R repetitions, the order of the sides rotating per repetition:
+Measured, each operation in a fresh subprocess (imports before the clock; its peak memory is
+the larger of its VmHWM and the sampled peak Pss of it and its child processes: our
+compaction forks worker processes), on a fresh copy of the built layout (cp -a, then sync;
+untimed), medians over R repetitions, the order of the sides rotating per repetition:
   * ours:       paimon_commit.operations.compact.compact_table(path) (Paimon's defaults:
                 target-file-size 256 MB, open-file-cost 4 MB: a bin holds <= 128 small
                 files; every file is rewritten in one run)
@@ -130,13 +131,60 @@ def worker(spec: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
+def _tree(pid: int) -> List[int]:
+    """pid and its descendants (the compaction's worker processes)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            with open(f"/proc/{p}/task/{p}/children") as f:
+                todo += [int(c) for c in f.read().split()]
+        except OSError:
+            pass
+    return out
+
+
+def _pss_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 def run_worker(spec: Dict[str, Any]) -> Dict[str, Any]:
-    proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker",
-                           json.dumps(spec)], capture_output=True, text=True)
+    """Runs one operation in a fresh subprocess. Its memory: the larger of its own VmHWM and
+    the peak, sampled every 20 ms, of the proportional set size (Pss: pages shared by forked
+    processes counted once) summed over it and its child processes (our compaction
+    rewrites bins in forked worker processes, whose memory VmHWM alone would not show)."""
+    proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker",
+                             json.dumps(spec)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    tree_kb = 0
+
+    def sample() -> None:
+        nonlocal tree_kb
+        while proc.poll() is None:
+            tree_kb = max(tree_kb, sum(_pss_kb(p) for p in _tree(proc.pid)))
+            time.sleep(0.02)
+
+    import threading
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    stdout, stderr = proc.communicate()
+    sampler.join()
     if proc.returncode != 0:
         raise RuntimeError(f"worker {spec['op']} failed (exit {proc.returncode}):\n"
-                           f"{proc.stderr[-4000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+                           f"{stderr[-4000:]}")
+    out = json.loads(stdout.strip().splitlines()[-1])
+    out["own_hwm_kb"] = out["hwm_kb"]
+    out["tree_pss_peak_kb"] = tree_kb
+    out["hwm_kb"] = max(out["hwm_kb"], tree_kb)
+    return out
 
 
 # --- layouts (untimed) -----------------------------------------------------------------
@@ -443,7 +491,8 @@ def main() -> int:
         "config": {"quick": args.quick, "reps": reps, "partitions": N_PARTITIONS,
                    "files_per_partition": files_per_partition, "rows_per_file": CASES,
                    "fixed_bin_options": FIXED_BIN,
-                   "peak_memory": "VmHWM of the worker subprocess"},
+                   "peak_memory": "max(VmHWM of the worker subprocess, peak sampled Pss "
+                                  "summed over it and its child processes)"},
         "environment": {"paimon_commit": ours_version(), "deltalake": safe_version("deltalake"),
                         "pyarrow": safe_version("pyarrow"), "pypaimon": safe_version("pypaimon"),
                         "python": platform.python_version(), "platform": platform.platform(),

@@ -21,70 +21,37 @@ from __future__ import annotations
 import logging
 import math
 import os
-import sys
 import threading
 import time
 import uuid
-from collections import deque
-from concurrent.futures import FIRST_EXCEPTION, Executor, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, replace
-from typing import Any, Callable, Collection, Dict, Iterator, List, Mapping, Optional, \
-    Sequence, Tuple, Union
-
-import pyarrow as pa
-import pyarrow.parquet as pq
+from dataclasses import replace
+from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..errors import AtomicCreateUnsupportedError, CommitConflictError, CommitFailedError, \
     OptionError, PublishOutcomeUnknownError
-from ..format.manifest import DataFileMeta, FileKind, ManifestEntry
+from ..format.manifest import FileKind, ManifestEntry
 from ..format.schema import TableSchema
 from ..format.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
 from ..options import validate_options
 from ..progress import COMMITTING, COMPACTING, READING, ProgressCallback, Throttle, emit
-from ..store import FileStore, PartitionSpec, SchemaManager
-from ..writer import TableWriter, message_paths
+from ..store import FileStore, PartitionSpec
 from .abort import abort_files
 from .commit import CommitConfig, CommitResult, FileStoreCommit
 from .publish import built_on_check
-from .compact_plan import CompactOptions, CompactPlan, CompactTask, evolution_problem, \
-    plan_compaction
+from .compact_plan import CompactOptions, CompactPlan, evolution_problem, plan_compaction
 from .compact_result import CompactionConflictError, CompactionError, CompactResult, \
     PartitionCompaction
+from .compact_pool import rewrite_bins
+from .compact_rewrite import COMPACT_SOURCE, BinRewriter, Rewritten as _Rewritten
 
 log = logging.getLogger(__name__)
 
 __all__ = ["compact_table", "AppendCompaction", "CompactResult", "PartitionCompaction",
            "CompactionConflictError", "CompactionError", "COMPACT_SOURCE"]
 
-COMPACT_SOURCE = 1  # DataFileMeta._FILE_SOURCE of files written by a compaction (FileSource)
-
-#: Input files fetched at once by all bins together on a remote storage (requests in flight).
-READ_THREADS = 16
-#: Per bin, files read ahead of the one being written: at most this many, and no more bytes
-#: (stored sizes) than READ_AHEAD_BYTES beyond the first.
-READ_AHEAD = 64
-READ_AHEAD_BYTES = 64 << 20
-#: Files read by one task of the I/O pool (in order), at most READ_CHUNK_BYTES beyond the first.
-READ_CHUNK = 8
-READ_CHUNK_BYTES = 8 << 20
-#: Input files up to this size are fetched whole and parsed from memory; larger ones are read
-#: through the FileIO's parquet reader.
-WHOLE_FILE_BYTES = 64 << 20
-#: Rows read from files of one schema are converted and handed to the writer together, up to
-#: files of this many stored bytes.
-GROUP_BYTES = 8 << 20
-
 # A commit's verdicts that its snapshot surely did not land: only then are the new files
 # deleted (through the one abort, which still keeps any file a snapshot or tag names).
 _NOT_LANDED = (CommitConflictError, AtomicCreateUnsupportedError)
-
-
-@dataclass
-class _Rewritten:
-    """The new files of one task (their paths, for deletion if the commit fails)."""
-    task: CompactTask
-    files: List[DataFileMeta]
-    paths: List[str]
 
 
 class AppendCompaction:
@@ -122,7 +89,7 @@ class AppendCompaction:
         self.commit_user = commit_user or f"compact-{uuid.uuid4()}"
         self.progress = progress
         self._throttle = Throttle(progress)
-        self._schemas: Dict[int, TableSchema] = {store.schema.id: store.schema}
+        self._rewriter = BinRewriter(self.store, self.options.target_file_size)
 
     # --- planning ------------------------------------------------------------------------
     def plan(self) -> CompactPlan:
@@ -164,11 +131,7 @@ class AppendCompaction:
         return plan
 
     def _schema(self, schema_id: int) -> TableSchema:
-        s = self._schemas.get(schema_id)
-        if s is None:
-            s = self._schemas[schema_id] = SchemaManager(self.store.io,
-                                                         self.store.root).schema(schema_id)
-        return s
+        return self._rewriter.schema(schema_id)
 
     def _schema_problem(self, schema_id: int) -> Optional[str]:
         current = self.store.schema
@@ -180,200 +143,40 @@ class AppendCompaction:
         return evolution_problem(self._schema(schema_id), current)
 
     # --- rewriting -----------------------------------------------------------------------
-    def rewrite(self, plan: CompactPlan) -> List[_Rewritten]:
-        """Read every bin and write its rows as new files. On any failure the files written
-        so far are deleted and the error is raised.
+    def rewrite(self, plan: CompactPlan, processes: Optional[bool] = None) -> List[_Rewritten]:
+        """Read every bin and write its rows as new files (`compact_rewrite.py`). On any
+        failure the files written so far are deleted and the error is raised.
 
         Bins are independent: up to `file-operation.thread-num` (default: one per CPU) are
-        rewritten at once, and the input files of each are fetched ahead by a shared I/O
-        pool (on an object store every small file is a request; waiting for them one by
-        one would dominate). Memory stays bounded by what the bins in flight hold, never
-        by the table: the read-ahead is capped in files and bytes per bin."""
+        rewritten at once, in forked worker processes on local storage (decoding small
+        files is CPU work, and threads share one interpreter lock), on threads with their
+        input files fetched ahead otherwise (`processes=False` forces threads, e.g. inside
+        a Spark executor). Memory stays bounded by what the bins in flight hold, never by
+        the table."""
         done: List[_Rewritten] = []
-        ratio = _Ratio()
         self._rewritten_inputs = 0
         self._total_inputs = sum(len(t.files) for t in plan.tasks)
         self._throttle(COMPACTING, 0, self._total_inputs, "files", self.store.path)
         tasks = list(plan.tasks)
         if not tasks:
             return done
-        workers = min(len(tasks), self.store.options["file-operation.thread-num"]
-                      or os.cpu_count() or 1)
-        io_pool = ThreadPoolExecutor(self._read_threads())
-        bin_pool = ThreadPoolExecutor(workers) if workers > 1 else None
+        workers = self.store.options["file-operation.thread-num"] or os.cpu_count() or 1
+        lock = threading.Lock()
+
+        def on_files(n: int) -> None:
+            with lock:
+                self._rewritten_inputs += n
+                self._throttle(COMPACTING, self._rewritten_inputs, self._total_inputs,
+                               "files", self.store.path)
+
         try:
-            # The first bin runs alone: the stored size per input byte it learns sizes the
-            # files of the others (see _Ratio).
-            self._rewrite_task(tasks[0], ratio, done, io_pool)
-            if bin_pool is None:
-                for task in tasks[1:]:
-                    self._rewrite_task(task, ratio, done, io_pool)
-            else:
-                futures = [bin_pool.submit(self._rewrite_task, task, ratio, done, io_pool)
-                           for task in tasks[1:]]
-                # The first failure stops the bins not started; the running ones finish
-                # (or fail) before abort() looks for their files.
-                wait(futures, return_when=FIRST_EXCEPTION)
-                for f in futures:
-                    f.cancel()
-                wait(futures)
-                for f in futures:
-                    if not f.cancelled() and f.exception() is not None:
-                        raise f.exception()
+            rewrite_bins(self._rewriter, tasks, workers, done, on_files, processes)
         except BaseException:
-            if bin_pool is not None:
-                bin_pool.shutdown(wait=True, cancel_futures=True)
             self.abort(done)
             raise
-        finally:
-            if bin_pool is not None:
-                bin_pool.shutdown(wait=True)
-            io_pool.shutdown(wait=True, cancel_futures=True)
         order = {id(t): i for i, t in enumerate(tasks)}
         done.sort(key=lambda r: order[id(r.task)])
         return done
-
-    def _read_threads(self) -> int:
-        """Reading a local file is parsing it (CPU: more threads than CPUs only contend for
-        the GIL, measured 1.4x slower with 16 on 2 CPUs); on other storages each read waits
-        on a request, and many in flight pay off."""
-        from ..io.local import LocalFileIO
-        if isinstance(self.store.io, LocalFileIO):
-            return os.cpu_count() or 1
-        return READ_THREADS
-
-    def _rewrite_task(self, task: CompactTask, ratio: "_Ratio",
-                      done: List[_Rewritten], io_pool: Optional[Executor] = None) -> None:
-        st = self.store
-        target = self.options.target_file_size
-        out = _Rewritten(task, [], [])
-        done.append(out)  # first: abort() then finds the files of a task failing halfway
-        # Read in write order (sequence number, then creation time): the rows of the new
-        # files keep the order in which they were committed.
-        files = sorted(task.files, key=lambda e: (e.file.min_sequence_number,
-                                                  e.file.creation_time or 0,
-                                                  e.file.file_name))
-        writer = TableWriter(st)
-        # We roll files ourselves, on the estimated *stored* size; the writer would roll on
-        # the uncompressed Arrow size, which makes files far below the target. The bin is
-        # cut into equal parts of at least the target (estimated), so that its last file is
-        # not a small remainder that the next compaction would pick up again.
-        writer.target_file_size = sys.maxsize
-        parts = max(1, int(task.input_bytes * ratio.value // target))
-        per_file = task.input_bytes / parts
-        fed = 0
-        # Files read but not yet handed to the writer: consecutive files stored with the
-        # same schema are converted and written together (per-file conversion and writer
-        # calls cost more than reading a small file).
-        group: List[pa.Table] = []
-        group_schema_id: Optional[int] = None
-        group_bytes = 0
-
-        def flush() -> None:
-            nonlocal group, group_bytes
-            if group:
-                # One chunk per column: the writer's per-batch work then runs once.
-                data = group[0] if len(group) == 1 else \
-                    pa.concat_tables(group).combine_chunks()
-                group, group_bytes = [], 0
-                writer.write_arrow(self._rows(data, group_schema_id, task.values))
-
-        try:
-            for e, stored in _read_ahead(files, self._load, io_pool):
-                if group and (e.file.schema_id != group_schema_id
-                              or not stored.schema.equals(group[0].schema)):
-                    flush()
-                group.append(stored)
-                group_schema_id = e.file.schema_id
-                group_bytes += e.file.file_size
-                fed += e.file.file_size
-                self._rewritten_inputs += 1
-                self._throttle(COMPACTING, self._rewritten_inputs, self._total_inputs, "files",
-                               self.store.path)
-                if fed >= per_file and len(out.files) < parts - 1:
-                    flush()
-                    self._roll(writer, task, out, fed, ratio)
-                    fed = 0
-                elif group_bytes >= GROUP_BYTES:
-                    flush()
-            flush()
-            if fed:
-                self._roll(writer, task, out, fed, ratio)
-        except BaseException:
-            writer.abort()
-            raise
-        # Paimon counts sequence numbers on from the first input file's.
-        seq = files[0].file.min_sequence_number
-        metas = []
-        for m in out.files:
-            metas.append(replace(m, file_source=COMPACT_SOURCE, min_sequence_number=seq,
-                                 max_sequence_number=seq + max(m.row_count, 1) - 1))
-            seq += m.row_count
-        out.files = metas
-        rows_in, rows_out = task.input_rows, sum(m.row_count for m in metas)
-        if rows_in != rows_out:
-            raise CompactionError(
-                f"compaction of {st.path}: {len(files)} files with {rows_in} rows were "
-                f"rewritten into {rows_out} rows; nothing is committed")
-
-    def _roll(self, writer: TableWriter, task: CompactTask, out: _Rewritten, fed: int,
-              ratio: "_Ratio") -> None:
-        msgs = writer.prepare_commit()
-        out.paths.extend(message_paths(self.store, msgs))
-        for m in msgs:
-            if tuple(m.partition) != tuple(task.values):
-                raise CompactionError(
-                    f"compaction of {self.store.path}: rows of partition "
-                    f"{self.store.partition_dict(task.values)} hold partition values "
-                    f"{self.store.partition_dict(m.partition)}; nothing is committed")
-            for f in m.new_files:
-                out.files.append(f)
-                ratio.learn(fed, f.file_size)
-
-    def _load(self, entry: ManifestEntry) -> pa.Table:
-        """One input file as stored. A small file is fetched whole (one request) and parsed
-        from memory on the calling thread: a third of the time pyarrow's dataset reader
-        takes per small file; a large one goes through the FileIO's parquet reader."""
-        st = self.store
-        path = st.data_file_path(entry)
-        try:
-            if entry.file.file_size <= WHOLE_FILE_BYTES:
-                buf = pa.py_buffer(st.io.read_bytes(path))
-                return pq.ParquetFile(pa.BufferReader(buf)).read(use_threads=False)
-            return st.io.read_parquet(path)
-        except FileNotFoundError:
-            raise CompactionConflictError(
-                f"compaction of {st.path}: input file {path} disappeared while being "
-                f"rewritten (removed by a concurrent commit and expired, or lost); nothing "
-                f"is committed", [path]) from None
-
-    def _rows(self, stored: pa.Table, schema_id: int, values: Tuple[Any, ...]) -> pa.Table:
-        """Rows of files written with schema `schema_id` as rows of the current schema."""
-        # The reader lives with Table (table.py, above the operations): imported here.
-        from ..table import file_rows
-        st = self.store
-        current = st.schema
-        target = current.arrow_schema()
-        partition = st.partition_dict(values)
-        old = self._schema(schema_id)
-        if old.id == current.id:
-            return file_rows(stored, partition, target)
-        # Schema evolution, by field id: read the old names with the current types, then
-        # put the columns in today's names and order (columns added later: null).
-        by_id = {f.id: f for f in old.fields}
-        current_ids = {f.name: f.id for f in current.fields}
-        read_fields, names = [], {}
-        for f, af in zip(current.fields, target):
-            o = by_id.get(f.id)
-            if o is not None:
-                read_fields.append(pa.field(o.name, af.type, nullable=True))
-                names[f.name] = o.name
-        old_partition = {by_id[current_ids[k]].name: v for k, v in partition.items()
-                         if current_ids[k] in by_id}
-        t = file_rows(stored, old_partition, pa.schema(read_fields))
-        cols = [t.column(names[af.name]) if af.name in names
-                else pa.nulls(t.num_rows, type=af.type) for af in target]
-        return pa.Table.from_arrays(cols, schema=target)
 
     def abort(self, rewritten: Sequence[_Rewritten], committed_on: Optional[int] = None) -> int:
         """Delete the files a rewrite wrote, through the one abort (`abort.abort_files`).
@@ -549,69 +352,8 @@ class AppendCompaction:
                              commit.attempts if commit else 0)
 
 
-class _Ratio:
-    """Stored bytes written per input byte, learned from the files written so far (1.0
-    before the first: many small files shrink when merged, so early estimates err on the
-    side of more, smaller files)."""
-
-    def __init__(self):
-        self.inputs = 0
-        self.outputs = 0
-        self._lock = threading.Lock()   # bins are rewritten on several threads
-
-    def learn(self, input_bytes: int, output_bytes: int) -> None:
-        with self._lock:
-            self.inputs += input_bytes
-            self.outputs += output_bytes
-
-    @property
-    def value(self) -> float:
-        if not self.inputs or not self.outputs:
-            return 1.0
-        return self.outputs / self.inputs
-
-
 def _lists_of(snapshot: Snapshot) -> Tuple[str, ...]:
     return (snapshot.base_manifest_list, snapshot.delta_manifest_list)
-
-
-def _read_ahead(files: Sequence[ManifestEntry], load: Callable[[ManifestEntry], pa.Table],
-                pool: Optional[Executor]) -> Iterator[Tuple[ManifestEntry, pa.Table]]:
-    """(entry, stored rows) of each file, in order; with a pool, the next files are read
-    while the caller writes: in chunks of up to READ_CHUNK files (a future per tiny file
-    costs as much as reading it), at most READ_AHEAD files and READ_AHEAD_BYTES ahead."""
-    if pool is None:
-        for e in files:
-            yield e, load(e)
-        return
-
-    def load_all(chunk: List[ManifestEntry]) -> List[pa.Table]:
-        return [load(e) for e in chunk]
-
-    pending: "deque[Tuple[List[ManifestEntry], int, Future]]" = deque()
-    ahead_files = ahead_bytes = 0
-    nxt = 0
-    try:
-        while nxt < len(files) or pending:
-            while nxt < len(files) and ahead_files < READ_AHEAD and \
-                    (not pending or ahead_bytes + files[nxt].file.file_size <= READ_AHEAD_BYTES):
-                chunk: List[ManifestEntry] = []
-                size = 0
-                while nxt < len(files) and len(chunk) < READ_CHUNK and \
-                        (not chunk or size + files[nxt].file.file_size <= READ_CHUNK_BYTES):
-                    chunk.append(files[nxt])
-                    size += files[nxt].file.file_size
-                    nxt += 1
-                pending.append((chunk, size, pool.submit(load_all, chunk)))
-                ahead_files += len(chunk)
-                ahead_bytes += size
-            chunk, size, fut = pending.popleft()
-            ahead_files -= len(chunk)
-            ahead_bytes -= size
-            yield from zip(chunk, fut.result())
-    finally:
-        for _, _, fut in pending:   # the caller failed: reads not started are not needed
-            fut.cancel()
 
 
 def _option_strings(options: Optional[Mapping[str, Any]]) -> Dict[str, str]:

@@ -57,7 +57,8 @@ def _rewrite_bins(path: str, io: FileIO, schema: TableSchema, options: Dict[str,
     # The driver's schema, not the latest one: the files must be written with the schema
     # the plan was checked against.
     job = AppendCompaction(FileStore.from_schema(path, io, schema), None, options)
-    done = job.rewrite(CompactPlan(base, tuple(t for _, t in items), {}))
+    # Threads, not worker processes: Spark spreads the bins over its own executors.
+    done = job.rewrite(CompactPlan(base, tuple(t for _, t in items), {}), processes=False)
     return iter([(i, r.files, r.paths) for (i, _), r in zip(items, done)])
 
 

@@ -1,0 +1,143 @@
+"""Compaction's bins rewritten in forked worker processes (local storage): the same files and
+rows as on threads; a bin failing in a worker, or a worker dying, leaves nothing behind."""
+import os
+
+import pyarrow as pa
+import pytest
+
+from conftest import D1, SCHEMA, files_under, make_rows, write
+from invariants import assert_intact
+from oracle import pp_read, rows
+
+from paimon_commit import Table
+from paimon_commit.operations import compact_pool
+from paimon_commit.operations.compact import AppendCompaction, CompactionError
+from paimon_commit.operations.compact_rewrite import BinRewriter
+
+OPTS = {"target-file-size": "32 kb", "source.split.open-file-cost": "1 b"}
+
+
+def _table(table_path):
+    return Table.create(str(table_path), SCHEMA, partition_keys=["dt", "hr"], options=OPTS)
+
+
+def _random_rows(ids, hr=1):
+    # Random names do not compress: stored sizes follow the row count, bins roll files.
+    return pa.Table.from_pylist(
+        [{"id": i, "name": os.urandom(48).hex(), "dt": D1, "hr": hr} for i in ids],
+        schema=SCHEMA)
+
+
+def _fill(t, n=20, hrs=(1, 2)):
+    for i in range(n):
+        for hr in hrs:
+            write(t, _random_rows(range(hr * 10_000 + i * 100, hr * 10_000 + i * 100 + 100),
+                                  hr=hr))
+
+
+@pytest.fixture(autouse=True)
+def fresh_process(monkeypatch):
+    """Earlier tests of this pytest process started Arrow's thread pools; a compaction run
+    by a program that has not (the CLI, a script) forks its workers. Pretend the latter."""
+    monkeypatch.setattr(compact_pool, "_os_threads", lambda: 1)
+
+
+def _note_pid(monkeypatch, tmp_path):
+    """Every bin leaves a file named after the process that rewrote it."""
+    real = BinRewriter.rewrite_task
+
+    def noting(self, task, *args, **kwargs):
+        (tmp_path / f"pid-{os.getpid()}").touch()
+        return real(self, task, *args, **kwargs)
+
+    monkeypatch.setattr(BinRewriter, "rewrite_task", noting)
+
+
+@pytest.mark.parametrize("processes", [None, False])
+def test_worker_processes_and_threads_write_the_same_rows(table_path, tmp_path, monkeypatch,
+                                                          processes):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    t = _table(table_path)
+    _fill(t)
+    before = rows(pp_read(table_path))
+    _note_pid(monkeypatch, marks)
+    job = AppendCompaction(t.store, options={"file-operation.thread-num": "2"})
+    plan = job.plan()
+    assert len(plan.tasks) >= 2
+    job.commit(plan, job.rewrite(plan, processes=processes))
+    pids = {int(p.name[4:]) for p in marks.iterdir()}
+    if processes is None:   # forked workers, not this process
+        assert pids and os.getpid() not in pids
+    else:
+        assert pids == {os.getpid()}
+    t = Table.open(str(table_path))
+    live = t.live_files()
+    assert len(live) < 40 and all(f.file.file_source == 1 for f in live)
+    assert rows(pp_read(table_path)) == before
+    assert_intact(table_path)
+
+
+def test_a_bin_failing_in_a_worker_deletes_the_files_of_every_bin(table_path):
+    t = _table(table_path)
+    _fill(t)
+    job = AppendCompaction(t.store, options={"file-operation.thread-num": "2"})
+    plan = job.plan()
+    # The last file of the second bin is unreadable: that bin has rolled files by then,
+    # which its worker deletes; the first bin's files are deleted by the parent.
+    victim = t.store.data_file_path(sorted(
+        plan.tasks[1].files, key=lambda e: e.file.min_sequence_number)[-1])
+    with open(victim, "wb") as f:
+        f.write(b"not parquet")
+    before = files_under(table_path)
+    job.store.io.deletion_log = []
+    with pytest.raises(Exception, match="arquet"):
+        job.rewrite(plan)
+    assert files_under(table_path) == before
+    deleted = job.store.io.deletion_log
+    # Both the worker's deletions (reported back) and the parent's are in the log.
+    dirs = {os.path.dirname(p) for p in deleted}
+    assert len(deleted) >= 3 and len(dirs) == 2, deleted
+    assert not any(os.path.exists(p) for p in deleted)
+    assert t.latest_snapshot().id == 40
+
+
+def test_a_worker_process_that_dies_leaves_nothing_behind(table_path, monkeypatch):
+    t = _table(table_path)
+    _fill(t, hrs=(1,))
+    parent = os.getpid()
+    real = BinRewriter._roll
+
+    def roll_then_die(self, *args, **kwargs):
+        real(self, *args, **kwargs)
+        if os.getpid() != parent:
+            os._exit(3)   # killed after writing a file (out of memory, a signal)
+
+    monkeypatch.setattr(BinRewriter, "_roll", roll_then_die)
+    before = files_under(table_path)
+    with pytest.raises(CompactionError, match="worker process rewriting .* died.*deleted the 1 "
+                                              "file"):
+        AppendCompaction(t.store, options={"file-operation.thread-num": "2"}).run()
+    assert files_under(table_path) == before
+    assert t.latest_snapshot().id == 20
+    assert_intact(table_path)
+
+
+def test_threads_are_used_when_another_thread_runs(tmp_path, monkeypatch):
+    # A fork copies only the forking thread: with another thread running, Python's or a
+    # native one (counted by the OS), bins run on threads (a lock that thread held would
+    # stay locked in a child forever).
+    import threading
+    t = _table(tmp_path / "t")
+    write(t, make_rows([1]))
+    assert compact_pool._can_fork(t.store)
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert not compact_pool._can_fork(t.store)
+    finally:
+        stop.set()
+        other.join()
+    monkeypatch.setattr(compact_pool, "_os_threads", lambda: compact_pool._BASE_THREADS + 1)
+    assert not compact_pool._can_fork(t.store)
