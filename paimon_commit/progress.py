@@ -114,6 +114,10 @@ class TerminalProgress:
     def __call__(self, event: ProgressEvent) -> None:
         """Show `event`, starting a new bar when the phase, unit or total changes."""
         from tqdm import tqdm
+        # No monitor thread: compaction forks its worker processes only while no thread but
+        # pyarrow's runs (a fork beside a running thread can copy a held lock), and the bars
+        # here are updated by their events anyway.
+        tqdm.monitor_interval = 0
         with self._lock:
             key = (event.phase, event.unit, event.total)
             if self._bar is None or key != self._key:

@@ -36,6 +36,18 @@ def test_bar_shows_phase_counts_and_rate():
     assert "listing" in text
 
 
+def test_bar_starts_no_thread():
+    # Compaction forks worker processes only while no other thread runs: a bar's monitor
+    # thread would send `paimon-commit compact` on a terminal back to threads.
+    import threading
+    before = set(threading.enumerate())
+    bar = TerminalProgress(FakeTTY())
+    bar(ProgressEvent("rewriting", 1, 10, "files"))
+    time.sleep(0.05)
+    assert set(threading.enumerate()) == before
+    bar.close()
+
+
 def test_emit_and_throttle():
     got = []
     emit(got.append, "listing", 1, 2, "files")
