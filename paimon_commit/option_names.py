@@ -212,7 +212,7 @@ def check_table_option_names(options: Optional[Mapping[str, Any]],
                              what: str = "table option",
                              consequence: str = "kept as given; nothing reads it",
                              stacklevel: int = 3) -> List[str]:
-    """Warn (logging and warnings.warn, OptionNameWarning) about each key of `options` that is
+    """Warn (warnings.warn, OptionNameWarning; the CLI routes warnings to its log) about each key of `options` that is
     no Paimon option but close to one: a typo such as 'snapshot.num-retaind.min' would be
     stored and never acted on. Keys far from every name are accepted silently (tables carry
     options of engines and versions this library does not know). Returns the warnings."""
@@ -230,7 +230,8 @@ def check_table_option_names(options: Optional[Mapping[str, Any]],
             continue
         message = (f"{what} {k!r} is not a Paimon option: did you mean {near!r}? "
                    f"({consequence})")
-        log.warning("%s", message)
+        # Only warnings.warn: logging it as well printed it twice in a script (logging's
+        # last-resort handler and the warning), and twice in the CLI.
         warnings.warn(message, OptionNameWarning, stacklevel=stacklevel)
         out.append(message)
     return out

@@ -7,9 +7,11 @@
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import sys
+import warnings
 from typing import List, Optional
 
 from ..errors import OptionError, PaimonCommitError, TableNotFoundError, UnsafePathError
@@ -44,6 +46,26 @@ def main(argv: Optional[List[str]] = None) -> int:
         return EXIT_INVALID if e.code else EXIT_OK
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    with _warnings_to_log():
+        return _run(args)
+
+
+@contextlib.contextmanager
+def _warnings_to_log():
+    """The library's warnings (e.g. an option name close to Paimon's) go to the same log, as
+    their message alone (no file and line of the library's code); restored after the run (a
+    caller of main() in-process keeps its own warnings)."""
+    fmt = warnings.formatwarning
+    warnings.formatwarning = lambda message, *_a, **_k: str(message)
+    logging.captureWarnings(True)
+    try:
+        yield
+    finally:
+        logging.captureWarnings(False)
+        warnings.formatwarning = fmt
+
+
+def _run(args) -> int:
     # s3://key:secret@bucket/...: the credentials go into the storage options, never echoed.
     args.table = Run.start(args.table, dict(args.option))
     try:   # --option takes storage options only: any other key is refused before any I/O

@@ -14,6 +14,7 @@ import sys
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ..errors import UnsupportedTableError
+from ..option_names import check_table_option_names
 from ..options import OPTIONS
 from ..progress import terminal_progress
 from ..table import Table
@@ -60,7 +61,10 @@ def parse_partition_specs(t: Table, texts: Sequence[str], flag: str = "--partiti
 
 def _check_table_conf(conf: Mapping[str, str]) -> None:
     """Each --table-conf value this library reads, on its own, before the table is opened
-    (against the table's options again, when compacting)."""
+    (against the table's options again, when compacting); a key close to a Paimon option's
+    name is a warning with the suggestion."""
+    check_table_option_names(conf, what="--table-conf",
+                             consequence="kept for this run; nothing reads it")
     for key in conf:
         opt = OPTIONS.get(key)
         if opt is not None:
