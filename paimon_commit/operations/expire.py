@@ -31,7 +31,8 @@ from ..errors import CorruptMetadataError
 from ..format import paths as P
 from ..format.snapshot import Snapshot, Tag
 from ..progress import DELETING, READING, emit
-from ..reachability import APPEND_SOURCE, Reachability, ReAdds, Root, Unreadable
+from ..reachability import (APPEND_SOURCE, KeptIndex, Reachability, ReAdds, Root,
+                            Unreadable, collector_paused)
 from ..snapshots import ChangelogManager, SnapshotManager
 from ..store import FileStore
 from ..tags import ConsumerManager, tag_manager
@@ -80,6 +81,7 @@ class ExpireSnapshots(ChangelogExpiration):
         self._versions: Dict[Tuple[str, int], str] = {}
         self._limit: Optional[int] = None   # snapshots this plan may expire (a chunk)
         self._readds: Optional[ReAdds] = None   # ADD positions, kept across chunks
+        self._kept: Optional[KeptIndex] = None   # what later snapshots use, across chunks
 
     # --- deciding the range --------------------------------------------------------------
     def plan(self) -> ExpirePlan:
@@ -238,12 +240,13 @@ class ExpireSnapshots(ChangelogExpiration):
             # The deltas are the changelog: APPEND files wait for changelog expiration.
             (lambda e: e.file_source in (None, APPEND_SOURCE)) if keep_append
             else (lambda e: False), self._readds))
-        roots = [Root(sm.snapshot_path(i), s, names_only=() if i == end else
-                      (s.delta_manifest_list, s.changelog_manifest_list))
-                 for i, s in snaps.items() if i >= end]
         try:
-            keep = self.reach.kept_metadata(roots + self._tag_roots(tags)
-                                            + self._changelog_roots())
+            keep = self.reach.kept_after(
+                end, {i: s for i, s in snaps.items() if i > end},
+                lambda i, s: Root(sm.snapshot_path(i), s,
+                                  names_only=(s.delta_manifest_list, s.changelog_manifest_list)),
+                [Root(sm.snapshot_path(end), snaps[end])] + self._tag_roots(tags)
+                + self._changelog_roots(), self._kept)
         except Unreadable as e:
             plan.skip(f"{e}; no manifest is deleted")
             keep = None
@@ -293,13 +296,13 @@ class ExpireSnapshots(ChangelogExpiration):
         folded into the result and dropped. The ADD positions of the deltas are scanned
         once for all chunks (ReAdds)."""
         # One operation for the deletion gate: directories resolved once, afresh.
-        with self.store.io.resolution_scope():
+        with self.store.io.resolution_scope(), collector_paused():
             return self._expire(dry_run)
 
     def _expire(self, dry_run: bool) -> ExpireResult:
         emit(self.progress, READING, 0, None, "snapshots")
         totals = ExpireTotals()
-        self._readds = ReAdds()
+        self._readds, self._kept = ReAdds(), KeptIndex()
         seconds = {"plan": 0.0, "delete": 0.0}
         chunk = FIRST_CHUNK
         try:
@@ -327,7 +330,7 @@ class ExpireSnapshots(ChangelogExpiration):
                                    CHUNK_FILES * len(plan.expiring) // max(1, files)))
                 del plan
         finally:
-            self._readds = self._limit = None
+            self._readds = self._kept = self._limit = None
         if self.config.changelog_decoupled:
             t1 = time.perf_counter()
             plan = self.plan_changelogs()
