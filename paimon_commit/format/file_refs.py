@@ -72,6 +72,22 @@ def _long_slow(b: bytes, pos: int, c: int) -> Tuple[int, int]:
             raise ValueError("varint too long")
 
 
+def _length_slow(b: bytes, pos: int) -> Tuple[int, int]:
+    c = b[pos]
+    if c < 128:
+        n, pos = (c >> 1) ^ -(c & 1), pos + 1
+    else:
+        n, pos = _long_slow(b, pos + 1, c)
+    if n < 0:
+        raise ValueError("negative length")
+    return n, pos
+
+
+def _skip_slow(b: bytes, pos: int) -> int:
+    n, pos = _length_slow(b, pos)
+    return pos + n
+
+
 class _Gen:
     def __init__(self) -> None:
         self.lines: List[str] = []
@@ -95,10 +111,13 @@ class _Gen:
         if isinstance(schema, str) and schema in self.named:
             schema = self.named[schema]
         if isinstance(schema, list):
-            idx = self.tmp()
-            self.read_long(ind, idx)
+            if len(schema) > 63:
+                raise _Unsupported("union of more than 63 branches")
+            # Branch i is written as the one byte 2i (zigzag varint); any other byte is not
+            # a branch (a non-canonical encoding goes to fastavro through the caller).
+            self.emit(ind, "c = b[pos]; pos += 1")
             for i, branch in enumerate(schema):
-                self.emit(ind, f"{'if' if i == 0 else 'elif'} {idx} == {i}:")
+                self.emit(ind, f"{'if' if i == 0 else 'elif'} c == {2 * i}:")
                 self.read(ind + 1, branch, target)
                 self.emit(ind + 1, "pass")
             self.emit(ind, "else: raise ValueError('bad union index')")
@@ -122,14 +141,20 @@ class _Gen:
                 raise _Unsupported(t)
             self.emit(ind, f"pos += {4 if t == 'float' else 8}")
         elif t in ("bytes", "string"):
+            # A length below 64 is one even byte; anything else takes the slow path (which
+            # refuses a negative length).
+            self.emit(ind, "c = b[pos]")
+            if not target:
+                self.emit(ind, "if c < 128 and not c & 1: pos += 1 + (c >> 1)")
+                self.emit(ind, "else: pos = _skip_slow(b, pos)")
+                return
             n = self.tmp()
-            self.read_long(ind, n)
-            self.emit(ind, f"if {n} < 0: raise ValueError('negative length')")
-            if target:
-                value = f"b[pos:pos + {n}]"
-                if t == "string":
-                    value = f"str({value}, 'utf-8')"
-                self.emit(ind, f"{target} = {value}")
+            self.emit(ind, f"if c < 128 and not c & 1: {n} = c >> 1; pos += 1")
+            self.emit(ind, f"else: {n}, pos = _length_slow(b, pos)")
+            value = f"b[pos:pos + {n}]"
+            if t == "string":
+                value = f"str({value}, 'utf-8')"
+            self.emit(ind, f"{target} = {value}")
             self.emit(ind, f"pos += {n}")
         elif t == "fixed":
             self.named[schema["name"]] = schema
@@ -218,7 +243,8 @@ def _compile(schema: Dict[str, Any], layout: _Layout) -> Callable[..., List[Any]
             f"        append(make({', '.join(layout.args)}))",
             "    if pos != len(b): raise ValueError('block not consumed exactly')",
             "    return out"]
-    scope: Dict[str, Any] = {"_long_slow": _long_slow}
+    scope: Dict[str, Any] = {"_long_slow": _long_slow, "_length_slow": _length_slow,
+                             "_skip_slow": _skip_slow}
     exec(compile("\n".join(src), "<manifest FileRef reader>", "exec"), scope)  # noqa: S102
     return scope["read"]
 
