@@ -24,6 +24,9 @@ Targets (exit 1 when one fails or a check fails):
 
     python benchmarks/bench_scale.py                      # 20k, 200k, 2M files (~15 min)
     python benchmarks/bench_scale.py --sizes 2000,20000,200000
+    python benchmarks/bench_scale.py --ops expire --tables DIR   # expiration only, on the
+        # overwrite tables DIR/ov_<N> (built there once and kept; each run works on a copy
+        # made of hard links); the orphan rows of the results file are kept from its last run
 """
 from __future__ import annotations
 
@@ -168,7 +171,10 @@ def measure(n: int, work: str, args: argparse.Namespace, errors: List[str]) -> D
     out: Dict[str, Any] = {"files": n}
     path = os.path.join(work, f"ov_{n}")
     t0 = time.perf_counter()
-    info = build_overwrite_table(path, n, args.per_snapshot, progress=say)
+    if args.tables:
+        info = _reused_table(os.path.join(args.tables, f"ov_{n}"), path, n, args, say)
+    else:
+        info = build_overwrite_table(path, n, args.per_snapshot, progress=say)
     out["expire_build_seconds"] = time.perf_counter() - t0
     say(f"built overwrite table: {info['files']} files, {info['snapshots']} snapshots in "
         f"{out['expire_build_seconds']:.1f} s")
@@ -188,6 +194,9 @@ def measure(n: int, work: str, args: argparse.Namespace, errors: List[str]) -> D
     say(f"expire: {e['seconds']:.2f} s, peak RSS {e['peak_rss'] / 1e6:.0f} MB, "
         f"{e['result']['deleted_files']} files deleted")
     shutil.rmtree(path, ignore_errors=True)
+    e["bytes_per_file"] = max(0, e["peak_rss"] - e["before_rss"]) / e["files"]
+    if "orphan" not in args.ops:
+        return out
 
     path = os.path.join(work, f"ap_{n}")
     t0 = time.perf_counter()
@@ -210,10 +219,33 @@ def measure(n: int, work: str, args: argparse.Namespace, errors: List[str]) -> D
     o["runs_seconds"] = [r["seconds"] for r in runs]
     out["orphan"] = o
     shutil.rmtree(path, ignore_errors=True)
-    for op in ("expire", "orphan"):
-        r = out[op]
-        r["bytes_per_file"] = max(0, r["peak_rss"] - r["before_rss"]) / r["files"]
+    o["bytes_per_file"] = max(0, o["peak_rss"] - o["before_rss"]) / o["files"]
     return out
+
+
+def _reused_table(kept: str, path: str, n: int, args: argparse.Namespace, say
+                  ) -> Dict[str, Any]:
+    """The overwrite table of n files at `kept` (built there first if absent), copied to
+    `path` as hard links: expiration unlinks names and replaces hints atomically, so the
+    kept table is never changed."""
+    from scale_tables import build_overwrite_table
+    marker = os.path.join(kept, ".bench_scale_info.json")
+    if not os.path.exists(marker):
+        shutil.rmtree(kept, ignore_errors=True)
+        info = build_overwrite_table(kept, n, args.per_snapshot, progress=say)
+        with open(marker, "w") as f:
+            json.dump(info, f)
+    with open(marker) as f:
+        info = json.load(f)
+    if info["per_snapshot"] != args.per_snapshot:
+        raise SystemExit(f"{kept} was built with --per-snapshot {info['per_snapshot']}")
+    for d, dirs, files in os.walk(kept):
+        rel = os.path.relpath(d, kept)
+        os.makedirs(os.path.join(path, rel), exist_ok=True)
+        for f in files:
+            if f != ".bench_scale_info.json":
+                os.link(os.path.join(d, f), os.path.join(path, rel, f))
+    return dict(info, path=path)
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -231,6 +263,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--dir", default=None, help="where tables are built (default: temp)")
     ap.add_argument("--out", default=DEFAULT_OUT, help=f"JSON results (default {DEFAULT_OUT})")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    ap.add_argument("--ops", default="expire,orphan",
+                    help="operations to measure: expire,orphan (default) or one of them; the "
+                         "results file keeps the other's rows from its last run")
+    ap.add_argument("--tables", default=None,
+                    help="keep the overwrite tables in this directory (ov_<N>, built once) "
+                         "and expire copies of them made of hard links")
     ap.add_argument("--child", nargs=2, metavar=("OP", "TABLE"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:
@@ -243,9 +281,36 @@ def parse_args(argv=None) -> argparse.Namespace:
     if len(a.sizes) != 3 or a.sizes != sorted(a.sizes) or a.sizes[0] < least:
         ap.error(f"--sizes needs three ascending counts, the smallest >= (--retain + 10) x "
                  f"--per-snapshot and >= --orphan-snapshots ({least}); got {a.sizes}")
+    a.ops = [o.strip() for o in a.ops.split(",") if o.strip()]
+    if not a.ops or any(o not in ("expire", "orphan") for o in a.ops):
+        ap.error(f"--ops takes expire, orphan or both, got {','.join(a.ops)!r}")
     if a.retain < 1 or a.per_snapshot < 1 or a.reps < 1 or a.orphan_snapshots < 1:
         ap.error("--retain, --per-snapshot, --reps and --orphan-snapshots must be >= 1")
     return a
+
+
+def _keep_other_rows(args: argparse.Namespace, results: Dict[int, Dict[str, Any]],
+                     targets: Dict[str, Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """With --ops naming one operation: the other's measurements and targets from the
+    results file's last run (same sizes), so the file and the README table stay whole.
+    Returns {operation: timestamp of that run}, or None."""
+    other = [op for op in ("expire", "orphan") if op not in args.ops]
+    if not other or not os.path.exists(args.out):
+        return None
+    with open(args.out) as f:
+        last = json.load(f)
+    sizes = last.get("sizes") or {}
+    if sorted(int(n) for n in sizes) != sorted(args.sizes):
+        return None
+    for op in other:
+        for n in args.sizes:
+            if op in sizes[str(n)]:
+                results[n][op] = sizes[str(n)][op]
+        for k, t in (last.get("targets") or {}).items():
+            if k.startswith(op + "_"):
+                targets[k] = t
+    stamp = last.get("rows_kept_from") or {}
+    return {op: stamp.get(op, last.get("timestamp_utc")) for op in other}
 
 
 def _fmt_mb(b: float) -> str:
@@ -286,14 +351,14 @@ def main(argv=None) -> int:
           f"{'start RSS':>11}{'B/file':>9}"
     print(hdr)
     print("-" * len(hdr))
-    for op in ("expire", "orphan"):
+    for op in args.ops:
         for n in args.sizes:
             r = results[n][op]
             print(f"{op:<10}{n:>10,}{r['seconds']:>10.2f}{r['cpu_seconds']:>9.2f}"
                   f"{_fmt_mb(r['peak_rss']):>11}"
                   f"{_fmt_mb(r['before_rss']):>11}{r['bytes_per_file']:>9.0f}")
     targets: Dict[str, Dict[str, Any]] = {}
-    for op in ("expire", "orphan"):
+    for op in args.ops:
         a, b = results[mid][op], results[large][op]
         # CPU seconds of the operation (user + sys of every thread, unlinks included): on a
         # shared machine wall time follows the neighbours' load more than the size.
@@ -309,11 +374,14 @@ def main(argv=None) -> int:
         targets[f"{op}_rss"] = {
             "metric": f"{op} peak RSS (GiB) at {large:,} files", "value": b["peak_rss"] / GB,
             "target": RSS_TARGET / GB, "pass": b["peak_rss"] < RSS_TARGET}
-    b = results[large]["expire"]
-    targets["expire_bytes_per_file"] = {
-        "metric": f"expire (peak - start RSS) / files at {large:,} files ({b['snapshots']:,} "
-                  f"snapshots)", "value": b["bytes_per_file"],
-        "target": BYTES_PER_FILE_TARGET, "pass": b["bytes_per_file"] <= BYTES_PER_FILE_TARGET}
+    if "expire" in args.ops:
+        b = results[large]["expire"]
+        targets["expire_bytes_per_file"] = {
+            "metric": f"expire (peak - start RSS) / files at {large:,} files "
+                      f"({b['snapshots']:,} snapshots)", "value": b["bytes_per_file"],
+            "target": BYTES_PER_FILE_TARGET,
+            "pass": b["bytes_per_file"] <= BYTES_PER_FILE_TARGET}
+    kept_from = _keep_other_rows(args, results, targets)
     print()
     for k, t in targets.items():
         print(f"target {k:<24} {t['metric']}: {t['value']:.3g} (<= {t['target']:.3g}) "
@@ -340,6 +408,8 @@ def main(argv=None) -> int:
         "verdict": "PASS" if ok else "FAIL",
         "correctness": {"ok": not errors, "errors": errors},
     }
+    if kept_from:
+        result["rows_kept_from"] = kept_from
     code = finish(result, args.out, work, errors, args.keep)
     return code or (0 if ok else 1)
 

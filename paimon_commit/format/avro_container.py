@@ -63,7 +63,26 @@ def _bytes(b: bytes, pos: int) -> Tuple[bytes, int]:
     return b[pos:pos + n], pos + n
 
 
+# Headers seen (everything before the sync marker, and its metadata): a table's manifests
+# share one header but for the marker, and comparing bytes costs less than parsing them.
+_KNOWN_HEADERS = 8
+_headers: List[Tuple[bytes, Dict[str, bytes]]] = []
+
+
 def _header(b: bytes) -> Tuple[Dict[str, bytes], bytes, int]:
+    for prefix, meta in _headers:
+        if b.startswith(prefix):
+            pos = len(prefix)
+            if pos + 16 > len(b):
+                raise _Malformed()
+            return meta, b[pos:pos + 16], pos + 16
+    meta, sync, pos = _parse_header(b)
+    if len(_headers) < _KNOWN_HEADERS:
+        _headers.append((b[:pos - 16], meta))
+    return meta, sync, pos
+
+
+def _parse_header(b: bytes) -> Tuple[Dict[str, bytes], bytes, int]:
     if b[:4] != _MAGIC:
         raise _Malformed()
     pos, meta = 4, {}
