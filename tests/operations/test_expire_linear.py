@@ -126,3 +126,28 @@ def test_the_collector_is_off_during_a_run_and_as_it_was_after(tmp_path):
         assert not gc.isenabled()   # a caller's choice is left alone
     finally:
         gc.enable()
+
+
+def test_a_list_that_undercounts_deletes_only_keeps_files(tmp_path, small_chunks, monkeypatch):
+    # Every delta list claims its DELETE manifest has no DELETE entry. The first chunk reads
+    # its own deltas whole (their ADDs are not scanned yet); later chunks trust the count,
+    # skip those manifests, and keep their files: fewer deletions, never more.
+    from benchmarks import scale_tables
+    from paimon_commit.format.manifest import FileKind
+    manifest = scale_tables._Builder.manifest
+
+    def undercounted(self, p, names, kind):
+        meta = manifest(self, p, names, kind)
+        return meta if kind == FileKind.ADD else \
+            type(meta)(**{**meta.__dict__, "num_deleted_files": 0})
+    monkeypatch.setattr(scale_tables._Builder, "manifest", undercounted)
+    path = str(tmp_path / "wh" / "db.db" / "ov")
+    scale_tables.build_overwrite_table(path, SNAPSHOTS * PER_SNAPSHOT, PER_SNAPSHOT)
+    data_before = scale_tables.count_data_files(path)
+    r = ExpireSnapshots(FileStore.open(path), cfg()).expire()
+    assert r.expired_ids == list(range(1, SNAPSHOTS - 2)) and not r.skipped
+    deleted = r.by_kind["data"]["files"]
+    assert 0 < deleted < (SNAPSHOTS - 3) * PER_SNAPSHOT   # only the first chunk's
+    assert scale_tables.count_data_files(path) == data_before - deleted
+    assert pp_read(path).num_rows == PER_SNAPSHOT
+    assert_intact(path)
