@@ -114,6 +114,10 @@ class ReAdds:
     def __init__(self) -> None:
         self.last: Dict[int, int] = {}
         self.scanned: Dict[int, str] = {}   # snapshot id -> the delta list scanned for it
+        # The first snapshot the whole run keeps (None: unknown). The entry cache is for the
+        # next run: a delta this run expires in a later chunk is read again then (for its
+        # DELETE manifests only) instead of being held until then.
+        self.memo_from: Optional[int] = None
 
     @staticmethod
     def position(sid: int, manifest: int = 0, entry: int = 0) -> int:
@@ -542,7 +546,8 @@ class Reachability:
                 continue
             try:
                 # A delta whose ADDs are known already is read for its DELETEs only.
-                parts = self.delta_refs(delta, memo=not expiring, deletes_only=not scan)
+                memo = not expiring and (readds.memo_from is None or sid >= readds.memo_from)
+                parts = self.delta_refs(delta, memo=memo, deletes_only=not scan)
             except UNREADABLE as e:
                 skip(f"delta of snapshot {sid} is unreadable ({e}); data files deleted at or "
                      f"before it are left for orphan cleanup")

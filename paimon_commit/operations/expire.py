@@ -114,6 +114,12 @@ class ExpireSnapshots(ChangelogExpiration):
         end = self._end(earliest, latest, now_ms, consumer_min)
         if end <= earliest:
             return ExpirePlan(earliest, latest)
+        if self._limit and self._readds is not None and self._readds.memo_from is None:
+            limit, self._limit = self._limit, None   # where the whole run ends
+            try:
+                self._readds.memo_from = self._end(earliest, latest, now_ms, consumer_min)
+            finally:
+                self._limit = limit
         ids = self._list_with_versions(sm)
         if not ids:
             return ExpirePlan(None, None)
