@@ -532,6 +532,7 @@ class Reachability:
         candidates: List[Tuple[int, List[str], int]] = []
         blind_before = 0
         paths_of = self.file_paths
+        memo_all: Optional[bool] = None   # decided when the first later delta is read
         ADD = FileKind.ADD
         for sid, s in lineage:
             expiring = sid <= until
@@ -546,7 +547,10 @@ class Reachability:
                 continue
             try:
                 # A delta whose ADDs are known already is read for its DELETEs only.
-                memo = not expiring and (readds.memo_from is None or sid >= readds.memo_from)
+                if not expiring and memo_all is None:
+                    memo_all = readds.memo_from is None or \
+                        self._later_fit(lineage, until, readds)
+                memo = not expiring and (memo_all or sid >= readds.memo_from)
                 parts = self.delta_refs(delta, memo=memo, deletes_only=not scan)
             except UNREADABLE as e:
                 skip(f"delta of snapshot {sid} is unreadable ({e}); data files deleted at or "
@@ -602,6 +606,28 @@ class Reachability:
             for extra in paths[1:]:
                 out.setdefault(extra, 0)
         return out
+
+
+    def _later_fit(self, lineage: List[Tuple[int, Optional[Snapshot]]], until: int,
+                   readds: ReAdds) -> bool:
+        """Whether the entries of the later deltas still to scan fit the cache (their
+        lists' counts). Then all are cached, as for a run of one chunk; else only those the
+        next run reads again (`ReAdds.memo_from`): a backlog that does not fit is not
+        partly held."""
+        budget = self.MEMO_REFS - self._memo_refs
+        total = 0
+        for sid, s in lineage:
+            if sid <= until or s is None or readds.scanned.get(sid) == s.delta_manifest_list:
+                continue
+            try:
+                refs = self.manifests(s.delta_manifest_list)
+            except UNREADABLE:
+                continue   # reported when the delta itself is read
+            total += sum((getattr(m, "num_added_files", 0) or 0)
+                         + (getattr(m, "num_deleted_files", 0) or 0) for m in refs)
+            if total > budget:
+                return False
+        return True
 
 
 def _plain_name(name: Any) -> bool:

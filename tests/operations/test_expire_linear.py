@@ -151,3 +151,27 @@ def test_a_list_that_undercounts_deletes_only_keeps_files(tmp_path, small_chunks
     assert scale_tables.count_data_files(path) == data_before - deleted
     assert pp_read(path).num_rows == PER_SNAPSHOT
     assert_intact(path)
+
+
+@pytest.mark.parametrize("fits", [True, False])
+def test_later_deltas_are_cached_only_when_all_of_them_fit(tmp_path, small_chunks, monkeypatch,
+                                                           fits):
+    # Two chunks (7 snapshots, then the rest). Fitting: every manifest is read once in the
+    # run. Not fitting: a delta the run expires in the second chunk is not held meanwhile;
+    # its DELETE manifest is read a second time then.
+    monkeypatch.setattr(expire_mod, "CHUNK_FILES", 10 ** 6)
+    path = str(tmp_path / "wh" / "db.db" / "ov")
+    build_overwrite_table(path, SNAPSHOTS * PER_SNAPSHOT, PER_SNAPSHOT)
+    monkeypatch.setattr(reachability.Reachability, "MEMO_REFS", 10 ** 6 if fits else 100)
+    reads = {}
+    read = ManifestIO.read_manifest_files
+
+    def counting(self, name):
+        reads[name] = reads.get(name, 0) + 1
+        return read(self, name)
+    monkeypatch.setattr(ManifestIO, "read_manifest_files", counting)
+    r = ExpireSnapshots(FileStore.open(path), cfg()).expire()
+    assert r.expired_ids == list(range(1, SNAPSHOTS - 2))
+    twice = [n for n, k in reads.items() if k > 1]
+    assert not twice if fits else len(twice) >= SNAPSHOTS // 2
+    assert_intact(path)
