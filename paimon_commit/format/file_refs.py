@@ -14,21 +14,44 @@ again with fastavro for the error message.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
-__all__ = ["compile_reader"]
+__all__ = ["compile_reader", "compile_list_reader"]
 
-# Fields kept: entry field -> local name; _FILE field -> local name.
-_ENTRY = {"_VERSION": "version", "_KIND": "kind", "_PARTITION": "partition",
-          "_BUCKET": "bucket"}
-_FILE = {"_LEVEL": "level", "_FILE_NAME": "file_name", "_FILE_SIZE": "file_size",
-         "_EXTRA_FILES": "extra_files", "_EMBEDDED_FILE_INDEX": "embedded",
-         "_EXTERNAL_PATH": "external", "_FILE_SOURCE": "source"}
-_REQUIRED = ("version", "kind", "partition", "bucket", "level", "file_name", "file_size",
-             "extra_files")
-_OPTIONAL = ("embedded", "external", "source")
 
-_cache: Dict[bytes, Optional[Callable[[bytes, int], List[Any]]]] = {}
+class _Layout(NamedTuple):
+    """What one compiled reader keeps: top-level field -> local name, the fields kept of one
+    nested record (its field name, field -> local), the locals that must be found, the ones
+    read as None when the writer schema lacks them, and make()'s arguments."""
+    top: Dict[str, str]
+    nested: Optional[Tuple[str, Dict[str, str]]]
+    required: Tuple[str, ...]
+    optional: Tuple[str, ...]
+    args: Tuple[str, ...]
+
+
+# A manifest entry: FileRef's ten fields.
+_ENTRY_LAYOUT = _Layout(
+    {"_VERSION": "version", "_KIND": "kind", "_PARTITION": "partition", "_BUCKET": "bucket"},
+    ("_FILE", {"_LEVEL": "level", "_FILE_NAME": "file_name", "_FILE_SIZE": "file_size",
+               "_EXTRA_FILES": "extra_files", "_EMBEDDED_FILE_INDEX": "embedded",
+               "_EXTERNAL_PATH": "external", "_FILE_SOURCE": "source"}),
+    ("version", "kind", "partition", "bucket", "level", "file_name", "file_size",
+     "extra_files"),
+    ("embedded", "external", "source"),
+    ("kind", "partition", "bucket", "level", "file_name", "file_size", "extra_files",
+     "embedded", "external", "source"))
+
+# A manifest list record: what planners read of it (no partition stats).
+_LIST_LAYOUT = _Layout(
+    {"_VERSION": "version", "_FILE_NAME": "file_name", "_FILE_SIZE": "file_size",
+     "_NUM_ADDED_FILES": "num_added", "_NUM_DELETED_FILES": "num_deleted"},
+    None,
+    ("version", "file_name", "file_size", "num_added", "num_deleted"),
+    (),
+    ("file_name", "file_size", "num_added", "num_deleted"))
+
+_cache: Dict[Tuple[bytes, str], Optional[Callable[..., List[Any]]]] = {}
 
 
 class _Unsupported(Exception):
@@ -47,6 +70,22 @@ def _long_slow(b: bytes, pos: int, c: int) -> Tuple[int, int]:
         shift += 7
         if shift > 63:
             raise ValueError("varint too long")
+
+
+def _length_slow(b: bytes, pos: int) -> Tuple[int, int]:
+    c = b[pos]
+    if c < 128:
+        n, pos = (c >> 1) ^ -(c & 1), pos + 1
+    else:
+        n, pos = _long_slow(b, pos + 1, c)
+    if n < 0:
+        raise ValueError("negative length")
+    return n, pos
+
+
+def _skip_slow(b: bytes, pos: int) -> int:
+    n, pos = _length_slow(b, pos)
+    return pos + n
 
 
 class _Gen:
@@ -72,10 +111,13 @@ class _Gen:
         if isinstance(schema, str) and schema in self.named:
             schema = self.named[schema]
         if isinstance(schema, list):
-            idx = self.tmp()
-            self.read_long(ind, idx)
+            if len(schema) > 63:
+                raise _Unsupported("union of more than 63 branches")
+            # Branch i is written as the one byte 2i (zigzag varint); any other byte is not
+            # a branch (a non-canonical encoding goes to fastavro through the caller).
+            self.emit(ind, "c = b[pos]; pos += 1")
             for i, branch in enumerate(schema):
-                self.emit(ind, f"{'if' if i == 0 else 'elif'} {idx} == {i}:")
+                self.emit(ind, f"{'if' if i == 0 else 'elif'} c == {2 * i}:")
                 self.read(ind + 1, branch, target)
                 self.emit(ind + 1, "pass")
             self.emit(ind, "else: raise ValueError('bad union index')")
@@ -99,14 +141,20 @@ class _Gen:
                 raise _Unsupported(t)
             self.emit(ind, f"pos += {4 if t == 'float' else 8}")
         elif t in ("bytes", "string"):
+            # A length below 64 is one even byte; anything else takes the slow path (which
+            # refuses a negative length).
+            self.emit(ind, "c = b[pos]")
+            if not target:
+                self.emit(ind, "if c < 128 and not c & 1: pos += 1 + (c >> 1)")
+                self.emit(ind, "else: pos = _skip_slow(b, pos)")
+                return
             n = self.tmp()
-            self.read_long(ind, n)
-            self.emit(ind, f"if {n} < 0: raise ValueError('negative length')")
-            if target:
-                value = f"b[pos:pos + {n}]"
-                if t == "string":
-                    value = f"str({value}, 'utf-8')"
-                self.emit(ind, f"{target} = {value}")
+            self.emit(ind, f"if c < 128 and not c & 1: {n} = c >> 1; pos += 1")
+            self.emit(ind, f"else: {n}, pos = _length_slow(b, pos)")
+            value = f"b[pos:pos + {n}]"
+            if t == "string":
+                value = f"str({value}, 'utf-8')"
+            self.emit(ind, f"{target} = {value}")
             self.emit(ind, f"pos += {n}")
         elif t == "fixed":
             self.named[schema["name"]] = schema
@@ -156,7 +204,7 @@ class _Gen:
             self.emit(ind, f"{target} = tuple({target})")
 
 
-def _compile(schema: Dict[str, Any]) -> Callable[[bytes, int], List[Any]]:
+def _compile(schema: Dict[str, Any], layout: _Layout) -> Callable[..., List[Any]]:
     if not isinstance(schema, dict) or schema.get("type") != "record":
         raise _Unsupported("not a record")
     g = _Gen()
@@ -165,51 +213,66 @@ def _compile(schema: Dict[str, Any]) -> Callable[[bytes, int], List[Any]]:
     body = 2
     for f in schema["fields"]:
         name = f["name"]
-        if name in _ENTRY:
-            g.read(body, f["type"], _ENTRY[name])
-            found.add(_ENTRY[name])
-        elif name == "_FILE":
+        if name in layout.top:
+            g.read(body, f["type"], layout.top[name])
+            found.add(layout.top[name])
+        elif layout.nested is not None and name == layout.nested[0]:
             ft = f["type"]
             if isinstance(ft, dict) and ft.get("type") == "record":
                 g.named[ft["name"]] = ft
                 for ff in ft["fields"]:
-                    local = _FILE.get(ff["name"])
+                    local = layout.nested[1].get(ff["name"])
                     g.read(body, ff["type"], local)
                     if local:
                         found.add(local)
             else:
-                raise _Unsupported("_FILE is not a record")
+                raise _Unsupported(f"{name} is not a record")
         else:
             g.read(body, f["type"], None)
-    missing = [r for r in _REQUIRED if r not in found]
+    missing = [r for r in layout.required if r not in found]
     if missing:
         raise _Unsupported(f"missing {missing}")
-    defaults = [f"{o} = None" for o in _OPTIONAL if o not in found]
-    src = ["def read(b, count, make, check):", "    pos = 0", "    out = []",
+    defaults = [f"{o} = None" for o in layout.optional if o not in found]
+    src = ["def read(b, count, make, check, expected):", "    pos = 0", "    out = []",
+           "    append = out.append",
            "    for _ in range(count):"]
     src += ["        " + d for d in defaults]
     src += g.lines
-    src += ["        check(version)",
-            "        out.append(make(kind, partition, bucket, level, file_name, file_size, "
-            "extra_files, embedded, external, source))",
+    # check() raises for a version this library does not read; called only for those.
+    src += ["        if version != expected: check(version)",
+            f"        append(make({', '.join(layout.args)}))",
             "    if pos != len(b): raise ValueError('block not consumed exactly')",
             "    return out"]
-    scope: Dict[str, Any] = {"_long_slow": _long_slow}
+    scope: Dict[str, Any] = {"_long_slow": _long_slow, "_length_slow": _length_slow,
+                             "_skip_slow": _skip_slow}
     exec(compile("\n".join(src), "<manifest FileRef reader>", "exec"), scope)  # noqa: S102
     return scope["read"]
 
 
-def compile_reader(schema_text: bytes) -> Optional[Callable[[bytes, int], List[Any]]]:
-    """read(block, count, make, check) for manifests written with this schema (make builds
-    a FileRef from the ten fields, check validates _VERSION), or None when this schema is
-    one to leave to fastavro."""
-    if schema_text in _cache:
-        return _cache[schema_text]
+def _compiled(schema_text: bytes, layout_name: str, layout: _Layout
+              ) -> Optional[Callable[..., List[Any]]]:
+    key = (schema_text, layout_name)
+    if key in _cache:
+        return _cache[key]
     try:
-        fn: Optional[Callable[[bytes, int], List[Any]]] = _compile(json.loads(schema_text))
+        fn: Optional[Callable[..., List[Any]]] = _compile(json.loads(schema_text), layout)
     except (_Unsupported, ValueError, KeyError, TypeError, RecursionError):
         fn = None
     if len(_cache) > 64:
         _cache.clear()
-    _cache[schema_text] = fn
+    _cache[key] = fn
     return fn
+
+
+def compile_reader(schema_text: bytes) -> Optional[Callable[..., List[Any]]]:
+    """read(block, count, make, check, expected) for manifests written with this schema
+    (make builds a FileRef from the ten fields, check raises for a _VERSION other than
+    `expected`), or None when this schema is one to leave to fastavro."""
+    return _compiled(schema_text, "entry", _ENTRY_LAYOUT)
+
+
+def compile_list_reader(schema_text: bytes) -> Optional[Callable[..., List[Any]]]:
+    """read(block, count, make, check, expected) for manifest lists written with this
+    schema: make(file_name, file_size, num_added_files, num_deleted_files) per record (the
+    partition stats are skipped), or None when this schema is one to leave to fastavro."""
+    return _compiled(schema_text, "list", _LIST_LAYOUT)

@@ -14,7 +14,7 @@ import fastavro
 
 from ..errors import CorruptMetadataError, OptionError
 from .avro_container import iter_records, out_of_memory, raw_blocks, read_records
-from .file_refs import compile_reader
+from .file_refs import compile_list_reader, compile_reader
 from .binary_row import EMPTY_ROW
 
 __all__ = [
@@ -396,7 +396,7 @@ def _compiled_file_refs(data: bytes, path: str) -> Optional[List[FileRef]]:
         return None
     out: List[FileRef] = []
     for count, block in raw[1]:
-        out.extend(read(block, count, FileRef, _check_version))
+        out.extend(read(block, count, FileRef, _check_version, MANIFEST_VERSION))
     return out
 
 
@@ -418,19 +418,43 @@ def _file_refs(records: Iterable[Dict[str, Any]], path: str) -> List[FileRef]:
 
 
 class ManifestRef(NamedTuple):
-    """What a manifest list says about a manifest when only its name and size are needed."""
+    """What a manifest list says about a manifest when its stats are not needed: name, size
+    and entry counts (the same attribute names as ManifestFileMeta)."""
     file_name: str
     file_size: int
+    num_added_files: int = 0
+    num_deleted_files: int = 0
 
 
 def decode_manifest_list_refs(data: bytes, path: str) -> List[ManifestRef]:
     """Like decode_manifest_list, without building stats objects (planners that only need
-    names read thousands of lists)."""
+    names read thousands of lists): through the reader compiled for the list's schema
+    (file_refs), else fastavro."""
     try:
-        return [ManifestRef(r["_FILE_NAME"], r["_FILE_SIZE"]) for r in _decode(data, path)]
+        fast = _compiled_list_refs(data)
+    except Exception:  # noqa: BLE001 - fastavro below reads it, or says what is wrong
+        fast = None
+    if fast is not None:
+        return fast
+    try:
+        return [ManifestRef(r["_FILE_NAME"], r["_FILE_SIZE"], r["_NUM_ADDED_FILES"],
+                            r["_NUM_DELETED_FILES"]) for r in _decode(data, path)]
     except (KeyError, TypeError) as e:
         raise CorruptMetadataError(path, f"manifest list record lacks a required field ({e})"
                                    ) from None
+
+
+def _compiled_list_refs(data: bytes) -> Optional[List[ManifestRef]]:
+    raw = raw_blocks(data)
+    if raw is None:
+        return None
+    read = compile_list_reader(raw[0])
+    if read is None:
+        return None
+    out: List[ManifestRef] = []
+    for count, block in raw[1]:
+        out.extend(read(block, count, ManifestRef, _check_version, MANIFEST_VERSION))
+    return out
 
 
 def decode_index_manifest_names(data: bytes, path: str) -> List[str]:

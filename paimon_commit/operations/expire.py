@@ -32,7 +32,8 @@ from ..errors import CorruptMetadataError, PaimonCommitError
 from ..format import paths as P
 from ..format.snapshot import Snapshot, Tag
 from ..progress import DELETING, READING, emit
-from ..reachability import APPEND_SOURCE, Reachability, ReAdds, Root, Unreadable
+from ..reachability import (APPEND_SOURCE, KeptIndex, Reachability, ReAdds, Root,
+                            Unreadable, collector_paused)
 from ..snapshots import ChangelogManager, SnapshotManager
 from ..store import FileStore
 from ..tags import ConsumerManager, tag_manager
@@ -83,6 +84,7 @@ class ExpireSnapshots(ChangelogExpiration):
         self._versions: Dict[Tuple[str, int], str] = {}
         self._limit: Optional[int] = None   # snapshots this plan may expire (a chunk)
         self._readds: Optional[ReAdds] = None   # ADD positions, kept across chunks
+        self._kept: Optional[KeptIndex] = None   # what later snapshots use, across chunks
 
     # --- deciding the range --------------------------------------------------------------
     def plan(self) -> ExpirePlan:
@@ -115,6 +117,12 @@ class ExpireSnapshots(ChangelogExpiration):
         end = self._end(earliest, latest, now_ms, consumer_min)
         if end <= earliest:
             return ExpirePlan(earliest, latest)
+        if self._limit and self._readds is not None and self._readds.memo_from is None:
+            limit, self._limit = self._limit, None   # where the whole run ends
+            try:
+                self._readds.memo_from = self._end(earliest, latest, now_ms, consumer_min)
+            finally:
+                self._limit = limit
         ids = self._list_with_versions(sm)
         if not ids:
             return ExpirePlan(None, None)
@@ -241,12 +249,13 @@ class ExpireSnapshots(ChangelogExpiration):
             # The deltas are the changelog: APPEND files wait for changelog expiration.
             (lambda e: e.file_source in (None, APPEND_SOURCE)) if keep_append
             else (lambda e: False), self._readds))
-        roots = [Root(sm.snapshot_path(i), s, names_only=() if i == end else
-                      (s.delta_manifest_list, s.changelog_manifest_list))
-                 for i, s in snaps.items() if i >= end]
         others = self._tag_roots(tags) + self._changelog_roots()
         try:
-            keep = self.reach.kept_metadata(roots + others)
+            keep = self.reach.kept_after(
+                end, {i: s for i, s in snaps.items() if i > end},
+                lambda i, s: Root(sm.snapshot_path(i), s,
+                                  names_only=(s.delta_manifest_list, s.changelog_manifest_list)),
+                [Root(sm.snapshot_path(end), snaps[end])] + others, self._kept)
         except Unreadable as e:
             plan.skip(f"{e}; no manifest or index file is deleted (left for orphan "
                       f"cleanup): only the expiring snapshots' changelog files and their "
@@ -257,7 +266,13 @@ class ExpireSnapshots(ChangelogExpiration):
         # without reading them: each one names them in its file. The manifests its lists
         # that still read name are added: a name in an expiring snapshot's JSON is not
         # trusted to be of the kind its field says (damage, a hostile writer).
-        named = keep if keep is not None else self._named_by_roots(roots + others)
+        if keep is not None:
+            named = keep
+        else:
+            roots = [Root(sm.snapshot_path(i), s, names_only=() if i == end else
+                          (s.delta_manifest_list, s.changelog_manifest_list))
+                     for i, s in snaps.items() if i >= end]
+            named = self._named_by_roots(roots + others)
         for sid in plan.expiring:
             s = snaps.get(sid)
             if s is None:
@@ -380,7 +395,7 @@ class ExpireSnapshots(ChangelogExpiration):
         out_of_memory = False
         try:
             # One operation for the deletion gate: directories resolved once, afresh.
-            with self.store.io.resolution_scope():
+            with self.store.io.resolution_scope(), collector_paused():
                 try:
                     return self._expire(dry_run, deadline)
                 except OUT_OF_MEMORY as e:
@@ -400,7 +415,7 @@ class ExpireSnapshots(ChangelogExpiration):
     def _expire(self, dry_run: bool, deadline: Optional[Deadline] = None) -> ExpireResult:
         emit(self.progress, READING, 0, None, "snapshots")
         totals = self._totals = getattr(self, "_totals", None) or ExpireTotals()
-        self._readds = ReAdds()
+        self._readds, self._kept = ReAdds(), KeptIndex()
         seconds = self._seconds = {"plan": 0.0, "delete": 0.0}
         chunk = FIRST_CHUNK
         stop: Optional[str] = None
@@ -436,7 +451,7 @@ class ExpireSnapshots(ChangelogExpiration):
                                    CHUNK_FILES * len(plan.expiring) // max(1, files)))
                 del plan
         finally:
-            self._readds = self._limit = None
+            self._readds = self._kept = self._limit = None
         if stop is None and 0 < self.config.max_deletes <= len(totals.expired) \
                 and last_end is not None and self._more_expirable(last_end):
             stop = MAX_DELETES

@@ -107,3 +107,85 @@ def test_schema_without_required_fields_is_left_to_fastavro():
     assert compile_reader(b'{"type": "record", "name": "x", "fields": '
                           b'[{"name": "_KIND", "type": "int"}]}') is None
     assert compile_reader(b"not json") is None
+
+
+def metas(n):
+    from paimon_commit.format.manifest import ManifestFileMeta
+    return [ManifestFileMeta(f"manifest-{i}-é", i * 977 + 3, i % 4, (i * 7) % 5,
+                             SimpleStats(bytes([i % 9]) * (i % 70), b"", None if i % 2
+                                         else tuple(range(i % 6))),
+                             i % 3, min_bucket=None if i % 4 else i, total_buckets=i % 2 or None,
+                             extra_files=None if i % 5 else (f"x-{i}",))
+            for i in range(n)]
+
+
+@pytest.mark.parametrize("codec", ["null", "deflate", "zstandard"])
+@pytest.mark.parametrize("n", [0, 1, 300])
+def test_list_refs_through_the_compiled_reader(codec, n):
+    from paimon_commit.format.manifest import (
+        _compiled_list_refs, decode_manifest_list, decode_manifest_list_refs,
+        encode_manifest_list)
+    data = encode_manifest_list(metas(n), codec)
+    refs = _compiled_list_refs(data)
+    assert refs is not None   # the compiled reader was used, not fastavro
+    expected = [(m.file_name, m.file_size, m.num_added_files, m.num_deleted_files)
+                for m in decode_manifest_list(data, "l")]
+    assert [tuple(r) for r in refs] == expected
+    assert decode_manifest_list_refs(data, "l") == refs
+
+
+def test_pypaimon_written_lists_read_through_the_compiled_reader(tmp_path):
+    from paimon_commit.format.manifest import _compiled_list_refs, decode_manifest_list
+    path = tmp_path / "wh" / "db.db" / "t"
+    schema = pa.schema([("id", pa.int64()), ("p", pa.string())])
+    pp_create(path, schema, partition_keys=["p"])
+    for i in range(3):
+        pp_write(path, pa.table({"id": [i, i + 10], "p": ["a", f"b{i}"]}, schema=schema))
+    lists = [n for n in os.listdir(path / "manifest") if n.startswith("manifest-list-")]
+    assert lists
+    for name in lists:
+        data = (path / "manifest" / name).read_bytes()
+        refs = _compiled_list_refs(data)
+        assert refs is not None
+        assert [tuple(r) for r in refs] == [
+            (m.file_name, m.file_size, m.num_added_files, m.num_deleted_files)
+            for m in decode_manifest_list(data, name)]
+
+
+def test_a_damaged_list_fails_as_before():
+    from paimon_commit.format.manifest import decode_manifest_list, decode_manifest_list_refs
+    from paimon_commit.format.manifest import encode_manifest_list
+    data = encode_manifest_list(metas(40), "zstandard")
+    for bad in (data[:len(data) // 2], data[:-20] + b"\xff" * 20, b"garbage"):
+        with pytest.raises(CorruptMetadataError) as compiled:
+            decode_manifest_list_refs(bad, "manifest-list-x")
+        with pytest.raises(CorruptMetadataError) as full:
+            decode_manifest_list(bad, "manifest-list-x")
+        assert str(compiled.value) == str(full.value)
+
+
+def test_zstd_blocks_of_several_frames_or_without_a_size():
+    # Avro writers put one frame stating its size in each block; other shapes go through
+    # the standard module and read the same.
+    import zstandard
+    from paimon_commit.format.avro_container import _zstd_decompress
+    a, b = b"first " * 100, b"second" * 50
+    two = zstandard.ZstdCompressor().compress(a) + zstandard.ZstdCompressor().compress(b)
+    assert _zstd_decompress(two) == a + b
+    sizeless = zstandard.ZstdCompressor(write_content_size=False).compress(a)
+    assert _zstd_decompress(sizeless) == a
+    with pytest.raises(Exception):
+        _zstd_decompress(two[:-5])
+
+
+def test_files_sharing_a_header_but_not_its_sync_marker():
+    # The second file's header is matched against the first's (not parsed): it must still
+    # use its own sync marker, and a file whose marker does not match is refused.
+    first, second = encode_manifest(entries(30), "zstandard"), \
+        encode_manifest(entries(31), "zstandard")
+    assert first[:200] == second[:200] and first != second
+    assert decode_manifest_files(second, "m") == [FileRef.of(e) for e in entries(31)]
+    assert decode_manifest_files(first, "m") == [FileRef.of(e) for e in entries(30)]
+    marker_at = len(first) - 16
+    with pytest.raises(CorruptMetadataError):
+        decode_manifest_files(first[:marker_at] + second[-16:], "m")
