@@ -123,8 +123,9 @@ def _decompress(codec: bytes, block: bytes) -> Optional[bytes]:
 
 def _zstd_decompress(block: bytes) -> bytes:
     """One block: through this thread's zstandard context when the block is exactly one
-    frame that states its size (what Avro writers produce), else the standard module (more
-    frames, no size in the header, and the errors of a damaged block)."""
+    frame (with its size in the header, as Python writers write it, or without, as Paimon
+    Java's does), else the standard module (more frames, and the errors of a damaged
+    block)."""
     if _zstandard is not None:
         dctx = getattr(_contexts, "dctx", None)
         if dctx is None:
@@ -132,6 +133,13 @@ def _zstd_decompress(block: bytes) -> bytes:
         try:
             return dctx.decompress(block, allow_extra_data=False)
         except Exception:  # noqa: BLE001 - the standard module decides, or says why not
+            pass
+        try:   # one frame without its size (Paimon Java's writer): streamed, same context
+            obj = dctx.decompressobj()
+            out = obj.decompress(block)
+            if obj.eof and not obj.unused_data:
+                return out
+        except Exception:  # noqa: BLE001 - as above
             pass
     return _zstd.decompress(block)
 

@@ -437,8 +437,10 @@ def decode_manifest_list_refs(data: bytes, path: str) -> List[ManifestRef]:
     if fast is not None:
         return fast
     try:
-        return [ManifestRef(r["_FILE_NAME"], r["_FILE_SIZE"], r["_NUM_ADDED_FILES"],
-                            r["_NUM_DELETED_FILES"]) for r in _decode(data, path)]
+        # The counts only let planners skip work: a list without them (not a Paimon or
+        # pypaimon writer) reads as before, with None (unknown: every manifest is read).
+        return [ManifestRef(r["_FILE_NAME"], r["_FILE_SIZE"], r.get("_NUM_ADDED_FILES"),
+                            r.get("_NUM_DELETED_FILES")) for r in _decode(data, path)]
     except (KeyError, TypeError) as e:
         raise CorruptMetadataError(path, f"manifest list record lacks a required field ({e})"
                                    ) from None

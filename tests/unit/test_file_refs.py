@@ -178,6 +178,25 @@ def test_zstd_blocks_of_several_frames_or_without_a_size():
         _zstd_decompress(two[:-5])
 
 
+def test_a_sizeless_frame_is_read_through_the_reused_context(monkeypatch):
+    # Paimon Java's blocks are one frame without its size: they must not fall through to
+    # the standard module (the slow path), and a two-frame block must not be cut to its first
+    # frame by the streamed path.
+    import zstandard
+    from paimon_commit.format import avro_container
+    a, b = b"first " * 100, b"second" * 50
+    sizeless = zstandard.ZstdCompressor(write_content_size=False).compress(a)
+    two = sizeless + zstandard.ZstdCompressor(write_content_size=False).compress(b)
+
+    def no_standard(block):
+        raise AssertionError("standard module used")
+    import types
+    monkeypatch.setattr(avro_container, "_zstd", types.SimpleNamespace(decompress=no_standard))
+    assert avro_container._zstd_decompress(sizeless) == a
+    with pytest.raises(AssertionError, match="standard module used"):
+        avro_container._zstd_decompress(two)
+
+
 def test_files_sharing_a_header_but_not_its_sync_marker():
     # The second file's header is matched against the first's (not parsed): it must still
     # use its own sync marker, and a file whose marker does not match is refused.
@@ -189,3 +208,22 @@ def test_files_sharing_a_header_but_not_its_sync_marker():
     marker_at = len(first) - 16
     with pytest.raises(CorruptMetadataError):
         decode_manifest_files(first[:marker_at] + second[-16:], "m")
+
+
+def test_a_list_without_entry_counts_reads_with_unknown_counts():
+    # Counts only let planners skip reading DELETE-free manifests; a list written without
+    # them (no Paimon or pypaimon writer does that) reads as before, counts unknown.
+    import io
+
+    import fastavro
+    schema = {"type": "record", "name": "ManifestFileMeta", "fields": [
+        {"name": "_VERSION", "type": "int"}, {"name": "_FILE_NAME", "type": "string"},
+        {"name": "_FILE_SIZE", "type": "long"}]}
+    buf = io.BytesIO()
+    fastavro.writer(buf, fastavro.parse_schema(schema),
+                    [{"_VERSION": 2, "_FILE_NAME": "manifest-x-0", "_FILE_SIZE": 10}],
+                    codec="null")
+    from paimon_commit.format.manifest import decode_manifest_list_refs
+    refs = decode_manifest_list_refs(buf.getvalue(), "manifest-list-x")
+    assert [(r.file_name, r.file_size, r.num_added_files, r.num_deleted_files)
+            for r in refs] == [("manifest-x-0", 10, None, None)]
