@@ -6,8 +6,10 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "tests"))
-sys.path.insert(0, os.path.join(HERE, ".."))
+# AUDIT_TREE: another checkout to run against (e.g. the code before the change).
+TREE = os.environ.get("AUDIT_TREE") or os.path.join(HERE, "..")
+sys.path.insert(0, os.path.join(TREE, "tests"))
+sys.path.insert(0, TREE)
 
 from conftest import SCHEMA, make_rows, write  # noqa: E402
 from paimon_commit import Table  # noqa: E402
