@@ -7,7 +7,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # AUDIT_TREE: another checkout to run against (e.g. the code before the change).
-TREE = os.environ.get("AUDIT_TREE") or os.path.join(HERE, "..")
+TREE = os.environ.get("AUDIT_TREE") or os.path.join(HERE, "..", "..")
 sys.path.insert(0, os.path.join(TREE, "tests"))
 sys.path.insert(0, TREE)
 
