@@ -9,7 +9,7 @@ import threading
 from typing import Callable, Dict, List, Optional, Tuple
 
 from ..errors import AtomicCreateUnsupportedError, UnsafePathError
-from .base import FileIO, FileStatus, LocalResolver, NameListing, _temp_name
+from .base import FileIO, FileStatus, LocalResolver, NameListing, _temp_name, note_deleted
 
 log = logging.getLogger(__name__)
 
@@ -302,7 +302,11 @@ class LocalFileIO(FileIO):
             j = i + 1
             while j < n and norms[j].rpartition("/")[0] == directory:
                 j += 1
-            out.extend(self._unlink_in(directory, norms[i:j]))
+            try:
+                out.extend(self._unlink_in(directory, norms[i:j]))
+            except BaseException as e:
+                note_deleted(e, out)   # the directories before (the inner ones are on e)
+                raise
             i = j
         return out
 
@@ -326,14 +330,20 @@ class LocalFileIO(FileIO):
             try:
                 real = os.readlink(f"/proc/self/fd/{fd}")
             except OSError:
-                return [p for p in norms if self._unlink(p)]
+                return FileIO._unlink_many(self, norms)
             if real.endswith(" (deleted)"):
                 return []   # removed since it was opened: its files are gone
             # What was opened, not what the path names now: checked like the gate checks.
-            self._resolver.check_real_dir(norms[0], real)
+            try:
+                self._resolver.check_real_dir(norms[0], real)
+            except UnsafePathError as e:
+                # (e.g. a parent swapped for a symlink out of the root since the gate's
+                # check): left, reported not deleted, like a directory that is a symlink now.
+                log.warning("not deleting %d files in %s: %s", len(norms), directory, e)
+                return []
             _AT.dir = (self, directory, fd)
             try:
-                return [p for p in norms if self._unlink(p)]
+                return FileIO._unlink_many(self, norms)
             finally:
                 _AT.dir = None
         finally:

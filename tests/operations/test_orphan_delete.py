@@ -116,3 +116,108 @@ def test_the_listing_is_held_as_one_string_per_directory(strays, table_path):
     # ... and what it selects from them is the same as a clean reports
     r = cleaner.clean()
     assert r.deleted_paths == sorted(f"dt=19723/hr=1/bucket-0/{n}" for n in names)
+
+
+# --- one directory refused or failing, among several ----------------------------------------
+
+@pytest.fixture
+def two_buckets(strays, table_path):
+    """The 300 strays of `strays` in hr=1, and 100 old strays in hr=2's bucket."""
+    bucket1, names1 = strays
+    bucket2 = table_path / "dt=19723" / "hr=2" / "bucket-0"
+    names2 = [f"data-stray2-{i}.parquet" for i in range(100)]
+    for n in names2:
+        (bucket2 / n).write_bytes(b"y" * 5)
+        _old(bucket2 / n)
+    return (bucket1, names1), (bucket2, names2)
+
+
+def _strays_left(bucket, prefix="data-stray"):
+    return sorted(n for n in os.listdir(bucket) if n.startswith(prefix))
+
+
+def test_a_parent_swapped_for_a_symlink_is_skipped_and_the_others_logged(
+        two_buckets, table_path, tmp_path):
+    (b1, n1), (b2, n2) = two_buckets
+    outside = tmp_path / "outside"
+    (outside / "bucket-0").mkdir(parents=True)
+    for n in n2:
+        (outside / "bucket-0" / n).write_bytes(b"precious")
+    parent = b2.parent
+
+    class SwapsParent(LocalFileIO):
+        def _unlink_in(self, directory, norms):
+            # hr=2 is reached after hr=1's first slice: its parent now leads out of the root
+            if directory == str(b2) and not os.path.islink(parent):
+                os.rename(parent, str(parent) + ".moved")
+                os.symlink(outside, parent)
+            return super()._unlink_in(directory, norms)
+
+    io = SwapsParent(str(table_path))
+    io.deletion_log = []
+    paths = [str(b1 / n) for n in n1] + [str(b2 / n) for n in n2]
+    with ThreadPoolExecutor(1) as pool:
+        deleted = io.delete_files(paths, pool)
+    # hr=2 is left (a warning, not an error), and what hr=1 lost is reported and logged.
+    assert sorted(deleted) == sorted(io.deletion_log) == sorted(str(b1 / n) for n in n1)
+    assert _strays_left(b1) == []
+    assert _strays_left(str(parent) + ".moved/bucket-0") == sorted(n2)
+    assert all((outside / "bucket-0" / n).read_bytes() == b"precious" for n in n2)
+
+
+def test_a_failing_slice_waits_for_the_others_and_logs_them_before_raising(
+        two_buckets, table_path):
+    (b1, n1), (b2, n2) = two_buckets
+    # An orphan replaced by a directory since it was selected: its slice raises.
+    (b2 / n2[0]).unlink()
+    (b2 / n2[0]).mkdir()
+
+    class Slow(LocalFileIO):
+        def _unlink(self, norm):
+            if norm.startswith(str(b1)):
+                time.sleep(0.001)   # hr=1's slices still run when hr=2's raises
+            return super()._unlink(norm)
+
+    io = Slow(str(table_path))
+    io.deletion_log = []
+    paths = [str(b1 / n) for n in n1] + [str(b2 / n) for n in n2]
+    with ThreadPoolExecutor(4) as pool:
+        with pytest.raises(UnsafePathError, match="refusing to delete directory"):
+            io.delete_files(paths, pool)
+        left = _strays_left(b1), _strays_left(b2)
+        time.sleep(0.05)
+        # nothing goes on unlinking after the call raised ...
+        assert (_strays_left(b1), _strays_left(b2)) == left
+    # ... every other slice finished, and all it deleted is in the deletion log
+    assert left[0] == []
+    gone = [str(b1 / n) for n in n1] + [str(b2 / n) for n in n2 if n not in left[1]]
+    assert sorted(io.deletion_log) == sorted(gone)
+    assert os.path.isdir(b2 / n2[0])
+
+
+def test_the_cli_reports_a_failed_run_with_what_was_deleted(
+        two_buckets, table_path, capsys, monkeypatch):
+    import json
+
+    from paimon_commit.cli import main
+    (b1, n1), (b2, n2) = two_buckets
+    orig = LocalFileIO._unlink_many
+
+    def replaces_an_orphan_by_a_directory(self, norms):
+        if norms and norms[0].startswith(str(b2)) and not os.path.isdir(b2 / n2[0]):
+            (b2 / n2[0]).unlink()
+            (b2 / n2[0]).mkdir()
+        return orig(self, norms)
+
+    monkeypatch.setattr(LocalFileIO, "_unlink_many", replaces_an_orphan_by_a_directory)
+    code = main(["remove-orphan-files", str(table_path), "--older-than-duration", "1 d",
+                 "--json"])
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert code == 1   # a failed run after deletes, not "invalid input, nothing touched"
+    assert "refusing to delete directory" in report["error"]
+    assert _strays_left(b1) == []
+    assert set(f"dt=19723/hr=1/bucket-0/{n}" for n in n1) <= set(report["files"])
+    assert report["deleted_files"] == len(report["files"]) >= len(n1)
+    gone = {f"dt=19723/hr=2/bucket-0/{n}" for n in n2 if not (b2 / n).exists()}
+    assert {f for f in report["files"] if "hr=2" in f} == gone
+    assert_intact(table_path)
