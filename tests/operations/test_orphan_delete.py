@@ -221,3 +221,14 @@ def test_the_cli_reports_a_failed_run_with_what_was_deleted(
     gone = {f"dt=19723/hr=2/bucket-0/{n}" for n in n2 if not (b2 / n).exists()}
     assert {f for f in report["files"] if "hr=2" in f} == gone
     assert_intact(table_path)
+
+
+def test_find_orphans_works_again_after_a_clean(two_buckets, table_path):
+    (_, n1), (_, n2) = two_buckets
+    cleaner = OrphanFilesCleaner(CleanContext(str(table_path), dry_run=True))
+    first = cleaner.clean()
+    from paimon_commit.operations.orphan_context import OrphanCleanResult
+    found, _ = cleaner.find_orphans(None, OrphanCleanResult(True, cleaner.ctx.older_than_ms))
+    # (the pool clean() used for statuses is shut down: not used again)
+    assert sorted(found.rel_paths(str(table_path))) == first.deleted_paths
+    assert len(first.deleted_paths) == len(n1) + len(n2)
