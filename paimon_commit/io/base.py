@@ -16,6 +16,7 @@ import posixpath
 import threading
 import uuid
 from abc import ABC, abstractmethod
+from concurrent.futures import as_completed
 from contextlib import contextmanager, nullcontext
 from typing import Callable, ContextManager, Dict, Iterable, Iterator, List, NamedTuple, \
     Optional, Tuple
@@ -326,13 +327,40 @@ class FileIO(ABC):
         with self.resolution_scope():   # each distinct directory resolved once per call
             norms = [self._check_inside(p) for p in paths]
         if executor is not None and self.unlinks_recheck_dirs and len(norms) > 64:
-            deleted = [p for part in executor.map(self._unlink_many, _dir_slices(norms))
-                       for p in part]
-        else:
+            return self._unlink_slices(executor, _dir_slices(norms))
+        try:
             deleted = self._unlink_many(norms)
+        except BaseException as e:
+            if self.deletion_log is not None:   # what went before the error is logged too
+                self.deletion_log.extend(deleted_before(e))
+            raise
         if self.deletion_log is not None:
             self.deletion_log.extend(deleted)
         return deleted
+
+    def _unlink_slices(self, executor, slices: List[List[str]]) -> List[str]:
+        """Unlink the slices on the executor, each slice's deletions logged as it completes.
+        If a slice raises, the others are still waited for and logged before the first
+        error is re-raised: a caller (the CLI) must learn what was deleted, and nothing goes
+        on unlinking after the call returned."""
+        futures = {executor.submit(self._unlink_many, s): i for i, s in enumerate(slices)}
+        parts: List[List[str]] = [[] for _ in slices]
+        error: Optional[BaseException] = None
+        for future in as_completed(futures):
+            try:
+                part = future.result()
+            except BaseException as e:   # noqa: B902 (re-raised below, after the others)
+                error = error or e
+                part = deleted_before(e)
+                if self.deletion_log is not None:
+                    self.deletion_log.extend(part)
+                continue
+            parts[futures[future]] = part
+            if self.deletion_log is not None:
+                self.deletion_log.extend(part)
+        if error is not None:
+            raise error
+        return [p for part in parts for p in part]
 
     def delete_empty_dir(self, path: str) -> bool:
         """Remove a directory only if it is empty; never the root, never recursively.
@@ -348,12 +376,35 @@ class FileIO(ABC):
         """Remove one file at a path the gate accepted (see delete_quietly)."""
 
     def _unlink_many(self, norms: List[str]) -> List[str]:
-        """Remove files at paths the gate accepted; the ones removed."""
-        return [p for p in norms if self._unlink(p)]
+        """Remove files at paths the gate accepted; the ones removed (if it raises, the ones
+        removed before are on the error: `deleted_before`)."""
+        out: List[str] = []
+        try:
+            for p in norms:
+                if self._unlink(p):
+                    out.append(p)
+        except BaseException as e:
+            note_deleted(e, out)
+            raise
+        return out
 
     def _rmdir(self, norm: str) -> bool:
         """Remove an empty directory at a path the gate accepted; False = left alone."""
         return False
+
+
+def note_deleted(error: BaseException, paths: List[str]) -> None:
+    """Record on an error raised mid-deletion the paths deleted before it (prepended to
+    any an inner call recorded), so that the caller can log them before re-raising."""
+    try:
+        error._paimon_deleted_before = list(paths) + deleted_before(error)  # type: ignore
+    except AttributeError:
+        pass   # an exception without attributes: nothing to add
+
+
+def deleted_before(error: BaseException) -> List[str]:
+    """The paths `note_deleted` recorded on `error` (none if it did not)."""
+    return list(getattr(error, "_paimon_deleted_before", ()))
 
 
 def _dir_slices(norms: List[str], size: int = 256) -> List[List[str]]:

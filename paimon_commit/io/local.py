@@ -9,7 +9,7 @@ import threading
 from typing import Callable, Dict, List, Optional, Tuple
 
 from ..errors import AtomicCreateUnsupportedError, UnsafePathError
-from .base import FileIO, FileStatus, LocalResolver, NameListing, _temp_name
+from .base import FileIO, FileStatus, LocalResolver, NameListing, _temp_name, note_deleted
 
 log = logging.getLogger(__name__)
 
@@ -20,6 +20,12 @@ __all__ = ["LocalFileIO"]
 
 #: Declared in options.py as CoreOptions.COMMIT_SINGLE_WRITER; repeated here for messages.
 SINGLE_WRITER_OPTION = "commit.single-writer"
+
+#: `_unlink_in` checks the directory it unlinks in against the root again after this many
+#: unlinks: bounds what a directory moved out of the root mid-run loses. Cost within noise
+#: (20,000 unlinks in 4 directories, 4 threads: median 0.229 s vs 0.238 s never re-checked;
+#: re-checked before every unlink: 0.628 s).
+RECHECK_EVERY = 16
 
 
 class LocalFileIO(FileIO):
@@ -302,7 +308,11 @@ class LocalFileIO(FileIO):
             j = i + 1
             while j < n and norms[j].rpartition("/")[0] == directory:
                 j += 1
-            out.extend(self._unlink_in(directory, norms[i:j]))
+            try:
+                out.extend(self._unlink_in(directory, norms[i:j]))
+            except BaseException as e:
+                note_deleted(e, out)   # the directories before (the inner ones are on e)
+                raise
             i = j
         return out
 
@@ -310,8 +320,9 @@ class LocalFileIO(FileIO):
         """Unlink paths of one directory relative to an open descriptor of it: the kernel
         resolves one name per file instead of the whole path, and the directory cannot be
         swapped for a symlink between the gate's check and the unlinks (it is opened without
-        following a symlink, and the directory opened is itself checked against the root).
-        Where the opened directory cannot be named (no /proc), path by path."""
+        following a symlink, and the directory opened is itself checked against the root,
+        before the first unlink and again every RECHECK_EVERY unlinks: a directory moved out
+        of the root meanwhile loses at most that many more of its selected orphans)."""
         try:
             fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except (FileNotFoundError, NotADirectoryError):
@@ -322,22 +333,51 @@ class LocalFileIO(FileIO):
             log.warning("not deleting %d files in %s: the directory is a symlink now",
                         len(norms), directory)
             return []
+        out: List[str] = []
         try:
-            try:
-                real = os.readlink(f"/proc/self/fd/{fd}")
-            except OSError:
-                return [p for p in norms if self._unlink(p)]
-            if real.endswith(" (deleted)"):
-                return []   # removed since it was opened: its files are gone
-            # What was opened, not what the path names now: checked like the gate checks.
-            self._resolver.check_real_dir(norms[0], real)
             _AT.dir = (self, directory, fd)
-            try:
-                return [p for p in norms if self._unlink(p)]
-            finally:
-                _AT.dir = None
+            for k in range(0, len(norms), RECHECK_EVERY):
+                if not self._opened_inside(directory, fd, norms[k], len(norms) - k):
+                    break
+                out.extend(FileIO._unlink_many(self, norms[k:k + RECHECK_EVERY]))
+        except BaseException as e:
+            note_deleted(e, out)   # the batches before (the failing one's are on e)
+            raise
         finally:
+            _AT.dir = None
             os.close(fd)
+        return out
+
+    def _opened_inside(self, directory: str, fd: int, path: str, left: int) -> bool:
+        """Whether the directory open at `fd` is (still) in the root: what was opened, not
+        what the path names now, checked like the gate checks. False (with a warning unless
+        it was removed) leaves its files, reported not deleted."""
+        try:
+            real = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            real = None
+        if real is None:
+            # No /proc (macOS, BSDs, sandboxes): the directory the path resolves to now,
+            # if it is the very directory opened (same device and inode).
+            real = os.path.realpath(directory)
+            try:
+                now, opened = os.stat(real), os.fstat(fd)
+            except OSError:
+                return False   # gone, with its files
+            if (now.st_dev, now.st_ino) != (opened.st_dev, opened.st_ino):
+                log.warning("not deleting %d files in %s: it is not the directory opened "
+                            "any more (moved or swapped since)", left, directory)
+                return False
+        elif real.endswith(" (deleted)"):
+            return False   # removed since it was opened: its files are gone
+        try:
+            self._resolver.check_real_dir(path, real)
+        except UnsafePathError as e:
+            # (e.g. a parent swapped for a symlink out of the root since the gate's check,
+            # or the directory moved out): left, like a directory that is a symlink now.
+            log.warning("not deleting %d files in %s: %s", left, directory, e)
+            return False
+        return True
 
     def _remove_own_temp(self, tmp: str) -> None:
         """Remove a temp file this storage just wrote (after a link or a failed replace).

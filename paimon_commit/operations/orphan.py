@@ -142,6 +142,8 @@ class OrphanFilesCleaner:
                     result.deleted_dirs = [self._rel(d) for d in self._remove_empty_dirs(dirs)]
             result.seconds["delete"] = time.perf_counter() - t
         finally:
+            # (not left pointing at a pool shut down: find_orphans may be called again)
+            self._stat_executor = None
             for pool in pools:
                 pool.shutdown(wait=True)
         # (distributed mode selects and deletes Candidates)
