@@ -1,6 +1,12 @@
 """Compaction's bins rewritten in forked worker processes (local storage): the same files and
-rows as on threads; a bin failing in a worker, or a worker dying, leaves nothing behind."""
+rows as on threads; a bin failing in a worker, or a worker dying, leaves nothing behind.
+
+Compaction forks only when no other thread runs, and the suite's process has some by the
+time this file runs (the Spark session's, the store servers'): the tests run in a fresh
+pytest process of their own (test_in_a_fresh_process), as a script or the CLI would."""
 import os
+import subprocess
+import sys
 
 import pyarrow as pa
 import pytest
@@ -35,6 +41,23 @@ def _fill(t, n=20, hrs=(1, 2)):
                                   hr=hr))
 
 
+IN_CHILD = os.environ.get("PAIMON_COMMIT_COMPACT_WORKERS_CHILD") == "1"
+in_child = pytest.mark.skipif(not IN_CHILD, reason="run by test_in_a_fresh_process")
+
+
+def test_in_a_fresh_process(tmp_path):
+    if IN_CHILD:
+        pytest.skip("this is the fresh process")
+    p = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--basetemp",
+         str(tmp_path / "child"), os.path.abspath(__file__)],
+        env={**os.environ, "PAIMON_COMMIT_COMPACT_WORKERS_CHILD": "1"},
+        cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+        capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-2000:]
+    assert "5 passed" in p.stdout, p.stdout[-2000:]
+
+
 @pytest.fixture(autouse=True)
 def fresh_process(monkeypatch):
     """Earlier tests of this pytest process started Arrow's thread pools; a compaction run
@@ -53,6 +76,7 @@ def _note_pid(monkeypatch, tmp_path):
     monkeypatch.setattr(BinRewriter, "rewrite_task", noting)
 
 
+@in_child
 @pytest.mark.parametrize("processes", [None, False])
 def test_worker_processes_and_threads_write_the_same_rows(table_path, tmp_path, monkeypatch,
                                                           processes):
@@ -78,6 +102,7 @@ def test_worker_processes_and_threads_write_the_same_rows(table_path, tmp_path, 
     assert_intact(table_path)
 
 
+@in_child
 def test_a_bin_failing_in_a_worker_deletes_the_files_of_every_bin(table_path):
     t = _table(table_path)
     _fill(t)
@@ -102,6 +127,7 @@ def test_a_bin_failing_in_a_worker_deletes_the_files_of_every_bin(table_path):
     assert t.latest_snapshot().id == 40
 
 
+@in_child
 def test_a_worker_process_that_dies_leaves_nothing_behind(table_path, monkeypatch):
     t = _table(table_path)
     _fill(t, hrs=(1,))
@@ -123,6 +149,7 @@ def test_a_worker_process_that_dies_leaves_nothing_behind(table_path, monkeypatc
     assert_intact(table_path)
 
 
+@in_child
 def test_threads_are_used_when_another_thread_runs(tmp_path, monkeypatch):
     # A fork copies only the forking thread: with another thread running, Python's or a
     # native one (counted by the OS), bins run on threads (a lock that thread held would
