@@ -4,6 +4,7 @@ cleanup and delete_tag with index manifests, index files and statistics. Java-wr
 of every changelog producer are in tests/java/test_changelog_lifecycle.py."""
 import dataclasses
 import io
+import json
 import os
 import time
 import uuid
@@ -86,8 +87,19 @@ def add_index_and_statistics(table, sid, index_files, stats=None):
 @pytest.fixture
 def cl_table(table_path):
     def make(**options):
-        return Table.create(str(table_path), make_rows([]).schema, partition_keys=["dt", "hr"],
-                            options={"write-only": "true", **options})
+        producer = options.pop("changelog-producer", None)
+        t = Table.create(str(table_path), make_rows([]).schema, partition_keys=["dt", "hr"],
+                         options={"write-only": "true", **options})
+        if producer is None:
+            return t
+        # Table.create refuses a producer on an append table (Paimon does too); these tests
+        # stand for a primary-key table's changelog files, so the option is put into the
+        # schema as another engine would have stored it.
+        schema_file = table_path / "schema" / "schema-0"
+        obj = json.loads(schema_file.read_text())
+        obj["options"]["changelog-producer"] = producer
+        schema_file.write_text(json.dumps(obj))
+        return Table.open(str(table_path))
     return make
 
 
