@@ -82,11 +82,15 @@ def refuse_storage_options(options: Mapping[str, Any], what: str, why: str) -> N
                 f"storage_options={{{key!r}: ...}} {why}")
 
 
-def check_branch_options(options: Mapping[str, Any], what: str) -> None:
-    """Refuse a branch other than main (before any I/O)."""
+def check_branch_options(options: Mapping[str, Any], what: str,
+                         prefix: str = "") -> None:
+    """Refuse a branch other than main (before any I/O). `prefix`: stripped from a key before
+    it is recognised (Spark's `paimon.`); the message names the key as given."""
     for key, value in options.items():
-        value = str(value)
-        if (key == "branch" and value != "main") or key in BRANCH_OPTION_NAMES:
+        name, value = str(key), str(value)
+        if prefix and name.startswith(prefix):
+            name = name[len(prefix):]
+        if (name == "branch" and value != "main") or name in BRANCH_OPTION_NAMES:
             raise OptionError(
                 f"{what}: option {key!r} = {value!r}: branches are not supported: this "
                 f"library reads and writes the main branch only (remove the option to act "
