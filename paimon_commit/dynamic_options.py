@@ -19,7 +19,9 @@ from .format.schema import TableSchema
 from .option_names import check_table_option_names
 from .options import OPTIONS, validate_options
 
-__all__ = ["IMMUTABLE_OPTION_NAMES", "check_dynamic_options", "with_dynamic_options"]
+__all__ = ["IMMUTABLE_OPTION_NAMES", "check_dynamic_options", "with_dynamic_options",
+           "check_branch_options", "check_changelog_producer", "refuse_storage_options",
+           "is_storage_option", "check_commit_options"]
 
 # Paimon's CoreOptions marked @Immutable (master of 2026): a table's layout, fixed when it is
 # created. Paimon refuses a dynamic option that changes one ("Change '...' is not supported
@@ -32,6 +34,96 @@ IMMUTABLE_OPTION_NAMES = frozenset("""
     force-lookup row-tracking.enabled data-evolution.enabled index-file-in-data-file-dir
     blob-field blob-descriptor-field blob-view-field pk-clustering-override
 """.split()) | {"bucket"}
+
+
+# Options that select the branch a handle acts on (Paimon's `branch` makes the handle that
+# branch's; the scan.*-branch ones read another branch): this library handles the main
+# branch only, and a handle silently on main would roll back or expire main's snapshots.
+BRANCH_OPTION_NAMES = frozenset("""
+    scan.fallback-branch scan.primary-branch scan.fallback-delta-branch
+    scan.fallback-snapshot-branch
+""".split())
+
+# Options that select what a read returns (Paimon's copy() time-travels to them).
+TIME_TRAVEL_OPTION_NAMES = frozenset("""
+    scan.snapshot-id scan.tag-name scan.timestamp-millis scan.timestamp scan.watermark
+    scan.version scan.creation-time-millis scan.file-creation-time-millis
+    incremental-between incremental-between-timestamp incremental-to-auto-tag
+""".split())
+
+# Options that decide a file's directory: readers build it from the table's stored options,
+# so a handle's own value would write files no other reader finds.
+PATH_OPTION_NAMES = frozenset({"partition.default-name", "partition.legacy-name"})
+_PATH_DEFAULTS = {"partition.default-name": "__DEFAULT_PARTITION__",
+                  "partition.legacy-name": "true"}
+
+# Credential-like parts of Hadoop-style keys this library does not map itself
+# (fs.s3a.bucket.<b>.secret.key, fs.azure.account.oauth2.client.secret, fs.oss.*, ...).
+_SECRET_WORDS = ("secret", "password", "key", "token", "credential", "sas")
+
+
+def is_storage_option(key: str) -> bool:
+    """True for a key that says how storage is reached (or holds a credential): it belongs
+    in `storage_options=`, never in the table's options (which every reader can read)."""
+    from .io.object_store_config import STORAGE_OPTION_NAMES
+    k = key.lower()
+    if k in STORAGE_OPTION_NAMES or k.startswith(("aws_", "google_", "azure_",
+                                                  "fs.azure.account.key.", "fs.oss.")):
+        return True
+    return k.startswith("fs.") and any(w in k for w in _SECRET_WORDS)
+
+
+def refuse_storage_options(options: Mapping[str, Any], what: str, why: str) -> None:
+    """OptionError naming the first storage key (never its value)."""
+    for key in options:
+        if is_storage_option(str(key)):
+            raise OptionError(
+                f"{what}: {key!r} is a storage option, not a table option: give it as "
+                f"storage_options={{{key!r}: ...}} {why}")
+
+
+def check_branch_options(options: Mapping[str, Any], what: str,
+                         prefix: str = "") -> None:
+    """Refuse a branch other than main (before any I/O). `prefix`: stripped from a key before
+    it is recognised (Spark's `paimon.`); the message names the key as given."""
+    for key, value in options.items():
+        name, value = str(key), str(value)
+        if prefix and name.startswith(prefix):
+            name = name[len(prefix):]
+        if (name == "branch" and value != "main") or name in BRANCH_OPTION_NAMES:
+            raise OptionError(
+                f"{what}: option {key!r} = {value!r}: branches are not supported: this "
+                f"library reads and writes the main branch only (remove the option to act "
+                f"on main)")
+
+
+def check_changelog_producer(options: Mapping[str, Any], primary_keys, what: str) -> None:
+    """Paimon refuses a changelog producer on a table without primary keys; here it would
+    also make expiration drop the files the table's changelogs read."""
+    value = options.get("changelog-producer")
+    if value is not None and not primary_keys and str(value).lower() != "none":
+        raise OptionError(
+            f"{what}: option 'changelog-producer' = {value!r} needs a table with primary "
+            f"keys: an append table has none (only 'none' is allowed)")
+
+
+def check_commit_options(options: Mapping[str, str], schema: TableSchema, what: str) -> None:
+    """Options given to one commit (new_commit(options=...), a Spark write's options): no
+    branch, no changelog producer on an append table, no option that moves files."""
+    check_branch_options(options, what)
+    check_changelog_producer(options, schema.primary_keys, what)
+    for key in sorted(PATH_OPTION_NAMES & set(options)):
+        if not _same_value(key, schema.options, str(options[key])):
+            raise OptionError(
+                f"{what}: option {key!r} = {options[key]!r} is not supported: it decides "
+                f"where files are written, which the table's options fix")
+
+
+def _same_value(key: str, stored: Mapping[str, str], value: str) -> bool:
+    now = stored.get(key, _PATH_DEFAULTS[key])
+    if key == "partition.legacy-name":
+        return now.strip().lower() == value.strip().lower()
+    return now == value
 
 
 def _strings(options: Mapping[str, Any]) -> Dict[str, str]:
@@ -52,16 +144,17 @@ def check_dynamic_options(options: Optional[Mapping[str, Any]],
     if not isinstance(options, Mapping):
         raise OptionError(f"{what}: options must be a mapping of table option names to "
                           f"values, got {type(options).__name__}")
-    from .io.object_store_config import STORAGE_OPTION_NAMES
     dynamic = _strings(options)
-    for key in dynamic:
-        k = key.lower()
-        if k in STORAGE_OPTION_NAMES or k.startswith(("aws_", "google_", "azure_",
-                                                      "fs.azure.account.key.")):
+    refuse_storage_options(dynamic, what, "(options= are table options, as in Table.create)")
+    check_branch_options(dynamic, what)
+    for key, value in dynamic.items():
+        if key in TIME_TRAVEL_OPTION_NAMES:
+            # Paimon's copy() time-travels to them; read_arrow reads the latest snapshot
+            # unless told otherwise, so accepting them would read the wrong data silently.
             raise OptionError(
-                f"{what}: {key!r} is a storage option, not a table option: give it as "
-                f"storage_options={{{key!r}: ...}} (options= are table options, as in "
-                f"Table.create)")
+                f"{what}: option {key!r} = {value!r} is not supported as a table option "
+                f"(the handle would read the latest snapshot): read a snapshot or a tag "
+                f"with read_arrow(snapshot_id=...) or read_arrow(tag=...)")
     check_table_option_names(dynamic, "table option",
                              "kept for this handle; nothing reads it", stacklevel=4)
     for key, value in dynamic.items():
@@ -76,6 +169,12 @@ def with_dynamic_options(schema: TableSchema, dynamic: Mapping[str, str],
     layout option and a combination the cross-option rules refuse (OptionError)."""
     stored = schema.options
     for key, value in dynamic.items():
+        if key in PATH_OPTION_NAMES and not _same_value(key, stored, value):
+            now = repr(stored[key]) if key in stored else "not set"
+            raise OptionError(
+                f"table option {key!r} = {value!r} cannot be given when opening {table} "
+                f"(it is {now} there): it decides the directories files are written to, "
+                f"and every other reader looks for them where the table's options say")
         if key in IMMUTABLE_OPTION_NAMES and stored.get(key) != value:
             now = repr(stored[key]) if key in stored else "not set"
             raise OptionError(
@@ -83,6 +182,7 @@ def with_dynamic_options(schema: TableSchema, dynamic: Mapping[str, str],
                 f"(it is {now} there): it fixes the table's layout, which only the table's "
                 f"creation sets")
     merged = {**stored, **dynamic}
+    check_changelog_producer(dynamic, schema.primary_keys, f"opening {table}")
     try:
         validate_options(merged)
     except OptionError as e:

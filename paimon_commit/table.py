@@ -9,7 +9,9 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import pyarrow as pa
 
-from .dynamic_options import check_dynamic_options, with_dynamic_options
+from .dynamic_options import (check_branch_options, check_changelog_producer,
+                              check_dynamic_options, refuse_storage_options,
+                              with_dynamic_options)
 from .errors import TableExistsError, UnsupportedTableError
 from .io import FileIO
 from .io import for_path as file_io_for_path
@@ -160,6 +162,11 @@ class Table(TableMaintenance):
             OptionError: an option is invalid.
         """
         path = str(path)
+        if options:   # before any I/O; the schema is readable by every reader of the table
+            refuse_storage_options(options, "Table.create",
+                                   "(table options are stored in the table's schema)")
+            check_branch_options(options, "Table.create")
+            check_changelog_producer(options, (), "Table.create")
         check_table_option_names(options)   # a typo of a Paimon name: a warning
         table_schema = TableSchema.from_arrow(schema, list(partition_keys), options,
                                               time_millis=int(time.time() * 1000))

@@ -84,6 +84,8 @@ class TableCommit:
             check_table_option_names(options, "commit option",
                                      "ignored: only Paimon's options act on a commit",
                                      stacklevel=4)
+            from .dynamic_options import check_commit_options
+            check_commit_options(overrides, store.schema, f"commit options of {store.path}")
             parsed = validate_options({**store.schema.options, **overrides})  # before any I/O
         else:
             parsed = store.options

@@ -242,14 +242,19 @@ class ExpireSnapshots(ChangelogExpiration):
         tags = self.tags.tags()  # an unreadable tag raises here, before any deletion
         plan.tag_names = sorted(t.name for t in tags)
         cfg = self.config
-        keep_append = cfg.changelog_decoupled and cfg.changelog_producer == "none"
+        others = self._tag_roots(tags) + self._changelog_roots()
+        # Long-lived changelogs already in changelog/ read the APPEND files of their deltas
+        # whatever the retention says now (it may have been lowered since they were made:
+        # dynamic or altered options): while any exists, those files wait for changelog
+        # expiration too; one no changelog reads is left to orphan cleanup at worst.
+        keep_append = cfg.changelog_producer == "none" and (
+            cfg.changelog_decoupled or any(r.kind == "changelog" for r in others))
         lineage = [(i, snaps.get(i)) for i in range(plan.begin + 1, max(snaps) + 1)]
         plan.add("data", self.reach.deleted_files(
             lineage, end, lambda: self._tag_data(tags, end), plan.skip,
             # The deltas are the changelog: APPEND files wait for changelog expiration.
             (lambda e: e.file_source in (None, APPEND_SOURCE)) if keep_append
             else (lambda e: False), self._readds))
-        others = self._tag_roots(tags) + self._changelog_roots()
         try:
             keep = self.reach.kept_after(
                 end, {i: s for i, s in snaps.items() if i > end},

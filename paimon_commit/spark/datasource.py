@@ -39,6 +39,7 @@ from ..io import redact_uri
 from ..io.object_store_config import storage_options
 from ..format import types as ptypes
 from ..format.commit_message import CommitMessage
+from ..dynamic_options import check_branch_options, check_commit_options, is_storage_option
 from ..options import OPTIONS, validate_options
 from ..table import Table
 from ..writer import SchemaMismatchError, message_paths
@@ -74,7 +75,20 @@ def _from_arrow_schema(schema: pa.Schema) -> StructType:
 
 
 def _table_options(options: Mapping[str, str]) -> Dict[str, str]:
-    return {k[len("paimon."):]: v for k, v in options.items() if k.startswith("paimon.")}
+    table = {k[len("paimon."):]: v for k, v in options.items() if k.startswith("paimon.")}
+    for key in table:
+        if is_storage_option(key):
+            # Table options are stored in the schema, readable by every reader of the table.
+            raise OptionError(
+                f"option 'paimon.{key}' is a storage option, not a table option: give it as "
+                f".option({key!r}, ...) (storage options are never written into the table)")
+    return table
+
+
+def _check_options(options: Mapping[str, str]) -> None:
+    """Before any I/O: no branch (this library acts on main only), no credential stored."""
+    _table_options(options)
+    check_branch_options(options, "the paimon data source", prefix="paimon.")
 
 
 def _write_options(options: Mapping[str, str]) -> Dict[str, str]:
@@ -103,6 +117,7 @@ def _open_or_create(options: Mapping[str, str], schema: StructType) -> Table:
     path = options.get("path")
     if not path:
         raise OptionError("the paimon data source needs a table path: .save(PATH)")
+    _check_options(options)
     try:
         return Table.open(path, storage_options=storage_options(options, path))
     except TableNotFoundError:
@@ -189,6 +204,7 @@ class PaimonBatchWriter(DataSourceArrowWriter):
         table = _open_or_create(options, schema)
         table.store.check_writable()  # on the driver, before any task writes a file
         _check_schema(table, schema)
+        check_commit_options(self.write_options, table.schema, f"write options of {table.path}")
         validate_options({**table.options, **self.write_options})
         self.path = table.path
         self.storage = storage_options(options, options.get("path"))  # s3.endpoint, ...
@@ -226,6 +242,7 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
         table = _open_or_create(options, schema)
         table.store.check_writable()  # on the driver, before any task writes a file
         _check_schema(table, schema)
+        check_commit_options(self.write_options, table.schema, f"write options of {table.path}")
         validate_options({**table.options, **self.write_options})
         self.path = table.path
         self.storage = storage_options(options, options.get("path"))  # s3.endpoint, ...
@@ -357,6 +374,7 @@ class PaimonDataSource(DataSource):
         path = self.options.get("path")
         if not path:
             raise OptionError("the paimon data source needs a table path: .load(PATH)")
+        _check_options(self.options)
         return _from_arrow_schema(
             Table.open(path, storage_options=storage_options(self.options, path)).arrow_schema())
 

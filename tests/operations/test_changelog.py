@@ -4,6 +4,7 @@ cleanup and delete_tag with index manifests, index files and statistics. Java-wr
 of every changelog producer are in tests/java/test_changelog_lifecycle.py."""
 import dataclasses
 import io
+import json
 import os
 import time
 import uuid
@@ -86,8 +87,19 @@ def add_index_and_statistics(table, sid, index_files, stats=None):
 @pytest.fixture
 def cl_table(table_path):
     def make(**options):
-        return Table.create(str(table_path), make_rows([]).schema, partition_keys=["dt", "hr"],
-                            options={"write-only": "true", **options})
+        producer = options.pop("changelog-producer", None)
+        t = Table.create(str(table_path), make_rows([]).schema, partition_keys=["dt", "hr"],
+                         options={"write-only": "true", **options})
+        if producer is None:
+            return t
+        # Table.create refuses a producer on an append table (Paimon does too); these tests
+        # stand for a primary-key table's changelog files, so the option is put into the
+        # schema as another engine would have stored it.
+        schema_file = table_path / "schema" / "schema-0"
+        obj = json.loads(schema_file.read_text())
+        obj["options"]["changelog-producer"] = producer
+        schema_file.write_text(json.dumps(obj))
+        return Table.open(str(table_path))
     return make
 
 
@@ -365,4 +377,34 @@ def test_changelogs_expired_concurrently_do_not_shift_ids_and_earliest(
     assert again.expired_changelogs == [4] and changelog_ids(table_path) == [5, 6]
     assert (cl_dir / "EARLIEST").read_text() == "5"
     assert_changelogs_readable(t)
+    assert_intact(table_path)
+
+
+def test_lowered_changelog_retention_keeps_what_existing_changelogs_read(table_path):
+    """Audit F5: long-lived changelogs exist (decoupled lifecycle); a handle then lowers the
+    changelog retention below the snapshot one (no longer decoupled) and expires snapshots
+    after a compaction replaced the APPEND files those changelogs read. The changelogs stay
+    (no changelog expiration runs when not decoupled), so their files must stay too."""
+    path = str(table_path)
+    Table.create(path, make_rows([]).schema, partition_keys=["dt", "hr"], options={
+        "snapshot.num-retained.min": "1", "snapshot.num-retained.max": "2",
+        "snapshot.time-retained": "1 ms", "changelog.num-retained.min": "50",
+        "changelog.num-retained.max": "50", "changelog.time-retained": "1 d",
+        "write-only": "true"})
+    t = Table.open(path)
+    for i in range(5):
+        write(t, make_rows([i], hr=1))
+    time.sleep(0.01)
+    t.expire_snapshots()
+    assert changelog_ids(table_path) == [1, 2, 3, 4]
+    t.compact(options={"compaction.min.file-num": "2"})   # replaces the 5 APPEND files
+    write(t, make_rows([10], hr=1))
+    write(t, make_rows([11], hr=1))
+    time.sleep(0.01)
+    lowered = Table.open(path, options={"changelog.num-retained.min": "1",
+                                        "changelog.num-retained.max": "1",
+                                        "changelog.time-retained": "1 ms"})
+    assert lowered.expire_snapshots().to_dict()["expired_snapshots"] == 3
+    assert changelog_ids(table_path) == [1, 2, 3, 4]
+    assert_changelogs_readable(Table.open(path))
     assert_intact(table_path)

@@ -243,3 +243,31 @@ def test_save_into_a_primary_key_table_is_refused_on_the_driver(sp, path):
     with pytest.raises(Exception, match="need a merge by key"):
         sp.read.format("paimon").load(str(path)).collect()
     assert sorted(str(p.relative_to(path)) for p in path.rglob("*") if p.is_file()) == before
+
+
+def test_refused_options_write_nothing(sp, path):
+    """Audit F: a credential given as a table option (paimon.<key>) would be stored in
+    schema-0; a branch would be written as main; a changelog producer on this append table
+    would make post-commit expiration drop what its changelogs read. All refused on the
+    driver, before any file (the credential's value never in the message)."""
+    with pytest.raises(Exception) as e:
+        frame(sp, range(3)).write.format("paimon").option("paimon.s3.secret-key", "TOPSECRET") \
+            .mode("append").save(str(path))
+    assert "option 'paimon.s3.secret-key' is a storage option, not a table option: give it " \
+           "as .option('s3.secret-key', ...)" in str(e.value)
+    assert "TOPSECRET" not in str(e.value)
+    assert not path.exists()
+    with pytest.raises(Exception, match="option 'branch' = 'b1': branches are not supported"):
+        frame(sp, range(3)).write.format("paimon").option("branch", "b1") \
+            .mode("append").save(str(path))
+    assert not path.exists()
+    frame(sp, range(3)).write.format("paimon").mode("append").save(str(path))
+    before = sorted(str(p.relative_to(path)) for p in path.rglob("*") if p.is_file())
+    with pytest.raises(Exception, match="option 'changelog-producer' = 'input' needs a table "
+                                        "with primary keys"):
+        frame(sp, range(3, 6)).write.format("paimon").option("changelog-producer", "input") \
+            .mode("append").save(str(path))
+    with pytest.raises(Exception, match="option 'paimon.branch' = 'b1': branches are not"):
+        sp.read.format("paimon").option("paimon.branch", "b1").load(str(path)).collect()
+    assert sorted(str(p.relative_to(path)) for p in path.rglob("*") if p.is_file()) == before
+    assert ids_of(path) == [0, 1, 2]
