@@ -34,7 +34,7 @@ from .format.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Root", "Reachability", "ReAdds", "NameHashes", "KeptIndex", "KeptNames",
+__all__ = ["Root", "Reachability", "ReAdds", "KeptIndex", "KeptNames",
            "Unreadable", "UNREADABLE", "APPEND_SOURCE", "collector_paused"]
 
 # Errors that mean "this file cannot be read": absent, or not a valid Paimon file.
@@ -170,24 +170,6 @@ class KeptNames:
 
     def __contains__(self, name: object) -> bool:
         return name in self.names or self.last.get(name, -1) >= self.end  # type: ignore
-
-
-class NameHashes:
-    """A set of file names held as their hashes (an int per name, about half the memory of
-    the names). `name in used` is True for every name added, and for an unused name only
-    on a hash collision: a collision keeps a file, it never deletes one."""
-
-    def __init__(self, names: Iterable[str] = ()) -> None:
-        self._hashes: Set[int] = set(map(hash, names))
-
-    def update(self, names: Iterable[str]) -> None:
-        self._hashes.update(map(hash, names))
-
-    def __contains__(self, name: object) -> bool:
-        return hash(name) in self._hashes
-
-    def __len__(self) -> int:
-        return len(self._hashes)
 
 
 class Reachability:
@@ -438,15 +420,6 @@ class Reachability:
         for m, needed in manifests.items():
             names.update(manifest_names(self.mio, m, needed))
         return names
-
-    def used_name_hashes(self, roots: Iterable[Root]) -> "NameHashes":
-        """used_names as NameHashes: what orphan cleanup of a table with millions of live
-        files holds (an int per name, not the name). Raises Unreadable."""
-        names, manifests = self.used_metadata(roots)
-        used = NameHashes(names)
-        for m, needed in manifests.items():   # one manifest at a time, names dropped after
-            used.update(manifest_names(self.mio, m, needed))
-        return used
 
     # --- what may be deleted: tolerant ---------------------------------------------------
     def unused_metadata(self, s: Snapshot, lists: Iterable[str], keep: Set[str],
