@@ -37,7 +37,7 @@ this file: a slow commit re-creating a snapshot id that was published and expire
 failing with FileNotFoundError when its base was expired mid-attempt. Either showing up again
 fails the soak.
 
-Writers run 15 s in `make test` (about 35 s in all), 120 s with PAIMON_COMMIT_FULL_FAULTS=1
+Writers run 10 s in `make test` (about 25 s in all), 120 s with PAIMON_COMMIT_FULL_FAULTS=1
 (override with PAIMON_COMMIT_SOAK_SECONDS; seed with PAIMON_COMMIT_SOAK_SEED). The figures are
 printed (pytest -s) and written to <tmp>/soak-summary.json.
 """
@@ -59,7 +59,7 @@ from paimon_commit.operations.expire import ExpireConfig, ExpireSnapshots
 from paimon_commit.operations.orphan import CleanContext, OrphanFilesCleaner
 
 FULL = os.environ.get("PAIMON_COMMIT_FULL_FAULTS") == "1"
-SECONDS = float(os.environ.get("PAIMON_COMMIT_SOAK_SECONDS") or (120 if FULL else 15))
+SECONDS = float(os.environ.get("PAIMON_COMMIT_SOAK_SECONDS") or (120 if FULL else 10))
 SEED = int(os.environ.get("PAIMON_COMMIT_SOAK_SEED") or 7)
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "soak_worker.py")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
