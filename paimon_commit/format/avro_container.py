@@ -156,18 +156,27 @@ def _fast(data: bytes) -> Optional[List[Dict[str, Any]]]:
 
 def _blocks(data: bytes) -> Optional[Iterator[Iterator[Dict[str, Any]]]]:
     """Per block, an iterator over its records; None for a codec read only by fastavro."""
+    found = _decoded_blocks(data)
+    if found is None:
+        return None
+    schema = _parsed_schema(found[0])
+    return (_records(block, count, schema) for count, block in found[1])
+
+
+def _decoded_blocks(data: bytes) -> Optional[Tuple[bytes, Iterator[Tuple[int, bytes]]]]:
+    """(writer schema JSON, the (record count, decompressed block) of each block, lazily);
+    None for a codec only fastavro reads. Raises _Malformed on a malformed container."""
     meta, sync, pos = _header(data)
     codec = meta.get("avro.codec", b"null")
     if codec not in (b"null", b"deflate", b"zstandard") or "avro.schema" not in meta:
         return None
     if codec == b"zstandard" and _zstd is None:
         return None
-    return _each_block(data, meta, sync, pos, codec)
+    return meta["avro.schema"], _each_block(data, sync, pos, codec)
 
 
-def _each_block(data: bytes, meta: Dict[str, bytes], sync: bytes, pos: int, codec: bytes
-                ) -> Iterator[Iterator[Dict[str, Any]]]:
-    schema = _parsed_schema(meta["avro.schema"])
+def _each_block(data: bytes, sync: bytes, pos: int, codec: bytes
+                ) -> Iterator[Tuple[int, bytes]]:
     end = len(data)
     while pos < end:
         count, pos = _long(data, pos)
@@ -179,7 +188,7 @@ def _each_block(data: bytes, meta: Dict[str, bytes], sync: bytes, pos: int, code
         if data[pos:pos + 16] != sync:
             raise _Malformed()
         pos += 16
-        yield _records(block, count, schema)
+        yield count, block
 
 
 def _records(block: bytes, count: int, schema: Any) -> Iterator[Dict[str, Any]]:
@@ -232,23 +241,7 @@ def raw_blocks(data: bytes) -> Optional[Tuple[bytes, List[Tuple[int, bytes]]]]:
     """(writer schema JSON, [(record count, decompressed block)]) of a container file, for
     decoders of their own; None when the codec is one only fastavro reads. Raises on a
     malformed container."""
-    meta, sync, pos = _header(data)
-    codec = meta.get("avro.codec", b"null")
-    if codec not in (b"null", b"deflate", b"zstandard") or "avro.schema" not in meta:
+    found = _decoded_blocks(data)
+    if found is None:
         return None
-    if codec == b"zstandard" and _zstd is None:
-        return None
-    out: List[Tuple[int, bytes]] = []
-    end = len(data)
-    while pos < end:
-        count, pos = _long(data, pos)
-        size, pos = _long(data, pos)
-        if count < 0 or size < 0 or pos + size + 16 > end:
-            raise _Malformed()
-        block = _decompress(codec, data[pos:pos + size])
-        pos += size
-        if data[pos:pos + 16] != sync:
-            raise _Malformed()
-        pos += 16
-        out.append((count, block))
-    return meta["avro.schema"], out
+    return found[0], list(found[1])

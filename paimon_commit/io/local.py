@@ -82,9 +82,13 @@ class LocalFileIO(FileIO):
     def entries_of_listed(self, listing: NameListing, names) -> List[Tuple[str, int, int]]:
         if listing.statuses is not None:
             return super().entries_of_listed(listing, names)
-        names = list(names)
+        return self._regular_entries(listing.directory, list(names))
+
+    def _regular_entries(self, directory: str, names: List[str]) -> List[Tuple[str, int, int]]:
+        """(name, size, mtime ms) of the named entries that are regular files (never
+        following a symlink); vanished ones left out."""
         out: List[Tuple[str, int, int]] = []
-        fd = self._open_listed_dir(listing.directory) if names else None
+        fd = self._open_listed_dir(directory) if names else None
         if fd is None:
             return out
         stat, isreg, append = os.stat, _stat.S_ISREG, out.append
@@ -118,34 +122,9 @@ class LocalFileIO(FileIO):
     def list_status_of(self, directory: str, names: List[str]) -> List[FileStatus]:
         """The status of the named entries of a directory that are regular files (never
         following a symlink: a symlink is not a regular file); vanished ones left out."""
-        out: List[FileStatus] = []
-        if not names:
-            return out
-        try:
-            # Relative to an open descriptor of the directory: the kernel resolves one
-            # component per file instead of the whole path (measured ~15% faster per file).
-            # O_NOFOLLOW: a directory replaced by a symlink since it was listed is not entered.
-            fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-        except (FileNotFoundError, NotADirectoryError):
-            return out
-        except OSError as e:
-            if e.errno != errno.ELOOP:
-                raise
-            return out   # a symlink now
         prefix = directory.rstrip("/") + "/"
-        stat, isreg, append = os.stat, _stat.S_ISREG, out.append
-        try:
-            for name in names:
-                try:
-                    st = stat(name, dir_fd=fd, follow_symlinks=False)
-                except (FileNotFoundError, NotADirectoryError):
-                    continue   # removed since the listing
-                if isreg(st.st_mode):
-                    append(FileStatus(prefix + name, name, st.st_size,
-                                      st.st_mtime_ns // 1_000_000, False))
-        finally:
-            os.close(fd)
-        return out
+        return [FileStatus(prefix + name, name, size, mtime, False)
+                for name, size, mtime in self._regular_entries(directory, names)]
 
     def file_versions(self, directory: str) -> Optional[Dict[str, str]]:
         # inode + change time + size: a re-created file (temp file + link) is a new inode,
