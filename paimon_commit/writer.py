@@ -101,12 +101,19 @@ def _dictionary_columns(sample: pa.Table) -> List[str]:
     """Columns worth dictionary encoding, judged on the first rows of a file: pyarrow encodes
     every column by default, which costs time and, for unique values, space."""
     n = sample.num_rows
+    limit = max(1, n * DICTIONARY_MAX_RATIO)
+    # A prefix of 2 x limit rows with more than `limit` distinct values already decides
+    # "no", at a fifth of the hashing: columns of unique values (ids, names) are the common
+    # case, and counting them was most of the cost of a small file (compaction writes many).
+    prefix = min(n, int(2 * limit))
     out = []
     for name in sample.column_names:
         col = sample.column(name)
         if pa.types.is_nested(col.type):
             continue
-        if pc.count_distinct(col).as_py() <= max(1, n * DICTIONARY_MAX_RATIO):
+        if prefix < n and pc.count_distinct(col.slice(0, prefix)).as_py() > limit:
+            continue
+        if pc.count_distinct(col).as_py() <= limit:
             out.append(name)
     return out
 

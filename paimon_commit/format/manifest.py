@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import datetime as _dt
 import io
-from dataclasses import dataclass, replace
+import json
+from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 import fastavro
 
 from ..errors import CorruptMetadataError, OptionError
+from .entry_codec import decode_entries, encode_entries
 from .avro_container import iter_records, out_of_memory, raw_blocks, read_records
 from .file_refs import compile_list_reader, compile_reader
 from .binary_row import EMPTY_ROW
@@ -157,7 +159,10 @@ class ManifestEntry:
                 f.embedded_file_index, f.external_path)
 
     def as_delete(self) -> "ManifestEntry":
-        return replace(self, kind=FileKind.DELETE)
+        # not dataclasses.replace: a compaction makes one per input file, and replace
+        # costs ten times the constructor
+        return ManifestEntry(FileKind.DELETE, self.partition, self.bucket, self.total_buckets,
+                             self.file)
 
     def to_record(self) -> Dict[str, Any]:
         return {"_VERSION": MANIFEST_VERSION, "_KIND": self.kind, "_PARTITION": self.partition,
@@ -324,11 +329,61 @@ def _decode_version_error(record: Dict[str, Any], path: str) -> None:
               f"files come from Paimon < 0.9 and must be recreated)")
 
 
+_entry_headers: Dict[str, bytes] = {}
+
+
+def _entry_header(codec: str) -> bytes:
+    """fastavro's header of a manifest in `codec`, without its (random) sync marker."""
+    h = _entry_headers.get(codec)
+    if h is None:
+        h = _entry_headers[codec] = _encode(_PARSED_ENTRY, (), codec)[:-16]
+    return h
+
+
 def encode_manifest(entries: Sequence[ManifestEntry], codec: str) -> bytes:
-    return _encode(_PARSED_ENTRY, (e.to_record() for e in entries), codec)
+    data = encode_entries(entries, codec, _entry_header(codec))
+    if data is None:   # a codec entry_codec leaves to fastavro
+        data = _encode(_PARSED_ENTRY, (e.to_record() for e in entries), codec)
+    return data
+
+
+_own_schema: Dict[bytes, bool] = {}
+
+
+def _is_own_schema(text: bytes) -> bool:
+    """Whether a writer schema is MANIFEST_ENTRY_SCHEMA (ours and pypaimon's), which
+    entry_codec decodes; cached by its JSON text."""
+    own = _own_schema.get(text)
+    if own is None:
+        try:
+            own = json.loads(text) == MANIFEST_ENTRY_SCHEMA
+        except ValueError:
+            own = False
+        if len(_own_schema) > 64:
+            _own_schema.clear()
+        _own_schema[text] = own
+    return own
+
+
+def _own_entries(data: bytes) -> Optional[List[ManifestEntry]]:
+    """The entries of a manifest written with MANIFEST_ENTRY_SCHEMA, through entry_codec;
+    None for any other schema or codec (fastavro reads those)."""
+    raw = raw_blocks(data)
+    if raw is None or not _is_own_schema(raw[0]):
+        return None
+    out: List[ManifestEntry] = []
+    for count, block in raw[1]:
+        out.extend(decode_entries(block, count))
+    return out
 
 
 def decode_manifest(data: bytes, path: str) -> List[ManifestEntry]:
+    try:
+        fast = _own_entries(data)
+    except Exception:  # noqa: BLE001 - fastavro below reads it, or says what is wrong
+        fast = None
+    if fast is not None:
+        return fast
     try:
         return [ManifestEntry.from_record(r) for r in _decode(data, path)]
     except (KeyError, TypeError) as e:

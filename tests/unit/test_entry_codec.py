@@ -1,0 +1,188 @@
+"""The manifest entry codec (format/entry_codec.py) against fastavro, the independent oracle:
+the files it writes decode in fastavro to the same records, their blocks hold byte for byte
+what fastavro encodes, and what it decodes equals what fastavro's records give; anything
+else (another schema, a damaged block) is read by fastavro as before."""
+import io
+import os
+import random
+
+import fastavro
+import pyarrow as pa
+import pytest
+
+from paimon_commit.errors import CorruptMetadataError
+from paimon_commit.format.avro_container import raw_blocks
+from paimon_commit.format.entry_codec import Malformed, decode_entries
+from paimon_commit.format.manifest import (
+    _PARSED_ENTRY, DataFileMeta, FileKind, ManifestEntry, SimpleStats, _own_entries,
+    decode_manifest, encode_manifest)
+from tests.oracle import pp_create, pp_write
+
+
+def _opt(rng, value):
+    return None if rng.random() < 0.3 else value
+
+
+def _text(rng, n):
+    return "".join(rng.choice("abcé/-_日0") for _ in range(n))
+
+
+def _long(rng):
+    return rng.choice([0, 1, -1, 63, -64, 64, -65, 127, 128, 2 ** 31, -(2 ** 31),
+                       2 ** 63 - 1, -(2 ** 63), rng.randrange(-(2 ** 40), 2 ** 40)])
+
+
+def _stats(rng):
+    nc = _opt(rng, tuple(_opt(rng, _long(rng)) for _ in range(rng.choice([0, 1, 3, 70]))))
+    return SimpleStats(os.urandom(rng.choice([0, 8, 63, 64, 300])),
+                       os.urandom(rng.choice([0, 8, 200])), nc)
+
+
+def random_entries(n, seed):
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        f = DataFileMeta(
+            file_name=_text(rng, rng.choice([1, 40, 63, 64, 200])), file_size=_long(rng),
+            row_count=_long(rng), schema_id=_long(rng),
+            min_key=os.urandom(rng.choice([0, 5])), max_key=os.urandom(rng.choice([0, 70])),
+            key_stats=_stats(rng), value_stats=_stats(rng),
+            min_sequence_number=_long(rng), max_sequence_number=_long(rng),
+            level=rng.randrange(-3, 100),
+            extra_files=tuple(_text(rng, 9) for _ in range(rng.choice([0, 1, 65]))),
+            creation_time=_opt(rng, rng.randrange(-(2 ** 40), 2 ** 42)), delete_row_count=_opt(rng, _long(rng)),
+            embedded_file_index=_opt(rng, os.urandom(rng.choice([0, 100]))),
+            file_source=_opt(rng, rng.choice([0, 1, 2 ** 30])),
+            value_stats_cols=_opt(rng, tuple(_text(rng, 3) for _ in range(rng.choice([0, 4])))),
+            external_path=_opt(rng, "s3://b/" + _text(rng, 80)),
+            first_row_id=_opt(rng, _long(rng)),
+            write_cols=_opt(rng, tuple(_text(rng, 2) for _ in range(rng.choice([0, 2])))),
+            write_cols_sequences=_opt(rng, tuple(_long(rng) for _ in range(rng.choice([0, 3])))))
+        out.append(ManifestEntry(rng.choice([FileKind.ADD, FileKind.DELETE]),
+                                 os.urandom(rng.choice([0, 16, 100])), rng.randrange(-2, 9),
+                                 rng.randrange(-1, 9), f))
+    return out
+
+
+def fastavro_file(entries, codec):
+    buf = io.BytesIO()
+    fastavro.writer(buf, _PARSED_ENTRY, [e.to_record() for e in entries], codec=codec)
+    return buf.getvalue()
+
+
+def payload(data):
+    schema, blocks = raw_blocks(data)
+    return schema, b"".join(b for _, b in blocks), sum(c for c, _ in blocks)
+
+
+@pytest.mark.parametrize("codec", ["null", "deflate", "zstandard"])
+@pytest.mark.parametrize("n,seed", [(0, 0), (1, 1), (40, 2), (900, 3)])
+def test_written_files_are_what_fastavro_writes(codec, n, seed):
+    entries = random_entries(n, seed)
+    ours = encode_manifest(entries, codec)
+    theirs = fastavro_file(entries, codec)
+    # fastavro reads our file back to the same entries ...
+    assert [ManifestEntry.from_record(r) for r in fastavro.reader(io.BytesIO(ours))] == entries
+    # ... and its blocks hold exactly fastavro's encoding, under fastavro's header text
+    assert payload(ours) == payload(theirs)
+    assert fastavro.reader(io.BytesIO(ours)).codec == codec
+
+
+@pytest.mark.parametrize("codec", ["null", "deflate", "zstandard"])
+@pytest.mark.parametrize("n,seed", [(1, 4), (900, 5)])
+def test_decoded_entries_are_what_fastavro_reads(codec, n, seed):
+    entries = random_entries(n, seed)
+    data = fastavro_file(entries, codec)
+    fast = _own_entries(data)
+    assert fast is not None            # the codec decoded it, not the fallback
+    oracle = [ManifestEntry.from_record(r) for r in fastavro.reader(io.BytesIO(data))]
+    assert fast == oracle == entries
+    assert decode_manifest(data, "m") == oracle
+
+
+def test_other_codecs_go_through_fastavro():
+    entries = random_entries(30, 6)
+    data = encode_manifest(entries, "bzip2")
+    assert fastavro.reader(io.BytesIO(data)).codec == "bzip2"
+    assert decode_manifest(data, "m") == entries
+
+
+def test_pypaimon_written_manifests_decode_as_fastavro_reads_them(tmp_path):
+    path = tmp_path / "wh" / "db.db" / "t"
+    schema = pa.schema([("id", pa.int64()), ("p", pa.string())])
+    pp_create(path, schema, partition_keys=["p"])
+    for i in range(3):
+        pp_write(path, pa.table({"id": [i, i + 10], "p": ["a", f"b{i}"]}, schema=schema))
+    names = [n for n in os.listdir(path / "manifest")
+             if n.startswith("manifest-") and not n.startswith("manifest-list-")]
+    assert names
+    for n in names:
+        data = (path / "manifest" / n).read_bytes()
+        oracle = [ManifestEntry.from_record(r) for r in fastavro.reader(io.BytesIO(data))]
+        assert decode_manifest(data, n) == oracle
+
+
+def test_another_schema_is_left_to_fastavro():
+    # A writer schema that differs from ours (here: one optional field less) is never
+    # read with our field order.
+    import copy
+    from paimon_commit.format.manifest import MANIFEST_ENTRY_SCHEMA
+    other = copy.deepcopy(MANIFEST_ENTRY_SCHEMA)
+    other["fields"][5]["type"]["fields"] = [
+        f for f in other["fields"][5]["type"]["fields"] if f["name"] != "_FIRST_ROW_ID"]
+    entries = random_entries(20, 7)
+    records = [e.to_record() for e in entries]
+    for r in records:
+        del r["_FILE"]["_FIRST_ROW_ID"]
+    buf = io.BytesIO()
+    fastavro.writer(buf, fastavro.parse_schema(other), records)
+    assert _own_entries(buf.getvalue()) is None
+    got = decode_manifest(buf.getvalue(), "m")
+    assert [e.file.first_row_id for e in got] == [None] * 20
+    assert [e.file.file_name for e in got] == [e.file.file_name for e in entries]
+
+
+@pytest.mark.parametrize("damage", ["truncate", "extend", "union", "length", "version"])
+def test_damaged_blocks_raise_and_the_file_fails_as_before(damage):
+    entries = random_entries(5, 8)
+    data = encode_manifest(entries, "null")
+    _, blocks = raw_blocks(data)
+    (count, block), = blocks
+    if damage == "truncate":
+        bad = block[:-3]
+    elif damage == "extend":
+        bad = block + b"\x00"
+    elif damage == "union":
+        # the last byte of the last record is _WRITE_COLS_SEQUENCES's branch or the array's
+        # end; a branch byte of 4 names no branch of ["null", T]
+        entries2 = random_entries(1, 9)
+        e = entries2[0]
+        e = ManifestEntry(e.kind, e.partition, e.bucket, e.total_buckets,
+                          DataFileMeta(**{**e.file.__dict__, "write_cols_sequences": None}))
+        block = raw_blocks(encode_manifest([e], "null"))[1][0][1]
+        assert block[-1] == 0
+        count, bad = 1, block[:-1] + b"\x04"
+    elif damage == "length":
+        # _PARTITION's length (third byte) made ~134M: past the end of the block
+        bad = block[:2] + b"\xfe\xff\xff\x7f" + block[3:]
+    else:
+        bad = b"\x06" + block[1:]                  # _VERSION 3
+    with pytest.raises((Malformed, IndexError, UnicodeDecodeError)):
+        decode_entries(bad, count)
+
+
+def test_a_damaged_manifest_names_the_file():
+    data = bytearray(encode_manifest(random_entries(50, 10), "null"))
+    data[len(data) // 2: len(data) // 2 + 40] = b"\xff" * 40
+    with pytest.raises(CorruptMetadataError, match="manifest-x"):
+        decode_manifest(bytes(data), "manifest-x")
+
+
+def test_a_version_other_than_2_is_refused_by_name():
+    entries = random_entries(3, 11)
+    records = [e.to_record() for e in entries]
+    records[1]["_VERSION"] = 3
+    buf = io.BytesIO()
+    fastavro.writer(buf, _PARSED_ENTRY, records)
+    with pytest.raises(CorruptMetadataError, match="unsupported _VERSION 3"):
+        decode_manifest(buf.getvalue(), "m")
