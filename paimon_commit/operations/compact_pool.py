@@ -81,14 +81,15 @@ def _rewrite_in_threads(rewriter: BinRewriter, tasks: Sequence[CompactTask], wor
         rewriter.rewrite_task(task, ratio, out, io_pool)
 
     try:
-        # The first bin runs alone: the stored size per input byte it learns sizes the
-        # files of the others (see Ratio).
-        one(tasks[0])
+        rest = tasks
+        if _learn_first(rewriter, tasks):
+            one(tasks[0])
+            rest = tasks[1:]
         if bin_pool is None:
-            for task in tasks[1:]:
+            for task in rest:
                 one(task)
         else:
-            futures = [bin_pool.submit(one, task) for task in tasks[1:]]
+            futures = [bin_pool.submit(one, task) for task in rest]
             # The first failure stops the bins not started; the running ones finish
             # (or fail) before the caller's abort looks for their files.
             wait(futures, return_when=FIRST_EXCEPTION)
@@ -105,9 +106,25 @@ def _rewrite_in_threads(rewriter: BinRewriter, tasks: Sequence[CompactTask], wor
         io_pool.shutdown(wait=True, cancel_futures=True)
 
 
-# The rewriter of the forked workers: set in the parent just before the fork, inherited by
-# the children's memory (nothing of it is pickled).
+#: A bin is cut into several files only when its inputs hold at least the target size once
+#: converted by the learned stored-bytes ratio (see compact_rewrite.Ratio); below
+#: 1 / RATIO_BOUND of the target, a bin is one file for any ratio up to RATIO_BOUND.
+RATIO_BOUND = 4
+
+
+def _learn_first(rewriter: BinRewriter, tasks: Sequence[CompactTask]) -> bool:
+    """Whether the first bin runs alone, so that the stored size per input byte it learns
+    sizes the files of the others: only when some bin is large enough to be cut. Otherwise
+    (many small files: every bin becomes one file) all bins start at once, and no core
+    waits for the first."""
+    return any(t.input_bytes * RATIO_BOUND >= rewriter.target_file_size for t in tasks)
+
+
+# The rewriter and the tasks of the forked workers: set in the parent just before the fork,
+# inherited by the children's memory (nothing of them is pickled: pickling the 10,000
+# manifest entries of a compaction's tasks there and back cost 0.25 CPU seconds).
 _WORKER_REWRITER: Optional[BinRewriter] = None
+_WORKER_TASKS: Sequence[CompactTask] = ()
 _FORK_LOCK = threading.Lock()
 _WORKER_IO: Optional[ThreadPoolExecutor] = None
 
@@ -152,12 +169,13 @@ class _BinOutcome:
     error: Optional[BaseException] = None
 
 
-def _worker_rewrite(task: CompactTask, ratio: Ratio, name: str) -> _BinOutcome:
-    """In a worker process: one bin. Never raises for the bin's own failure: the files
-    it finished are deleted here (they were never handed to a commit) and the error is
-    returned, so that the parent learns which files went."""
+def _worker_rewrite(index: int, ratio: Ratio, name: str) -> _BinOutcome:
+    """In a worker process: bin `index` of _WORKER_TASKS. Never raises for the bin's own
+    failure: the files it finished are deleted here (they were never handed to a commit)
+    and the error is returned, so that the parent learns which files went."""
     rewriter = _WORKER_REWRITER
     assert rewriter is not None, "compaction worker started without its rewriter"
+    task = _WORKER_TASKS[index]
     io = rewriter.store.io
     io.deletion_log = []
     out = Rewritten(task, [], [])
@@ -204,12 +222,12 @@ def _rewrite_in_processes(rewriter: BinRewriter, tasks: Sequence[CompactTask], w
                           done: List[Rewritten], on_files: Callable[[int], None]) -> bool:
     """The bins in forked worker processes. False (nothing done) when the pool cannot be
     started: the caller then uses threads."""
-    global _WORKER_REWRITER
+    global _WORKER_REWRITER, _WORKER_TASKS
     st = rewriter.store
     names = [f"{uuid.uuid4()}" for _ in tasks]
     pool: Optional[ProcessPoolExecutor] = None
     with _FORK_LOCK:
-        _WORKER_REWRITER = rewriter
+        _WORKER_REWRITER, _WORKER_TASKS = rewriter, tasks
         try:
             with warnings.catch_warnings():
                 # Python >= 3.12 warns about forking a process with OS threads; Arrow's own
@@ -217,24 +235,26 @@ def _rewrite_in_processes(rewriter: BinRewriter, tasks: Sequence[CompactTask], w
                 warnings.simplefilter("ignore", DeprecationWarning)
                 pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(
                     "fork"))
-                first = pool.submit(_worker_rewrite, tasks[0], Ratio(), names[0])
+                first = pool.submit(_worker_rewrite, 0, Ratio(), names[0])
         except Exception as e:  # noqa: BLE001 - e.g. no processes allowed: threads then
             log.info("compaction of %s: worker processes unavailable (%s); using threads",
                      st.path, e)
             if pool is not None:
                 pool.shutdown(wait=True, cancel_futures=True)
-            _WORKER_REWRITER = None
+            _WORKER_REWRITER, _WORKER_TASKS = None, ()
             return False
     ratio = Ratio()
     futures: Dict[Future, int] = {}
     error: Optional[BaseException] = None
+    learn_first = _learn_first(rewriter, tasks)
     try:
-        # The first bin alone: the stored size per input byte it learns sizes the files of
-        # the others (see Ratio).
-        error = _collect(first, 0, tasks, names, done, ratio, on_files, rewriter)
+        if learn_first:
+            error = _collect(first, 0, tasks, names, done, ratio, on_files, rewriter)
         if error is None:
-            futures = {pool.submit(_worker_rewrite, t, ratio, names[i]): i
-                       for i, t in enumerate(tasks) if i > 0}
+            futures = {pool.submit(_worker_rewrite, i, ratio, names[i]): i
+                       for i in range(1, len(tasks))}
+            if not learn_first:
+                futures[first] = 0
             for f in as_completed(futures):
                 error = _collect(f, futures[f], tasks, names, done, ratio, on_files, rewriter)
                 if error is not None:
@@ -257,7 +277,7 @@ def _rewrite_in_processes(rewriter: BinRewriter, tasks: Sequence[CompactTask], w
                         _collect(f, i, tasks, names, done, ratio, on_files, rewriter)
         pool.shutdown(wait=True, cancel_futures=True)
         with _FORK_LOCK:
-            _WORKER_REWRITER = None
+            _WORKER_REWRITER, _WORKER_TASKS = None, ()
     if error is not None:
         raise error
     return True

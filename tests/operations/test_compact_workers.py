@@ -55,7 +55,7 @@ def test_in_a_fresh_process(tmp_path):
         cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
         capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-2000:]
-    assert "5 passed" in p.stdout, p.stdout[-2000:]
+    assert "7 passed" in p.stdout, p.stdout[-2000:]
 
 
 @pytest.fixture(autouse=True)
@@ -78,17 +78,23 @@ def _note_pid(monkeypatch, tmp_path):
 
 @in_child
 @pytest.mark.parametrize("processes", [None, False])
+@pytest.mark.parametrize("target", ["32 kb", "2 mb"])
 def test_worker_processes_and_threads_write_the_same_rows(table_path, tmp_path, monkeypatch,
-                                                          processes):
+                                                          processes, target):
+    # 32 kb: bins are cut into several files, the first bin runs alone to learn the stored
+    # size per input byte; 2 mb: every bin is one file, all bins start at once.
     marks = tmp_path / "marks"
     marks.mkdir()
     t = _table(table_path)
     _fill(t)
     before = rows(pp_read(table_path))
     _note_pid(monkeypatch, marks)
-    job = AppendCompaction(t.store, options={"file-operation.thread-num": "2"})
+    job = AppendCompaction(t.store, options={"file-operation.thread-num": "2",
+                                             "target-file-size": target,
+                                             "compaction.min.file-num": "2"})
     plan = job.plan()
     assert len(plan.tasks) >= 2
+    assert compact_pool._learn_first(job._rewriter, plan.tasks) is (target == "32 kb")
     job.commit(plan, job.rewrite(plan, processes=processes))
     pids = {int(p.name[4:]) for p in marks.iterdir()}
     if processes is None:   # forked workers, not this process
