@@ -224,3 +224,17 @@ def test_status_of_listed_names_is_regular_files_only(tmp_path, make_io):
     assert (a.path, a.size, a.is_dir, a.is_symlink) == (str(d / "a"), 3, False, False)
     assert abs(a.mtime_ms - os.stat(d / "a").st_mtime_ns // 1_000_000) <= 1
     assert io.list_names_deferred(str(root / "missing")).names == []
+
+
+def test_local_read_bytes_reads_whole_files_of_any_size(tmp_path):
+    from paimon_commit.io.local import _READ_CHUNK, LocalFileIO
+    io = LocalFileIO(str(tmp_path))
+    for size in (0, 1, _READ_CHUNK - 1, _READ_CHUNK, _READ_CHUNK + 1, 3 * _READ_CHUNK + 5):
+        p = tmp_path / f"f{size}"
+        data = os.urandom(size)
+        p.write_bytes(data)
+        assert io.read_bytes(str(p)) == data
+    with pytest.raises(FileNotFoundError):
+        io.read_bytes(str(tmp_path / "absent"))
+    with pytest.raises(IsADirectoryError):
+        io.read_bytes(str(tmp_path))
