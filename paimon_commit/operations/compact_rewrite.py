@@ -223,12 +223,18 @@ class BinRewriter:
     def load(self, entry: ManifestEntry) -> pa.Table:
         """One input file as stored. A small file is fetched whole (one request) and parsed
         from memory on the calling thread: a third of the time pyarrow's dataset reader
-        takes per small file; a large one goes through the FileIO's parquet reader."""
+        takes per small file; a large one goes through the FileIO's parquet reader.
+
+        A small file's partition columns are not decoded: Paimon's readers (Java's and
+        pypaimon's) take a partition column from the file's partition, never from the file,
+        so that is what the rows hold (`rows` fills them in); decoding them was a third of
+        parsing a small file."""
         st = self.store
         path = st.data_file_path(entry)
         try:
             if entry.file.file_size <= WHOLE_FILE_BYTES:
-                return _parse_parquet(st.io.read_bytes(path))
+                return _parse_parquet(st.io.read_bytes(path),
+                                      self.schema(entry.file.schema_id).partition_keys)
             return st.io.read_parquet(path)
         except FileNotFoundError:
             raise CompactionConflictError(
@@ -265,7 +271,7 @@ class BinRewriter:
         return pa.Table.from_arrays(cols, schema=target)
 
 
-def _parse_parquet(data: bytes) -> pa.Table:
+def _parse_parquet(data: bytes, skip: Sequence[str] = ()) -> pa.Table:
     """The rows of a parquet file held in memory, as stored. pre_buffer off: the bytes are
     in memory already, and pre-buffering hands every column chunk to Arrow's I/O threads
     and waits for them (on a busy machine, waiting for those threads to be scheduled took
@@ -275,9 +281,28 @@ def _parse_parquet(data: bytes) -> pa.Table:
     if _ParquetReader is not None:
         reader = _ParquetReader()
         reader.open(pa.BufferReader(data), pre_buffer=False)
-        return reader.read_all(use_threads=False)
+        return reader.read_all(column_indices=_columns_without(reader, skip),
+                               use_threads=False)
     return pq.ParquetFile(pa.BufferReader(data), pre_buffer=False).read(  # pragma: no cover
         use_threads=False)
+
+
+def _columns_without(reader: Any, skip: Sequence[str]) -> Optional[List[int]]:
+    """The file's column indices without the top-level columns named in `skip`, or None
+    (every column: nothing to skip, or nothing else left to read, whose row count would be
+    lost). Only names without a dot: the reader's name lookup joins nested names with
+    dots, so "a.b" could name a field inside a struct "a"."""
+    drop = set()
+    for name in skip:
+        if "." not in name:
+            try:
+                drop.add(reader.column_name_idx(name))
+            except KeyError:
+                pass
+    if not drop:
+        return None
+    cols = [i for i in range(reader.metadata.num_columns) if i not in drop]
+    return cols or None
 
 
 def read_ahead(files: Sequence[ManifestEntry], load: Callable[[ManifestEntry], pa.Table],
