@@ -20,6 +20,7 @@ from .format import paths as P
 from .format.manifest import DataFileMeta, ManifestEntry
 from .format.schema import TableSchema
 from .format.snapshot import Consumer, Snapshot, Tag
+from .format.types import constant_array
 from .operations.tag_ops import RollbackResult, TagDeleteResult, TagOperations
 from .option_names import check_table_option_names
 from .options import parse_duration_ms, validate_options
@@ -79,7 +80,7 @@ def file_rows(t: pa.Table, partition: Mapping[str, Any], target: pa.Schema) -> p
                 col = col.cast(pa.timestamp(unit, tz=field.type.tz))
             cols.append(col.cast(field.type))
         elif field.name in partition:
-            cols.append(pa.array([partition[field.name]] * t.num_rows, type=field.type))
+            cols.append(constant_array(partition[field.name], field.type, t.num_rows))
         else:
             cols.append(pa.nulls(t.num_rows, type=field.type))
     return pa.Table.from_arrays(cols, schema=target)

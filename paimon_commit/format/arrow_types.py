@@ -6,6 +6,9 @@ The rest of the library imports these names from :mod:`paimon_commit.format.type
 
 from __future__ import annotations
 
+import array
+import datetime as _dt
+import struct
 from typing import Any, Callable, Dict, List, Optional, Union
 
 import pyarrow as pa
@@ -267,3 +270,45 @@ def _field_to_arrow(field: Dict[str, Any], with_description: bool = True) -> pa.
 def paimon_fields_to_arrow_schema(fields: List[Dict[str, Any]]) -> pa.Schema:
     """Arrow schema for schema-JSON fields, as pypaimon builds it (descriptions as metadata)."""
     return pa.schema([_field_to_arrow(f) for f in fields])
+
+
+# --- constant columns ----------------------------------------------------------------------
+_EPOCH = _dt.date(1970, 1, 1)
+_FIXED = {pa.int8(): "<b", pa.int16(): "<h", pa.int32(): "<i", pa.int64(): "<q",
+          pa.uint8(): "<B", pa.uint16(): "<H", pa.uint32(): "<I", pa.uint64(): "<Q",
+          pa.float32(): "<f", pa.float64(): "<d"}
+
+
+def constant_array(value: Any, type_: pa.DataType, n: int) -> pa.Array:
+    """`n` copies of the Python `value` as an array of `type_` (a partition column filled
+    from its partition). Built from buffers for the common partition types: any conversion
+    of a Python value by pyarrow (pa.scalar, pa.array) imports pandas when it is installed,
+    to recognise pandas objects, which cost a compaction worker 40 MB and half a second.
+    Other types go through pa.scalar."""
+    if value is None:
+        return pa.nulls(n, type_)
+    try:
+        if type_ in _FIXED and not isinstance(value, bool) and \
+                isinstance(value, (int, float)):
+            data = struct.pack(_FIXED[type_], value) * n
+            return pa.Array.from_buffers(type_, n, [None, pa.py_buffer(data)])
+        if type_ == pa.bool_() and isinstance(value, bool):
+            data = (b"\xff" if value else b"\x00") * ((n + 7) // 8)
+            return pa.Array.from_buffers(type_, n, [None, pa.py_buffer(data)])
+        if type_ == pa.date32() and type(value) is _dt.date:
+            data = struct.pack("<i", (value - _EPOCH).days) * n
+            return pa.Array.from_buffers(type_, n, [None, pa.py_buffer(data)])
+        if type_ in (pa.string(), pa.large_string(), pa.binary(), pa.large_binary()) and \
+                isinstance(value, (str, bytes)) and \
+                isinstance(value, str) == (type_ in (pa.string(), pa.large_string())):
+            raw = value.encode("utf-8") if isinstance(value, str) else value
+            large = type_ in (pa.large_string(), pa.large_binary())
+            offsets = array.array("q" if large else "i", range(0, (n + 1) * len(raw), len(raw))
+                                  if raw else [0] * (n + 1))
+            if not large and len(raw) * n >= 1 << 31:
+                raise OverflowError("more than 2 GB in one string column")
+            return pa.Array.from_buffers(type_, n, [None, pa.py_buffer(offsets.tobytes()),
+                                                    pa.py_buffer(raw * n)])
+    except (struct.error, OverflowError):
+        pass   # pa.scalar below says what is wrong with the value
+    return pa.repeat(pa.scalar(value, type=type_), n)

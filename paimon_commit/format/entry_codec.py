@@ -40,6 +40,12 @@ def _long(n: int) -> bytes:
     b = _SMALL.get(n)
     if b is not None:
         return b
+    if type(n) is not int:
+        # what fastavro wrote: a number with an integral value (2421.0), as that int
+        if isinstance(n, float) and n.is_integer() or isinstance(n, int):
+            n = int(n)
+        else:
+            raise TypeError(f"{n!r} is not an integer")
     n = (n << 1) ^ (n >> 63)
     if n >> 64:
         raise OverflowError(f"{n} does not fit an Avro long")
@@ -93,10 +99,58 @@ def _stats(s, out: bytearray) -> None:
     out += b"\x00"
 
 
+_I32 = 1 << 31
+#: Fields of Avro type "int" (32 bits): Java reads a larger value as another number, or
+#: fails on the whole manifest.
+_INT_FIELDS = (("_KIND", lambda e: e.kind), ("_BUCKET", lambda e: e.bucket),
+               ("_TOTAL_BUCKETS", lambda e: e.total_buckets), ("_LEVEL", lambda e: e.file.level),
+               ("_FILE_SOURCE", lambda e: e.file.file_source))
+#: The other scalar fields, for the error of an entry that cannot be encoded.
+_FIELDS = (("_PARTITION", lambda e: e.partition, bytes),
+           ("_FILE_NAME", lambda e: e.file.file_name, str),
+           ("_FILE_SIZE", lambda e: e.file.file_size, int),
+           ("_ROW_COUNT", lambda e: e.file.row_count, int),
+           ("_MIN_SEQUENCE_NUMBER", lambda e: e.file.min_sequence_number, int),
+           ("_MAX_SEQUENCE_NUMBER", lambda e: e.file.max_sequence_number, int),
+           ("_SCHEMA_ID", lambda e: e.file.schema_id, int),
+           ("_DELETE_ROW_COUNT", lambda e: e.file.delete_row_count, (int, type(None))),
+           ("_FIRST_ROW_ID", lambda e: e.file.first_row_id, (int, type(None))))
+
+
+def _bad_entry(e, error: BaseException) -> ValueError:
+    """The error for an entry that cannot be written: the field and the data file named."""
+    f = getattr(e, "file", None)
+    name = getattr(f, "file_name", "?")
+    for field, get in _INT_FIELDS:
+        try:
+            v = get(e)
+        except AttributeError:
+            continue
+        if v is not None and (not isinstance(v, int) or not -_I32 <= v < _I32):
+            return ValueError(f"manifest entry of data file {name!r}: {field} = {v!r} is not "
+                              f"a 32-bit int (Avro int)")
+    for field, get, want in _FIELDS:
+        try:
+            v = get(e)
+        except AttributeError:
+            continue
+        if not isinstance(v, want) or isinstance(v, int) and not -(1 << 63) <= v < 1 << 63:
+            return ValueError(f"manifest entry of data file {name!r}: {field} = {v!r} cannot "
+                              f"be written (expected {getattr(want, '__name__', 'int or None')}"
+                              f" in Avro's range)")
+    return ValueError(f"manifest entry of data file {name!r} cannot be written: "
+                      f"{type(error).__name__}: {error}")
+
+
 def _entry(e, out: bytearray) -> None:
     """One record, field by field in MANIFEST_ENTRY_SCHEMA's order; an optional field is the
     union ["null", T]: branch 0 (byte 0) for None, branch 1 (byte 2) and the value."""
     f = e.file
+    src = f.file_source
+    if not (-_I32 <= e.kind < _I32 and -_I32 <= e.bucket < _I32 and
+            -_I32 <= e.total_buckets < _I32 and -_I32 <= f.level < _I32 and
+            (src is None or -_I32 <= src < _I32)):
+        raise _bad_entry(e, OverflowError("int field out of range"))
     out += b"\x04"                               # _VERSION 2
     out += _long(e.kind)
     _bytes(e.partition, out)
@@ -114,7 +168,11 @@ def _entry(e, out: bytearray) -> None:
     out += _long(f.schema_id)
     out += _long(f.level)
     _strings(f.extra_files, out)
-    _opt_long(f.creation_time, out)
+    ct = f.creation_time
+    if ct is not None and not isinstance(ct, int):
+        from .manifest import _ms   # a datetime (fastavro's reading of the field): its millis
+        ct = _ms(ct)
+    _opt_long(ct, out)
     _opt_long(f.delete_row_count, out)
     if f.embedded_file_index is None:
         out += b"\x00"
@@ -180,7 +238,14 @@ def encode_entries(entries: Sequence, codec: str, header: bytes) -> Optional[byt
     block = bytearray()
     count = 0
     for e in entries:
-        _entry(e, block)
+        mark = len(block)
+        try:
+            _entry(e, block)
+        except ValueError:
+            raise
+        except (TypeError, OverflowError, AttributeError) as error:
+            del block[mark:]
+            raise _bad_entry(e, error) from None
         count += 1
         if len(block) >= BLOCK_BYTES:
             _block(out, block, count, compress, sync)
@@ -216,6 +281,8 @@ def _rlong(b: bytes, pos: int):
         pos += 1
         n |= (c & 0x7F) << shift
         if c < 128:
+            if n >> 64:   # bits beyond a long: fastavro and Java keep the low 64; we refuse
+                raise Malformed("varint beyond 64 bits")
             return (n >> 1) ^ -(n & 1), pos
         shift += 7
         if shift > 63:

@@ -18,6 +18,7 @@ from .arrow_types import (
     FieldIdCounter,
     arrow_schema_to_paimon_fields,
     arrow_to_paimon,
+    constant_array,
     paimon_fields_to_arrow_schema,
     paimon_to_arrow,
 )
@@ -38,6 +39,7 @@ from .atomic_types import (
 from .python_values import check_python_value, decimal_to_unscaled, parse_python_value
 
 __all__ = [
+    "constant_array",
     "MAX_LENGTH",
     "AtomicType",
     "PaimonType",

@@ -46,14 +46,20 @@ class LocalFileIO(FileIO):
     def read_bytes(self, path: str) -> bytes:
         # os.read on a descriptor: no buffered file object around it (a compaction reads
         # thousands of small files, and the file object cost twice the read)
-        # (until a read returns nothing: a short read is not taken for the end of the file)
+        # One read of the size fstat gives (+1, to see the end), then reads until one
+        # returns nothing: a short read is not taken for the end of the file, and a file
+        # that grew meanwhile is read whole. One buffer of the file's size in the common
+        # case (reading in chunks and joining them held the file twice).
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         try:
-            parts = []
+            first = os.read(fd, os.fstat(fd).st_size + 1)
+            if not first:
+                return first
+            parts = [first]
             while True:
                 part = os.read(fd, _READ_CHUNK)
                 if not part:
-                    return parts[0] if len(parts) == 1 else b"".join(parts)
+                    return first if len(parts) == 1 else b"".join(parts)
                 parts.append(part)
         finally:
             os.close(fd)

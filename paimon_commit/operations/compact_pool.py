@@ -247,16 +247,22 @@ def _rewrite_in_processes(rewriter: BinRewriter, tasks: Sequence[CompactTask], w
     futures: Dict[Future, int] = {}
     error: Optional[BaseException] = None
     learn_first = _learn_first(rewriter, tasks)
+    # Every submitted bin is in `futures` from its submit on: the cleanup below collects
+    # (and so sweeps or aborts) the files of any bin not collected when something fails,
+    # the first bin's included, even if a later submit raises.
+    futures[first] = 0
     try:
+        pending: Dict[Future, int] = {}
         if learn_first:
             error = _collect(first, 0, tasks, names, done, ratio, on_files, rewriter)
+        else:
+            pending[first] = 0
         if error is None:
-            futures = {pool.submit(_worker_rewrite, i, ratio, names[i]): i
-                       for i in range(1, len(tasks))}
-            if not learn_first:
-                futures[first] = 0
-            for f in as_completed(futures):
-                error = _collect(f, futures[f], tasks, names, done, ratio, on_files, rewriter)
+            for i in range(1, len(tasks)):
+                f = pool.submit(_worker_rewrite, i, ratio, names[i])
+                futures[f] = pending[f] = i
+            for f in as_completed(pending):
+                error = _collect(f, pending[f], tasks, names, done, ratio, on_files, rewriter)
                 if error is not None:
                     break
     except BaseException as e:   # interrupted while waiting: stop, then raise
@@ -278,6 +284,10 @@ def _rewrite_in_processes(rewriter: BinRewriter, tasks: Sequence[CompactTask], w
         pool.shutdown(wait=True, cancel_futures=True)
         with _FORK_LOCK:
             _WORKER_REWRITER, _WORKER_TASKS = None, ()
+    if isinstance(error, BrokenProcessPool):   # raised by a submit, not by one bin
+        raise CompactionError(
+            f"compaction of {st.path}: a worker process died ({error}); the files its bins "
+            f"wrote were deleted; nothing is committed") from error
     if error is not None:
         raise error
     return True

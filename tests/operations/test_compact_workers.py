@@ -55,7 +55,7 @@ def test_in_a_fresh_process(tmp_path):
         cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
         capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-2000:]
-    assert "7 passed" in p.stdout, p.stdout[-2000:]
+    assert "8 passed" in p.stdout, p.stdout[-2000:]
 
 
 @pytest.fixture(autouse=True)
@@ -152,6 +152,47 @@ def test_a_worker_process_that_dies_leaves_nothing_behind(table_path, monkeypatc
         AppendCompaction(t.store, options={"file-operation.thread-num": "2"}).run()
     assert files_under(table_path) == before
     assert t.latest_snapshot().id == 20
+    assert_intact(table_path)
+
+
+@in_child
+def test_a_pool_broken_between_submits_leaves_nothing_behind(table_path, monkeypatch):
+    # All bins start at once (no first bin alone); bin 0's worker dies after writing a file
+    # before the parent submits bin 1, whose submit then raises: bin 0's files are still
+    # found and deleted, and the error names the compaction.
+    from concurrent.futures import wait
+    t = _table(table_path)
+    _fill(t)
+    parent = os.getpid()
+    real = BinRewriter._roll
+
+    def roll_then_die(self, writer, task, out, fed, ratio):
+        real(self, writer, task, out, fed, ratio)
+        if os.getpid() != parent and task is compact_pool._WORKER_TASKS[0]:
+            os._exit(3)
+
+    class Pool(compact_pool.ProcessPoolExecutor):
+        first = None
+
+        def submit(self, fn, *args, **kwargs):
+            if self.first is None:
+                self.first = super().submit(fn, *args, **kwargs)
+                return self.first
+            wait([self.first])      # bin 0's worker is dead before bin 1 is submitted
+            return super().submit(fn, *args, **kwargs)
+
+    monkeypatch.setattr(BinRewriter, "_roll", roll_then_die)
+    monkeypatch.setattr(compact_pool, "ProcessPoolExecutor", Pool)
+    job = AppendCompaction(t.store, options={"file-operation.thread-num": "2",
+                                             "target-file-size": "2 mb",
+                                             "compaction.min.file-num": "2"})
+    plan = job.plan()
+    assert len(plan.tasks) >= 2 and not compact_pool._learn_first(job._rewriter, plan.tasks)
+    before = files_under(table_path)
+    with pytest.raises(CompactionError, match="worker process"):
+        job.rewrite(plan)
+    assert files_under(table_path) == before
+    assert t.latest_snapshot().id == 40
     assert_intact(table_path)
 
 

@@ -186,3 +186,55 @@ def test_a_version_other_than_2_is_refused_by_name():
     fastavro.writer(buf, _PARSED_ENTRY, records)
     with pytest.raises(CorruptMetadataError, match="unsupported _VERSION 3"):
         decode_manifest(buf.getvalue(), "m")
+
+
+def test_a_varint_beyond_64_bits_is_left_to_fastavro():
+    # A 10-byte varint whose last byte carries bits beyond a long: fastavro (like Avro Java)
+    # keeps the low 64 bits; our decoder refuses the block, and fastavro reads the file.
+    import dataclasses
+    e = random_entries(1, 12)[0]
+    e = ManifestEntry(e.kind, e.partition, e.bucket, e.total_buckets,
+                      dataclasses.replace(e.file, file_name="f", file_size=2 ** 62))
+    data = encode_manifest([e], "null")
+    long_bytes = bytes([0x80] * 8 + [0x80, 0x01])       # 2**63 zigzag-encoded = 2**62
+    bad = data.replace(long_bytes, bytes([0x82] + [0x80] * 8 + [0x03]))
+    assert bad != data
+    with pytest.raises(Malformed):
+        decode_entries(raw_blocks(bad)[1][0][1], 1)
+    oracle = [ManifestEntry.from_record(r) for r in fastavro.reader(io.BytesIO(bad))]
+    assert decode_manifest(bad, "m") == oracle
+
+
+@pytest.mark.parametrize("field,value", [("kind", 2 ** 31), ("bucket", -(2 ** 31) - 1),
+                                         ("total_buckets", 2 ** 35), ("level", 2 ** 40),
+                                         ("file_source", 2 ** 35)])
+def test_avro_int_fields_beyond_32_bits_are_refused_by_name(field, value):
+    import dataclasses
+    e = random_entries(1, 13)[0]
+    if field in ("level", "file_source"):
+        e = ManifestEntry(e.kind, e.partition, e.bucket, e.total_buckets,
+                          dataclasses.replace(e.file, file_name="data-x.parquet",
+                                              **{field: value}))
+    else:
+        e = dataclasses.replace(e, file=dataclasses.replace(e.file, file_name="data-x.parquet"),
+                                **{field: value})
+    with pytest.raises(ValueError, match=rf"data file 'data-x.parquet': _{field.upper()} = "
+                                         rf"{value} is not a 32-bit int"):
+        encode_manifest([e], "zstandard")
+
+
+def test_values_fastavro_wrote_are_written_the_same_or_refused_by_name():
+    import dataclasses
+    import datetime
+    e = random_entries(1, 14)[0]
+    f = dataclasses.replace(e.file, file_name="data-y.parquet", file_size=2421.0, row_count=3.0,
+                            creation_time=datetime.datetime(2026, 1, 1, 12, 0))
+    ours = encode_manifest([ManifestEntry(e.kind, e.partition, e.bucket, e.total_buckets, f)],
+                           "null")
+    theirs = fastavro_file([ManifestEntry(e.kind, e.partition, e.bucket, e.total_buckets, f)],
+                           "null")
+    assert payload(ours) == payload(theirs)
+    bad = dataclasses.replace(f, file_size=2421.5)
+    with pytest.raises(ValueError, match=r"data file 'data-y.parquet': _FILE_SIZE = 2421.5"):
+        encode_manifest([ManifestEntry(e.kind, e.partition, e.bucket, e.total_buckets, bad)],
+                        "null")
