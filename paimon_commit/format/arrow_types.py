@@ -29,6 +29,7 @@ __all__ = [
     "arrow_to_paimon",
     "arrow_schema_to_paimon_fields",
     "paimon_to_arrow",
+    "constant_array",
     "paimon_fields_to_arrow_schema",
 ]
 
