@@ -174,38 +174,30 @@ def _entry(e, out: bytearray) -> None:
         ct = _ms(ct)
     _opt_long(ct, out)
     _opt_long(f.delete_row_count, out)
-    if f.embedded_file_index is None:
-        out += b"\x00"
-    else:
-        out += b"\x02"
-        _bytes(f.embedded_file_index, out)
+    _opt(f.embedded_file_index, _bytes, out)
     _opt_long(f.file_source, out)
-    if f.value_stats_cols is None:
-        out += b"\x00"
-    else:
-        out += b"\x02"
-        _strings(f.value_stats_cols, out)
-    if f.external_path is None:
-        out += b"\x00"
-    else:
-        out += b"\x02"
-        _string(f.external_path, out)
+    _opt(f.value_stats_cols, _strings, out)
+    _opt(f.external_path, _string, out)
     _opt_long(f.first_row_id, out)
-    if f.write_cols is None:
+    _opt(f.write_cols, _strings, out)
+    _opt(f.write_cols_sequences, _longs, out)
+
+
+def _opt(v, write, out: bytearray) -> None:
+    """The union ["null", T]: branch 0 (byte 0) for None, else branch 1 (byte 2) and v."""
+    if v is None:
         out += b"\x00"
     else:
         out += b"\x02"
-        _strings(f.write_cols, out)
-    wcs = f.write_cols_sequences
-    if wcs is None:
-        out += b"\x00"
-    else:
-        out += b"\x02"
-        if wcs:
-            out += _long(len(wcs))
-            for v in wcs:
-                out += _long(v)
-        out += b"\x00"
+        write(v, out)
+
+
+def _longs(v, out: bytearray) -> None:
+    if v:
+        out += _long(len(v))
+        for x in v:
+            out += _long(x)
+    out += b"\x00"
 
 
 def _zstd(block: bytes) -> bytes:
@@ -326,6 +318,23 @@ def _branch(b: bytes, pos: int) -> bool:
     raise Malformed(f"union index byte {c}")
 
 
+def _ropt(b: bytes, pos: int, read):
+    """The union ["null", T]: (None, pos) or read's (value, pos)."""
+    if not _branch(b, pos):
+        return None, pos + 1
+    return read(b, pos + 1)
+
+
+def _rstrings(b: bytes, pos: int):
+    v, pos = _rarray(b, pos, _rstring)
+    return tuple(v), pos
+
+
+def _rlongs(b: bytes, pos: int):
+    v, pos = _rarray(b, pos, _rlong)
+    return tuple(v), pos
+
+
 def _ropt_long(b: bytes, pos: int):
     if not _branch(b, pos):
         return None, pos + 1
@@ -350,31 +359,14 @@ def decode_entries(block: bytes, count: int) -> List:
     b = block
     pos = 0
     out = []
-    rlong, rbytes, rstring, branch = _rlong, _rbytes, _rstring, _branch
-    # The ten plain ints below are read inline when they fit one byte (nearly always):
-    # a call per field was a third of the decoding time.
+    rlong, rbytes, rstring = _rlong, _rbytes, _rstring
     for _ in range(count):
         if b[pos] != 4:
             raise Malformed(f"_VERSION byte {b[pos]}")   # 2, zigzag-encoded
-        c = b[pos + 1]
-        if c < 128:
-            kind = (c >> 1) ^ -(c & 1)
-            pos += 2
-        else:
-            kind, pos = rlong(b, pos + 1)
+        kind, pos = rlong(b, pos + 1)
         partition, pos = rbytes(b, pos)
-        c = b[pos]
-        if c < 128:
-            bucket = (c >> 1) ^ -(c & 1)
-            pos += 1
-        else:
-            bucket, pos = rlong(b, pos)
-        c = b[pos]
-        if c < 128:
-            total_buckets = (c >> 1) ^ -(c & 1)
-            pos += 1
-        else:
-            total_buckets, pos = rlong(b, pos)
+        bucket, pos = rlong(b, pos)
+        total_buckets, pos = rlong(b, pos)
         file_name, pos = rstring(b, pos)
         file_size, pos = rlong(b, pos)
         row_count, pos = rlong(b, pos)
@@ -384,51 +376,18 @@ def decode_entries(block: bytes, count: int) -> List:
         value_stats, pos = _rstats(b, pos, SimpleStats)
         min_seq, pos = rlong(b, pos)
         max_seq, pos = rlong(b, pos)
-        c = b[pos]
-        if c < 128:
-            schema_id = (c >> 1) ^ -(c & 1)
-            pos += 1
-        else:
-            schema_id, pos = rlong(b, pos)
-        c = b[pos]
-        if c < 128:
-            level = (c >> 1) ^ -(c & 1)
-            pos += 1
-        else:
-            level, pos = rlong(b, pos)
+        schema_id, pos = rlong(b, pos)
+        level, pos = rlong(b, pos)
         extra, pos = _rarray(b, pos, rstring)
         creation_time, pos = _ropt_long(b, pos)
         delete_rows, pos = _ropt_long(b, pos)
-        index = None
-        if branch(b, pos):
-            index, pos = rbytes(b, pos + 1)
-        else:
-            pos += 1
+        index, pos = _ropt(b, pos, rbytes)
         source, pos = _ropt_long(b, pos)
-        stats_cols = None
-        if branch(b, pos):
-            stats_cols, pos = _rarray(b, pos + 1, rstring)
-            stats_cols = tuple(stats_cols)
-        else:
-            pos += 1
-        external = None
-        if branch(b, pos):
-            external, pos = rstring(b, pos + 1)
-        else:
-            pos += 1
+        stats_cols, pos = _ropt(b, pos, _rstrings)
+        external, pos = _ropt(b, pos, rstring)
         first_row_id, pos = _ropt_long(b, pos)
-        write_cols = None
-        if branch(b, pos):
-            write_cols, pos = _rarray(b, pos + 1, rstring)
-            write_cols = tuple(write_cols)
-        else:
-            pos += 1
-        write_seqs = None
-        if branch(b, pos):
-            write_seqs, pos = _rarray(b, pos + 1, rlong)
-            write_seqs = tuple(write_seqs)
-        else:
-            pos += 1
+        write_cols, pos = _ropt(b, pos, _rstrings)
+        write_seqs, pos = _ropt(b, pos, _rlongs)
         out.append(ManifestEntry(kind, partition, bucket, total_buckets, DataFileMeta(
             file_name, file_size, row_count, schema_id, min_key, max_key, key_stats,
             value_stats, min_seq, max_seq, level, tuple(extra), creation_time, delete_rows,

@@ -377,11 +377,17 @@ def _own_entries(data: bytes) -> Optional[List[ManifestEntry]]:
     return out
 
 
-def decode_manifest(data: bytes, path: str) -> List[ManifestEntry]:
+def _fast_or_none(read: Any, *args: Any) -> Any:
+    """A fast reader's result, or None when it cannot read the file exactly (the caller then
+    reads it with fastavro, which reads it or says what is wrong)."""
     try:
-        fast = _own_entries(data)
-    except Exception:  # noqa: BLE001 - fastavro below reads it, or says what is wrong
-        fast = None
+        return read(*args)
+    except Exception:  # noqa: BLE001 - see the docstring
+        return None
+
+
+def decode_manifest(data: bytes, path: str) -> List[ManifestEntry]:
+    fast = _fast_or_none(_own_entries, data)
     if fast is not None:
         return fast
     try:
@@ -422,10 +428,7 @@ class FileRef(NamedTuple):
 def decode_manifest_files(data: bytes, path: str) -> List[FileRef]:
     """The FileRef of every entry of a manifest, in order; each decoded record is dropped as
     soon as its FileRef is taken."""
-    try:
-        fast = _compiled_file_refs(data, path)
-    except Exception:  # noqa: BLE001 - fastavro below reads it, or says what is wrong
-        fast = None
+    fast = _fast_or_none(_compiled_file_refs, data, path)
     if fast is not None:
         return fast
     try:
@@ -485,10 +488,7 @@ def decode_manifest_list_refs(data: bytes, path: str) -> List[ManifestRef]:
     """Like decode_manifest_list, without building stats objects (planners that only need
     names read thousands of lists): through the reader compiled for the list's schema
     (file_refs), else fastavro."""
-    try:
-        fast = _compiled_list_refs(data)
-    except Exception:  # noqa: BLE001 - fastavro below reads it, or says what is wrong
-        fast = None
+    fast = _fast_or_none(_compiled_list_refs, data)
     if fast is not None:
         return fast
     try:
