@@ -17,7 +17,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import fastavro
 
-__all__ = ["read_records", "iter_records", "raw_blocks", "out_of_memory"]
+__all__ = ["read_records", "iter_records", "raw_blocks", "schema_and_blocks", "out_of_memory"]
 
 _MAGIC = b"Obj\x01"
 _SCHEMA_CACHE_SIZE = 64
@@ -237,10 +237,17 @@ def iter_records(data: bytes) -> Iterator[Dict[str, Any]]:
         yield from block
 
 
+def schema_and_blocks(data: bytes) -> Optional[Tuple[bytes, Iterator[Tuple[int, bytes]]]]:
+    """(writer schema JSON, the (record count, decompressed block) of each block, lazily),
+    for decoders of their own: a caller that does not decode this schema returns before any
+    block is decompressed (and fastavro then decompresses them once). None when the codec is
+    one only fastavro reads. Raises on a malformed container, the iterator on a malformed
+    block."""
+    return _decoded_blocks(data)
+
+
 def raw_blocks(data: bytes) -> Optional[Tuple[bytes, List[Tuple[int, bytes]]]]:
-    """(writer schema JSON, [(record count, decompressed block)]) of a container file, for
-    decoders of their own; None when the codec is one only fastavro reads. Raises on a
-    malformed container."""
+    """schema_and_blocks with the blocks decompressed into a list."""
     found = _decoded_blocks(data)
     if found is None:
         return None

@@ -15,7 +15,7 @@ import fastavro
 
 from ..errors import CorruptMetadataError, OptionError
 from .entry_codec import decode_entries, encode_entries
-from .avro_container import iter_records, out_of_memory, raw_blocks, read_records
+from .avro_container import iter_records, out_of_memory, read_records, schema_and_blocks
 from .file_refs import compile_list_reader, compile_reader
 from .binary_row import EMPTY_ROW
 
@@ -368,7 +368,7 @@ def _is_own_schema(text: bytes) -> bool:
 def _own_entries(data: bytes) -> Optional[List[ManifestEntry]]:
     """The entries of a manifest written with MANIFEST_ENTRY_SCHEMA, through entry_codec;
     None for any other schema or codec (fastavro reads those)."""
-    raw = raw_blocks(data)
+    raw = schema_and_blocks(data)
     if raw is None or not _is_own_schema(raw[0]):
         return None
     out: List[ManifestEntry] = []
@@ -446,7 +446,7 @@ def _check_version(v: Any) -> None:
 
 def _compiled_file_refs(data: bytes, path: str) -> Optional[List[FileRef]]:
     """FileRefs through the reader compiled for the file's schema (file_refs), or None."""
-    raw = raw_blocks(data)
+    raw = schema_and_blocks(data)
     if raw is None:
         return None
     read = compile_reader(raw[0])
@@ -502,7 +502,7 @@ def decode_manifest_list_refs(data: bytes, path: str) -> List[ManifestRef]:
 
 
 def _compiled_list_refs(data: bytes) -> Optional[List[ManifestRef]]:
-    raw = raw_blocks(data)
+    raw = schema_and_blocks(data)
     if raw is None:
         return None
     read = compile_list_reader(raw[0])
