@@ -12,14 +12,81 @@ without a non-recursive remove).
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import threading
 from concurrent.futures import Executor, ThreadPoolExecutor
-from typing import Dict, Iterable, List, Optional, Sequence
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Deleter", "run_deletions", "still_there", "remove_empty_dirs"]
+__all__ = ["Deleter", "run_deletions", "still_there", "remove_empty_dirs", "StopDeleting",
+           "checkpoint", "guarded", "request_stop", "clear_stop", "stop_requested"]
+
+
+# --- safe points -------------------------------------------------------------------------
+# A destructive run stops only between two delete steps, where what is left is exactly what a
+# crash there would leave (which every run already finishes). Two things can ask it to stop:
+# the process (SIGINT / SIGTERM: `request_stop`, process-wide) and the operation's own guards
+# (the maintenance lease it must still hold: `guarded`, on the thread running the operation).
+# `checkpoint()` runs both; every delete step of `Deleter` and every batch of orphan cleanup
+# calls it first.
+
+class StopDeleting(Exception):
+    """Raised at a safe point (before a delete step) when the run must stop there: nothing of
+    the next step has been deleted. `reason` says why, in the user's words; `cause` is a
+    short tag ("interrupt", "lease", ...)."""
+
+    def __init__(self, reason: str, cause: str = "stop"):
+        super().__init__(reason)
+        self.reason, self.cause = reason, cause
+
+
+_stop_lock = threading.Lock()
+_stop: Optional[StopDeleting] = None
+_guards = threading.local()
+
+
+def request_stop(reason: str, cause: str = "interrupt") -> None:
+    """Ask every destructive run of this process to stop at its next safe point (a signal
+    handler may call this: it only sets a value)."""
+    global _stop
+    _stop = StopDeleting(reason, cause)
+
+
+def clear_stop() -> None:
+    global _stop
+    with _stop_lock:
+        _stop = None
+
+
+def stop_requested() -> Optional[StopDeleting]:
+    return _stop
+
+
+@contextlib.contextmanager
+def guarded(check: Callable[[], None]) -> Iterator[None]:
+    """Run `check` at every safe point of this thread while the block runs (it raises
+    StopDeleting, or another error, to stop the run there)."""
+    stack = getattr(_guards, "stack", None)
+    if stack is None:
+        stack = _guards.stack = []
+    stack.append(check)
+    try:
+        yield
+    finally:
+        stack.remove(check)
+
+
+def checkpoint() -> None:
+    """A safe point: raises StopDeleting when the process was asked to stop, and runs this
+    thread's guards (which raise when the run lost what it needs to go on deleting)."""
+    stop = _stop
+    if stop is not None:
+        raise StopDeleting(stop.reason, stop.cause)
+    for check in list(getattr(_guards, "stack", ()) or ()):
+        check()
 
 
 def run_deletions(io, paths: Iterable[str], executor: Optional[Executor]) -> List[str]:
@@ -119,6 +186,8 @@ class Deleter:
         """Delete `paths` in parallel. With `must_finish`, False if any of them is still
         there afterwards (added to `left`): the caller stops, keeping its records."""
         paths = list(paths)
+        if paths:
+            checkpoint()
         done = run_deletions(self.io, paths, self._pool() if len(paths) >= 64 else None)
         self.deleted.setdefault(kind, []).extend(done)
         left = still_there(self.io, paths, done) if must_finish else []
@@ -131,6 +200,7 @@ class Deleter:
         Returns how many of `paths` are gone."""
         done = self.deleted.setdefault(kind, [])
         for i, p in enumerate(paths):
+            checkpoint()
             if self.io.delete_quietly(p):
                 done.append(p)
             elif self.io.exists(p):
@@ -139,6 +209,7 @@ class Deleter:
         return len(paths)
 
     def dirs(self, root: str, dirs: Iterable[str]) -> List[str]:
+        checkpoint()
         removed = remove_empty_dirs(self.io, root, dirs)
         self.deleted.setdefault("directory", []).extend(removed)
         return removed

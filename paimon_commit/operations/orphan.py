@@ -22,7 +22,7 @@ import time
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
-from ..io.deletion import remove_empty_dirs, run_deletions
+from ..io.deletion import checkpoint, remove_empty_dirs, run_deletions
 from ..progress import DELETING, LISTING, READING, Throttle, emit
 from ..errors import CorruptMetadataError, TableNotFoundError
 from ..io import FileStatus
@@ -228,6 +228,7 @@ class OrphanFilesCleaner:
             if i and deadline is not None and deadline.reached():
                 self._stopped_by, self._remaining = MAX_DURATION, len(paths) - i
                 break
+            checkpoint()   # an interrupt, a lost lease: stop before this batch
             chunk = paths[i:i + step]
             deleted.update(self.io.delete_files(chunk, executor) if one_call else
                            run_deletions(self.io, chunk, executor))
