@@ -12,6 +12,7 @@ from paimon_commit.errors import OptionError
 from paimon_commit.operations.compact import AppendCompaction
 from paimon_commit.operations.expire import ExpireConfig, ExpireSnapshots
 from paimon_commit.operations.orphan import CleanContext, OrphanFilesCleaner
+from paimon_commit.tags import ConsumerManager
 
 from .sim import PARTITIONS, REFUSALS, Held, Op, Sim
 from .storage import EPOCH_MS, InlineExecutor
@@ -63,6 +64,50 @@ def start_retry(sim: Sim, partition: str = "a", n: int = 2) -> Op:
         if sid is not None:
             op.sids.append(sid)
     sim.next_ident += 1
+    return sim.spawn(op, body)
+
+
+def start_etl(sim: Sim, partition: str = "a", n: int = 2) -> Op:
+    """A one-shot job of the commit user "etl" (shared by every etl operation, one at a time):
+    write rows, commit them with the batch identifier (no identifier given)."""
+    op = sim.new_op("etl", user="etl", rows=sim.new_rows(n), partition=partition)
+
+    def body(op: Op) -> None:
+        t = sim.table(op)
+        op.msgs = sim.write(t, op.rows, op.partition)
+        c = t.new_commit(commit_user=op.user)
+        op.committing = True
+        sid = c.commit(op.msgs)
+        if sid is not None:
+            op.sids.append(sid)
+    return sim.spawn(op, body)
+
+
+def start_repeat(sim: Sim, of: Optional[Op] = None) -> Optional[Op]:
+    """A job that runs the commit of an earlier append or etl again (it believes that call
+    failed, or a notebook cell ran twice): the same messages, commit user and identifier, on
+    a new commit object. It must publish nothing if they are in the table (returning the
+    snapshot that has them, or refusing), and publish them if they are not. Prefers a commit
+    that raised or was rolled back since (the interesting repeats)."""
+    if of is None:
+        done = [o for o in sim.ops if o.kind in ("append", "etl") and o.msgs and o.committing
+                and o.outcome in ("ok", "unknown") and o.end_tick is not None]
+        if not done:
+            return None
+        of = sim.rng.choices(done, [3 if o.outcome == "unknown" or o.rolled_back else 1
+                                    for o in done])[0]
+    op = sim.new_op("repeat", user=of.user, ident=of.ident, rows=of.rows,
+                    partition=of.partition, detail=f"of {of.name}")
+    op.origin = of
+
+    def body(op: Op) -> None:
+        t = sim.table(op)
+        op.msgs = of.msgs
+        op.committing = True
+        sid = t.new_commit(commit_user=op.user).commit(
+            of.msgs, of.ident if of.kind != "etl" else None)
+        if sid is not None:
+            op.sids.append(sid)
     return sim.spawn(op, body)
 
 
@@ -175,8 +220,80 @@ def start_untag(sim: Sim, name: Optional[str] = None) -> Optional[Op]:
     return sim.spawn(op, body)
 
 
+def start_retag(sim: Sim, name: Optional[str] = None, snapshot_id: Optional[int] = None
+                ) -> Optional[Op]:
+    """Replace a tag: delete it, create it again under the same name on another snapshot (a
+    retained one chosen by the seed, or `snapshot_id`)."""
+    if name is None:
+        if not sim.tags:
+            return None
+        name = sim.rng.choice(sim.tags)
+    op = sim.new_op("retag", detail=name, target=snapshot_id)
+
+    def body(op: Op) -> None:
+        t = sim.table(op)
+        old = next((x for x in t.tags() if x.name == name), None)
+        if old is None:
+            op.detail += " (gone)"
+            return
+        if op.target is None:
+            ids = [s.id for s in t.snapshots() if s.id != old.snapshot.id]
+            if not ids:
+                op.detail += " (no other snapshot)"
+                return
+            op.target = sim.rng.choice(ids)
+        op.detail += f" {old.snapshot.id}->{op.target}"
+        t.delete_tag(name)
+        if name in sim.tags:
+            sim.tags.remove(name)
+        t.create_tag(name, op.target)
+        sim.tags.append(name)
+    return sim.spawn(op, body)
+
+
+def start_consume(sim: Sim) -> Op:
+    """A streaming reader records its position: consumer-<id> with the latest snapshot as the
+    next one it reads (expiration keeps it and every later one)."""
+    name = f"reader{len(sim.ops)}"
+    op = sim.new_op("consume", detail=name)
+
+    def body(op: Op) -> None:
+        t = sim.table(op)
+        latest = t.latest_snapshot()
+        if latest is None:
+            op.detail += " (no snapshot)"
+            return
+        op.target = latest.id
+        ConsumerManager(t.store.io, t.store.root).write(name, latest.id)
+        sim.consumers.append(name)
+    return sim.spawn(op, body)
+
+
+def start_reset(sim: Sim, name: Optional[str] = None, snapshot_id: Optional[int] = None
+                ) -> Optional[Op]:
+    """A consumer reset: a reader's next snapshot moved back to an older retained one (to read
+    again from there)."""
+    if name is None:
+        if not sim.consumers:
+            return None
+        name = sim.rng.choice(sim.consumers)
+    op = sim.new_op("reset", detail=name, target=snapshot_id)
+
+    def body(op: Op) -> None:
+        t = sim.table(op)
+        if op.target is None:
+            ids = [s.id for s in t.snapshots()]
+            if not ids:
+                op.detail += " (no snapshot)"
+                return
+            op.target = sim.rng.choice(ids)
+        ConsumerManager(t.store.io, t.store.root).write(name, op.target)
+    return sim.spawn(op, body)
+
+
 def start_rollback(sim: Sim, snapshot_id: Optional[int] = None) -> Optional[Op]:
-    """Rollback (run alone: Paimon's rollback is not meant to race writers). The model drops
+    """Rollback to a retained snapshot (chosen by the seed): it races expirations and other
+    maintenance, never writers (Paimon's rollback is not meant to race them). The model drops
     every commit newer than the target."""
     op = sim.new_op("rollback", target=snapshot_id)
 
@@ -271,7 +388,8 @@ WEIGHTS = [("append", 30), ("retry", 4), ("hold", 6), ("commit_held", 5), ("abor
 
 
 #: Operations that publish snapshots (one at a time where the storage has a single writer).
-COMMITTERS = ("append", "retry", "commit_held", "overwrite", "drop", "compact")
+COMMITTERS = ("append", "retry", "commit_held", "overwrite", "drop", "compact", "etl",
+              "repeat")
 
 
 def start_random(sim: Sim, rng: random.Random, exclude=()) -> Optional[Op]:
@@ -306,18 +424,65 @@ def start_random(sim: Sim, rng: random.Random, exclude=()) -> Optional[Op]:
     return start_orphan(sim, dry_run=rng.random() < 0.2)
 
 
+#: The operations issue 25 added (item 7), drawn from their own stream (`extras`).
+EXTRA_WEIGHTS = [("etl", 4), ("repeat", 4), ("retag", 2), ("consume", 2), ("reset", 2)]
+
+
+def maintenance_race(sim: Sim, ext: random.Random, exclude=()) -> List[Optional[Op]]:
+    """A round of maintenance only: an expiration racing a rollback (or a tag replacement),
+    with now and then a tag, a tag deletion, a consumer reset or an orphan cleanup beside."""
+    started: List[Optional[Op]] = [start_expire(sim, ext.randint(1, 3))]
+    if ext.random() < 0.5 and "rollback" not in exclude:
+        started.append(start_rollback(sim))
+    else:
+        started.append(start_retag(sim))
+    if ext.random() < 0.5:
+        kind = ext.choice(("tag", "untag", "retag", "reset", "consume", "orphan", "expire"))
+        started.append({"tag": start_tag, "untag": start_untag, "retag": start_retag,
+                        "reset": start_reset, "consume": start_consume,
+                        "orphan": start_orphan,
+                        "expire": lambda sim: start_expire(sim, ext.randint(1, 3))}[kind](sim))
+    ext.shuffle(started)
+    return started
+
+
+def extra_op(sim: Sim, ext: random.Random, started, single_writer: bool, exclude=()
+             ) -> Optional[Op]:
+    """One of the issue-25 operations added to a round: an etl commit or a repeat (not beside
+    a rollback, nor beside another committer on a single-writer table), a tag replacement, a
+    consumer written or reset."""
+    kinds = [o.kind for o in started if o]
+    busy = "rollback" in kinds or (single_writer and any(k in COMMITTERS for k in kinds))
+    choices = [(k, w) for k, w in EXTRA_WEIGHTS if k not in exclude
+               and not (busy and k in ("etl", "repeat"))]
+    if not choices:
+        return None
+    kind = ext.choices(*zip(*choices))[0]
+    if kind == "etl":
+        return start_etl(sim, ext.choice(PARTITIONS), ext.randint(1, 3))
+    return {"repeat": start_repeat, "retag": start_retag, "consume": start_consume,
+            "reset": start_reset}[kind](sim)
+
+
 def run_seed(sim: Sim, seed: int, rounds: int, exclude=(), max_ops: int = 4,
-             single_writer: bool = False, storms: bool = False) -> None:
-    """`rounds` rounds of 1-`max_ops` concurrent operations (a rollback runs alone), each
-    followed by the full check. `single_writer`: at most one committing operation per round
-    (maintenance runs beside it), for tables declared `commit.single-writer`. `storms`: some
-    rounds are three appends racing an expiration that keeps one snapshot, or a compaction
-    racing an overwrite, drop or compaction of its partition and an append to it."""
+             single_writer: bool = False, storms: bool = False, extras: bool = True) -> None:
+    """`rounds` rounds of 1-`max_ops` concurrent operations, each followed by the full
+    check. `single_writer`: at most one committing operation per round (maintenance runs
+    beside it), for tables declared `commit.single-writer`. `storms`: some rounds are three
+    appends racing an expiration that keeps one snapshot, or a compaction racing an overwrite,
+    drop or compaction of its partition and an append to it. `extras` (issue 25): 20 % of the
+    rounds (from the third) are maintenance races (an expiration racing a rollback or a tag
+    replacement), and 30 % of the rounds get one more operation (an etl commit, a repeat, a
+    tag replacement, a consumer written or reset); from a stream of their own, so that
+    `extras=False` replays the seeds of issue 17 unchanged."""
     rng = random.Random(seed)
     storm = random.Random(seed ^ 0x570A)   # its own stream: other seeds replay unchanged
+    ext = random.Random(seed ^ 0x1525) if extras else None
     with sim.running():
         for r in range(rounds):
-            if r > 2 and rng.random() < 0.06 and "rollback" not in exclude:
+            if ext is not None and r > 1 and ext.random() < 0.2:
+                started = maintenance_race(sim, ext, exclude)
+            elif r > 2 and rng.random() < 0.06 and "rollback" not in exclude:
                 started: List[Optional[Op]] = [start_rollback(sim)]
             elif storms and not single_writer and (x := storm.random()) < 0.45:
                 if x < 0.3:
@@ -335,6 +500,8 @@ def run_seed(sim: Sim, seed: int, rounds: int, exclude=(), max_ops: int = 4,
                     busy = single_writer and any(o and o.kind in COMMITTERS for o in started)
                     started.append(start_random(
                         sim, rng, tuple(exclude) + (COMMITTERS if busy else ())))
+            if ext is not None and ext.random() < 0.3:
+                started.append(extra_op(sim, ext, started, single_writer, exclude))
             sim.sched.run_all()
             sim.finish_unfinished()
             sim.check(f"after round {r} ({', '.join(o.name for o in started if o)})")

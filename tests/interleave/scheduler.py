@@ -26,6 +26,7 @@ class Fault:
     BEFORE = "before"     # the call fails before it has any effect
     AFTER = "after"       # the call takes effect, then fails: a lost reply
     UNSUPPORTED = "501"   # the store answers 501 Not Implemented (conditional create)
+    INTERRUPT = "interrupt"   # KeyboardInterrupt (Ctrl-C) before the call: the process stops
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,10 @@ def fault_kinds(call: Optional[Call]) -> List[str]:
     """The faults a call can get. Reads fail before; writes and creates also after their
     effect; conditional creates on the object store may answer 501; FileIO deletes fail
     before (their contract: False, no exception). The `start` point and the atomicity probe
-    get none."""
+    get none. A FileIO write (any `io` call that writes or creates) may also be interrupted
+    (KeyboardInterrupt raised before it: an operation stopped by Ctrl-C between two calls),
+    only where a policy's `faults` name Fault.INTERRUPT (the kinds a policy draws from are
+    these, filtered: without it, a seed draws as before)."""
     if call is None or call.method in ("start", "check_atomic_create", "link_time_ns"):
         return []
     m = call.method
@@ -134,6 +138,8 @@ def fault_kinds(call: Optional[Call]) -> List[str]:
         return [Fault.BEFORE, Fault.AFTER, Fault.UNSUPPORTED]
     if m in ("write_new", "overwrite_atomic", "try_create_atomic", "put", "move",
              "open_output_stream"):
+        if call.level == "io":
+            return [Fault.BEFORE, Fault.AFTER, Fault.INTERRUPT]
         return [Fault.BEFORE, Fault.AFTER]
     return [Fault.BEFORE]
 

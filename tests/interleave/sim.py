@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import re
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
@@ -24,8 +25,8 @@ from paimon_commit.io.base import FileIO
 from paimon_commit.manifests import merge_entries
 
 from .scheduler import Policy, Scheduler
-from .storage import (Clock, ControlledIO, InlineExecutor, arrow_io, inline_pools,
-                      patched_obstore)
+from .storage import (Clock, ControlledIO, InjectedInterrupt, InlineExecutor, arrow_io,
+                      inline_pools, patched_obstore)
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
 PARTITIONS = ("a", "b")
@@ -39,8 +40,10 @@ TABLE_OPTIONS = {"commit.min-retry-wait": "1", "commit.max-retry-wait": "4",
 #: Errors that are verdicts: the operation did not change the table.
 REFUSALS = (AtomicCreateUnsupportedError, CommitConflictError)
 
-#: Kinds that publish rows, and kinds that may remove rows of a partition.
-WRITES = ("append", "retry", "commit_held", "overwrite")
+#: Kinds that publish rows, and kinds that may remove rows of a partition. `etl` commits as
+#: the shared commit user "etl" with the batch identifier (one-shot jobs); `repeat` commits the
+#: messages of an earlier append or etl again, as its user and identifier (a retried job).
+WRITES = ("append", "retry", "commit_held", "overwrite", "etl", "repeat")
 REMOVERS = ("overwrite", "drop")
 
 
@@ -66,6 +69,7 @@ class Op:
     detail: str = ""
     process: int = 0   # which process runs it (operations of one process share a FileIO)
     written: List[str] = field(default_factory=list)   # files its FileIO created
+    origin: Optional["Op"] = None   # a repeat: the operation whose commit it repeats
 
     @property
     def name(self) -> str:
@@ -116,6 +120,13 @@ class Sim:
         self.ops: List[Op] = []
         self.held: List[Held] = []
         self.tags: List[str] = []
+        self.consumers: List[str] = []
+        # Models kept across rounds: what each snapshot read when the checker first saw it
+        # (by identity: id, commit user, identifier, time), what each tag must read (its
+        # snapshot's rows when the tag was created), the highest snapshot id ever seen.
+        self.snapshot_rows: Dict[tuple, Counter] = {}
+        self.tag_rows: Dict[str, tuple] = {}   # name -> (snapshot identity, Counter)
+        self.latest_seen: Optional[int] = None
         self.next_row = 0
         self.next_ident = 0
         self.problems: List[str] = []
@@ -246,10 +257,12 @@ class Sim:
                     op.outcome = "ok"
             except REFUSALS as e:
                 op.outcome, op.error = "refused", f"{type(e).__name__}: {e}"
-            except Exception as e:  # noqa: BLE001 - an outcome like any other
+            except (Exception, InjectedInterrupt) as e:  # noqa: BLE001 - an outcome
                 op.outcome = "unknown" if op.committing or op.kind not in WRITES \
                     else "unwritten"
                 op.error = f"{type(e).__name__}: {e}"
+                if isinstance(e, InjectedInterrupt):
+                    op.detail += " interrupted"
             finally:
                 op.end_tick = self.sched.tick
         self.sched.spawn(op.name, run)
@@ -317,8 +330,10 @@ class Sim:
                 if sum(c.values()) != s.total_record_count:
                     problems.append(f"snapshot {s.id} reads {sum(c.values())} rows, its "
                                     f"totalRecordCount says {s.total_record_count}")
-        for tag in t.tags():
-            read_all(f"tag {tag.name} (snapshot {tag.snapshot.id})", tag=tag.name)
+        tags = t.tags()
+        tag_reads = {tag.name: read_all(f"tag {tag.name} (snapshot {tag.snapshot.id})",
+                                        tag=tag.name) for tag in tags}
+        problems += self._check_models(snaps, reads, tags, tag_reads)
         from paimon_commit.snapshots import ChangelogManager
         changelogs = ChangelogManager(self.plain, self.plain.root)
         for cid in changelogs.list_snapshot_ids():
@@ -330,16 +345,19 @@ class Sim:
             except Exception as e:  # noqa: BLE001
                 problems.append(f"changelog {cid} does not read completely: {e!r}")
 
+        problems += self._check_consumers(ids)
+
         # 2. every commit that returned an id is in the lineage, until replaced
         latest = reads.get(ids[-1]) if ids else Counter()
         if latest is None:
             latest = Counter()
         owner: Dict[int, Op] = {}
         for o in self.ops:
-            for r in o.rows:
-                owner[r] = o
+            if o.kind != "repeat":   # a repeat's rows belong to the operation it repeats
+                for r in o.rows:
+                    owner[r] = o
         for o in self.ops:
-            if o.kind in ("append", "retry", "commit_held", "overwrite", "drop", "compact") \
+            if o.kind in WRITES + ("drop", "compact") \
                     and o.outcome == "ok" and not o.rolled_back:
                 for sid in o.sids:
                     s = next((x for x in snaps if x.id == sid), None)
@@ -386,8 +404,8 @@ class Sim:
             self._compactions_checked.add(o.n)
             if not (o.outcome == "refused" or (o.outcome == "unknown" and not o.committing)):
                 continue
-            if self._delete_faulted(o):
-                continue
+            if self._delete_faulted(o) or "interrupted" in o.detail:
+                continue   # a failed delete, or a Ctrl-C, leaves files for orphan cleanup
             left = [p for p in o.written if p.endswith(".parquet") and self.plain.exists(p)]
             if left:
                 problems.append(f"{o.name} ({o.outcome}: {o.error[:120]}) left {len(left)} "
@@ -400,6 +418,86 @@ class Sim:
         if problems:
             self.problems.extend(f"[{where}] {p}" for p in problems)
             raise InvariantViolation(self.report(problems, where))
+
+    def _check_models(self, snaps, reads: Dict[int, Counter], tags, tag_reads) -> List[str]:
+        """1b. A table that had a snapshot always has one. 1c. A snapshot reads what it read
+        when the checker first saw it, and every tag reads what its snapshot read when the tag
+        was created (a tag created or replaced since the last check takes the rows its target
+        had when the checker saw it; one never seen: what the tag reads now)."""
+        problems = []
+        if snaps:
+            self.latest_seen = max(self.latest_seen or 0, snaps[-1].id)
+        elif self.latest_seen is not None:
+            problems.append(f"the table has no snapshot any more (it had snapshots up to "
+                            f"{self.latest_seen}): every row is gone")
+        for s in snaps:
+            c = reads.get(s.id)
+            if c is None:
+                continue
+            before = self.snapshot_rows.setdefault(_identity(s), c)
+            if before != c:
+                problems.append(f"snapshot {s.id} reads {_difference(c, before)} than when "
+                                f"it was first checked")
+        for tag in tags:
+            key, got = _identity(tag.snapshot), tag_reads.get(tag.name)
+            model = self.tag_rows.get(tag.name)
+            if model is None or model[0] != key:   # created (or replaced) since the last check
+                expected = self.snapshot_rows.get(key, got)
+                if expected is None:
+                    continue   # its snapshot never seen and the tag unreadable: reported above
+                self.tag_rows[tag.name] = model = (key, expected)
+            expected = model[1]
+            if got is None:
+                problems.append(f"tag {tag.name} (snapshot {tag.snapshot.id}) no longer reads "
+                                f"the {sum(expected.values())} rows its snapshot had when the "
+                                f"tag was created")
+            elif got != expected:
+                problems.append(f"tag {tag.name} (snapshot {tag.snapshot.id}) reads "
+                                f"{_difference(got, expected)} than its snapshot had when the "
+                                f"tag was created")
+        for name in [n for n in self.tag_rows if n not in {t.name for t in tags}]:
+            del self.tag_rows[name]   # deleted: a tag of that name later is a new one
+        return problems
+
+    def _check_consumers(self, ids: List[int]) -> List[str]:
+        """1d. A consumer's next snapshot (when not beyond the latest) is still there, unless
+        it was deleted before the consumer was written there (a reset to a snapshot being
+        expired) or by a rollback: an expiration that deleted it after the consumer was set
+        ignored the reader."""
+        from paimon_commit.tags import ConsumerManager
+        problems = []
+        if not ids:
+            return problems
+        try:
+            consumers = ConsumerManager(self.plain, self.plain.root).consumers()
+        except Exception as e:  # noqa: BLE001
+            return [f"the consumers do not read: {type(e).__name__}: {e}"]
+        present = set(ids)
+        for c in consumers:
+            n = c.next_snapshot
+            if n > ids[-1] or n in present:
+                continue
+            writer = next((o for o in reversed(self.ops) if o.kind in ("consume", "reset")
+                           and o.outcome == "ok" and o.target == n
+                           and o.detail.split(" ")[0] == c.consumer_id), None)
+            if writer is None:
+                continue
+            dels = [(tick, who) for tick, who, call in self._trace()
+                    if who.startswith("expire#") and "delete" in call
+                    and "FAULT=before" not in call
+                    and re.search(rf"snapshot-{n}(?!\d)", call)]
+            late = [(tick, who) for tick, who in dels if tick > writer.end_tick]
+            if late:
+                problems.append(f"consumer {c.consumer_id} reads from snapshot {n} (set by "
+                                f"{writer.name}, tick {writer.end_tick}), which {late[-1][1]} "
+                                f"deleted at tick {late[-1][0]}, after the consumer was set")
+        return problems
+
+    def _trace(self):
+        for entry in self.sched.trace:
+            parts = entry.split(" ", 2)
+            if len(parts) == 3 and parts[0].isdigit():
+                yield int(parts[0]), parts[1], parts[2]
 
     def _delete_faulted(self, o: Op) -> bool:
         """Whether the scheduler failed a call of `o` after it wrote its last data file: a
@@ -431,9 +529,10 @@ class Sim:
             if x.outcome == "unknown" and x.end_tick is not None \
                     and x.end_tick > (o.start_tick or 0):
                 return True
-        for x in self.ops:
+        for x in self.ops:   # one that returned removed it by marking it rolled_back
             if x.kind == "rollback" and x.outcome == "unknown" \
-                    and (x.target is None or x.target < sid):
+                    and (x.target is None or x.target < sid) \
+                    and (x.end_tick is None or x.end_tick >= (o.start_tick or 0)):
                 return True
         return False
 
@@ -472,7 +571,10 @@ class Sim:
             t.delete_tag(name)
         for o in self.ops:
             if o.kind == "rollback" and o.outcome == "unknown" and o.target is not None \
-                    and not o.detail.endswith("rerun"):
+                    and not o.detail.endswith("rerun") and not o.detail.endswith("gone"):
+                if t.store.snapshots.try_snapshot(o.target) is None:
+                    o.detail += " target gone"   # expired by a racing expiration
+                    continue
                 t.rollback_to(o.target)
                 o.detail += " rerun"
 
@@ -489,6 +591,22 @@ class Sim:
         if ours != theirs:
             raise InvariantViolation(self.report(
                 [f"pypaimon reads {len(theirs)} rows, we read {len(ours)}"], "at the end"))
+
+
+def _identity(s) -> tuple:
+    """A snapshot's identity: its id may be re-used after a rollback, its base list not."""
+    return s.id, s.commit_user, s.commit_identifier, s.base_manifest_list
+
+
+def _difference(got: Counter, expected: Counter) -> str:
+    missing = sorted((expected - got).elements())
+    extra = sorted((got - expected).elements())
+    out = f"{sum(got.values())} rows ({sum(expected.values())} expected"
+    if missing:
+        out += f"; missing ids {missing[:8]}"
+    if extra:
+        out += f"; extra ids {extra[:8]}"
+    return out + ")"
 
 
 @contextlib.contextmanager

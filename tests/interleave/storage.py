@@ -33,6 +33,10 @@ class InjectedIOError(OSError):
     """The injected storage failure."""
 
 
+class InjectedInterrupt(KeyboardInterrupt):
+    """The injected Ctrl-C (a BaseException: `except Exception` does not stop it)."""
+
+
 def _injected(call: Call, fault: str) -> InjectedIOError:
     return InjectedIOError(errno.EIO, f"injected {fault} fault at {call.level}.{call.method}",
                            call.path)
@@ -79,6 +83,8 @@ class ControlledIO(FileIO):
     def _do(self, method: str, path: str, fn, on_fault_before=None):
         call = Call("io", method, str(path))
         fault = self.sched.point(call)
+        if fault == Fault.INTERRUPT:
+            raise InjectedInterrupt(f"injected Ctrl-C before {call}")
         if fault == Fault.BEFORE:
             if on_fault_before is not None:
                 return on_fault_before()

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from .ops import (start_abort_committed, start_append, start_expire, start_overwrite,
-                  start_retry, start_tag)
+from .ops import (start_abort_committed, start_append, start_compact, start_etl,
+                  start_expire, start_overwrite, start_repeat, start_retag, start_retry,
+                  start_rollback, start_tag)
 from .scheduler import Fault, RandomPolicy
 from .sim import Sim
 from .test_interleavings import simulate
@@ -57,7 +58,7 @@ class _Script:
 
 def test_finding_0_duplicate_commit_seed_3_local(tmp_path):
     # Round 0 is one `retry` operation: commit(msgs, 7) twice, then commit(other, 8).
-    simulate(tmp_path, "local", 3)
+    simulate(tmp_path, "local", 3, extras=False)
 
 
 @pytest.mark.parametrize("storage", ["local", "memory"])
@@ -72,7 +73,7 @@ def test_finding_0_duplicate_commit_scripted(tmp_path, storage):
 def test_finding_1_pyarrow_move_replaces_snapshot_seed_3_arrow(tmp_path):
     # No faults at all: round 0, an overwrite and an append interleaved on the pyarrow
     # storage both return snapshot 1.
-    simulate(tmp_path, "arrow", 3, exclude=("retry", "abort_committed"), rate=0.0)
+    simulate(tmp_path, "arrow", 3, exclude=("retry", "abort_committed"), rate=0.0, extras=False)
 
 
 def test_finding_1_pyarrow_move_replaces_snapshot_scripted(tmp_path):
@@ -93,7 +94,7 @@ def test_finding_2_pyarrow_move_failed_after_rename_seed_11_arrow(tmp_path):
     # lost-reply faults: in round 2 fs.move(snapshot-2) fails after the rename (tick 95);
     # snapshot 2 loses its base list and snapshot 3 publishes the rows again.
     simulate(tmp_path, "arrow", 11, exclude=("retry", "abort_committed"), rate=0.08,
-             faults=(Fault.AFTER,), max_ops=1, single_writer=True)
+             faults=(Fault.AFTER,), max_ops=1, single_writer=True, extras=False)
 
 
 def test_finding_2_pyarrow_move_failed_after_rename_scripted(tmp_path):
@@ -112,7 +113,7 @@ def test_finding_3_recreated_snapshot_id_on_object_store_seed_9_memory(tmp_path)
     # PUT of snapshot-4, publishes it after append#3 and #5 published 4 and 5 and expire#6
     # removed 3 and 4; both append#3 and append#4 report snapshot 4.
     simulate(tmp_path, "memory", 9, exclude=("retry", "abort_committed"), rate=0.0,
-             storms=True)
+             storms=True, extras=False)
 
 
 def test_finding_3_recreated_snapshot_id_on_object_store_scripted(tmp_path):
@@ -136,7 +137,7 @@ def test_finding_4_check_then_put_after_one_501_seed_16_memory(tmp_path):
     # check-then-put for good; in round 5 append#6, append#7 (process 0) and overwrite#8 all
     # return snapshot 3.
     simulate(tmp_path, "memory", 16, exclude=("retry", "abort_committed"), rate=0.1,
-             faults=(Fault.UNSUPPORTED,))
+             faults=(Fault.UNSUPPORTED,), extras=False)
 
 
 def test_finding_4_check_then_put_after_one_501_scripted(tmp_path):
@@ -156,7 +157,7 @@ def test_finding_4_check_then_put_after_one_501_scripted(tmp_path):
 def test_finding_5_abort_deletes_retained_files_seed_36_local(tmp_path):
     # No faults: in round 1, abort_committed#5 aborts the messages of a commit that a later
     # overwrite replaced in the latest snapshot; snapshot 1 loses a data file.
-    simulate(tmp_path, "local", 36, exclude=("retry",), rate=0.0)
+    simulate(tmp_path, "local", 36, exclude=("retry",), rate=0.0, extras=False)
 
 
 def test_finding_5_abort_deletes_retained_files_scripted(tmp_path):
@@ -166,3 +167,103 @@ def test_finding_5_abort_deletes_retained_files_scripted(tmp_path):
         s.finish(start_overwrite(s.sim, "a"))       # snapshot 2 replaces partition a
         s.finish(start_abort_committed(s.sim, first))
         s.check("after abort() of messages committed in snapshot 1")
+
+
+# === issue 25 (item 7): rollback, tag replacement and repeats racing maintenance ============
+#
+# Each failed on the code before the fixes of issue 25 (expiration's content re-checks, the
+# maintenance lease, exactly-once repeats) with the InvariantViolation quoted; each passes
+# with them. The seeds run the whole random mix (extras: rollback racing expirations, tag
+# replacement, consumers, etl commits and repeats; Ctrl-C between two FileIO calls).
+
+def _before_deleting(s, op):
+    """Park an expiration right after it planned: at its second listing of the tag
+    directory (the re-check of today's code) or its first delete, whichever comes first."""
+    listings = []
+
+    def pred(c):
+        if c.method.startswith("delete"):
+            return True
+        if c.level == "io" and c.method in ("list_status", "list_names") \
+                and c.path.rstrip("/").endswith("/tag"):
+            listings.append(c)
+            return len(listings) == 2
+        return False
+    return s.sched.run_until(op.name, pred)
+
+
+# --- finding 1: a rollback during an expiration leaves the table with no snapshot ------------
+
+@pytest.mark.parametrize("storage", ["local", "memory"])
+def test_i25_finding_1_rollback_during_expiration_scripted(tmp_path, storage):
+    # Today's code: "the table has no snapshot any more (it had snapshots up to 8): every row
+    # is gone" -- the expiration planned 1..7 (keeping 8), the rollback to 5 deleted 6..8,
+    # the expiration deleted 1..5.
+    with _Script(tmp_path, storage) as s:
+        for _ in range(8):
+            s.finish(start_append(s.sim, "a"))       # snapshots 1..8
+        s.sim.check("after 8 appends")
+        e = start_expire(s.sim, retain_max=1)       # plans 1..7
+        _before_deleting(s, e)
+        s.finish(start_rollback(s.sim, 5))          # another handle: 6..8 deleted
+        s.finish(e)
+        s.check("after a rollback to 5 during an expiration of 1..7")
+
+
+# --- finding 2: a tag replaced during an expiration loses its files ---------------------------
+
+@pytest.mark.parametrize("storage", ["local", "memory"])
+def test_i25_finding_2_tag_replaced_during_expiration_scripted(tmp_path, storage):
+    # Today's code: "tag tag10 (snapshot 4) does not read completely" and "tag tag10
+    # (snapshot 4) no longer reads the 8 rows its snapshot had when the tag was created" --
+    # the expiration planned with the tag on 9; its re-check compared tag names only, and
+    # the tag, deleted and created again on 4, kept its name.
+    with _Script(tmp_path, storage) as s:
+        for _ in range(4):
+            s.finish(start_append(s.sim, "a"))       # snapshots 1..4
+        s.finish(start_overwrite(s.sim, "a"))       # 5: the files of 1..4 only 4 and older read
+        for _ in range(4):
+            s.finish(start_append(s.sim, "b"))       # 6..9
+        tag = s.finish(start_tag(s.sim, 9))
+        s.sim.check("after 9 commits and a tag on 9")
+        e = start_expire(s.sim, retain_max=1)       # plans 1..8 (the tag keeps 9)
+        _before_deleting(s, e)
+        s.finish(start_retag(s.sim, tag.detail, 4))  # the tag, deleted and created on 4
+        s.finish(e)
+        s.check("after the tag was moved to 4 during an expiration of 1..8")
+
+
+# --- finding 3: a repeat after a rollback is a false no-op ------------------------------------
+
+@pytest.mark.parametrize("storage", ["local", "memory"])
+def test_i25_finding_3_repeat_after_rollback_scripted(tmp_path, storage):
+    # Today's code: "repeat#5 returned snapshot(s) [2], but the latest snapshot 2 lacks its
+    # rows [1, 2]" -- A of commit user etl was snapshot 2, rolled back; B of etl got id 2
+    # again; the repeat of A took snapshot 2 (same user, batch identifier, kind) for A's.
+    with _Script(tmp_path, storage) as s:
+        s.finish(start_append(s.sim, "a"))          # 1
+        a = s.finish(start_etl(s.sim, "a"))         # 2: A, commit user etl
+        s.sim.check("after A")
+        s.finish(start_rollback(s.sim, 1))
+        s.finish(start_etl(s.sim, "b"))             # 2 again: B, commit user etl
+        s.finish(start_repeat(s.sim, a))            # A again
+        s.check("after A, a rollback, B (same id) and A again")
+
+
+# --- finding 6: a repeat of an interrupted commit after a compaction publishes it twice ------
+
+@pytest.mark.parametrize("storage", ["local", "memory"])
+def test_i25_finding_6_duplicate_after_compaction_scripted(tmp_path, storage):
+    # Today's code: "snapshot 5 has rows more than once: ids [4, 5]" -- the commit published
+    # snapshot 3 and was interrupted (Ctrl-C) writing the LATEST hint; the compaction rewrote
+    # its file; the repeat found it not live and published it again.
+    with _Script(tmp_path, storage) as s:
+        s.finish(start_append(s.sim, "a"))          # 1
+        s.finish(start_append(s.sim, "a"))          # 2
+        a = start_append(s.sim, "a")
+        s.until(a, "io", "overwrite_atomic", "LATEST", fault=Fault.INTERRUPT)
+        s.finish(a)                                 # published 3, then interrupted
+        assert a.outcome == "unknown" and "interrupted" in a.detail, a
+        s.finish(start_compact(s.sim, "a"))         # 4: rewrites the files of 1..3
+        s.finish(start_repeat(s.sim, a))
+        s.check("after an interrupted commit, a compaction and the commit again")
