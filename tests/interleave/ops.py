@@ -90,8 +90,16 @@ def start_repeat(sim: Sim, of: Optional[Op] = None) -> Optional[Op]:
     snapshot that has them, or refusing), and publish them if they are not. Prefers a commit
     that raised or was rolled back since (the interesting repeats)."""
     if of is None:
+        # A job retries before an orphan cleanup (a day's threshold) could take the files of
+        # its commit: none ran since it started (the sim's cleaner's threshold is the oldest
+        # write in flight).
+        cleaned = [x.start_tick for x in sim.ops if x.kind == "orphan"
+                   and x.detail != "dry-run" and x.start_tick is not None]
+        # Nor does it repeat a commit whose messages it aborted (abort_committed).
+        aborted = {x.detail.split(" ")[1] for x in sim.ops if x.kind == "abort_committed"}
         done = [o for o in sim.ops if o.kind in ("append", "etl") and o.msgs and o.committing
-                and o.outcome in ("ok", "unknown") and o.end_tick is not None]
+                and o.outcome in ("ok", "unknown") and o.end_tick is not None
+                and not any(t > o.start_tick for t in cleaned) and o.name not in aborted]
         if not done:
             return None
         of = sim.rng.choices(done, [3 if o.outcome == "unknown" or o.rolled_back else 1
@@ -304,13 +312,19 @@ def start_rollback(sim: Sim, snapshot_id: Optional[int] = None) -> Optional[Op]:
             if len(ids) < 2:
                 op.detail = "nothing to roll back"
                 return
-            op.target = sim.rng.choice(ids[:-1])
+            # With the issue-25 operations, half of the rollbacks undo the last commit (the
+            # usual one: a job's bad output), the others go back to any retained snapshot.
+            if sim.extras and sim.rng.random() < 0.5:
+                op.target = ids[-2]
+            else:
+                op.target = sim.rng.choice(ids[:-1])
         try:
             t.rollback_to(op.target)
         finally:   # a rollback that failed half-way may have removed them too
             for o in sim.ops:
-                if o.sids and max(o.sids) > op.target:
+                if o.sids and max(o.sids) > op.target and not o.rolled_back:
                     o.rolled_back = True
+                    op.marked.append(o)
     return sim.spawn(op, body)
 
 
@@ -478,9 +492,19 @@ def run_seed(sim: Sim, seed: int, rounds: int, exclude=(), max_ops: int = 4,
     rng = random.Random(seed)
     storm = random.Random(seed ^ 0x570A)   # its own stream: other seeds replay unchanged
     ext = random.Random(seed ^ 0x1525) if extras else None
+    sim.extras = extras
+    followup = None   # after a rollback: "etl", then "repeat"
     with sim.running():
         for r in range(rounds):
-            if ext is not None and r > 1 and ext.random() < 0.2:
+            if followup and ext.random() < 0.5 and followup not in exclude:
+                # After a rollback, the etl job runs again; after that, a job repeats a
+                # commit (a notebook cell run again, a retry on a timeout).
+                started = [start_etl(sim, ext.choice(PARTITIONS)) if followup == "etl"
+                           else start_repeat(sim)]
+                if ext.random() < 0.5:
+                    started.append(start_random(sim, rng, exclude))
+                followup = "repeat" if followup == "etl" else None
+            elif ext is not None and r > 1 and ext.random() < 0.2:
                 started = maintenance_race(sim, ext, exclude)
             elif r > 2 and rng.random() < 0.06 and "rollback" not in exclude:
                 started: List[Optional[Op]] = [start_rollback(sim)]
@@ -503,6 +527,9 @@ def run_seed(sim: Sim, seed: int, rounds: int, exclude=(), max_ops: int = 4,
             if ext is not None and ext.random() < 0.3:
                 started.append(extra_op(sim, ext, started, single_writer, exclude))
             sim.sched.run_all()
+            if ext is not None and any(o and o.kind == "rollback" and o.outcome == "ok"
+                                       and o.marked for o in started):
+                followup = "etl"
             sim.finish_unfinished()
             sim.check(f"after round {r} ({', '.join(o.name for o in started if o)})")
         if sim.sched.unscheduled:

@@ -70,6 +70,7 @@ class Op:
     process: int = 0   # which process runs it (operations of one process share a FileIO)
     written: List[str] = field(default_factory=list)   # files its FileIO created
     origin: Optional["Op"] = None   # a repeat: the operation whose commit it repeats
+    marked: list = field(default_factory=list)   # a rollback: the operations it rolled back
 
     @property
     def name(self) -> str:
@@ -121,6 +122,7 @@ class Sim:
         self.held: List[Held] = []
         self.tags: List[str] = []
         self.consumers: List[str] = []
+        self.extras = False   # the operations of issue 25 in the mix (run_seed sets it)
         # Models kept across rounds: what each snapshot read when the checker first saw it
         # (by identity: id, commit user, identifier, time), what each tag must read (its
         # snapshot's rows when the tag was created), the highest snapshot id ever seen.
@@ -523,16 +525,19 @@ class Sim:
     def _removed_by(self, o: Op, sid: int) -> bool:
         """Whether a later overwrite / drop of its partition (or one of unknown outcome that
         overlapped it) may have removed the rows of `o`; or a rollback of unknown outcome."""
+        # A repeat may report the snapshot of the commit it repeats: what removed that
+        # commit's rows since removed the repeat's.
+        start = min(o.start_tick or 0, o.origin.start_tick or 0) if o.origin else \
+            (o.start_tick or 0)
         for x in self._removers(o):
             if x.outcome == "ok" and x.sids and max(x.sids) > sid:
                 return True
-            if x.outcome == "unknown" and x.end_tick is not None \
-                    and x.end_tick > (o.start_tick or 0):
+            if x.outcome == "unknown" and x.end_tick is not None and x.end_tick > start:
                 return True
         for x in self.ops:   # one that returned removed it by marking it rolled_back
             if x.kind == "rollback" and x.outcome == "unknown" \
                     and (x.target is None or x.target < sid) \
-                    and (x.end_tick is None or x.end_tick >= (o.start_tick or 0)):
+                    and (x.end_tick is None or x.end_tick >= start):
                 return True
         return False
 
@@ -574,6 +579,11 @@ class Sim:
                     and not o.detail.endswith("rerun") and not o.detail.endswith("gone"):
                 if t.store.snapshots.try_snapshot(o.target) is None:
                     o.detail += " target gone"   # expired by a racing expiration
+                    # What it did not delete is still published (no writer raced it).
+                    for x in o.marked:
+                        s = t.store.snapshots.try_snapshot(max(x.sids))
+                        if s is not None and s.commit_user == x.user:
+                            x.rolled_back = False
                     continue
                 t.rollback_to(o.target)
                 o.detail += " rerun"
