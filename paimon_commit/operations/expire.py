@@ -27,6 +27,7 @@ import time
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Dict, List, Optional, Set, Tuple
 
+from ..dynamic_options import refuse_other_changelog_producer
 from ..io.deletion import Deleter
 from ..errors import CorruptMetadataError, PaimonCommitError
 from ..format import paths as P
@@ -61,6 +62,13 @@ class ExpireSnapshots(ChangelogExpiration):
     def __init__(self, store: FileStore, config: Optional[ExpireConfig] = None,
                  executor: Optional[Executor] = None, clock=time.time, progress=None):
         store = getattr(store, "store", store)   # a Table is accepted for its FileStore
+        if config is not None and config.changelog_producer is not None:
+            # What expiration keeps for the long-lived changelogs follows the producer they
+            # were written with, which is the table's: another value (given for this run)
+            # would delete what they read. Refused before any I/O.
+            refuse_other_changelog_producer(config.changelog_producer,
+                                            store.options.get("changelog-producer"),
+                                            f"ExpireSnapshots of {store.path}")
         self.store = store
         self.progress = progress   # optional paimon_commit.progress callback
         # The changelog lifecycle is the table's (as Paimon builds ExpireConfig from the
