@@ -164,8 +164,8 @@ def test_a_repeat_of_an_interrupted_commit_compacted_and_expired_is_refused(tabl
             c.commit(msgs)
     assert str(e.value) == (
         f"an earlier call of commit user 'nb' with these files (a batch commit) raised after "
-        f"it may have published them to {table.path}, and the table no longer tells: the "
-        f"snapshots after 1 are expired up to 3 and the files are not all live (e.g. "
+        f"it may have published them to {table.path}, and the table no longer tells: snapshot 2 "
+        f"has expired and the files are not all live (e.g. "
         f"{data_path(table_path, msgs)}), as after a compaction or an overwrite that replaced "
         f"them (their rows are still in the table) or a publish that never happened; refusing "
         f"to commit them again, as their rows could be read twice. Check whether the rows are "
@@ -204,7 +204,7 @@ def test_a_call_that_failed_before_publishing_commits_after_an_expiration(table_
                 raise OSError("injected: disk full")
             return super().write_new(path, data)
     broken = Table(FileStore.open(str(table_path), io=_NoManifests(str(table_path))))
-    with pytest.raises(Exception):
+    with pytest.raises(OSError, match="injected: disk full"):
         broken.new_commit(commit_user="nb").commit(msgs)
     for i in (3, 4):
         write(Table.open(str(table_path)), make_rows([i]))
@@ -256,3 +256,30 @@ def test_a_repeat_through_another_spelling_of_the_table_is_a_no_op(table, table_
     assert snapshot_ids(table_path) == [1]
     assert snapshots_adding(table_path, msgs) == [1]
     assert ids_read(table_path) == [1, 2]
+
+
+def test_a_forgotten_repeat_whose_files_were_compacted_and_expired_is_refused(
+        table, table_path, monkeypatch):
+    # The bounded record forgot the commit (more files since than it holds), a compaction
+    # replaced its file and its snapshot expired: the table cannot tell it was published, and
+    # publishing it again would read its row twice. Before: published again as snapshot 6.
+    from paimon_commit.operations import commit_record
+    monkeypatch.setattr(commit_record, "RECORD", commit_record.CommitRecord(capacity=3))
+    c = table.new_commit(commit_user="job")
+    first = prepared(table, [1])
+    assert c.commit(first) == 1
+    for i in (2, 3, 4):
+        assert c.commit(prepared(table, [i])) == i      # the first file is evicted
+    assert table.compact(options={"compaction.min.file-num": "2"}).snapshot_id == 5
+    expire_keeping(table_path, 1)
+    assert snapshot_ids(table_path) == [5]
+    with pytest.raises(CommitConflictError) as e:
+        c.commit(first)
+    assert str(e.value).startswith(
+        f"commit user 'job' may have committed these files (a batch commit) to {table.path} "
+        f"earlier in this process (more files since than it remembers), and the table no "
+        f"longer tells: snapshots 1 to 4 have expired and the files are not all live (e.g. "
+        f"{data_path(table_path, first)})")
+    c.close()
+    assert snapshot_ids(table_path) == [5]
+    assert ids_read(table_path) == [1, 2, 3, 4]
