@@ -107,7 +107,7 @@ class _AttemptState:
     base: int = 0                         # id of the latest snapshot this attempt builds on
     delta: Optional["_Delta"] = None       # delta manifests + list, kept across lost races
     entries: List[ManifestEntry] = field(default_factory=list)
-    # Base id of the first attempt that may have published (entered the publish and did not
+    # Lowest base id of the attempts that may have published (entered the publish and did not
     # come back with a plain "lost the race"); None: nothing can have been published.
     publish_base: Optional[int] = None
 
@@ -368,11 +368,13 @@ class FileStoreCommit:
         except BaseException:
             session.delete_written()
             raise
-        # Set before the publish, so that an interrupt anywhere in it leaves it set; cleared
-        # again only when the publish says plainly that nothing of ours landed.
-        first_publish = state.publish_base is None
-        if first_publish:
-            state.publish_base = state.base
+        # Lowered before the publish, so that an interrupt anywhere in it leaves it lowered;
+        # restored only when the publish says plainly that nothing of ours landed. The lowest
+        # base of any attempt that may have landed: after a rollback a later attempt's base
+        # can be lower than an earlier one's.
+        before_publish = state.publish_base
+        state.publish_base = state.base if before_publish is None \
+            else min(before_publish, state.base)
         try:
             # False also when our base was expired meanwhile and our id turned out to be a
             # re-created one (see try_commit): retry.
@@ -390,8 +392,7 @@ class FileStoreCommit:
                             state.uncertain_base) from e
         except AtomicCreateUnsupportedError:
             session.delete_written()   # refused before anything was created
-            if first_publish:
-                state.publish_base = None
+            state.publish_base = before_publish
             raise
         except BaseException:
             # A verdict on a snapshot that exists (a re-created id that could not be removed,
@@ -401,8 +402,7 @@ class FileStoreCommit:
             raise
         if not published:
             session.delete_written()
-            if first_publish:
-                state.publish_base = None
+            state.publish_base = before_publish
             raise _RaceLost(f"snapshot {snapshot.id} was published by another writer first")
         # From here on the published snapshot names the delta: whatever interrupts us now
         # (Ctrl-C, SystemExit, a failing hint write) must not let _run delete it.

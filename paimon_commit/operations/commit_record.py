@@ -80,8 +80,8 @@ class Committed:
     identifier: int
     kind: str
     snapshot_id: Optional[int]   # None: the call raised after it may have published
-    # With snapshot_id None: the latest snapshot id when that call first tried to publish;
-    # the snapshot it may have published is newer (None: not known).
+    # With snapshot_id None: the lowest base snapshot id of that call's attempts that may
+    # have published; the snapshot it may have published is newer (None: not known).
     after: Optional[int] = None
 
     @property
