@@ -191,6 +191,28 @@ def test_a_repeat_of_an_interrupted_commit_after_a_rollback_publishes_once(table
     assert ids_read(table_path) == [1, 2, 3]
 
 
+def test_a_repeat_of_an_interrupted_commit_rolled_back_whose_files_are_gone_is_refused(
+        table, table_path):
+    # The same, once orphan cleanup deleted the rolled-back file: no snapshot holds it and it
+    # is not on disk, so publishing it would name a missing file.
+    write(table, make_rows([1]))
+    msgs = _interrupted_after_publishing(table_path, [2])
+    Table.open(str(table_path)).rollback_to(snapshot_id=1)
+    os.remove(data_path(table_path, msgs))
+    with table.new_commit(commit_user="nb") as c:
+        with pytest.raises(CommitConflictError) as e:
+            c.commit(msgs)
+    assert str(e.value) == (
+        f"an earlier call of commit user 'nb' with these files (a batch commit) raised after "
+        f"it may have published them to {table.path}; no snapshot of the table holds them now "
+        f"(it never published, or a rollback removed it), and data file "
+        f"{data_path(table_path, msgs)} no longer exists (deleted by orphan cleanup?): "
+        f"refusing to commit it, as the snapshot would name a missing file. Write the rows "
+        f"again with a new writer")
+    assert snapshot_ids(table_path) == [1]
+    assert ids_read(table_path) == [1]
+
+
 def test_a_call_that_failed_before_publishing_commits_after_an_expiration(table_path):
     # Guard: a call that never reached the publish left nothing to recognise; its retry after
     # other commits and an expiration publishes the rows (once), it is not refused.
