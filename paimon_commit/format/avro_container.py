@@ -36,7 +36,7 @@ except ImportError:  # pragma: no cover - depends on the Python version
 
 try:  # reusable decompression contexts: ~5x less per small block than a new one per call
     import zstandard as _zstandard  # type: ignore[import-not-found]
-except ImportError:  # pragma: no cover - installed with pypaimon, optional here
+except ImportError:  # pragma: no cover - declared in setup.cfg (install_requires)
     _zstandard = None
 _contexts = threading.local()   # a zstandard context serves one thread at a time
 
