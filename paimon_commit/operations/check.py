@@ -211,7 +211,11 @@ class TableCheck:
 
     def __init__(self, store: FileStore, progress: Optional[Callable[[Any], None]] = None,
                  max_duration_ms: Optional[int] = None):
-        self.store = store
+        # A fresh view of the table: the caller's store caches decoded manifests (a
+        # Table that wrote them), and a check reads what the storage holds now.
+        fresh = FileStore.from_schema(store.path, store.io, store.schema)
+        fresh.options = store.options
+        store = self.store = fresh
         self.io = store.io
         self.root = store.root.rstrip("/")
         self.reach = Reachability(store)
