@@ -241,6 +241,7 @@ class TableCheck:
         self._deletes: Dict[int, List[Tuple[str, int]]] = {}
         self._read_manifests: Set[str] = set()
         self._manifest_sizes: Dict[str, int] = {}   # manifest -> the size its list records
+        self._index_counted: Set[str] = set()
 
     # --- the run -------------------------------------------------------------------------
     def run(self) -> CheckResult:
@@ -466,10 +467,11 @@ class TableCheck:
                 self._external += 1
                 continue
             q = self._look(self.reach.path("index", f.file_name), "index", f.file_size)
-            if q is None:
-                self._count("index", f.file_size)
-            else:
+            if q is not None:
                 problems.append(q)
+            elif f.file_name not in self._index_counted:   # (index manifests share files)
+                self._index_counted.add(f.file_name)
+                self._count("index", f.file_size)
         return None, problems
 
     # --- phase 3: manifests and data files ------------------------------------------------

@@ -270,3 +270,25 @@ def test_max_duration_stops_between_manifests(five, table_path, capsys):
     assert not r.complete and r.stopped_by == "max-duration" and not r.healthy
     assert r.unchecked and r.message.startswith("stopped by ")
     assert r.to_dict()["unchecked"] == list(r.unchecked)
+
+
+# --- tables others wrote -----------------------------------------------------------------------
+
+def test_a_table_pypaimon_wrote(tmp_path, capsys):
+    from conftest import D1, SCHEMA
+    from oracle import pp_create, pp_drop, pp_write
+    path = tmp_path / "wh" / "db.db" / "pp"
+    pp_create(path, SCHEMA, ["dt", "hr"])
+    for i in range(1, 5):
+        pp_write(path, make_rows([i], hr=i % 2))
+    pp_drop(path, [{"dt": D1, "hr": 0}])
+    t = Table.open(str(path))
+    assert [s.id for s in t.snapshots()] == [1, 2, 3, 4, 5]
+    assert t.check().healthy
+    assert run_cli(capsys, path)[0] == 0
+    f = hr0_file(t)
+    os.unlink(f.path)
+    r = t.check()
+    assert r.problems == (CheckProblem(rel(t, f.path), "data", "missing", f.file_size, None,
+                                       ("snapshot 2", "snapshot 3", "snapshot 4")),)
+    assert run_cli(capsys, path)[0] == 1
