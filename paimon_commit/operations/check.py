@@ -423,7 +423,8 @@ class TableCheck:
             else:
                 p.detail = str(e)
             return None, [p]
-        self._count("manifest-list", expected)
+        if p is None:
+            self._count("manifest-list", expected)
         out = []
         for m in metas:
             self._manifest_sizes.setdefault(m.file_name, m.file_size)

@@ -292,3 +292,22 @@ def test_a_table_pypaimon_wrote(tmp_path, capsys):
     assert r.problems == (CheckProblem(rel(t, f.path), "data", "missing", f.file_size, None,
                                        ("snapshot 2", "snapshot 3", "snapshot 4")),)
     assert run_cli(capsys, path)[0] == 1
+
+
+def test_a_root_a_concurrent_expiration_removes_is_not_reported(five, table_path):
+    f = hr0_file(five)
+    os.unlink(f.path)   # as expiration deletes data first, then the snapshot files
+
+    class ExpiringMeanwhile(LocalFileIO):
+        """Snapshots 2-4 and the tag go while the check lists the bucket directories."""
+
+        def list_status(self, directory):
+            if "bucket-" in directory:
+                for name in ("snapshot/snapshot-2", "snapshot/snapshot-3",
+                             "snapshot/snapshot-4", "tag/tag-t2"):
+                    if os.path.exists(table_path / name):
+                        os.unlink(table_path / name)
+            return super().list_status(directory)
+
+    r = Table.open(str(table_path), file_io=ExpiringMeanwhile(str(table_path))).check()
+    assert r.healthy and r.snapshots == 5 and r.tags == 1
