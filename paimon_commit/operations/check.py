@@ -570,7 +570,7 @@ class TableCheck:
             if any(m not in read for m in needed):
                 unchecked.append(i)
                 continue
-            if r.live is not None:
+            if r.live is not None and any(m in self._bad for m in r.live):
                 at = {m: k for k, m in enumerate(r.live)}
                 for k, m in enumerate(r.live):
                     for pos, h, _, found in self._bad.get(m, ()):

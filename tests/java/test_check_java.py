@@ -2,13 +2,10 @@
 and changelog files (changelog lists) are checked too, and a lost one names what it breaks."""
 import os
 
-import pytest
-
 from test_we_maintain_java import build_java_table
 
 from paimon_commit import Table
-from paimon_commit.format.manifest import FileKind
-from paimon_commit.format.manifest import decode_index_manifest_files
+from paimon_commit.format.manifest import FileKind, decode_index_manifest_files
 
 
 def build_dv_table(java, path):
