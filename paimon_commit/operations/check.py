@@ -43,6 +43,7 @@ from ..format import paths as P
 from ..format.manifest import FileKind, decode_index_manifest_files
 from ..format.snapshot import Tag
 from ..io import FileStatus
+from ..io.metered import MeteredReadOnlyIO
 from ..progress import LISTING, READING, Throttle, emit
 from ..reachability import (APPEND_SOURCE, UNREADABLE, Reachability, Root,
                             collector_paused)
@@ -121,7 +122,9 @@ class CheckResult:
         broken: every root at least one problem breaks, in order ("snapshot 3", "tag t1").
         external: data and index files outside the table root (not checked).
         listings: directories listed (each once); reads: files read (roots, manifest lists,
-            manifests, index manifests; each once).
+            manifests, index manifests; each once, broken roots once more).
+        requests: what the storage was asked, by kind (io/metered.py: LIST, GET, HEAD, PUT,
+            DELETE; PUT and DELETE are always 0) and `bytes_read`.
         seconds: time per phase ("roots", "lists", "manifests", "confirm").
         complete: False when `max_duration` stopped the run (`stopped_by`, `message`);
             `unchecked` then names the roots whose data files were not all checked.
@@ -137,6 +140,7 @@ class CheckResult:
     external: int = 0
     listings: int = 0
     reads: int = 0
+    requests: Mapping[str, int] = field(default_factory=dict)
     seconds: Mapping[str, float] = field(default_factory=dict)
     complete: bool = True
     stopped_by: Optional[str] = None
@@ -171,6 +175,7 @@ class CheckResult:
                 "problems": [p.to_dict() for p in self.problems],
                 "broken": list(self.broken), "external": self.external,
                 "listings": self.listings, "reads": self.reads,
+                "requests": dict(self.requests),
                 "complete": self.complete, "stopped_by": self.stopped_by,
                 "message": self.message, "unchecked": list(self.unchecked),
                 "seconds": {k: round(v, 6) for k, v in self.seconds.items()}}
@@ -213,7 +218,10 @@ class TableCheck:
                  max_duration_ms: Optional[int] = None):
         # A fresh view of the table: the caller's store caches decoded manifests (a
         # Table that wrote them), and a check reads what the storage holds now.
-        fresh = FileStore.from_schema(store.path, store.io, store.schema)
+        # Through a metered read-only view: what the check asked of the storage is counted
+        # by kind, and no write or delete can reach the storage from here.
+        self.meter = MeteredReadOnlyIO(store.io)
+        fresh = FileStore.from_schema(store.path, self.meter, store.schema)
         fresh.options = store.options
         store = self.store = fresh
         self.io = store.io
@@ -224,8 +232,6 @@ class TableCheck:
         self.deadline = Deadline.after(max_duration_ms)
         self._roots: List[_Root] = []
         self._listings: Dict[str, Dict[str, Optional[int]]] = {}
-        self._listed = 0
-        self._reads = 0
         self._problems: Dict[Tuple[str, str], _Problem] = {}
         # Whatever was checked once (a list, an index manifest, ...): its value and problems.
         self._memo: Dict[Tuple[str, str], Tuple[Any, List[_Problem]]] = {}
@@ -266,7 +272,6 @@ class TableCheck:
 
     # --- listings --------------------------------------------------------------------------
     def _list(self, directory: str) -> List[FileStatus]:
-        self._listed += 1
         return self.io.list_status(directory)
 
     def _sizes(self, directory: str) -> Dict[str, Optional[int]]:
@@ -342,8 +347,6 @@ class TableCheck:
             log.info("check of %s: %s vanished while checking (a concurrent expiration?)",
                      self.root, path)
             return
-        finally:
-            self._reads += 1
         try:
             if kind == "tag":
                 snap = Tag.from_json(ident, data, path).snapshot
@@ -413,7 +416,6 @@ class TableCheck:
         p = self._look(path, "manifest-list", expected)
         if p is not None and p.state != "wrong-size":
             return None, [p]
-        self._reads += 1
         try:
             metas = self.reach.manifests(name)
         except UNREADABLE as e:
@@ -452,7 +454,6 @@ class TableCheck:
         p = self._look(path, "index-manifest", None)
         if p is not None:
             return None, [p]
-        self._reads += 1
         try:
             entries = decode_index_manifest_files(self.io.read_bytes(path), path)
         except UNREADABLE as e:
@@ -512,7 +513,6 @@ class TableCheck:
             p.roots.update(users)
             if p.state != "wrong-size":
                 return
-        self._reads += 1
         try:
             entries = self.mio.read_manifest_files(name)
         except UNREADABLE as e:
@@ -597,7 +597,6 @@ class TableCheck:
         gone = set()
         for i in broken:
             r = self._roots[i]
-            self._reads += 1
             try:
                 same = self.io.read_bytes(r.root.where) == r.data
             except FileNotFoundError:
@@ -623,6 +622,7 @@ class TableCheck:
         broken = tuple(labels[i] for i in sorted({i for p in self._problems.values()
                                                   for i in p.roots}))
         kinds = [r.root.kind for r in self._roots]
+        requests = self.meter.requests()
         message = None
         if stopped:
             message = (f"stopped by {self.deadline.describe()} after reading "
@@ -633,7 +633,7 @@ class TableCheck:
             self.store.path, kinds.count("snapshot"), kinds.count("tag"),
             kinds.count("changelog"), branches,
             {k: dict(v) for k, v in sorted(self._checked.items())}, problems, broken,
-            self._external, self._listed, self._reads, seconds, not stopped,
+            self._external, requests["LIST"], requests["GET"], requests, seconds, not stopped,
             MAX_DURATION if stopped else None, message,
             tuple(labels[i] for i in unchecked) if stopped else ())
         log.info("check of %s: %d root(s), %d problem(s), %d broken root(s)", self.root,

@@ -37,4 +37,9 @@ def test_check_on_s3_lists_each_directory_once_and_writes_nothing(s3, capsys):
     assert len(gets) == r.reads
     assert not [q for q in gets if q.endswith(".parquet")]   # data files: listed, never read
     assert {m for m, _, _ in reqs} == {"GET"}                # no HEAD, no PUT, no DELETE
+    # The result's request bill is the server's.
+    size = {g: s3.client.head_object(Bucket=s3.name, Key=g.split("/", 2)[2])["ContentLength"]
+            for g in set(gets)}
+    assert r.requests == {"LIST": len(lists), "GET": len(gets), "HEAD": 0, "PUT": 0,
+                          "DELETE": 0, "bytes_read": sum(size[g] for g in gets)}
     assert main(["check", s3.table_uri(), "--json"]) == 1

@@ -250,6 +250,29 @@ def test_one_listing_per_directory_and_one_read_per_file(five, table_path):
     assert set(io.read.values()) == {1, 2}
     assert r.reads == sum(io.read.values())
     assert not [p for p in io.read if p.endswith(".parquet")]   # data files: listed only
+    # The request bill, by kind: only listings and reads, and the bytes those reads returned.
+    assert r.requests == {"LIST": 7, "GET": r.reads, "HEAD": 0, "PUT": 0, "DELETE": 0,
+                          "bytes_read": sum(os.path.getsize(p) * n
+                                            for p, n in io.read.items())}
+
+
+def test_the_checks_storage_view_cannot_write_or_delete(table_path, table):
+    from paimon_commit.io.metered import MeteredReadOnlyIO
+    write(table, make_rows([1]))
+    view = MeteredReadOnlyIO(LocalFileIO(str(table_path)))
+    snapshot = str(table_path / "snapshot" / "snapshot-1")
+    before = tree(table_path)
+    for attempt in (lambda: view.delete_quietly(snapshot),
+                    lambda: view.delete_files([snapshot]),
+                    lambda: view.write_new(str(table_path / "x"), b"x"),
+                    lambda: view.overwrite_atomic(snapshot, b"x"),
+                    lambda: view.try_create_atomic(str(table_path / "x"), b"x"),
+                    lambda: view.open_output_stream(str(table_path / "x")),
+                    lambda: view.mkdirs(str(table_path / "d"))):
+        with pytest.raises(PermissionError, match="read-only view of"):
+            attempt()
+    assert tree(table_path) == before
+    assert view.read_bytes(snapshot) and view.requests()["GET"] == 1
 
 
 def test_check_is_read_only(five, table_path, capsys):
