@@ -334,3 +334,39 @@ def test_a_root_a_concurrent_expiration_removes_is_not_reported(five, table_path
 
     r = Table.open(str(table_path), file_io=ExpiringMeanwhile(str(table_path))).check()
     assert r.healthy and r.snapshots == 5 and r.tags == 1
+
+
+def test_the_text_names_the_first_ten_problems(table, table_path, capsys):
+    for i in range(12):
+        write(table, make_rows([i], hr=i))
+    files = sorted(f.path for f in table.live_files())
+    for p in files:
+        os.unlink(p)
+    code, out, _ = run_cli(capsys, table_path)
+    lines = out.splitlines()
+    assert code == 1 and len(files) == 12
+    assert lines[2].startswith("12 problem(s); broken: snapshot 1, snapshot 2, ")
+    assert [x.split(":")[0] for x in lines[3:13]] == [f"  data {rel(table, p)}"
+                                                      for p in files[:10]]
+    assert lines[13:] == ["  ... and 2 more: use --json for all"]
+    assert len(json.loads(run_cli(capsys, table_path, "--json")[1])["problems"]) == 12
+
+
+def test_a_missing_statistics_file_and_a_truncated_manifest(five, table_path):
+    # Snapshot 5 names a statistics file (as ANALYZE in Java writes) that is not there.
+    path = table_path / "snapshot" / "snapshot-5"
+    snap = json.loads(path.read_text())
+    snap["statistics"] = "stat-00000000-0000-0000-0000-000000000000-0"
+    path.write_text(json.dumps(snap))
+    s4 = five.snapshot(4)
+    (m,) = five.store.manifests.read_list(s4.delta_manifest_list)
+    mpath = table_path / "manifest" / m.file_name
+    mpath.write_bytes(mpath.read_bytes()[:50])
+    r = five.check()
+    assert [(p.kind, p.path, p.state, p.expected_size, p.actual_size, p.roots)
+            for p in r.problems] == [
+        ("manifest", f"manifest/{m.file_name}", "wrong-size", m.file_size, 50,
+         ("snapshot 4", "snapshot 5")),
+        ("statistics", "statistics/stat-00000000-0000-0000-0000-000000000000-0", "missing",
+         None, None, ("snapshot 5",))]
+    assert r.problems[0].detail   # and why it cannot be read
