@@ -7,6 +7,7 @@ defines it, and says which of those files are missing or not of the size the met
 records, and which roots each one breaks. It is read-only: it deletes and writes nothing.
 
 What a root needs (the strict side of reachability's rules):
+- the schema file of its schema id, in its branch's schema/ directory;
 - its needed manifest lists (`Root.lists`: a tag's changelog list and a long-lived
   changelog's lists other than the one it is read by may be gone by design), with the size the
   snapshot records (Java >= 1.1 writes it);
@@ -20,7 +21,7 @@ What a root needs (the strict side of reachability's rules):
   with the snapshot).
 
 Cost: one listing per directory (manifest/, index/, statistics/, each bucket directory the
-manifests name, and the snapshot/, changelog/ and tag/ directories), never one request per
+manifests name, and the snapshot/, changelog/, tag/ and schema/ directories), never one request per
 file; every manifest list, manifest and index manifest is read once, shared by every root
 that names it. Memory: the name and size of each file in those directories, the positions
 of the DELETE entries of the manifests a root merges (one int each), and the entries that
@@ -57,7 +58,7 @@ __all__ = ["CheckProblem", "CheckResult", "TableCheck", "check_table", "PROBLEM_
            "STATES"]
 
 # The kinds of file a problem names, in the order problems are listed.
-PROBLEM_KINDS = ("snapshot", "tag", "changelog", "manifest-list", "manifest",
+PROBLEM_KINDS = ("snapshot", "tag", "changelog", "schema", "manifest-list", "manifest",
                  "index-manifest", "index", "statistics", "data", "extra")
 STATES = ("missing", "wrong-size", "unreadable", "not-a-file")
 _KIND_ORDER = {k: i for i, k in enumerate(PROBLEM_KINDS)}
@@ -194,10 +195,10 @@ class _Problem:
 
 class _Root:
     """A root being checked: reachability's Root, how it is named, what it merges."""
-    __slots__ = ("root", "label", "data", "live", "added")
+    __slots__ = ("root", "label", "data", "meta_root", "live", "added")
 
-    def __init__(self, root: Root, label: str, data: bytes):
-        self.root, self.label, self.data = root, label, data
+    def __init__(self, root: Root, label: str, data: bytes, meta_root: str):
+        self.root, self.label, self.data, self.meta_root = root, label, data, meta_root
         # Manifests merged for its live files (base, then delta); None: a list is unusable
         # (the root is broken by that already; its live files cannot be known).
         self.live: Optional[List[str]] = None
@@ -216,10 +217,10 @@ class TableCheck:
 
     def __init__(self, store: FileStore, progress: Optional[Callable[[Any], None]] = None,
                  max_duration_ms: Optional[int] = None):
-        # A fresh view of the table: the caller's store caches decoded manifests (a
-        # Table that wrote them), and a check reads what the storage holds now.
-        # Through a metered read-only view: what the check asked of the storage is counted
-        # by kind, and no write or delete can reach the storage from here.
+        # A fresh view of the table (the caller's store caches decoded manifests, e.g. of a
+        # Table that wrote them: a check reads what the storage holds now), through a
+        # metered read-only view: every request is counted by kind, and no write or delete
+        # can reach the storage from here.
         self.meter = MeteredReadOnlyIO(store.io)
         fresh = FileStore.from_schema(store.path, self.meter, store.schema)
         fresh.options = store.options
@@ -336,11 +337,12 @@ class TableCheck:
                          for ident in [parse(name)] if ident is not None]
                 for ident, name in sorted(found):   # ids by number, tags by name
                     self._read_root(io.join(directory, name), kind, ident,
-                                    f"{prefix}{kind} {ident}")
+                                    f"{prefix}{kind} {ident}", meta_root)
             emit(self.progress, LISTING, len(self._roots), None, "roots")
         return len(branches) - 1
 
-    def _read_root(self, path: str, kind: str, ident: Any, label: str) -> None:
+    def _read_root(self, path: str, kind: str, ident: Any, label: str, meta_root: str
+                   ) -> None:
         try:
             data = self.io.read_bytes(path)
         except FileNotFoundError:
@@ -353,12 +355,12 @@ class TableCheck:
             else:
                 snap = SnapshotManager.parse(data, path, ident)
         except CorruptMetadataError as e:
-            r = _Root(Root(path, None, kind), label, data)   # type: ignore[arg-type]
+            r = _Root(Root(path, None, kind), label, data, meta_root)  # type: ignore[arg-type]
             self._roots.append(r)
             p = self._problem(path, kind, "unreadable", None, len(data), str(e))
             p.roots.add(len(self._roots) - 1)
             return
-        self._roots.append(_Root(Root(path, snap, kind), label, data))
+        self._roots.append(_Root(Root(path, snap, kind), label, data, meta_root))
 
     # --- phase 2: lists, index, statistics ---------------------------------------------------
     def _use(self, i: int, key: Tuple[str, str], check: Callable[[], Tuple[Any, List[_Problem]]]
@@ -376,6 +378,9 @@ class TableCheck:
         if s is None:
             return   # its file is unreadable: reported already
         producer = self.reach.producer
+        # Readers resolve the snapshot's schema in its own branch's schema/ directory.
+        schema = self.io.join(r.meta_root, P.SCHEMA_DIR, P.schema_file_name(s.schema_id))
+        self._use(i, ("schema", schema), lambda: self._check_path("schema", schema))
         sizes = {s.base_manifest_list: s.base_manifest_list_size,
                  s.delta_manifest_list: s.delta_manifest_list_size}
         if s.changelog_manifest_list:
@@ -439,6 +444,9 @@ class TableCheck:
             path = self.reach.path(kind, name)
         except ValueError as e:
             return None, [self._problem(name, kind, "unreadable", None, None, str(e))]
+        return self._check_path(kind, path)
+
+    def _check_path(self, kind: str, path: str) -> Tuple[None, List[_Problem]]:
         p = self._look(path, kind, None)
         if p is None:
             self._count(kind, None)

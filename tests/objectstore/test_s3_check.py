@@ -30,7 +30,8 @@ def test_check_on_s3_lists_each_directory_once_and_writes_nothing(s3, capsys):
         key[len("db.db/t/"):], "data", "missing", f.file_size)
     lists = [q for m, q, _ in reqs if m == "GET" and "list-type=2" in q]
     gets = [q for m, q, _ in reqs if m == "GET" and "list-type=2" not in q]
-    assert len(lists) == r.listings == 7    # branch, snapshot, tag, changelog, manifest, 2 buckets
+    # branch, snapshot, tag, changelog, schema, manifest and 2 bucket directories
+    assert len(lists) == r.listings == 8
     # Each metadata file once; the 4 broken roots once more (still there, unchanged?).
     again = [g for g in set(gets) if gets.count(g) == 2]
     assert len(again) == 4 and len(gets) == len(set(gets)) + 4

@@ -240,9 +240,10 @@ def test_one_listing_per_directory_and_one_read_per_file(five, table_path):
     root = str(table_path)
     assert len(buckets) == 2
     assert set(io.listed) == {os.path.join(root, d) for d in
-                              ("branch", "snapshot", "tag", "changelog", "manifest")} | buckets
+                              ("branch", "snapshot", "tag", "changelog", "schema",
+                               "manifest")} | buckets
     assert set(io.listed.values()) == {1}
-    assert r.listings == len(io.listed) == 7
+    assert r.listings == len(io.listed) == 8
     # Every metadata file once; the broken roots once more (are they still there?).
     again = {os.path.join(root, p) for p in ("snapshot/snapshot-2", "snapshot/snapshot-3",
                                              "snapshot/snapshot-4", "tag/tag-t2")}
@@ -251,7 +252,7 @@ def test_one_listing_per_directory_and_one_read_per_file(five, table_path):
     assert r.reads == sum(io.read.values())
     assert not [p for p in io.read if p.endswith(".parquet")]   # data files: listed only
     # The request bill, by kind: only listings and reads, and the bytes those reads returned.
-    assert r.requests == {"LIST": 7, "GET": r.reads, "HEAD": 0, "PUT": 0, "DELETE": 0,
+    assert r.requests == {"LIST": 8, "GET": r.reads, "HEAD": 0, "PUT": 0, "DELETE": 0,
                           "bytes_read": sum(os.path.getsize(p) * n
                                             for p, n in io.read.items())}
 
@@ -370,3 +371,11 @@ def test_a_missing_statistics_file_and_a_truncated_manifest(five, table_path):
         ("statistics", "statistics/stat-00000000-0000-0000-0000-000000000000-0", "missing",
          None, None, ("snapshot 5",))]
     assert r.problems[0].detail   # and why it cannot be read
+
+
+def test_a_missing_schema_file_breaks_every_root_of_that_schema(five, table_path):
+    os.unlink(table_path / "schema" / "schema-0")
+    (p,) = five.check().problems
+    assert (p.kind, p.path, p.state, p.roots) == (
+        "schema", "schema/schema-0", "missing",
+        ("snapshot 1", "snapshot 2", "snapshot 3", "snapshot 4", "snapshot 5", "tag t2"))
