@@ -379,3 +379,20 @@ def test_a_missing_schema_file_breaks_every_root_of_that_schema(five, table_path
     assert (p.kind, p.path, p.state, p.roots) == (
         "schema", "schema/schema-0", "missing",
         ("snapshot 1", "snapshot 2", "snapshot 3", "snapshot 4", "snapshot 5", "tag t2"))
+
+
+def test_cli_max_duration_stops_with_exit_3_and_says_so(table, table_path, capsys):
+    with table.new_commit() as c:
+        for i in range(30):
+            write(table, make_rows([i], hr=i % 3), commit=c)
+    # 1 ms is gone before the first manifest: one is read, the rest are not.
+    code, out, _ = run_cli(capsys, table_path, "--max-duration", "1 ms")
+    assert code == 3
+    last = out.splitlines()[-1]
+    assert last.startswith("incomplete: stopped by the time limit (max-duration 0.001 s) "
+                           "after reading 1 manifest(s): the data files of ")
+    assert last.endswith(" root(s) were not all checked; a rerun checks everything again")
+    code, out, _ = run_cli(capsys, table_path, "--max-duration", "1 ms", "--json")
+    d = json.loads(out)
+    assert code == 3 and d["complete"] is False and d["stopped_by"] == "max-duration"
+    assert d["healthy"] is False and d["unchecked"]
