@@ -35,6 +35,7 @@ end, and one that has gone or changed since is not reported.
 """
 from __future__ import annotations
 
+import hashlib
 import itertools
 import logging
 import time
@@ -204,15 +205,20 @@ class _Problem:
 
 class _Root:
     """A root being checked: reachability's Root, how it is named, what it merges."""
-    __slots__ = ("root", "label", "data", "meta_root", "live", "added")
+    __slots__ = ("root", "label", "digest", "meta_root", "live", "added")
 
     def __init__(self, root: Root, label: str, data: bytes, meta_root: str):
-        self.root, self.label, self.data, self.meta_root = root, label, data, meta_root
+        self.root, self.label, self.meta_root = root, label, meta_root
+        self.digest = _digest(data)   # (is it the same file at the end?)
         # Manifests merged for its live files (base, then delta); None: a list is unusable
         # (the root is broken by that already; its live files cannot be known).
         self.live: Optional[List[str]] = None
         # (manifests, APPEND files only) whose every ADDed file it needs (changelog lists).
         self.added: List[Tuple[List[str], bool]] = []
+
+
+def _digest(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
 
 
 def check_table(store: FileStore, progress: Optional[Callable[[Any], None]] = None,
@@ -695,7 +701,7 @@ class TableCheck:
         for i in broken:
             r = self._roots[i]
             try:
-                same = self.io.read_bytes(r.root.where) == r.data
+                same = _digest(self.io.read_bytes(r.root.where)) == r.digest
             except FileNotFoundError:
                 same = False
             if not same:
