@@ -396,3 +396,13 @@ def test_cli_max_duration_stops_with_exit_3_and_says_so(table, table_path, capsy
     d = json.loads(out)
     assert code == 3 and d["complete"] is False and d["stopped_by"] == "max-duration"
     assert d["healthy"] is False and d["unchecked"]
+
+
+def test_a_directory_where_a_data_file_should_be_is_not_a_file(five):
+    f = hr0_file(five)
+    os.unlink(f.path)
+    os.mkdir(f.path)
+    (p,) = five.check().problems
+    assert (p.state, p.expected_size, p.actual_size) == ("not-a-file", f.file_size, None)
+    assert p.describe() == (f"data {rel(five, f.path)}: not a regular file; breaks snapshot 2, "
+                            f"snapshot 3, snapshot 4, tag t2")
