@@ -366,6 +366,29 @@ class Table(TableMaintenance):
             raise ValueError(f"tag {tag!r} does not exist in table {self.path}")
         return t.snapshot
 
+    # --- checking ------------------------------------------------------------------------
+    def check(self, progress=None, max_duration: Any = None):
+        """Which snapshots, tags and long-lived changelogs (of every branch) are broken:
+        every manifest list, manifest, data file (with its extra files), index manifest,
+        index file and statistics file they need must exist with the size the metadata
+        records. Read-only: nothing is written or deleted. One listing per directory; each
+        manifest is read once, shared by every root that names it.
+
+        Args:
+            progress: optional paimon_commit.progress callback.
+            max_duration: stop reading manifests after this long ('10 min', or ms; more
+                than 0): the result then says complete=False and names the roots not
+                checked in full.
+
+        Returns:
+            CheckResult: `healthy`, `problems` (path, kind, state, expected and actual size,
+            the roots each breaks), `broken` ("snapshot 3", "tag t1"), counts, listings,
+            reads and seconds; `to_dict()`.
+        """
+        from .operations.check import check_table
+        from .table_maintenance import max_duration_arg
+        return check_table(self.store, progress, max_duration_arg(max_duration))
+
     # --- writing -------------------------------------------------------------------------
     def new_writer(self) -> TableWriter:
         """A writer of parquet data files (one per task; not thread-safe).
