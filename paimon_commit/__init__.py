@@ -5,6 +5,7 @@ from .errors import (
 )
 from .format.commit_message import CommitMessage
 from .format.snapshot import Snapshot, Tag
+from .operations.check import CheckProblem, CheckResult
 from .operations.compact_result import (
     CompactionConflictError, CompactionError, CompactResult, PartitionCompaction,
 )
@@ -23,5 +24,6 @@ __all__ = [
     "PaimonCommitError", "OptionError", "CorruptMetadataError", "TableNotFoundError",
     "TableExistsError", "UnsafePathError", "CommitConflictError", "CommitFailedError",
     "UnsupportedTableError", "SchemaMismatchError",
+    "CheckResult", "CheckProblem",
 ]
 __version__ = "0.1.0"

@@ -21,7 +21,7 @@ from .options import OPTIONS, validate_options
 
 __all__ = ["IMMUTABLE_OPTION_NAMES", "check_dynamic_options", "with_dynamic_options",
            "check_branch_options", "check_changelog_producer", "refuse_storage_options",
-           "is_storage_option", "check_commit_options"]
+           "is_storage_option", "check_commit_options", "refuse_other_changelog_producer"]
 
 # Paimon's CoreOptions marked @Immutable (master of 2026): a table's layout, fixed when it is
 # created. Paimon refuses a dynamic option that changes one ("Change '...' is not supported
@@ -97,21 +97,45 @@ def check_branch_options(options: Mapping[str, Any], what: str,
                 f"on main)")
 
 
-def check_changelog_producer(options: Mapping[str, Any], primary_keys, what: str) -> None:
+def check_changelog_producer(options: Mapping[str, Any], primary_keys, what: str,
+                             stored: Optional[Mapping[str, Any]] = None) -> None:
     """Paimon refuses a changelog producer on a table without primary keys; here it would
-    also make expiration drop the files the table's changelogs read."""
+    also make expiration drop the files the table's changelogs read.
+
+    With the table's `stored` options (a handle's or a commit's options over an existing
+    table), a producer other than the table's is refused on every kind of table: the
+    changelogs already written were produced with the table's value, and expiration decides
+    by the producer which of their lists and files they still read (with none, the deltas
+    and the APPEND files they delete). A handle saying `input` over a table whose
+    changelogs were written with none deleted what every long-lived changelog reads."""
     value = options.get("changelog-producer")
-    if value is not None and not primary_keys and str(value).lower() != "none":
+    if value is None:
+        return
+    if not primary_keys and str(value).lower() != "none":
         raise OptionError(
             f"{what}: option 'changelog-producer' = {value!r} needs a table with primary "
             f"keys: an append table has none (only 'none' is allowed)")
+    if stored is not None:
+        refuse_other_changelog_producer(value, stored.get("changelog-producer"), what)
+
+
+def refuse_other_changelog_producer(value: Any, stored: Any, what: str) -> None:
+    """OptionError when `value` (a producer given for a handle, a commit or an expiration)
+    is not the table's `stored` one (unset: none)."""
+    table = str(stored if stored is not None else "none")
+    if str(value).strip().lower() != table.strip().lower():
+        raise OptionError(
+            f"{what}: option 'changelog-producer' = {value!r} differs from the table's "
+            f"{table!r}: the table's changelogs were written with its own producer, and "
+            f"expiration keeps the files they read by it (change it for the table, not for "
+            f"one handle)")
 
 
 def check_commit_options(options: Mapping[str, str], schema: TableSchema, what: str) -> None:
     """Options given to one commit (new_commit(options=...), a Spark write's options): no
     branch, no changelog producer on an append table, no option that moves files."""
     check_branch_options(options, what)
-    check_changelog_producer(options, schema.primary_keys, what)
+    check_changelog_producer(options, schema.primary_keys, what, schema.options)
     for key in sorted(PATH_OPTION_NAMES & set(options)):
         if not _same_value(key, schema.options, str(options[key])):
             raise OptionError(
@@ -182,7 +206,7 @@ def with_dynamic_options(schema: TableSchema, dynamic: Mapping[str, str],
                 f"(it is {now} there): it fixes the table's layout, which only the table's "
                 f"creation sets")
     merged = {**stored, **dynamic}
-    check_changelog_producer(dynamic, schema.primary_keys, f"opening {table}")
+    check_changelog_producer(dynamic, schema.primary_keys, f"opening {table}", stored)
     try:
         validate_options(merged)
     except OptionError as e:

@@ -61,17 +61,27 @@ class LiveFile:
 
 def read_data_file(io: FileIO, path: str, partition: Mapping[str, Any],
                    target: pa.Schema) -> pa.Table:
-    """One data file as rows of `target`: partition columns filled from the partition
-    values, columns added by schema evolution after the file was written as nulls."""
+    """One data file as rows of `target`: partition columns from the partition values
+    (never the file's; see file_rows), columns added by schema evolution after the file was
+    written as nulls."""
     return file_rows(io.read_parquet(path), partition, target)
 
 
 def file_rows(t: pa.Table, partition: Mapping[str, Any], target: pa.Schema) -> pa.Table:
     """The rows of a data file already read (`t`, as stored) as rows of `target` (see
-    read_data_file; compaction reads many files itself and converts them together)."""
+    read_data_file; compaction reads many files itself and converts them together).
+
+    A partition column is the partition's value even where the file stores one: Paimon's
+    readers (Java's, pypaimon's) never read it from the file, so a file storing a value that
+    disagrees with its partition reads as its partition everywhere, and compaction writes
+    that value (it used to take the stored one whenever the column was read, for a dotted
+    name or a file read whole, and then refused the bin for ever)."""
     cols = []
+    names = set(t.column_names)
     for field in target:
-        if field.name in t.column_names:
+        if field.name in partition:
+            cols.append(constant_array(partition[field.name], field.type, t.num_rows))
+        elif field.name in names:
             col = t.column(field.name)
             if pa.types.is_timestamp(field.type) and pa.types.is_int64(col.type):
                 # A plain INT64 timestamp (see writer._RollingFile): millis up to
@@ -79,8 +89,6 @@ def file_rows(t: pa.Table, partition: Mapping[str, Any], target: pa.Schema) -> p
                 unit = "ms" if field.type.unit in ("s", "ms") else "us"
                 col = col.cast(pa.timestamp(unit, tz=field.type.tz))
             cols.append(col.cast(field.type))
-        elif field.name in partition:
-            cols.append(constant_array(partition[field.name], field.type, t.num_rows))
         else:
             cols.append(pa.nulls(t.num_rows, type=field.type))
     return pa.Table.from_arrays(cols, schema=target)
@@ -357,6 +365,29 @@ class Table(TableMaintenance):
         if t is None:
             raise ValueError(f"tag {tag!r} does not exist in table {self.path}")
         return t.snapshot
+
+    # --- checking ------------------------------------------------------------------------
+    def check(self, progress=None, max_duration: Any = None):
+        """Which snapshots, tags and long-lived changelogs (of every branch) are broken:
+        every manifest list, manifest, data file (with its extra files), index manifest,
+        index file and statistics file they need must exist with the size the metadata
+        records. Read-only: nothing is written or deleted. One listing per directory; each
+        manifest is read once, shared by every root that names it.
+
+        Args:
+            progress: optional paimon_commit.progress callback.
+            max_duration: stop reading manifests after this long ('10 min', or ms; more
+                than 0): the result then says complete=False and names the roots not
+                checked in full.
+
+        Returns:
+            CheckResult: `healthy`, `problems` (path, kind, state, expected and actual size,
+            the roots each breaks), `broken` ("snapshot 3", "tag t1"), counts, listings,
+            reads and seconds; `to_dict()`.
+        """
+        from .operations.check import check_table
+        from .table_maintenance import max_duration_arg
+        return check_table(self.store, progress, max_duration_arg(max_duration))
 
     # --- writing -------------------------------------------------------------------------
     def new_writer(self) -> TableWriter:

@@ -9,6 +9,7 @@ from typing import Dict, List
 
 from ..io.uri import redact_uris_in
 from .args import duration, int_at_least, key_value, past_timestamp_ms, time_limit
+from .check import add_check_command
 from .compaction import add_compact_command
 from .maintenance import add_commands
 from .tables import (cmd_create_tag, cmd_delete_tag, cmd_drop_partition, cmd_expire_partitions,
@@ -197,5 +198,6 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--snapshot", type=int_at_least(1))
     g.add_argument("--tag")
     add_compact_command(command)
+    add_check_command(command)
     add_commands(sub, command)   # expire-tags, maintain, report, patterns
     return p

@@ -17,6 +17,8 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import fastavro
 
+from .varint import Malformed, read_long
+
 __all__ = ["read_records", "iter_records", "raw_blocks", "schema_and_blocks", "out_of_memory"]
 
 _MAGIC = b"Obj\x01"
@@ -34,7 +36,7 @@ except ImportError:  # pragma: no cover - depends on the Python version
 
 try:  # reusable decompression contexts: ~5x less per small block than a new one per call
     import zstandard as _zstandard  # type: ignore[import-not-found]
-except ImportError:  # pragma: no cover - installed with pypaimon, optional here
+except ImportError:  # pragma: no cover - declared in setup.cfg (install_requires)
     _zstandard = None
 _contexts = threading.local()   # a zstandard context serves one thread at a time
 
@@ -44,16 +46,12 @@ class _Malformed(Exception):
 
 
 def _long(b: bytes, pos: int) -> Tuple[int, int]:
-    n = shift = 0
-    while True:
-        if pos >= len(b) or shift > 63:
-            raise _Malformed()
-        c = b[pos]
-        pos += 1
-        n |= (c & 0x7F) << shift
-        if not c & 0x80:
-            return (n >> 1) ^ -(n & 1), pos
-        shift += 7
+    # The one varint reader of format/ (varint.py): a block count or size in overlong bytes
+    # is refused like any other overlong long, and fastavro reads the file.
+    try:
+        return read_long(b, pos)
+    except (IndexError, Malformed):
+        raise _Malformed() from None
 
 
 def _bytes(b: bytes, pos: int) -> Tuple[bytes, int]:

@@ -20,6 +20,8 @@ import threading
 import zlib
 from typing import Callable, Dict, List, Optional, Sequence
 
+from .varint import Malformed, read_long
+
 __all__ = ["encode_entries", "BLOCK_BYTES"]
 
 #: Records go into blocks of about this many uncompressed bytes (Avro Java's default sync
@@ -31,7 +33,7 @@ _SMALL = {n: bytes([(n << 1) ^ (n >> 63)]) for n in range(-64, 64)}
 
 try:
     import zstandard as _zstandard  # type: ignore[import-not-found]
-except ImportError:  # pragma: no cover - installed with fastavro[zstandard]
+except ImportError:  # pragma: no cover - declared in setup.cfg; without it fastavro writes
     _zstandard = None
 _contexts = threading.local()
 
@@ -257,28 +259,9 @@ def _block(out: List[bytes], block: bytearray, count: int,
 
 
 # --- reading ------------------------------------------------------------------------------
-class Malformed(ValueError):
-    """A block this decoder cannot read exactly (the caller reads the file with fastavro)."""
-
-
-def _rlong(b: bytes, pos: int):
-    c = b[pos]
-    if c < 128:
-        return (c >> 1) ^ -(c & 1), pos + 1
-    n = c & 0x7F
-    shift = 7
-    pos += 1
-    while True:
-        c = b[pos]
-        pos += 1
-        n |= (c & 0x7F) << shift
-        if c < 128:
-            if n >> 64:   # bits beyond a long: fastavro and Java keep the low 64; we refuse
-                raise Malformed("varint beyond 64 bits")
-            return (n >> 1) ^ -(n & 1), pos
-        shift += 7
-        if shift > 63:
-            raise Malformed("varint longer than 10 bytes")
+# One varint reader for every decoder in format/ (varint.py): an overlong long is refused
+# the same way here and in the FileRef reader, so the two never read different numbers.
+_rlong = read_long
 
 
 def _rbytes(b: bytes, pos: int):

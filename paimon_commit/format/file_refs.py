@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
+from .varint import read_long, skip_long
+
 __all__ = ["compile_reader", "compile_list_reader"]
 
 
@@ -58,26 +60,8 @@ class _Unsupported(Exception):
     pass
 
 
-def _long_slow(b: bytes, pos: int, c: int) -> Tuple[int, int]:
-    n = c & 0x7F
-    shift = 7
-    while True:
-        c = b[pos]
-        pos += 1
-        n |= (c & 0x7F) << shift
-        if not c & 0x80:
-            return (n >> 1) ^ -(n & 1), pos
-        shift += 7
-        if shift > 63:
-            raise ValueError("varint too long")
-
-
 def _length_slow(b: bytes, pos: int) -> Tuple[int, int]:
-    c = b[pos]
-    if c < 128:
-        n, pos = (c >> 1) ^ -(c & 1), pos + 1
-    else:
-        n, pos = _long_slow(b, pos + 1, c)
+    n, pos = read_long(b, pos)
     if n < 0:
         raise ValueError("negative length")
     return n, pos
@@ -104,7 +88,9 @@ class _Gen:
     def read_long(self, ind: int, target: str) -> None:
         self.emit(ind, "c = b[pos]; pos += 1")
         self.emit(ind, f"if c < 128: {target} = (c >> 1) ^ -(c & 1)")
-        self.emit(ind, f"else: {target}, pos = _long_slow(b, pos, c)")
+        # more bytes: the reader entry_codec uses (varint.py), which refuses an overlong
+        # long as entry_codec does, so that both read what fastavro reads or neither does
+        self.emit(ind, f"else: {target}, pos = _read_long(b, pos - 1)")
 
     def read(self, ind: int, schema: Any, target: Optional[str]) -> None:
         """Code that reads `schema` at pos into `target` (None: skip it)."""
@@ -134,8 +120,16 @@ class _Gen:
             if target:
                 self.read_long(ind, target)
             else:
-                self.emit(ind, "while b[pos] > 127: pos += 1")
-                self.emit(ind, "pos += 1")
+                # A skipped long is checked too (damage anywhere sends the file to
+                # fastavro), inline up to 9 bytes (no long that short is overlong; a call
+                # per skipped long made the reader 2x slower); 10 bytes or more: varint.py.
+                s = self.tmp()
+                self.emit(ind, "if b[pos] < 128: pos += 1")
+                self.emit(ind, "else:")
+                self.emit(ind + 1, f"{s} = pos")
+                self.emit(ind + 1, "while b[pos] > 127: pos += 1")
+                self.emit(ind + 1, "pos += 1")
+                self.emit(ind + 1, f"if pos - {s} > 9: pos = _skip_long(b, {s})")
         elif t in ("float", "double"):
             if target:
                 raise _Unsupported(t)
@@ -243,8 +237,8 @@ def _compile(schema: Dict[str, Any], layout: _Layout) -> Callable[..., List[Any]
             f"        append(make({', '.join(layout.args)}))",
             "    if pos != len(b): raise ValueError('block not consumed exactly')",
             "    return out"]
-    scope: Dict[str, Any] = {"_long_slow": _long_slow, "_length_slow": _length_slow,
-                             "_skip_slow": _skip_slow}
+    scope: Dict[str, Any] = {"_read_long": read_long, "_skip_long": skip_long,
+                             "_length_slow": _length_slow, "_skip_slow": _skip_slow}
     exec(compile("\n".join(src), "<manifest FileRef reader>", "exec"), scope)  # noqa: S102
     return scope["read"]
 

@@ -23,7 +23,7 @@ __all__ = [
     "FileKind", "SimpleStats", "DataFileMeta", "ManifestEntry", "ManifestFileMeta",
     "encode_manifest", "decode_manifest", "encode_manifest_list", "decode_manifest_list",
     "EMPTY_STATS", "avro_codec", "decode_index_manifest_names", "FileRef",
-    "decode_manifest_files",
+    "decode_manifest_files", "IndexFileRef", "decode_index_manifest_files",
 ]
 
 MANIFEST_VERSION = 2
@@ -530,6 +530,35 @@ def decode_index_manifest_names(data: bytes, path: str) -> List[str]:
     except ValueError as e:
         raise CorruptMetadataError(path, str(e)) from None
     return names
+
+
+class IndexFileRef(NamedTuple):
+    """An index manifest entry as a check reads it: kind (0 ADD, 1 DELETE), the file's name
+    under index/, its recorded size, and where it lives when outside the table root."""
+    kind: int
+    file_name: str
+    file_size: int
+    external_path: Optional[str]
+
+
+def decode_index_manifest_files(data: bytes, path: str) -> List[IndexFileRef]:
+    """Every entry of an index manifest with its recorded size (each name checked to be a
+    bare name); CorruptMetadataError if unreadable."""
+    from . import paths as P
+    try:
+        out = [IndexFileRef(r["_KIND"], r["_FILE_NAME"], r["_FILE_SIZE"],
+                            r.get("_EXTERNAL_PATH")) for r in read_records(data)]
+    except Exception as e:  # noqa: BLE001 - fastavro raises many types on garbage
+        oom = out_of_memory(e)
+        if oom is not None:
+            raise oom from None
+        raise CorruptMetadataError(path, f"unreadable index manifest ({e})") from None
+    try:
+        for f in out:
+            P.validate_bare_file_name(f.file_name, "index file name")
+    except ValueError as e:
+        raise CorruptMetadataError(path, str(e)) from None
+    return out
 
 
 def encode_manifest_list(metas: Sequence[ManifestFileMeta], codec: str) -> bytes:

@@ -107,6 +107,9 @@ class _AttemptState:
     base: int = 0                         # id of the latest snapshot this attempt builds on
     delta: Optional["_Delta"] = None       # delta manifests + list, kept across lost races
     entries: List[ManifestEntry] = field(default_factory=list)
+    # Lowest base id of the attempts that may have published (entered the publish and did not
+    # come back with a plain "lost the race"); None: nothing can have been published.
+    publish_base: Optional[int] = None
 
 
 @dataclass
@@ -147,9 +150,9 @@ class FileStoreCommit:
         kind = CommitKind.OVERWRITE if has_deletes else CommitKind.APPEND
         if not entries and self.config.ignore_empty_commit:
             return CommitResult(None, 0, kind)
-        return self._run_once(adds, kind, ident, lambda check: self._run(
+        return self._run_once(adds, kind, ident, lambda check, state: self._run(
             lambda latest: entries, kind, ident,
-            check_conflicts=has_deletes or check_append_conflicts or check))
+            check_conflicts=has_deletes or check_append_conflicts or check, state=state))
 
     def overwrite(self, messages: Sequence[CommitMessage],
                   partition: Optional[Mapping[str, Any]] = None,
@@ -183,8 +186,8 @@ class FileStoreCommit:
             return self._deletes_matching(latest, target) + adds
 
         new = [e for e in adds if e.kind == FileKind.ADD]
-        return self._run_once(new, CommitKind.OVERWRITE, ident, lambda check: self._run(
-            changes, CommitKind.OVERWRITE, ident, check_conflicts=True))
+        return self._run_once(new, CommitKind.OVERWRITE, ident, lambda check, state: self._run(
+            changes, CommitKind.OVERWRITE, ident, check_conflicts=True, state=state))
 
     def drop_partitions(self, partitions: Sequence[Mapping[str, Any]],
                         commit_identifier: Optional[int] = None) -> CommitResult:
@@ -230,25 +233,30 @@ class FileStoreCommit:
 
     # --- committing each file once -------------------------------------------------------
     def _run_once(self, adds: List[ManifestEntry], kind: str, identifier: int,
-                  run: Callable[[bool], CommitResult]) -> CommitResult:
-        """Screen the ADDs against what this process committed, run the commit (`run(True)`:
-        check the table too), and remember its files."""
-        done, check_table = RepeatScreen(self.store, self.commit_user).screen(adds, identifier,
-                                                                              kind)
+                  run: Callable[[bool, "_AttemptState"], CommitResult]) -> CommitResult:
+        """Screen the ADDs against what this process committed, run the commit
+        (`run(True, state)`: check the table too), and remember its files under the table's
+        resolved identity (one table however its path is spelled)."""
+        screen = RepeatScreen(self.store, self.commit_user)
+        done, check_table = screen.screen(adds, identifier, kind)
         if done is not None:
             return CommitResult(done, 0, kind, already_committed=True)
-        root, user = self.store.root, self.commit_user
+        root, user = screen.key, self.commit_user
         keys = [e.identifier for e in adds]
         times = [e.file.creation_time for e in adds]
         record = commit_record.RECORD   # looked up per call: a test swaps in a fresh process's
+        state = _AttemptState()
         try:
-            result = run(check_table)
+            result = run(check_table, state)
         except BaseException:
-            # It may have published (an unknown outcome): a later call with these files
-            # checks the table before adding them.
-            if keys:
-                record.record(root, keys, Committed(user, identifier, kind, None), replace=False,
-                              times=times)
+            # It may have published (an unknown outcome, or interrupted right after): a later
+            # call with these files looks for its snapshot in the table's history, which
+            # starts after `publish_base`. A call that never reached the publish published
+            # nothing and leaves nothing to look for.
+            if keys and state.publish_base is not None:
+                record.record(root, keys, Committed(user, identifier, kind, None,
+                                                    state.publish_base),
+                              replace=False, times=times)
             raise
         if keys and result.snapshot_id is not None:
             record.record(root, keys, Committed(user, identifier, kind, result.snapshot_id),
@@ -266,9 +274,10 @@ class FileStoreCommit:
         return (base + jitter) / 1000.0
 
     def _run(self, changes: _Changes, kind: str, identifier: int, check_conflicts: bool,
-             empty_means_noop: bool = False) -> CommitResult:
+             empty_means_noop: bool = False,
+             state: Optional[_AttemptState] = None) -> CommitResult:
         start = time.monotonic()
-        state = _AttemptState()
+        state = state if state is not None else _AttemptState()
         cfg = self.config
         if not cfg.single_writer:  # before anything is published (object stores probe once)
             self.store.io.check_atomic_create()
@@ -359,6 +368,13 @@ class FileStoreCommit:
         except BaseException:
             session.delete_written()
             raise
+        # Lowered before the publish, so that an interrupt anywhere in it leaves it lowered;
+        # restored only when the publish says plainly that nothing of ours landed. The lowest
+        # base of any attempt that may have landed: after a rollback a later attempt's base
+        # can be lower than an earlier one's.
+        before_publish = state.publish_base
+        state.publish_base = state.base if before_publish is None \
+            else min(before_publish, state.base)
         try:
             # False also when our base was expired meanwhile and our id turned out to be a
             # re-created one (see try_commit): retry.
@@ -376,6 +392,7 @@ class FileStoreCommit:
                             state.uncertain_base) from e
         except AtomicCreateUnsupportedError:
             session.delete_written()   # refused before anything was created
+            state.publish_base = before_publish
             raise
         except BaseException:
             # A verdict on a snapshot that exists (a re-created id that could not be removed,
@@ -385,6 +402,7 @@ class FileStoreCommit:
             raise
         if not published:
             session.delete_written()
+            state.publish_base = before_publish
             raise _RaceLost(f"snapshot {snapshot.id} was published by another writer first")
         # From here on the published snapshot names the delta: whatever interrupts us now
         # (Ctrl-C, SystemExit, a failing hint write) must not let _run delete it.

@@ -4,13 +4,20 @@ A retried notebook cell or a caller that retries on an error hands the same Comm
 `commit()` again. Checking every append against the live files of the table would make each
 commit read all of them (measured: twice the commit latency after 400 commits, growing), so
 the files this process committed are remembered instead, per table and commit user, and only a
-commit that names one of them is checked further (see FileStoreCommit._screen). A duplicate from
-another process is not seen here; filter_and_commit, overwrites and commits that delete files
-check the table itself.
+commit that names one of them is checked further (RepeatScreen). A duplicate from another
+process is not seen here; filter_and_commit, overwrites and commits that delete files check the
+table itself.
+
+A repeat is recognised by the files it adds and the table it adds them to, never by (commit
+user, identifier, kind) alone: the table is keyed by a resolved identity (`table_identity`:
+one table reached through a symlink, `a/../a` or `file://` is one key), and a remembered
+snapshot counts only if its delta still ADDs these files (after a rollback its id may name
+another commit of the same user).
 """
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -19,15 +26,51 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 from ..errors import CommitConflictError
 from ..format.manifest import FileKind, ManifestEntry
 from ..format.snapshot import BATCH_COMMIT_IDENTIFIER
+from ..io.arrow import PyArrowFileIO
+from ..io.base import FileIO
+from ..io.local import LocalFileIO
+from ..io.object_store import ObjectStoreFileIO
+from ..io.uri import AZURE_SCHEMES, GCS_SCHEMES, S3_SCHEMES
 from ..manifests import live_entries
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Committed", "CommitRecord", "RECORD", "RepeatScreen"]
+__all__ = ["Committed", "CommitRecord", "RECORD", "RepeatScreen", "table_identity"]
 
 # The most recent files remembered per process (a few tens of MB at most); older ones are only
 # caught by the table checks.
 CAPACITY = 50_000
+
+
+# One spelling per store: s3a:// and s3:// name one bucket.
+_SCHEME_FAMILY = {**{s: "s3" for s in S3_SCHEMES}, **{s: "gs" for s in GCS_SCHEMES},
+                  **{s: "az" for s in AZURE_SCHEMES}}
+
+
+def table_identity(io: FileIO) -> str:
+    """The table `io` is rooted at, as one string however its path was spelled: the record
+    is keyed by it, so that the same messages committed through a symlink, `a/../a`, a
+    trailing slash or `file://` are seen as the repeat they are (keyed by the spelling, they
+    were published twice). Locally the physical path (realpath, resolved per call: a link
+    may be re-pointed); on an object store the store (scheme family, endpoint, bucket) and
+    the key prefix as is (`a/./b` and `a/b` are two prefixes there). Two tables never share
+    a key only by accident of spelling; and a key two tables did share could not fake a
+    repeat, as a remembered snapshot counts only if it ADDs these very files."""
+    if isinstance(io, LocalFileIO):
+        return "file://" + os.path.realpath(io.root)
+    if isinstance(io, ObjectStoreFileIO):
+        scheme, endpoint, bucket = io._identity   # (scheme, endpoint, bucket) of the store
+        return f"{_SCHEME_FAMILY.get(scheme, scheme)}://{endpoint}|{bucket}|{io.root}"
+    if isinstance(io, PyArrowFileIO):
+        kind = getattr(io.fs, "type_name", type(io.fs).__name__)
+        if kind == "local":
+            return "file://" + os.path.realpath(io.root)
+        return f"{kind}://{os.path.normpath(io.root)}"
+    # Another FileIO (a wrapper around local storage, e.g. one that injects faults): a root
+    # that is a local directory is that directory, as for LocalFileIO.
+    if os.path.isabs(io.root) and os.path.isdir(io.root):
+        return "file://" + os.path.realpath(io.root)
+    return f"{type(io).__name__}:{io.root}"
 
 
 @dataclass(frozen=True)
@@ -36,7 +79,17 @@ class Committed:
     commit_user: str
     identifier: int
     kind: str
-    snapshot_id: Optional[int]   # None: the call raised; whether it published is unknown
+    snapshot_id: Optional[int]   # None: the call raised after it may have published
+    # With snapshot_id None: the lowest base snapshot id of that call's attempts that may
+    # have published; the snapshot it may have published is newer (None: not known).
+    after: Optional[int] = None
+
+    @property
+    def lowest_id(self) -> int:
+        """The lowest snapshot id this commit can have been published as."""
+        if self.snapshot_id is not None:
+            return self.snapshot_id
+        return 1 if self.after is None else self.after + 1
 
 
 class CommitRecord:
@@ -53,6 +106,9 @@ class CommitRecord:
         # A file created after it was never evicted, so the record's silence about it is
         # reliable; an older one may have been committed and forgotten.
         self._horizon: Dict[str, float] = {}
+        # root -> the lowest snapshot id an evicted commit can have: a forgotten file was
+        # published, if at all, as that snapshot or a newer one.
+        self._horizon_id: Dict[str, int] = {}
         self._lock = threading.Lock()
 
     def lookup(self, root: str, keys: Iterable[Any]) -> Dict[Any, Committed]:
@@ -77,9 +133,10 @@ class CommitRecord:
                 self._files[(root, k)] = (committed, t)
                 self._files.move_to_end((root, k))
             while len(self._files) > self.capacity:
-                (r, _), (_, t) = self._files.popitem(last=False)
+                (r, _), (c, t) = self._files.popitem(last=False)
                 self._horizon[r] = max(self._horizon.get(r, float("-inf")),
                                        float("inf") if t is None else t)
+                self._horizon_id[r] = min(self._horizon_id.get(r, c.lowest_id), c.lowest_id)
 
     def maybe_forgotten(self, root: str, creation_time: Optional[int]) -> bool:
         """Whether a file of `root` created at `creation_time` may have been committed by
@@ -87,6 +144,11 @@ class CommitRecord:
         with self._lock:
             h = self._horizon.get(root)
         return h is not None and (creation_time is None or creation_time <= h)
+
+    def forgotten_from(self, root: str) -> int:
+        """The lowest snapshot id a commit this record forgot under `root` can have."""
+        with self._lock:
+            return self._horizon_id.get(root, 1)
 
     def note_identifier(self, root: str, commit_user: str, identifier: int,
                         snapshot_id: int) -> None:
@@ -121,28 +183,35 @@ class RepeatScreen:
     def __init__(self, store, commit_user: str):
         self.store = store
         self.commit_user = commit_user
+        self.key = table_identity(store.io)   # the record's key for this table
 
     def screen(self, adds: List[ManifestEntry], identifier: int, kind: str
                 ) -> Tuple[Optional[int], bool]:
-        """Decide from memory what to do with ADDs this process may have committed before.
+        """Decide from memory (and, where memory is not enough, the table's history) what to
+        do with ADDs this process may have committed before.
 
         Returns (snapshot id, False) when this commit user already committed exactly these
-        files with this identifier and kind: the call is a repeat and publishes nothing.
+        files with this identifier and kind, as a snapshot that is in the table (or expired
+        from it) and whose delta ADDs them: the call is a repeat and publishes nothing.
         Raises CommitConflictError when this commit user committed some of them otherwise,
-        or when a streaming identifier does not increase (Paimon's filterCommitted treats
-        identifiers up to the user's last one as committed, so a restart would drop it).
-        Otherwise returns (None, check_table): True when a file was handed to another commit
-        user or to a call that raised, so the commit must check the live files of the table
-        (an ADD of a live file is refused there, as Paimon's conflict check does)."""
+        when a streaming identifier does not increase (Paimon's filterCommitted treats
+        identifiers up to the user's last one as committed, so a restart would drop it), or
+        when the table can no longer tell whether they were published (their snapshot
+        expired and the files were replaced) or whether they can be (a rollback removed
+        them and their files are gone). Otherwise returns (None, check_table): True when a
+        file was handed to another commit user or to a call that raised, or was rolled back,
+        so the commit must check the live files of the table (an ADD of a live file is
+        refused there, as Paimon's conflict check does)."""
         if not adds:
             return None, False
-        root, user = self.store.root, self.commit_user
+        root, user = self.key, self.commit_user
         hits = RECORD.lookup(root, [e.identifier for e in adds])
         check_table = False
         mine: List[Tuple[ManifestEntry, Committed]] = []
-        valid: Dict[int, bool] = {}
-        unknown = 0   # files of an earlier call like this one that raised
+        valid: Dict[Committed, bool] = {}
+        unknown: List[Committed] = []   # files of an earlier call like this one that raised
         forgotten = 0   # files the bounded record may have committed and evicted
+        removed: List[Tuple[ManifestEntry, Committed]] = []   # rolled back since
         for e in adds:
             c = hits.get(e.identifier)
             if c is None:
@@ -152,17 +221,18 @@ class RepeatScreen:
                 continue
             if c.commit_user != user or c.snapshot_id is None:
                 check_table = True
-                unknown += (c.commit_user, c.identifier, c.kind, c.snapshot_id) == \
-                    (user, identifier, kind, None)
+                if (c.commit_user, c.identifier, c.kind, c.snapshot_id) == \
+                        (user, identifier, kind, None):
+                    unknown.append(c)
                 continue
-            if c.snapshot_id not in valid:
+            if c not in valid:
                 same = [a for a in adds if hits.get(a.identifier) == c]
-                valid[c.snapshot_id] = self.still_committed(c.snapshot_id, user,
-                                                             c.identifier, c.kind, same)
-            if valid[c.snapshot_id]:
+                valid[c] = self.still_committed(c.snapshot_id, user, c.identifier, c.kind, same)
+            if valid[c]:
                 mine.append((e, c))
             else:   # rolled back since: not committed any more
                 RECORD.forget(root, [e.identifier])
+                removed.append((e, c))
                 check_table = True
         if mine:
             first = mine[0][1]
@@ -172,26 +242,34 @@ class RepeatScreen:
                          user, _ident_str(identifier), first.snapshot_id)
                 return first.snapshot_id, False
             e, c = mine[0]
-            raise CommitConflictError(
-                f"data file {self.store.data_file_path(e)} was already committed by commit "
-                f"user {user!r} ({_ident_str(c.identifier)}, {c.kind} snapshot "
-                f"{c.snapshot_id}); refusing to commit it again ({_ident_str(identifier)}, "
-                f"{kind}): its rows would be read twice")
+            raise self._committed_otherwise(e, c.identifier, c.kind, c.snapshot_id,
+                                            identifier, kind)
+        if removed:
+            c = removed[0][1]
+            self._check_on_disk(
+                [e for e, _ in removed],
+                f"commit user {user!r} committed these files ({_ident_str(c.identifier)}) to "
+                f"{self.store.root} as snapshot {c.snapshot_id}, which a rollback removed "
+                f"since")
         if identifier != BATCH_COMMIT_IDENTIFIER:
             last = RECORD.last_identifier(root, user)
             if last is not None and identifier <= last[0]:
                 if self.still_committed(last[1], user, last[0]):
                     raise CommitConflictError(
                         f"commit identifier {identifier} of commit user {user!r} is not above "
-                        f"{last[0]}, which it committed to {root} as snapshot {last[1]}: "
-                        f"identifiers must increase (filter_committed treats every identifier "
-                        f"up to {last[0]} as committed)")
+                        f"{last[0]}, which it committed to {self.store.root} as snapshot "
+                        f"{last[1]}: identifiers must increase (filter_committed treats every "
+                        f"identifier up to {last[0]} as committed)")
                 RECORD.forget_user(root, user)   # rolled back since
-        if unknown == len(adds) or forgotten == len(adds):
-            # A call that raised, or one the record forgot: the table tells whether this
-            # user published exactly these files with this identifier (a repeat, as if
-            # remembered); otherwise the table check refuses an ADD of a live file.
-            done = self._published_by_raised_call(adds, identifier, kind)
+        if len(unknown) == len(adds) or forgotten == len(adds):
+            # A call that raised after it may have published, or one the record forgot: the
+            # table's history tells whether this user published exactly these files with this
+            # identifier (a repeat, as if remembered); otherwise the table check refuses an
+            # ADD of a live file.
+            raised = len(unknown) == len(adds)
+            lowest = min(c.lowest_id for c in unknown) if raised \
+                else RECORD.forgotten_from(root)
+            done = self._published_before(adds, identifier, kind, lowest, raised)
             if done is not None:
                 RECORD.record(root, [e.identifier for e in adds],
                               Committed(user, identifier, kind, done),
@@ -201,51 +279,99 @@ class RepeatScreen:
                 return done, False
         return None, check_table
 
-    def _published_by_raised_call(self, adds: List[ManifestEntry], identifier: int,
-                                  kind: str) -> Optional[int]:
-        """The snapshot an earlier call with these ADDs published before it raised (e.g.
-        interrupted right after the publish), or None. Only on that rare path: it reads the
-        live files of the partitions touched, and walks back to the snapshot of this commit
-        user, identifier and kind whose delta adds them."""
-        store = self.store
-        latest = store.snapshots.latest_snapshot()
-        if latest is None or not self._all_live(adds):
+    def _published_before(self, adds: List[ManifestEntry], identifier: int, kind: str,
+                          lowest: int, raised: bool) -> Optional[int]:
+        """The snapshot an earlier call with these ADDs published (e.g. one interrupted right
+        after its publish), or None when the table shows it did not, or when the files are
+        live (the table check then refuses them). Only on that rare path: it walks the
+        retained snapshots from the latest down to `lowest` (the lowest id that call can have
+        published) for one of this commit user, identifier and kind whose delta ADDs them:
+        found even after a compaction replaced the files (their rows are in the table, in
+        other files). CommitConflictError when the table cannot tell: snapshots from `lowest`
+        on have expired and the files are not all live (replaced, so perhaps published; or
+        never published) - refusing, never a second copy; also when a snapshot of this call
+        added only some of them, or when nothing holds them and a file is gone from disk."""
+        store, user = self.store, self.commit_user
+        sm = store.snapshots
+        latest = sm.latest_snapshot()
+        if latest is None:
             return None
-        first = adds[0].identifier
-        earliest = store.snapshots.earliest_snapshot_id() or 1
-        for sid in range(latest.id, earliest - 1, -1):
-            s = store.snapshots.try_snapshot(sid)
-            if s is None or (s.commit_user, s.commit_identifier, s.commit_kind) != \
-                    (self.commit_user, identifier, kind):
+        earliest = sm.earliest_snapshot_id() or 1
+        wanted = {e.identifier for e in adds}
+        complete = earliest <= lowest   # every snapshot it can have published is retained
+        for sid in range(latest.id, max(earliest, lowest) - 1, -1):
+            s = sm.try_snapshot(sid)
+            if s is None:   # expired meanwhile
+                complete = False
                 continue
-            if any(e.kind == FileKind.ADD and e.identifier == first
-                   for e in store.delta_entries(s)):
+            if (s.commit_user, s.commit_identifier, s.commit_kind) != (user, identifier, kind):
+                continue
+            try:
+                added = {e.identifier for e in store.delta_entries(s) if e.kind == FileKind.ADD}
+            except FileNotFoundError:   # being expired: it cannot tell
+                complete = False
+                continue
+            if wanted <= added:
                 return sid
-        return None
+            both = [e for e in adds if e.identifier in added]
+            if both:
+                raise self._committed_otherwise(both[0], identifier, kind, sid, identifier,
+                                                kind)
+        who = (f"an earlier call of commit user {user!r} with these files "
+               f"({_ident_str(identifier)}) raised after it may have published them to "
+               f"{store.root}") if raised else (
+               f"commit user {user!r} may have committed these files "
+               f"({_ident_str(identifier)}) to {store.root} earlier in this process (more "
+               f"files since than it remembers)")
+        gone = self._not_live(adds)
+        if not gone:
+            return None
+        if complete:
+            # Never published, or a rollback removed it: publishing is right if the files
+            # are still there.
+            self._check_on_disk(adds, f"{who}; no snapshot of the table holds them now (it "
+                                      f"never published, or a rollback removed it)")
+            return None
+        expired = f"snapshot {lowest} has" if lowest == earliest - 1 \
+            else f"snapshots {lowest} to {earliest - 1} have"
+        raise CommitConflictError(
+            f"{who}, and the table no longer tells: {expired} expired and the files are not "
+            f"all live (e.g. {store.data_file_path(gone[0])}), as after a compaction or an "
+            f"overwrite that replaced them (their rows are still in the table) or a publish "
+            f"that never happened; refusing to commit them again, as their rows could be read "
+            f"twice. Check whether the rows are in the table, and write them again with a new "
+            f"writer if they are missing")
 
     def still_committed(self, snapshot_id: int, user: str, identifier: int,
                          kind: Optional[str] = None,
                          adds: Optional[List[ManifestEntry]] = None) -> bool:
         """Whether snapshot `snapshot_id` that this process published is still in the table:
-        a rollback removes it, and the id may then name another commit.
+        a rollback removes it, and the id may then name another commit - of the same user,
+        identifier and kind too (one-shot commits share one identifier), so with `adds` (the
+        files that commit added) the snapshot must also ADD them.
 
         When it is gone and older than the earliest, ids cannot tell an expiration (its
         changes stay) from a rollback whose id was re-used and expired since (its changes are
-        gone). With `adds` (the files that commit added): if they are all live in the latest
-        snapshot, it is committed; if not, a compaction or an overwrite may have replaced them
-        (the rows are still there, in other files) as well as a rollback (they are gone), and
-        the table cannot tell which: CommitConflictError, never a second copy. Without
-        `adds` (the identifier check, which only refuses), an expired id counts as
-        committed."""
+        gone). With `adds`: if they are all live in the latest snapshot, it is committed; if
+        not, a compaction or an overwrite may have replaced them (the rows are still there,
+        in other files) as well as a rollback (they are gone), and the table cannot tell
+        which: CommitConflictError, never a second copy. Without `adds` (the identifier
+        check, which only refuses), an expired id counts as committed."""
         sm = self.store.snapshots
         s = sm.try_snapshot(snapshot_id)
         if s is not None:
-            return (s.commit_user, s.commit_identifier) == (user, identifier) and \
-                kind in (None, s.commit_kind)
+            if (s.commit_user, s.commit_identifier) != (user, identifier) or \
+                    kind not in (None, s.commit_kind):
+                return False
+            if adds is None:
+                return True
+            added = {e.identifier for e in self.store.delta_entries(s)
+                     if e.kind == FileKind.ADD}
+            return all(e.identifier in added for e in adds)
         earliest = sm.earliest_snapshot_id()
         if earliest is None or snapshot_id >= earliest:
             return False
-        if adds is None or self._all_live(adds):
+        if adds is None or not self._not_live(adds):
             return True
         raise CommitConflictError(
             f"commit user {user!r} committed these files ({_ident_str(identifier)}) to "
@@ -256,19 +382,42 @@ class RepeatScreen:
             f"commit them again, as their rows could be read twice. Write the rows again with "
             f"a new writer if they are missing")
 
-    def _all_live(self, adds: List[ManifestEntry]) -> bool:
-        """Whether every file of `adds` is live in the latest snapshot (reads the live files
+    def _committed_otherwise(self, e: ManifestEntry, was_identifier: int, was_kind: str,
+                             snapshot_id: int, identifier: int, kind: str
+                             ) -> CommitConflictError:
+        return CommitConflictError(
+            f"data file {self.store.data_file_path(e)} was already committed by commit "
+            f"user {self.commit_user!r} ({_ident_str(was_identifier)}, {was_kind} snapshot "
+            f"{snapshot_id}); refusing to commit it again ({_ident_str(identifier)}, "
+            f"{kind}): its rows would be read twice")
+
+    def _check_on_disk(self, adds: List[ManifestEntry], what: str) -> None:
+        """CommitConflictError when a file of `adds`, which no snapshot holds any more (a
+        rollback leaves data files for orphan cleanup), is gone: publishing it again would
+        give the table a snapshot naming a missing file. Only on the rare path of a repeat
+        after a rollback."""
+        io = self.store.io
+        for e in adds:
+            path = self.store.data_file_path(e)
+            if not io.exists(path):
+                raise CommitConflictError(
+                    f"{what}, and data file {path} no longer exists (deleted by orphan "
+                    f"cleanup?): refusing to commit it, as the snapshot would name a missing "
+                    f"file. Write the rows again with a new writer")
+
+    def _not_live(self, adds: List[ManifestEntry]) -> List[ManifestEntry]:
+        """The files of `adds` that are not live in the latest snapshot (reads the live files
         of the partitions they belong to)."""
         store = self.store
         latest = store.snapshots.latest_snapshot()
         if latest is None:
-            return False
+            return list(adds)
         changed = {e.partition for e in adds}
         mio = store.manifests
         live = {e.identifier for e in live_entries(mio.read_entries(
             mio.read_list(latest.base_manifest_list) + mio.read_list(latest.delta_manifest_list)))
             if e.partition in changed}
-        return all(e.identifier in live for e in adds)
+        return [e for e in adds if e.identifier not in live]
 
 
 def _ident_str(identifier: int) -> str:

@@ -225,10 +225,11 @@ class BinRewriter:
         from memory on the calling thread: a third of the time pyarrow's dataset reader
         takes per small file; a large one goes through the FileIO's parquet reader.
 
-        A small file's partition columns are not decoded: Paimon's readers (Java's and
-        pypaimon's) take a partition column from the file's partition, never from the file,
-        so that is what the rows hold (`rows` fills them in); decoding them was a third of
-        parsing a small file."""
+        Paimon's readers (Java's and pypaimon's) take a partition column from the file's
+        partition, never from the file, and so do the rows made here (`rows`, through
+        table.file_rows, for every file and column name): a small file's partition columns
+        are not even decoded (a third of parsing a small file); a large file's, or a
+        dotted name's, are read and ignored."""
         st = self.store
         path = st.data_file_path(entry)
         try:
@@ -291,7 +292,8 @@ def _columns_without(reader: Any, skip: Sequence[str]) -> Optional[List[int]]:
     """The file's column indices without the top-level columns named in `skip`, or None
     (every column: nothing to skip, or nothing else left to read, whose row count would be
     lost). Only names without a dot: the reader's name lookup joins nested names with
-    dots, so "a.b" could name a field inside a struct "a"."""
+    dots, so "a.b" could name a field inside a struct "a". Skipping is only a saving: a
+    partition column read anyway is replaced by the partition's value (table.file_rows)."""
     drop = set()
     for name in skip:
         if "." not in name:

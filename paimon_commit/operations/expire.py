@@ -27,6 +27,7 @@ import time
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Dict, List, Optional, Set, Tuple
 
+from ..dynamic_options import refuse_other_changelog_producer
 from ..io.deletion import Deleter
 from ..errors import CorruptMetadataError, PaimonCommitError
 from ..format import paths as P
@@ -39,7 +40,7 @@ from ..store import FileStore
 from ..tags import ConsumerManager, tag_manager
 from .expire_changelog import ChangelogExpiration
 from .expire_config import ExpireConfig
-from .expire_plan import ExpirePlan, ExpireResult, ExpireTotals
+from .expire_plan import ExpirePlan, ExpireResult, ExpireTotals, tag_changes
 from .limits import (MAX_DELETES, MAX_DURATION, MEMORY, OUT_OF_MEMORY, Deadline,
                      is_out_of_memory)
 
@@ -61,6 +62,13 @@ class ExpireSnapshots(ChangelogExpiration):
     def __init__(self, store: FileStore, config: Optional[ExpireConfig] = None,
                  executor: Optional[Executor] = None, clock=time.time, progress=None):
         store = getattr(store, "store", store)   # a Table is accepted for its FileStore
+        if config is not None and config.changelog_producer is not None:
+            # What expiration keeps for the long-lived changelogs follows the producer they
+            # were written with, which is the table's: another value (given for this run)
+            # would delete what they read. Refused before any I/O.
+            refuse_other_changelog_producer(config.changelog_producer,
+                                            store.options.get("changelog-producer"),
+                                            f"ExpireSnapshots of {store.path}")
         self.store = store
         self.progress = progress   # optional paimon_commit.progress callback
         # The changelog lifecycle is the table's (as Paimon builds ExpireConfig from the
@@ -134,6 +142,9 @@ class ExpireSnapshots(ChangelogExpiration):
         if end <= earliest:
             return plan
         self._plan_until(plan, ids, end)
+        if plan.end is not None:
+            plan.consumer_floor = min(plan.end, consumer_min) if consumer_min is not None \
+                else plan.end
         return plan
 
     def _end(self, earliest: int, latest: int, now_ms: int, consumer_min: Optional[int]) -> int:
@@ -196,7 +207,7 @@ class ExpireSnapshots(ChangelogExpiration):
             return manager.list_snapshot_ids()
         ids = []
         for name, version in versions.items():
-            sid = P.parse_snapshot_id(name)
+            sid = manager._parse_id(name)   # (snapshot-<id>, or changelog-<id>)
             if sid is not None:
                 ids.append(sid)
                 self._versions[(manager.snapshot_dir, sid)] = version
@@ -204,6 +215,16 @@ class ExpireSnapshots(ChangelogExpiration):
 
     def _raw(self, manager: SnapshotManager, sid: int) -> bytes:
         return self._raw_memo[(manager.snapshot_dir, sid)][0]
+
+    def _keep(self, plan: ExpirePlan, manager: SnapshotManager, sid: int, what: str) -> None:
+        """Note a snapshot (or changelog) the plan keeps, with the bytes it was planned
+        with, for the re-check right before the first delete."""
+        key = (manager.snapshot_dir, sid)
+        if key not in self._raw_memo:
+            return   # (not read: vanished while planning, which the plan already handled)
+        data, _, version = self._raw_memo[key]
+        name = manager.snapshot_path(sid).rsplit("/", 1)[-1]
+        plan.kept[(manager.snapshot_dir, name)] = (what, data, version)
 
     # --- listing what to delete ----------------------------------------------------------
     def _plan_until(self, plan: ExpirePlan, ids: List[int], end: int) -> None:
@@ -241,6 +262,10 @@ class ExpireSnapshots(ChangelogExpiration):
         plan.expiring = [i for i in expiring_ids if i in sizes]
         tags = self.tags.tags()  # an unreadable tag raises here, before any deletion
         plan.tag_names = sorted(t.name for t in tags)
+        plan.tags = {t.name: t.snapshot for t in tags}
+        for sid in snaps:
+            if sid >= end:
+                self._keep(plan, sm, sid, f"snapshot {sid}")
         cfg = self.config
         others = self._tag_roots(tags) + self._changelog_roots()
         # Long-lived changelogs already in changelog/ read the APPEND files of their deltas
@@ -539,20 +564,57 @@ class ExpireSnapshots(ChangelogExpiration):
                 f"{self.config.max_deletes}), or with fewer threads (file-operation.thread-num); "
                 f"what retained snapshots and tags use is held in any case")
 
+    def _unchanged(self, plan: ExpirePlan) -> bool:
+        """Whether what the plan rests on is as it was planned, read again right before the
+        first delete (called from `_execute`, as late as possible: the re-check narrows the
+        window in which another process changes the table under the plan, it cannot close
+        it; the maintenance lease closes it for this library's own operations). Content is
+        compared, not names: every snapshot and long-lived changelog the plan keeps (its
+        bytes; an unchanged listed version stands for them, as when planning), every tag's
+        target snapshot, and every consumer's position. A rollback (a kept snapshot gone or
+        re-created), a tag deleted and created again under its name on another snapshot, a
+        tag listing that came back short, a consumer reset below the plan's end: any of them
+        is recorded in the plan and nothing is deleted; the next run plans again."""
+        io = self.store.io
+        changes: List[str] = []
+        by_dir: Dict[str, List[Tuple[str, str, bytes, Optional[str]]]] = {}
+        for (directory, name), (what, data, version) in plan.kept.items():
+            by_dir.setdefault(directory, []).append((name, what, data, version))
+        for directory, entries in by_dir.items():
+            versions = io.file_versions(directory) \
+                if any(e[3] is not None for e in entries) else None
+            for name, what, data, version in entries:
+                if versions is not None and version is not None \
+                        and versions.get(name) == version:
+                    continue
+                try:
+                    now = io.read_bytes(io.join(directory, name))
+                except FileNotFoundError:
+                    changes.append(f"{what} is gone")
+                    continue
+                if now != data:
+                    changes.append(f"{what} was replaced")
+        # (An unreadable tag or consumer file raises here: nothing is deleted.)
+        changes += tag_changes(plan.tags, {t.name: t.snapshot for t in self.tags.tags()})
+        if plan.consumer_floor is not None:
+            for c in sorted(self.consumers.consumers(), key=lambda c: c.consumer_id):
+                if c.next_snapshot < plan.consumer_floor:
+                    changes.append(f"consumer {c.consumer_id} is at snapshot "
+                                   f"{c.next_snapshot}, below the plan's first kept "
+                                   f"snapshot {plan.end}")
+        if changes:
+            plan.skip(f"the table changed while planning ({', '.join(changes)}); nothing is "
+                      f"deleted, the next run plans again")
+            return False
+        return True
+
     def _execute(self, plan: ExpirePlan) -> bool:
         """Delete what `plan` lists in the crash-safe order; True when all of it is gone
         and EARLIEST moved to the plan's end."""
         plan.deleted = {}
         if plan.end is None:
             return False
-        # The plan is only as good as the tag listing it saw. List again right before the
-        # first delete: a tag created meanwhile, or a listing that came back short (object
-        # stores can list stale), shows up as a difference, and nothing is deleted.
-        now = sorted(self.tags.tag_names())
-        if now != plan.tag_names:
-            changed = sorted(set(now) ^ set(plan.tag_names))
-            plan.skip(f"the tags changed while planning ({', '.join(changed)}); nothing is "
-                      f"deleted, the next run plans again")
+        if not self._unchanged(plan):
             return False
         manager = self.changelogs if plan.changelogs else self.store.snapshots
         keep_as_changelog = self.config.changelog_decoupled and not plan.changelogs

@@ -45,6 +45,12 @@ class ChangelogExpiration:
     def _prune(self) -> None:
         raise NotImplementedError
 
+    def _list_with_versions(self, manager: SnapshotManager) -> List[int]:
+        raise NotImplementedError
+
+    def _keep(self, plan: ExpirePlan, manager: SnapshotManager, sid: int, what: str) -> None:
+        raise NotImplementedError
+
     def _tag_data(self, tags: List[Tag], end: int) -> Set[str]:
         raise NotImplementedError
 
@@ -63,7 +69,7 @@ class ChangelogExpiration:
     def _plan_changelogs(self) -> ExpirePlan:
         cfg, sm, cm = self.config, self.store.snapshots, self.changelogs
         latest, earliest_snap = sm.latest_snapshot_id(), sm.earliest_snapshot_id()
-        ids = cm.list_snapshot_ids()
+        ids = self._list_with_versions(cm)
         plan = ExpirePlan(ids[0] if ids else None, ids[-1] if ids else None, changelogs=True)
         if latest is None or earliest_snap is None or not ids:
             return plan
@@ -95,15 +101,21 @@ class ChangelogExpiration:
         changelogs = {i: self._read(cm, i) for i in ids}   # unreadable raises: no deletion
         tags = self.tags.tags()
         plan.tag_names = sorted(t.name for t in tags)
+        plan.tags = {t.name: t.snapshot for t in tags}
         # A changelog listed but gone when read was expired concurrently: not this run's.
         plan.begin, plan.end = expiring[0], end
+        plan.consumer_floor = end if consumer_min is None else min(end, consumer_min)
         plan.expiring = [i for i in expiring if changelogs[i] is not None]
         roots = [Root(cm.snapshot_path(i), c, "changelog") for i, c in changelogs.items()
                  if i >= end and c is not None]
-        for sid in sm.list_snapshot_ids():
+        for i, c in changelogs.items():
+            if i >= end and c is not None:
+                self._keep(plan, cm, i, f"changelog {i}")
+        for sid in self._list_with_versions(sm):
             s = self._read(sm, sid)
             if s is not None:
                 roots.append(Root(sm.snapshot_path(sid), s))
+                self._keep(plan, sm, sid, f"snapshot {sid}")
         try:
             keep = self.reach.kept_metadata(roots + self._tag_roots(tags))
         except Unreadable as e:

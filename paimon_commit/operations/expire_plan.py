@@ -4,14 +4,32 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
 log = logging.getLogger("paimon_commit.operations.expire")   # (the expirer's log)
 
-__all__ = ["ExpirePlan", "ExpireResult", "ExpireTotals", "KINDS"]
+__all__ = ["ExpirePlan", "ExpireResult", "ExpireTotals", "KINDS", "tag_changes"]
 
 KINDS = ("data", "changelog", "manifest", "manifest-list", "index", "statistics", "snapshot",
          "long-lived-changelog", "directory")
+
+
+def tag_changes(before: Mapping[str, Any], now: Mapping[str, Any]) -> List[str]:
+    """How the tags (name -> target Snapshot) changed between two readings, one phrase per
+    tag. Content decides: a tag deleted and created again under its name on another snapshot
+    is a change, although the names are the same."""
+    out = []
+    for name in sorted(set(before) | set(now)):
+        was, is_ = before.get(name), now.get(name)
+        if was is None:
+            out.append(f"tag {name} was created on snapshot {is_.id}")
+        elif is_ is None:
+            out.append(f"tag {name} was deleted")
+        elif is_ != was:
+            out.append(f"tag {name} now points at snapshot {is_.id}, was {was.id}"
+                       if is_.id != was.id else
+                       f"tag {name} was replaced (snapshot {is_.id} with other content)")
+    return out
 
 
 @dataclass
@@ -31,6 +49,15 @@ class ExpirePlan:
     files: Dict[str, Dict[str, int]] = field(default_factory=lambda: {k: {} for k in KINDS})
     bucket_dirs: Set[str] = field(default_factory=set)
     tag_names: List[str] = field(default_factory=list)
+    # What the plan's safety rests on, read again right before the first delete (content,
+    # not names: `_execute` stops on any difference). (directory, file name) -> (what it is,
+    # the bytes planned with, the listed version they were read at or None) of every
+    # snapshot and long-lived changelog the plan keeps; tag name -> its target snapshot; the
+    # lowest position a consumer may have (the first kept id, or lower where a consumer
+    # already was: its snapshot was missing and the plan went to the next one).
+    kept: Dict[Tuple[str, str], Tuple[str, bytes, Optional[str]]] = field(default_factory=dict)
+    tags: Dict[str, Any] = field(default_factory=dict)
+    consumer_floor: Optional[int] = None
     skipped: List[str] = field(default_factory=list)
     deleted: Dict[str, List[str]] = field(default_factory=dict)   # filled by execution
 

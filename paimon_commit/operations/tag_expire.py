@@ -79,13 +79,16 @@ class TagExpireResult:
 
 # --- deleting through TagOperations ----------------------------------------------------------
 
-def delete_tag_into(store: FileStore, name: str, into, action: str = "expired") -> bool:
+def delete_tag_into(store: FileStore, name: str, into, action: str = "expired",
+                    expected=None) -> bool:
     """delete_tag(name) with its files; adds counts to `into`. False if it failed: a tag
     deleted concurrently is logged; a tag delete_tag refuses (a name we do not accept, a
-    hostile file name in what the tags use) is an error in `into.errors`."""
+    hostile file name in what the tags use) is an error in `into.errors`; a tag that no
+    longer points at `expected` (the snapshot it was chosen with), or that changed while its
+    deletion was planned, is kept and the reason is in `into.skipped`."""
     from .tag_ops import TagOperations
     try:
-        r = TagOperations(store).delete_tag(name)
+        r = TagOperations(store).delete_tag(name, expected)
     except ValueError as e:
         tags = tag_manager(store)
         try:
@@ -103,7 +106,7 @@ def delete_tag_into(store: FileStore, name: str, into, action: str = "expired") 
     if hasattr(into, "deleted_paths"):
         into.deleted_paths.extend(r.deleted_paths)
     into.skipped.extend(f"tag {name}: {s}" for s in r.skipped)
-    return True
+    return r.deleted
 
 
 def create_tag_into(store: FileStore, tags: TagManager, tag: Tag, into) -> bool:
@@ -250,7 +253,8 @@ def expire_tags(store: FileStore, older_than_ms: Optional[int] = None, dry_run: 
                               f"{result.deleted_files} file(s); a rerun continues")
             log.warning("tags of %s: %s", store.path, result.message)
             break
-        if dry_run or delete_tag_into(store, tag.name, result):
+        # (The tag as listed: one replaced under its name since is not this one.)
+        if dry_run or delete_tag_into(store, tag.name, result, expected=tag.snapshot):
             result.expired_tags.append(tag.name)
             result.snapshot_ids[tag.name] = tag.id
     if result.expired_tags:

@@ -311,7 +311,9 @@ class TagAutoCreation:
             return
         auto = sorted(self._auto_tags(), key=lambda t: (t.id, self.handler.tag_to_time(t.name)))
         for t in auto[:max(0, len(auto) - limit)]:
-            if delete_tag_into(self.store, t.name, result, "deleted (tag.num-retained-max)"):
+            # (Only while it points at the snapshot it was counted with.)
+            if delete_tag_into(self.store, t.name, result, "deleted (tag.num-retained-max)",
+                               expected=t.snapshot):
                 result.removed_by_count.append(t.name)
                 log.info("deleted tag %s of %s: more than tag.num-retained-max = %d automatic "
                          "tags", t.name, self.store.path, limit)

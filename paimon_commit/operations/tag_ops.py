@@ -9,12 +9,13 @@ from typing import Dict, List, Optional, Set
 from ..errors import CorruptMetadataError
 from ..format import paths as P
 from ..format.manifest import FileKind
-from ..format.snapshot import Tag
+from ..format.snapshot import Snapshot, Tag
 from ..io.deletion import Deleter
 from ..reachability import Reachability, Root, Unreadable
 from ..snapshots import ChangelogManager
 from ..store import FileStore
 from ..tags import tag_manager, validate_tag_name
+from .expire_plan import tag_changes
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +32,9 @@ class TagDeleteResult:
     deleted_bytes: int = 0
     deleted_paths: List[str] = field(default_factory=list)
     skipped: List[str] = field(default_factory=list)
+    # False when the deletion stopped before deleting anything because the tag (or another
+    # tag, or its snapshot) changed while it was planned: `skipped` says how.
+    deleted: bool = True
 
     def to_dict(self) -> Dict:
         """The result as a JSON-ready dict (what the CLI prints with --json)."""
@@ -77,13 +81,23 @@ class TagOperations:
             raise ValueError(f"tag {name!r} already exists")
         return tag
 
-    def delete_tag(self, name: str) -> TagDeleteResult:
+    def delete_tag(self, name: str, expected: Optional[Snapshot] = None) -> TagDeleteResult:
         """Delete a tag. If its snapshot already expired, also delete the data files and
         manifests that only this tag kept alive. Running it again for a tag whose deletion
-        was interrupted (crash, failed delete) finishes the job."""
+        was interrupted (crash, failed delete) finishes the job.
+
+        Right before the first delete, the tag, every other tag and the tag's snapshot are
+        read again: if the tag was replaced (deleted and created again under its name on
+        another snapshot), another tag changed or its snapshot was restored meanwhile,
+        nothing is deleted and the result says why (`deleted` False). `expected`: the target
+        snapshot the caller decided on (tag expiration): a tag that no longer points at it
+        is not deleted either."""
         validate_tag_name(name)
         tags = self.tags
         tag = tags.try_tag(name)
+        if expected is not None and tag is not None and tag.snapshot != expected:
+            return self._stopped(TagDeleteResult(name, tag.id),
+                                 self._tag_change(name, expected, tag.snapshot))
         resuming = tag is None
         live: Optional[Tag] = None   # a tag of this name created after an interrupted deletion
         if resuming:
@@ -99,7 +113,11 @@ class TagOperations:
                 # caller asked to finish what the marker records, or does not know of it).
                 live, tag, resuming = tag, earlier, True
         result = TagDeleteResult(name, tag.id)
-        others = [t for t in tags.tags() if t.name != name] + ([live] if live else [])
+        listed = [t for t in tags.tags() if t.name != name]
+        others = listed + ([live] if live else [])
+        # What the tag file holds now (the re-check compares against it): the tag being
+        # deleted, the tag created after an interrupted deletion, or none when resuming.
+        current = live.snapshot if live is not None else None if resuming else tag.snapshot
         if live is not None:
             result.skipped.append(
                 f"a tag {name!r} on snapshot {live.id} was created after the deletion of an "
@@ -110,6 +128,9 @@ class TagOperations:
         if self.store.snapshots.snapshot_exists(tag.id) or any(t.id == tag.id for t in others):
             # Snapshot expiration (or the other tag) takes care of its files.
             if live is None:
+                now = tags.try_tag(name)
+                if now is not None and now.snapshot != current:
+                    return self._stopped(result, self._tag_change(name, current, now.snapshot))
                 self._delete_tag_file(name)
             tags.delete_deletion_marker(name)
             return result
@@ -135,6 +156,10 @@ class TagOperations:
                 self._delete_tag_file(name)
             tags.delete_deletion_marker(name)
             return result
+        why = self._changed_while_planned(name, tag, current,
+                                          {t.name: t.snapshot for t in listed})
+        if why is not None:
+            return self._stopped(result, why)
         if live is None:
             # Marker, then tag file: from here on nothing reads the files the tag alone
             # referenced, and the marker is how a rerun finds them again.
@@ -175,6 +200,46 @@ class TagOperations:
         result.deleted_bytes = sum(sizes[p] for p in result.deleted_paths)
         result.deleted_files = len(result.deleted_paths)
         return result
+
+    @staticmethod
+    def _stopped(result: TagDeleteResult, why: str) -> TagDeleteResult:
+        result.deleted = False
+        result.skipped.append(why)
+        log.warning("delete_tag %s: %s", result.tag, why)
+        return result
+
+    @staticmethod
+    def _tag_change(name: str, was: Optional[Snapshot], now: Optional[Snapshot]) -> str:
+        if now is None:
+            how = "it is gone"
+        elif was is None:
+            how = f"it was created again on snapshot {now.id}"
+        elif now.id != was.id:
+            how = f"it now points at snapshot {now.id}, was {was.id}"
+        else:
+            how = f"it was replaced (snapshot {now.id} with other content)"
+        return f"tag {name} changed while its deletion was planned ({how}); nothing is deleted"
+
+    def _changed_while_planned(self, name: str, tag: Tag, current: Optional[Snapshot],
+                               others: Dict[str, Snapshot]) -> Optional[str]:
+        """Why the deletion must stop, read right before its first delete (as late as
+        possible: this narrows the window another process has to change the table under the
+        plan, it does not close it), or None. Content is compared, not names: the tag file
+        still holds the snapshot planned with, every other tag still points at the snapshot
+        it did (one created on the tag's snapshot would need its files), and the tag's
+        snapshot was not restored (a rollback to the tag)."""
+        now = self.tags.try_tag(name)
+        if (now.snapshot if now is not None else None) != current:
+            return self._tag_change(name, current, now.snapshot if now is not None else None)
+        changes = tag_changes(others, {t.name: t.snapshot for t in self.tags.tags()
+                                       if t.name != name})
+        if changes:
+            return (f"the tags changed while the deletion of tag {name} was planned "
+                    f"({', '.join(changes)}); nothing is deleted")
+        if self.store.snapshots.snapshot_exists(tag.id):
+            return (f"snapshot {tag.id} of tag {name} exists again (restored while the "
+                    f"deletion was planned); nothing is deleted")
+        return None
 
     def _check_readable(self, snap, what: str) -> None:
         """Refuse a target snapshot whose manifest lists or index manifest cannot be read:
@@ -284,22 +349,43 @@ class TagOperations:
         if (snapshot_id is None) == (tag is None):
             raise ValueError("rollback_to needs exactly one of snapshot_id or tag")
         sm = self.store.snapshots
+        t: Optional[Tag] = None
         if tag is not None:
             t = self.tags.try_tag(validate_tag_name(tag))
             if t is None:
                 raise ValueError(f"tag {tag!r} does not exist")
             target = t.snapshot
-            self._check_readable(target, f"cannot roll back to tag {tag!r}")
-            if not sm.snapshot_exists(target.id):
+            what = f"cannot roll back to tag {tag!r}"
+            self._check_readable(target, what)
+            expected = sm.try_snapshot(target.id)
+            if expected is None:
                 # The tag outlived its snapshot: restore the snapshot file from the tag.
                 sm.io.mkdirs(sm.snapshot_dir)
                 sm.try_commit(target)
                 sm.commit_earliest_hint(target.id)
+                expected = target
         else:
             target = sm.try_snapshot(snapshot_id)
             if target is None:
                 raise ValueError(f"cannot roll back to snapshot {snapshot_id}: it does not exist")
-            self._check_readable(target, f"cannot roll back to snapshot {snapshot_id}")
+            what = f"cannot roll back to snapshot {snapshot_id}"
+            self._check_readable(target, what)
+            expected = target
+        # Read the target again right before the first delete (content, not its name): an
+        # expiration or another rollback that removed or re-created it meanwhile would leave
+        # a table whose latest snapshot is gone or is not the one asked for. This narrows
+        # the window, it does not close it (the maintenance lease does, for our operations).
+        now = sm.try_snapshot(target.id)
+        if now != expected:
+            raise ValueError(f"{what}: it changed while the rollback was prepared "
+                             f"({'it is gone' if now is None else 'it was replaced'}); "
+                             f"nothing was deleted")
+        self._check_readable(target, what)
+        if t is not None:
+            again = self.tags.try_tag(tag)
+            if again is None or again.snapshot != t.snapshot:
+                raise ValueError(f"{what}: the tag changed while the rollback was prepared; "
+                                 f"nothing was deleted")
         # LATEST first, so that readers never resolve a snapshot about to disappear.
         sm.commit_latest_hint(target.id)
         # Every *listed* id above the target, newest first: hints can look valid after a

@@ -3,7 +3,9 @@
 Batch writes: executors write parquet data files through TableWriter and return picklable
 CommitMessages; the driver hands them to one TableCommit, so post-commit maintenance runs after
 every write with the table's options. A task that raises deletes its own files; `abort()`
-deletes the files of the tasks that did finish. Streaming writes commit each micro-batch with
+deletes the files of the tasks that did finish and, found by the write's run marker in their
+names (`data-file.prefix` + `spark-<run id>-`), those of tasks cancelled mid-write, which
+return nothing. Streaming writes commit each micro-batch with
 its batch id as the commit identifier and a commit user kept in the checkpoint, so a replayed
 batch is recognised and not committed twice. Reads prune partitions with pushed filters.
 
@@ -22,6 +24,7 @@ Streaming reads (`spark.readStream.format("paimon").load(PATH)`): stream_source.
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
@@ -156,8 +159,13 @@ class PaimonWriterMessage(WriterCommitMessage):
 
 
 def _write_task(path: str, iterator: Iterator[pa.RecordBatch],
-                storage: Optional[Dict[str, str]] = None) -> PaimonWriterMessage:
-    table = Table.open(path, storage_options=storage)
+                storage: Optional[Dict[str, str]] = None,
+                marker: Optional[str] = None) -> PaimonWriterMessage:
+    """One Spark task: its rows as data files, named with the write's run marker (as the
+    data-file.prefix of this task's table handle) so that the driver's abort finds them even
+    when this task never returns (cancelled because another task failed)."""
+    table = Table.open(path, storage_options=storage,
+                       options={"data-file.prefix": marker} if marker else None)
     writer = table.new_writer()
     try:
         for batch in iterator:
@@ -173,15 +181,67 @@ def _messages(messages: Sequence[Optional[PaimonWriterMessage]]) -> List[CommitM
 
 
 def _abort(path: str, messages, commit_user: str, storage: Optional[Dict[str, str]] = None,
-           since_snapshot: Optional[int] = None, batch_id: Optional[int] = None) -> None:
+           since_snapshot: Optional[int] = None, batch_id: Optional[int] = None,
+           marker: Optional[str] = None) -> None:
     """Spark aborts when commit() raised, even if the snapshot was already published (e.g.
     the process died right after): the one abort (operations/abort.py) deletes nothing then,
-    nor any file a snapshot, tag or changelog names."""
+    nor any file a snapshot, tag or changelog names.
+
+    Spark hands the abort the messages of the tasks that returned only; a task cancelled
+    mid-write when another one failed returns nothing and may still be closing its file.
+    With a run `marker`, every file named with it is aborted too (found by listing the
+    table's bucket directories), and the listing is repeated after RUN_SWEEP_GRACE_S, when
+    Spark has stopped the cancelled tasks' Python workers (spark.python.task.killTimeout,
+    2 s by default): a file such a task finished after the first listing is found then."""
     from ..operations.abort import abort_files
     table = Table.open(path, storage_options=storage)
-    abort_files(table.store, message_paths(table.store, _messages(messages)),
-                commit_user=commit_user, since_snapshot=since_snapshot,
-                commit_identifier=batch_id)
+    st = table.store
+    paths = message_paths(st, _messages(messages))
+    sweeps = 2 if marker else 0
+    while True:
+        if marker:
+            paths += _run_files(st, marker)
+        result = abort_files(st, paths, commit_user=commit_user, since_snapshot=since_snapshot,
+                             commit_identifier=batch_id)
+        sweeps -= 1
+        if sweeps <= 0 or result.reason is not None:   # published (or unknown): keep all
+            return
+        log.info("abort of %s: deleted %d file(s) of run %s; listing again in %.0f s for "
+                 "files of tasks still being cancelled", st.path, len(result.deleted), marker,
+                 RUN_SWEEP_GRACE_S)
+        time.sleep(RUN_SWEEP_GRACE_S)
+        paths = []
+
+
+#: Seconds between the abort's two listings of a failed write's files (see _abort): past
+#: Spark's default spark.python.task.killTimeout (2 s), after which a cancelled task's
+#: Python worker is killed and writes no more.
+RUN_SWEEP_GRACE_S = 3.0
+
+
+def _run_files(store, marker: str) -> List[str]:
+    """Paths of the data files named with a write's run marker, in every bucket directory
+    of the table (the run id is fresh per write: no other writer's file matches). A
+    directory that cannot be listed is skipped: its files are left for orphan cleanup."""
+    from ..operations.orphan import CleanContext, OrphanFilesCleaner
+    io = store.io
+    try:
+        buckets, _ = OrphanFilesCleaner(CleanContext(store.path, file_io=io)
+                                        ).list_bucket_dirs()
+    except OSError as e:
+        log.warning("abort of %s: cannot list the table to remove the files of run %s: %s",
+                    store.path, marker, e)
+        return []
+    out = []
+    for b in buckets:
+        try:
+            statuses = io.list_status(b.path)
+        except OSError as e:
+            log.warning("abort of %s: cannot list %s to remove the files of run %s: %s",
+                        store.path, b.path, marker, e)
+            continue
+        out.extend(s.path for s in statuses if not s.is_dir and s.name.startswith(marker))
+    return out
 
 
 def _commit_then_maintain(commit_call, c) -> None:
@@ -216,9 +276,13 @@ class PaimonBatchWriter(DataSourceArrowWriter):
         self.commit_user = options.get("commit-user") or str(uuid.uuid4())
         # 0 for an empty table: any snapshot of this commit user from now on is this write's.
         self.base_snapshot_id = table.store.snapshots.latest_snapshot_id() or 0
+        # Every file of this write is named with this marker (as Spark compaction names its
+        # files): the abort finds those of tasks that never returned. Fresh per write.
+        self.run_id = uuid.uuid4().hex[:16]
+        self.marker = f"{table.store.options['data-file.prefix']}spark-{self.run_id}-"
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PaimonWriterMessage:
-        return _write_task(self.path, iterator, self.storage)
+        return _write_task(self.path, iterator, self.storage, self.marker)
 
     def commit(self, messages) -> None:
         table = Table.open(self.path, storage_options=self.storage)
@@ -231,7 +295,7 @@ class PaimonBatchWriter(DataSourceArrowWriter):
 
     def abort(self, messages) -> None:
         _abort(self.path, messages, self.commit_user, self.storage,
-               since_snapshot=self.base_snapshot_id)
+               since_snapshot=self.base_snapshot_id, marker=self.marker)
 
 
 class PaimonStreamWriter(DataSourceStreamArrowWriter):

@@ -56,10 +56,13 @@ class DistributedExpireSnapshots(ExpireSnapshots):
         """As the local execution (True when all of the plan is gone: the next chunk may
         follow), with the data and changelog files deleted on executors first."""
         wide = {k: list(plan.files[k]) for k in _WIDE if plan.files.get(k)}
-        if plan.end is None or not wide or sorted(self.tags.tag_names()) != plan.tag_names:
-            # Nothing wide to delete, or the tags changed (the local execution then skips
-            # with its message, deleting nothing).
+        if plan.end is None or not wide:
             return super()._execute(plan)
+        if not self._unchanged(plan):
+            # What the plan kept, a tag or a consumer changed (the re-check says which, in
+            # the plan): nothing is deleted. The local execution below checks again.
+            plan.deleted = {}
+            return False
         deleted: Dict[str, List[str]] = {}
         for kind, paths in wide.items():
             done, failed = self._delete_on_executors(plan, kind, paths)

@@ -119,6 +119,9 @@ def test_no_cli_command_shows_the_uri_credentials(bare_s3, capfd, caplog, tmp_pa
     out, _ = o.run("remove-orphan-files", t1, "--older-than-duration", "1 ms", "--json", "-v")
     assert "dt=2024-01-01/hr=1/bucket-0/data-orphan.parquet" in json.loads(out)["files"]
     assert "wh/db.db/t1/dt=2024-01-01/hr=1/bucket-0/data-orphan.parquet" not in s3.keys()
+    out, _ = o.run("check", t1, "--json", "-v")
+    assert json.loads(out)["table"] == f"{shown_wh}/db.db/t1"
+    o.run("check", t1)
 
     # Patterns: every expansion is shown credential-free, failing tables too.
     for cmd, broken in (("expire-snapshots", "ok"), ("remove-orphan-files", "failed")):

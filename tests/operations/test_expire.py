@@ -191,8 +191,8 @@ def test_tag_created_while_expiration_plans_stops_it(table, table_path, monkeypa
     before = set(files_under(table_path))
     r = expire(table, retain_min=1)
     assert r.expired_snapshots == 0 and r.deleted_files == 0
-    assert r.skipped == ["the tags changed while planning (late); nothing is deleted, the "
-                         "next run plans again"]
+    assert r.skipped == ["the table changed while planning (tag late was created on "
+                         "snapshot 4); nothing is deleted, the next run plans again"]
     assert set(files_under(table_path)) == before | {"tag/tag-late"}
     monkeypatch.undo()
     assert expire(table, retain_min=1).expired_ids == list(range(1, 9))

@@ -271,3 +271,46 @@ def test_refused_options_write_nothing(sp, path):
         sp.read.format("paimon").option("paimon.branch", "b1").load(str(path)).collect()
     assert sorted(str(p.relative_to(path)) for p in path.rglob("*") if p.is_file()) == before
     assert ids_of(path) == [0, 1, 2]
+
+
+def test_a_task_cancelled_mid_write_leaves_no_file_of_the_run(sp, path):
+    # Task 0 hands the writer more rows than a row group (its file is open on disk) and then
+    # stalls; task 1 waits for that file and fails the job. Spark cancels task 0, which
+    # never returns a message: the abort finds its file by the run marker in its name.
+    from paimon_commit.writer import ROW_GROUP_ROWS
+    frame(sp, range(5)).write.format("paimon").option("partition-keys", "dt,hr") \
+        .mode("append").save(str(path))
+    before = sorted(str(p.relative_to(path)) for p in path.rglob("*")
+                    if p.is_file() and "=" in str(p.relative_to(path)))
+    root, rows_0 = str(path), ROW_GROUP_ROWS + 1000
+    old = {str(p) for p in path.rglob("data-*")}
+
+    def stall_or_fail(batches):
+        import glob
+        import time as _t
+        import pyarrow as _pa
+        from pyspark import TaskContext
+        if TaskContext.get().partitionId() == 0:
+            ids = _pa.array(range(1000, 1000 + rows_0), _pa.int64())
+            yield _pa.RecordBatch.from_arrays(
+                [ids, _pa.array(["n"] * rows_0), _pa.array([D[0]] * rows_0, _pa.date32()),
+                 _pa.array([0] * rows_0, _pa.int32())], names=["id", "name", "dt", "hr"])
+            _t.sleep(120)   # cancelled long before
+            return
+        deadline = _t.time() + 60
+        while not set(glob.glob(f"{root}/*/*/bucket-0/data-*")) - old and \
+                _t.time() < deadline:
+            _t.sleep(0.1)
+        raise ValueError("boom while task 0 is mid-write")
+        yield   # noqa - a generator
+
+    df = sp.range(2).repartition(2).mapInArrow(
+        stall_or_fail, "id long, name string, dt date, hr int")
+    with pytest.raises(Exception, match="boom while task 0 is mid-write"):
+        df.write.format("paimon").mode("append").save(str(path))
+    after = sorted(str(p.relative_to(path)) for p in path.rglob("*")
+                   if p.is_file() and "=" in str(p.relative_to(path)))
+    assert after == before
+    assert len(Table.open(str(path)).snapshots()) == 1
+    assert ids_of(path) == list(range(5))
+    assert_intact(path)

@@ -1,0 +1,307 @@
+"""A repeat is recognised by the files it adds and the table it adds them to (issue 25 item 3,
+findings 3, 6 and 7): after a rollback, a compaction or an expiration, and through any
+spelling of the table's path, the same messages committed again publish their rows exactly
+once or are refused with a clear CommitConflictError; never a silent no-op, never a second
+copy. Real tables in tmp dirs; pypaimon and our reader read every row back."""
+import os
+
+import pytest
+
+from conftest import make_rows, write
+from invariants import assert_intact
+from oracle import pp_read
+
+from paimon_commit import ExpireConfig, ExpireSnapshots, Table
+from paimon_commit.errors import CommitConflictError
+from paimon_commit.format.manifest import FileKind
+from paimon_commit.io.local import LocalFileIO
+from paimon_commit.store import FileStore
+
+
+def snapshot_ids(table_path):
+    d = table_path / "snapshot"
+    return sorted(int(n.split("-")[1]) for n in os.listdir(d) if n.startswith("snapshot-")) \
+        if d.exists() else []
+
+
+def ids_read(table_path, snapshot_id=None):
+    """Row ids as pypaimon and our reader see them (they must agree), sorted, duplicates kept."""
+    ours = sorted(Table.open(str(table_path)).read_arrow(snapshot_id=snapshot_id)
+                  .column("id").to_pylist())
+    theirs = sorted(pp_read(table_path, snapshot_id=snapshot_id).column("id").to_pylist())
+    assert ours == theirs
+    return ours
+
+
+def expire_keeping(table_path, keep):
+    cfg = ExpireConfig(retain_min=keep, retain_max=keep, time_retained_ms=0, max_deletes=100)
+    return ExpireSnapshots(Table.open(str(table_path)).store, cfg).expire()
+
+
+def prepared(t, ids):
+    w = t.new_writer()
+    w.write_arrow(make_rows(ids))
+    return w.prepare_commit()
+
+
+def data_path(table_path, msgs):
+    m = msgs[0]
+    return os.path.join(str(table_path), f"dt=19723/hr=1/bucket-{m.bucket}",
+                        m.new_files[0].file_name)
+
+
+def snapshots_adding(table_path, msgs):
+    t = Table.open(str(table_path))
+    name = msgs[0].new_files[0].file_name
+    return [s.id for s in t.store.snapshots.snapshots()
+            if any(e.kind == FileKind.ADD and e.file.file_name == name
+                   for e in t.store.delta_entries(s))]
+
+
+# --- finding 3: a repeat after a rollback whose id another commit of the user re-used ---------
+
+def test_a_repeat_after_a_rollback_and_a_reused_id_publishes_its_rows_once(table, table_path):
+    # Regression (issue 25, finding 3): A was published as snapshot 2 and rolled back; B of the
+    # same commit user (one-shot, the same batch identifier) got id 2 again. The record compared
+    # user, identifier and kind, took snapshot 2 for A's and returned 2: A's rows were gone while
+    # the call reported success. The rollback left A's files on disk: the repeat publishes them.
+    write(table, make_rows([1]))
+    c = table.new_commit(commit_user="etl")
+    a = prepared(table, [2])
+    assert c.commit(a) == 2
+    Table.open(str(table_path)).rollback_to(snapshot_id=1)
+    assert c.commit(prepared(table, [3])) == 2
+    assert c.commit(a) == 3
+    assert not c.last_result.already_committed
+    assert c.commit(a) == 3                      # now a repeat: nothing published
+    assert c.last_result.already_committed
+    c.close()
+    assert snapshot_ids(table_path) == [1, 2, 3]
+    assert snapshots_adding(table_path, a) == [3]
+    assert ids_read(table_path) == [1, 2, 3]
+    assert_intact(table_path, {2: [1, 3], 3: [1, 2, 3]})
+
+
+def test_a_repeat_after_a_rollback_whose_files_are_gone_is_refused(table, table_path):
+    # The rolled-back files were deleted since (orphan cleanup): publishing them would name
+    # files that are not there. A clear refusal, not a success that published nothing.
+    write(table, make_rows([1]))
+    c = table.new_commit(commit_user="etl")
+    a = prepared(table, [2])
+    assert c.commit(a) == 2
+    Table.open(str(table_path)).rollback_to(snapshot_id=1)
+    assert c.commit(prepared(table, [3])) == 2
+    os.remove(data_path(table_path, a))
+    with pytest.raises(CommitConflictError) as e:
+        c.commit(a)
+    assert str(e.value) == (
+        f"commit user 'etl' committed these files (a batch commit) to {table.path} as "
+        f"snapshot 2, which a rollback removed since, and data file {data_path(table_path, a)} "
+        f"no longer exists (deleted by orphan cleanup?): refusing to commit it, as the "
+        f"snapshot would name a missing file. Write the rows again with a new writer")
+    c.close()
+    assert snapshot_ids(table_path) == [1, 2]
+    assert ids_read(table_path) == [1, 3]
+
+
+# --- finding 6: a commit that raised after its publish, then a compaction -------------------
+
+class _InterruptAtHint(LocalFileIO):
+    """Its write of the LATEST hint for snapshot `n` raises KeyboardInterrupt (Ctrl-C arriving
+    between the publish and the return)."""
+
+    def __init__(self, root, n):
+        super().__init__(root)
+        self.n, self.armed = n, True
+
+    def overwrite_atomic(self, path, data):
+        if self.armed and path.endswith("/snapshot/LATEST") and data == str(self.n).encode():
+            self.armed = False
+            raise KeyboardInterrupt("injected: Ctrl-C while the LATEST hint is written")
+        return super().overwrite_atomic(path, data)
+
+
+def _interrupted_after_publishing(table_path, ids, identifier=None):
+    """Commit `ids` as commit user 'nb'; Ctrl-C lands right after snapshot 2 is published."""
+    io = _InterruptAtHint(str(table_path), 2)
+    t = Table(FileStore.open(str(table_path), io=io))
+    msgs = prepared(t, ids)
+    with pytest.raises(KeyboardInterrupt, match="Ctrl-C"):
+        t.new_commit(commit_user="nb").commit(msgs, identifier)
+    assert not io.armed
+    return msgs
+
+
+@pytest.mark.parametrize("identifier", [None, 7])
+def test_a_repeat_of_an_interrupted_commit_whose_files_were_compacted_is_a_no_op(
+        table, table_path, identifier):
+    # Regression (issue 25, finding 6): the repeat found the files no longer all live (the
+    # compaction replaced them) and published them again as snapshot 4 while snapshot 2 still
+    # held them: every row read twice.
+    write(table, make_rows([1]))
+    msgs = _interrupted_after_publishing(table_path, [2, 3], identifier)
+    assert snapshot_ids(table_path) == [1, 2]
+    assert table.compact(options={"compaction.min.file-num": "2"}).snapshot_id == 3
+    with table.new_commit(commit_user="nb") as c:
+        assert c.commit(msgs, identifier) == 2
+        assert c.last_result.already_committed
+        assert c.commit(msgs, identifier) == 2
+    assert snapshot_ids(table_path) == [1, 2, 3]
+    assert ids_read(table_path) == [1, 2, 3]
+    assert_intact(table_path, {2: [1, 2, 3], 3: [1, 2, 3]})
+
+
+def test_a_repeat_of_an_interrupted_commit_compacted_and_expired_is_refused(table, table_path):
+    # The same, once snapshot 2 has expired: the table cannot tell whether the call published
+    # (its rows are in the compacted file) or not, so the repeat is refused, not a second copy.
+    write(table, make_rows([1]))
+    msgs = _interrupted_after_publishing(table_path, [2, 3])
+    assert table.compact(options={"compaction.min.file-num": "2"}).snapshot_id == 3
+    expire_keeping(table_path, 1)
+    assert snapshot_ids(table_path) == [3]
+    with table.new_commit(commit_user="nb") as c:
+        with pytest.raises(CommitConflictError) as e:
+            c.commit(msgs)
+    assert str(e.value) == (
+        f"an earlier call of commit user 'nb' with these files (a batch commit) raised after "
+        f"it may have published them to {table.path}, and the table no longer tells: snapshot 2 "
+        f"has expired and the files are not all live (e.g. "
+        f"{data_path(table_path, msgs)}), as after a compaction or an overwrite that replaced "
+        f"them (their rows are still in the table) or a publish that never happened; refusing "
+        f"to commit them again, as their rows could be read twice. Check whether the rows are "
+        f"in the table, and write them again with a new writer if they are missing")
+    assert snapshot_ids(table_path) == [3]
+    assert ids_read(table_path) == [1, 2, 3]
+
+
+def test_a_repeat_of_an_interrupted_commit_after_a_rollback_publishes_once(table, table_path):
+    # Guard: the call raised after publishing snapshot 2, which a rollback removed and another
+    # commit of the same user re-used: the table says its files are not there, so the repeat
+    # publishes them (once).
+    write(table, make_rows([1]))
+    msgs = _interrupted_after_publishing(table_path, [2])
+    Table.open(str(table_path)).rollback_to(snapshot_id=1)
+    with table.new_commit(commit_user="nb") as c:
+        assert c.commit(prepared(table, [3])) == 2
+        assert c.commit(msgs) == 3
+        assert not c.last_result.already_committed
+        assert c.commit(msgs) == 3
+        assert c.last_result.already_committed
+    assert snapshots_adding(table_path, msgs) == [3]
+    assert ids_read(table_path) == [1, 2, 3]
+
+
+def test_a_repeat_of_an_interrupted_commit_rolled_back_whose_files_are_gone_is_refused(
+        table, table_path):
+    # The same, once orphan cleanup deleted the rolled-back file: no snapshot holds it and it
+    # is not on disk, so publishing it would name a missing file.
+    write(table, make_rows([1]))
+    msgs = _interrupted_after_publishing(table_path, [2])
+    Table.open(str(table_path)).rollback_to(snapshot_id=1)
+    os.remove(data_path(table_path, msgs))
+    with table.new_commit(commit_user="nb") as c:
+        with pytest.raises(CommitConflictError) as e:
+            c.commit(msgs)
+    assert str(e.value) == (
+        f"an earlier call of commit user 'nb' with these files (a batch commit) raised after "
+        f"it may have published them to {table.path}; no snapshot of the table holds them now "
+        f"(it never published, or a rollback removed it), and data file "
+        f"{data_path(table_path, msgs)} no longer exists (deleted by orphan cleanup?): "
+        f"refusing to commit it, as the snapshot would name a missing file. Write the rows "
+        f"again with a new writer")
+    assert snapshot_ids(table_path) == [1]
+    assert ids_read(table_path) == [1]
+
+
+def test_a_call_that_failed_before_publishing_commits_after_an_expiration(table_path):
+    # Guard: a call that never reached the publish left nothing to recognise; its retry after
+    # other commits and an expiration publishes the rows (once), it is not refused.
+    t = Table.create(str(table_path), make_rows([]).schema, ["dt", "hr"])
+    write(t, make_rows([1]))
+    msgs = prepared(t, [2])
+
+    class _NoManifests(LocalFileIO):
+        def write_new(self, path, data):
+            if "/manifest/" in path:
+                raise OSError("injected: disk full")
+            return super().write_new(path, data)
+    broken = Table(FileStore.open(str(table_path), io=_NoManifests(str(table_path))))
+    with pytest.raises(OSError, match="injected: disk full"):
+        broken.new_commit(commit_user="nb").commit(msgs)
+    for i in (3, 4):
+        write(Table.open(str(table_path)), make_rows([i]))
+    expire_keeping(table_path, 1)
+    assert snapshot_ids(table_path) == [3]
+    with t.new_commit(commit_user="nb") as c:
+        assert c.commit(msgs) == 4
+    assert ids_read(table_path) == [1, 2, 3, 4]
+
+
+# --- finding 7: the same table through another spelling of its path ---------------------------
+
+def _spelled(table_path, tmp_path, spelling):
+    p = str(table_path)
+    if spelling == "symlink":
+        os.symlink(p, tmp_path / "link")
+        return str(tmp_path / "link")
+    if spelling == "symlinked parent":
+        os.symlink(str(table_path.parent), tmp_path / "db-link")
+        return str(tmp_path / "db-link" / table_path.name)
+    if spelling == "dot-dot":
+        return os.path.join(p, "..", table_path.name)
+    if spelling == "trailing slash":
+        return p + "/"
+    if spelling == "file uri":
+        return "file://" + p
+    if spelling == "relative":
+        return os.path.relpath(p)
+    raise AssertionError(spelling)
+
+
+@pytest.mark.parametrize("spelling", ["symlink", "symlinked parent", "dot-dot",
+                                      "trailing slash", "file uri", "relative"])
+@pytest.mark.parametrize("identifier", [None, 5])
+def test_a_repeat_through_another_spelling_of_the_table_is_a_no_op(table, table_path, tmp_path,
+                                                                  spelling, identifier):
+    # Regression (issue 25, finding 7): the record was keyed by the root as spelled (abspath
+    # does not resolve links): the same messages of the same commit user committed again
+    # through a symlink to the table were published twice.
+    msgs = prepared(table, [1, 2])
+    with table.new_commit(commit_user="job") as c:
+        assert c.commit(msgs, identifier) == 1
+    other = Table.open(_spelled(table_path, tmp_path, spelling))
+    with other.new_commit(commit_user="job") as c:
+        assert c.commit(msgs, identifier) == 1
+        assert c.last_result.already_committed
+        with pytest.raises(CommitConflictError, match=r"already committed by commit user 'job'"):
+            c.commit(msgs, 9)
+    assert snapshot_ids(table_path) == [1]
+    assert snapshots_adding(table_path, msgs) == [1]
+    assert ids_read(table_path) == [1, 2]
+
+
+def test_a_forgotten_repeat_whose_files_were_compacted_and_expired_is_refused(
+        table, table_path, monkeypatch):
+    # The bounded record forgot the commit (more files since than it holds), a compaction
+    # replaced its file and its snapshot expired: the table cannot tell it was published, and
+    # publishing it again would read its row twice. Before: published again as snapshot 6.
+    from paimon_commit.operations import commit_record
+    monkeypatch.setattr(commit_record, "RECORD", commit_record.CommitRecord(capacity=3))
+    c = table.new_commit(commit_user="job")
+    first = prepared(table, [1])
+    assert c.commit(first) == 1
+    for i in (2, 3, 4):
+        assert c.commit(prepared(table, [i])) == i      # the first file is evicted
+    assert table.compact(options={"compaction.min.file-num": "2"}).snapshot_id == 5
+    expire_keeping(table_path, 1)
+    assert snapshot_ids(table_path) == [5]
+    with pytest.raises(CommitConflictError) as e:
+        c.commit(first)
+    assert str(e.value).startswith(
+        f"commit user 'job' may have committed these files (a batch commit) to {table.path} "
+        f"earlier in this process (more files since than it remembers), and the table no "
+        f"longer tells: snapshots 1 to 4 have expired and the files are not all live (e.g. "
+        f"{data_path(table_path, first)})")
+    c.close()
+    assert snapshot_ids(table_path) == [5]
+    assert ids_read(table_path) == [1, 2, 3, 4]

@@ -1,0 +1,57 @@
+"""A ratio from a loaded machine is not a result: the benchmarks withhold their verdict."""
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+
+from _common import honest, load_limit  # noqa: E402
+
+
+def _result(before, after, cpus=2, passed=True):
+    return {"benchmark": "b", "verdict": "PASS",
+            "environment": {"cpu_count": cpus, "loadavg_1min_before": before,
+                            "loadavg_1min_after": after},
+            "targets": {"x": {"metric": "m", "target": 1.0, "value": 0.5, "pass": passed}}}
+
+
+def test_the_load_limit_is_1_5_on_two_cores_and_0_75_per_core_elsewhere():
+    assert load_limit(2) == 1.5
+    assert load_limit(16) == 12.0
+
+
+def test_a_loaded_run_gets_no_verdict_and_keeps_its_numbers():
+    r = honest(_result(0.4, 3.2))
+    assert r["verdict"] == ("NO VERDICT: 1-min load 3.2 > 1.5 on 2 cores; rerun on an idle "
+                            "machine")
+    assert r["targets"]["x"]["pass"] is None
+    assert r["targets"]["x"]["pass_if_idle"] is True
+    assert r["targets"]["x"]["value"] == 0.5
+
+
+def test_an_idle_run_keeps_its_verdict():
+    r = honest(_result(0.4, 1.2))
+    assert r["verdict"] == "PASS" and r["targets"]["x"]["pass"] is True
+    r = honest(_result(9.0, 11.0, cpus=16, passed=False))
+    assert r["verdict"] == "PASS" and r["targets"]["x"]["pass"] is False
+
+
+def test_the_table_says_where_and_at_what_load_each_number_was_measured(tmp_path):
+    # The README table is printed from the recorded results: every row names the cores and the
+    # load; a loaded row says "no verdict" instead of PASS.
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "report.py")],
+                         capture_output=True, text=True, check=True).stdout
+    header, rule, *rows = out.strip().splitlines()
+    assert header.endswith("| machine (1-min load before/after) |")
+    for row in rows:
+        assert " cores, load " in row, row
+    for path in os.listdir(os.path.join(ROOT, "benchmarks", "results")):
+        with open(os.path.join(ROOT, "benchmarks", "results", path)) as f:
+            d = json.load(f)
+        env = d.get("environment") or {}
+        loads = [env.get("loadavg_1min_before"), env.get("loadavg_1min_after")]
+        if any(x is not None and x > load_limit(env.get("cpu_count")) for x in loads):
+            name = d.get("benchmark")
+            assert all("no verdict (loaded)" in r for r in rows if r.startswith(f"| `{name}` ")), name
