@@ -466,7 +466,10 @@ def extra_op(sim: Sim, ext: random.Random, started, single_writer: bool, exclude
     a rollback, nor beside another committer on a single-writer table), a tag replacement, a
     consumer written or reset."""
     kinds = [o.kind for o in started if o]
-    busy = "rollback" in kinds or (single_writer and any(k in COMMITTERS for k in kinds))
+    # A repeat beside the etl job or another repeat would be one commit run twice at once
+    # (see docs/safety.md section 8: not in the mix).
+    busy = "rollback" in kinds or "repeat" in kinds or "etl" in kinds or (
+        single_writer and any(k in COMMITTERS for k in kinds))
     choices = [(k, w) for k, w in EXTRA_WEIGHTS if k not in exclude
                and not (busy and k in ("etl", "repeat"))]
     if not choices:

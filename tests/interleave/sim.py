@@ -506,12 +506,22 @@ class Sim:
         failed delete leaves the file (the FileIO contract reports it, nothing raises), and
         a failed read of what the table uses makes the abort keep every file (it cannot
         prove them unused: orphan cleanup takes them later)."""
-        calls = [parts[2] for parts in (entry.split(" ", 2) for entry in self.sched.trace)
-                 if len(parts) == 3 and parts[1] == o.name]
+        mine = [(tick, call) for tick, who, call in self._trace() if who == o.name]
+        calls = [c for _, c in mine]
         last_write = max((i for i, c in enumerate(calls)
                           if ".parquet" in c and "delete" not in c and "read" not in c
                           and "exists" not in c), default=-1)
-        return any("FAULT=" in c for c in calls[last_write + 1:])
+        if any("FAULT=" in c for c in calls[last_write + 1:]):
+            return True
+        # A snapshot published by another actor while the abort read what the table uses
+        # (its listing missed it): the abort keeps every file too, for the same reason.
+        if last_write + 1 >= len(mine):
+            return False
+        since = mine[last_write + 1][0]
+        return any(since < tick <= (o.end_tick or tick) and who != o.name and re.search(
+                   r"\((snapshot/)?snapshot-\d+(, create)?\)", call)
+                   and any(m in call for m in ("try_create_atomic", "move(", "create)"))
+                   for tick, who, call in self._trace())
 
     def _removers(self, o: Op):
         for x in self.ops:
