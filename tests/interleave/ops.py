@@ -299,14 +299,22 @@ def start_reset(sim: Sim, name: Optional[str] = None, snapshot_id: Optional[int]
     return sim.spawn(op, body)
 
 
-def start_rollback(sim: Sim, snapshot_id: Optional[int] = None) -> Optional[Op]:
+def start_rollback(sim: Sim, snapshot_id: Optional[int] = None, below: Optional[int] = None
+                   ) -> Optional[Op]:
     """Rollback to a retained snapshot (chosen by the seed): it races expirations and other
     maintenance, never writers (Paimon's rollback is not meant to race them). The model drops
-    every commit newer than the target."""
+    every commit newer than the target. `below`: to the newest retained snapshot older than
+    that one (undoing a commit)."""
     op = sim.new_op("rollback", target=snapshot_id)
 
     def body(op: Op) -> None:
         t = sim.table(op)
+        if op.target is None and below is not None:
+            ids = [s.id for s in t.snapshots() if s.id < below]
+            if not ids:
+                op.detail = f"nothing retained below {below}"
+                return
+            op.target = ids[-1]
         if op.target is None:
             ids = [s.id for s in t.snapshots()]
             if len(ids) < 2:
@@ -445,7 +453,8 @@ EXTRA_WEIGHTS = [("etl", 4), ("repeat", 4), ("retag", 2), ("consume", 2), ("rese
 def maintenance_race(sim: Sim, ext: random.Random, exclude=()) -> List[Optional[Op]]:
     """A round of maintenance only: an expiration racing a rollback (or a tag replacement),
     with now and then a tag, a tag deletion, a consumer reset or an orphan cleanup beside."""
-    started: List[Optional[Op]] = [start_expire(sim, ext.randint(1, 3))]
+    started: List[Optional[Op]] = [] if "expire" in exclude else [
+        start_expire(sim, ext.randint(1, 3))]
     if ext.random() < 0.5 and "rollback" not in exclude:
         started.append(start_rollback(sim))
     else:
@@ -496,10 +505,18 @@ def run_seed(sim: Sim, seed: int, rounds: int, exclude=(), max_ops: int = 4,
     storm = random.Random(seed ^ 0x570A)   # its own stream: other seeds replay unchanged
     ext = random.Random(seed ^ 0x1525) if extras else None
     sim.extras = extras
-    followup = None   # after a rollback: "etl", then "repeat"
+    # A job's story: its output rolled back, the job run again, a commit repeated.
+    followup = None   # after an etl commit: its snapshot id; after a rollback: "etl", "repeat"
     with sim.running():
         for r in range(rounds):
-            if followup and ext.random() < 0.5 and followup not in exclude:
+            if isinstance(followup, int):
+                # An etl job's output undone: rollback to the snapshot before its own (now
+                # and then racing an expiration).
+                started = [start_rollback(sim, below=followup)]
+                if ext.random() < 0.3 and "expire" not in exclude:
+                    started.append(start_expire(sim, ext.randint(1, 3)))
+                followup = None
+            elif followup and followup not in exclude:
                 # After a rollback, the etl job runs again; after that, a job repeats a
                 # commit (a notebook cell run again, a retry on a timeout).
                 started = [start_etl(sim, ext.choice(PARTITIONS)) if followup == "etl"
@@ -533,6 +550,10 @@ def run_seed(sim: Sim, seed: int, rounds: int, exclude=(), max_ops: int = 4,
             if ext is not None and any(o and o.kind == "rollback" and o.outcome == "ok"
                                        and o.marked for o in started):
                 followup = "etl"
+            elif ext is not None and not followup and "rollback" not in exclude and any(
+                    o and o.kind == "etl" and o.outcome == "ok" and o.sids and o.sids[0] > 1
+                    for o in started) and ext.random() < 0.3:
+                followup = next(o.sids[0] for o in started if o and o.kind == "etl")
             sim.finish_unfinished()
             sim.check(f"after round {r} ({', '.join(o.name for o in started if o)})")
         if sim.sched.unscheduled:
