@@ -16,7 +16,7 @@ from .ops import (start_abort_committed, start_append, start_compact, start_etl,
                   start_rollback, start_tag)
 from .scheduler import Fault, RandomPolicy
 from .sim import Sim
-from .test_interleavings import simulate
+from .test_interleavings import VARIANTS, simulate
 
 
 
@@ -194,6 +194,12 @@ def _before_deleting(s, op):
 
 # --- finding 1: a rollback during an expiration leaves the table with no snapshot ------------
 
+def test_i25_finding_1_rollback_during_expiration_seed_141_local(tmp_path):
+    # The budget's local variant. Today's code, round 2 (expire#5, rollback#6, consume#7):
+    # "the table has no snapshot any more (it had snapshots up to 4): every row is gone".
+    simulate(tmp_path, seed=141, **VARIANTS["local"])
+
+
 @pytest.mark.parametrize("storage", ["local", "memory"])
 def test_i25_finding_1_rollback_during_expiration_scripted(tmp_path, storage):
     # Today's code: "the table has no snapshot any more (it had snapshots up to 8): every row
@@ -211,6 +217,14 @@ def test_i25_finding_1_rollback_during_expiration_scripted(tmp_path, storage):
 
 
 # --- finding 2: a tag replaced during an expiration loses its files ---------------------------
+
+def test_i25_finding_2_tag_replaced_during_expiration_seed_258_local(tmp_path):
+    # The budget's local variant. Today's code, round 2 (expire#5, retag#6 moving tag2,
+    # repeat#7): "tag tag2 (snapshot 1) does not read completely: FileNotFoundError: ...
+    # manifest-list-..." and "tag tag2 (snapshot 1) no longer reads the 3 rows its snapshot
+    # had when the tag was created".
+    simulate(tmp_path, seed=258, **VARIANTS["local"])
+
 
 @pytest.mark.parametrize("storage", ["local", "memory"])
 def test_i25_finding_2_tag_replaced_during_expiration_scripted(tmp_path, storage):
@@ -235,6 +249,13 @@ def test_i25_finding_2_tag_replaced_during_expiration_scripted(tmp_path, storage
 
 # --- finding 3: a repeat after a rollback is a false no-op ------------------------------------
 
+def test_i25_finding_3_repeat_after_rollback_seed_56_local(tmp_path):
+    # The budget's local variant. etl#3 published snapshot 2, rollback#7 went back to 1,
+    # etl#8 got id 2 again; today's code, round 5 (repeat#10 of etl#3, overwrite#11):
+    # "repeat#10 returned snapshot(s) [2], but the latest snapshot 3 lacks its rows [2]".
+    simulate(tmp_path, seed=56, **VARIANTS["local"])
+
+
 @pytest.mark.parametrize("storage", ["local", "memory"])
 def test_i25_finding_3_repeat_after_rollback_scripted(tmp_path, storage):
     # Today's code: "repeat#5 returned snapshot(s) [2], but the latest snapshot 2 lacks its
@@ -251,6 +272,13 @@ def test_i25_finding_3_repeat_after_rollback_scripted(tmp_path, storage):
 
 
 # --- finding 6: a repeat of an interrupted commit after a compaction publishes it twice ------
+
+def test_i25_finding_6_duplicate_after_compaction_seed_95_local(tmp_path):
+    # Only Ctrl-C faults, 5 % of the FileIO writes: append#2 is interrupted writing the LATEST
+    # hint of the snapshot it published, a compaction rewrites its file; today's code, round 4
+    # (repeat#11 of append#2, overwrite#10): "snapshot 6 has rows more than once: ids [4, 5]".
+    simulate(tmp_path, "local", 95, faults=(Fault.INTERRUPT,), rate=0.05, storms=True)
+
 
 @pytest.mark.parametrize("storage", ["local", "memory"])
 def test_i25_finding_6_duplicate_after_compaction_scripted(tmp_path, storage):
