@@ -155,6 +155,9 @@ class Scheduler:
         self.trace: List[str] = []
         self.unscheduled: List[str] = []   # storage calls from threads that are no actor
         self._log = log
+        # Called with the chosen actor before each policy step grants it (the simulation's
+        # actions between two calls, e.g. the lease clock jumping while others are paused).
+        self.before_step: Optional[Callable[["Scheduler", _Actor], None]] = None
 
     # --- called from actor threads -----------------------------------------------------
     def point(self, call: Call) -> Optional[str]:
@@ -221,8 +224,17 @@ class Scheduler:
         if not parked:
             return False
         a, fault = self.policy.choose(self, parked)
+        if self.before_step is not None:
+            self.before_step(self, a)
         self.grant(a.name, fault)
         return True
+
+    def note(self, what: str) -> None:
+        """An action of the simulation, in the trace (`tick ACTION what`)."""
+        with self.cond:
+            self.trace.append(f"{self.tick} ACTION {what}")
+            if self._log:
+                self._log(self.trace[-1])
 
     def grant(self, name: str, fault: Optional[str] = None) -> Call:
         self._wait_idle()

@@ -25,8 +25,8 @@ from paimon_commit.io.base import FileIO
 from paimon_commit.manifests import merge_entries
 
 from .scheduler import Policy, Scheduler
-from .storage import (Clock, ControlledIO, InjectedInterrupt, InlineExecutor, arrow_io,
-                      inline_pools, patched_obstore)
+from .storage import (LEASE_MS, Clock, ControlledIO, InjectedInterrupt, InlineExecutor,
+                      arrow_io, controlled_lease, inline_pools, patched_obstore)
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
 PARTITIONS = ("a", "b")
@@ -37,8 +37,20 @@ PROCESSES = 3
 TABLE_OPTIONS = {"commit.min-retry-wait": "1", "commit.max-retry-wait": "4",
                  "commit.max-retries": "6"}
 
-#: Errors that are verdicts: the operation did not change the table.
-REFUSALS = (AtomicCreateUnsupportedError, CommitConflictError)
+#: Errors that are verdicts: the operation did not change the table (LeaseHeldError: another
+#: maintainer holds the table's maintenance lease, where the code has one).
+import paimon_commit.errors as _errors   # noqa: E402
+REFUSALS = (AtomicCreateUnsupportedError, CommitConflictError) + tuple(
+    e for e in (getattr(_errors, "LeaseHeldError", None),) if e is not None)
+
+#: Maintenance operations (they hold the lease where the code has one).
+MAINTAINERS = ("expire", "rollback", "untag", "retag", "orphan", "abort_held",
+               "abort_committed", "compact")
+
+#: Per policy step, while a maintainer other than the one granted is paused: the odds that
+#: the lease clock jumps past every lease (the paused holder's lease expires; another may
+#: take it over).
+LEASE_EXPIRY_ODDS = 0.003
 
 #: Kinds that publish rows, and kinds that may remove rows of a partition. `etl` commits as
 #: the shared commit user "etl" with the batch identifier (one-shot jobs); `repeat` commits the
@@ -123,6 +135,10 @@ class Sim:
         self.tags: List[str] = []
         self.consumers: List[str] = []
         self.extras = False   # the operations of issue 25 in the mix (run_seed sets it)
+        self.lease = None   # the lease module while running, where the code has one
+        self.lease_skew_ms = 0   # added to the lease clock by expire_leases
+        self.lease_rng = random.Random(seed ^ 0x1EA5E)   # its own stream
+        self.sched.before_step = self._maybe_expire_leases
         # Models kept across rounds: what each snapshot read when the checker first saw it
         # (by identity: id, commit user, identifier, time), what each tag must read (its
         # snapshot's rows when the tag was created), the highest snapshot id ever seen.
@@ -246,6 +262,8 @@ class Sim:
             stack.enter_context(seeded_uuids(self.seed))
             if self.storage == "memory":
                 stack.enter_context(patched_obstore(self.sched))
+            self.lease = stack.enter_context(controlled_lease(self))
+            stack.enter_context(self._left_for_orphan_cleanup())
             yield
 
     def spawn(self, op: Op, body: Callable[[Op], None]) -> Op:
@@ -273,6 +291,47 @@ class Sim:
     def new_op(self, kind: str, **kw) -> Op:
         """An operation of one of PROCESSES processes (chosen by the seed)."""
         return Op(len(self.ops), kind, process=self.rng.randrange(PROCESSES), **kw)
+
+    @contextlib.contextmanager
+    def _left_for_orphan_cleanup(self):
+        """Note the operations whose abort left their files for orphan cleanup because
+        another maintainer held the lease (the abort says so in the log, from the actor's
+        thread): a safe outcome, excused by invariant 3b."""
+        import logging
+        sim = self
+
+        class _Handler(logging.Handler):
+            def emit(self, record):
+                msg = record.getMessage()
+                if "for orphan cleanup" in msg and "lease" in msg:
+                    name = record.threadName[len("actor-"):]
+                    op = next((o for o in reversed(sim.ops) if o.name == name), None)
+                    if op is not None and "left for orphan cleanup" not in op.detail:
+                        op.detail += " (left for orphan cleanup: lease held)"
+        logger = logging.getLogger("paimon_commit.operations.compact")
+        handler, level = _Handler(), logger.level
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        try:
+            yield
+        finally:
+            logger.removeHandler(handler)
+            logger.setLevel(level)
+
+    def expire_leases(self, why: str = "") -> None:
+        """The lease clock jumps past every lease taken so far: a holder paused now finds its
+        lease expired when it resumes, and another maintainer may take it over meanwhile."""
+        self.lease_skew_ms += LEASE_MS + 1
+        self.sched.note(f"lease clock +{LEASE_MS + 1} ms: every lease taken so far expired"
+                        f"{why}")
+
+    def _maybe_expire_leases(self, sched: Scheduler, pick) -> None:
+        if self.lease is None:
+            return
+        paused = [a.name for a in sched.parked() if a is not pick
+                  and a.name.split("#")[0] in MAINTAINERS]
+        if paused and self.lease_rng.random() < LEASE_EXPIRY_ODDS:
+            self.expire_leases(f" (paused: {', '.join(paused)})")
 
     # --- the checker --------------------------------------------------------------------
     def _outside_state(self) -> Dict[str, bytes]:
@@ -406,7 +465,8 @@ class Sim:
             self._compactions_checked.add(o.n)
             if not (o.outcome == "refused" or (o.outcome == "unknown" and not o.committing)):
                 continue
-            if self._delete_faulted(o) or "interrupted" in o.detail:
+            if self._delete_faulted(o) or "interrupted" in o.detail \
+                    or "left for orphan cleanup" in o.detail:
                 continue   # a failed delete, or a Ctrl-C, leaves files for orphan cleanup
             left = [p for p in o.written if p.endswith(".parquet") and self.plain.exists(p)]
             if left:

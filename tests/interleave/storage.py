@@ -306,6 +306,51 @@ def patched_obstore(sched: Scheduler):
             _active = None
 
 
+@contextlib.contextmanager
+def controlled_lease(sim):
+    """The maintenance lease (paimon_commit/lease.py, where the code has one) under the
+    simulation: its clock is logical (EPOCH_MS + tick + `sim.lease_skew_ms`, the time base of
+    the files ControlledIO writes), so that a scheduler action can make the leases of paused
+    holders expire (`Sim.expire_leases`); a holder renews from its own checks only (no renewer
+    thread: its calls would be no actor's); a maintainer that finds the lease held waits
+    LEASE_WAIT_S on a logical clock (its sleeps take no time; it reads the records again at
+    each try, a scheduling point), then gives up (LeaseHeldError, a refusal)."""
+    try:
+        import paimon_commit.lease as lease
+    except ImportError:   # code before the lease
+        yield None
+        return
+    waited = [0.0]
+
+    class _Clock:
+        @staticmethod
+        def monotonic() -> float:
+            return waited[0]
+
+        @staticmethod
+        def sleep(seconds: float) -> None:
+            waited[0] += seconds
+
+        @staticmethod
+        def time() -> float:
+            return (EPOCH_MS + sim.sched.tick + sim.lease_skew_ms) / 1000.0
+
+    saved_time, saved_renewer = lease.time, lease.HeldLease.start_renewer
+    lease.time = _Clock
+    lease.HeldLease.start_renewer = lambda self: None
+    try:
+        with lease.lease_settings(wait_s=LEASE_WAIT_S, duration_ms=LEASE_MS):
+            yield lease
+    finally:
+        lease.time, lease.HeldLease.start_renewer = saved_time, saved_renewer
+
+
+#: The lease duration in simulations (logical ms: a tick is one): longer than any round, so
+#: that only `Sim.expire_leases` makes a lease expire.
+LEASE_MS = 60_000
+LEASE_WAIT_S = 2.0
+
+
 class InlineExecutor:
     """A concurrent.futures executor that runs each task in the calling thread, so that an
     operation's parallel listing and deleting stays inside its actor (and deterministic)."""
