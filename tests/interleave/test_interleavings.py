@@ -148,3 +148,59 @@ def test_the_checker_sees_a_missing_file_a_lost_commit_and_a_touched_neighbour(t
         sim.check("after more damage")
     assert "beyond the latest snapshot" in str(e.value)
     assert "files outside the table root changed" in str(e.value)
+
+
+def test_the_checker_sees_a_table_left_without_snapshots_and_a_tag_reading_other_rows(
+        tmp_path):
+    """Issue 25's invariants are not tests that cannot fail: a data file rewritten in place
+    with other rows is seen in its snapshot and in the tag on it; a table whose snapshots were
+    all removed by hand is reported although it reads (as empty) without an error."""
+    import pyarrow.parquet as pq
+
+    from paimon_commit import Table
+
+    from .ops import start_append, start_tag
+    from .test_findings import _Script
+    with _Script(tmp_path, "local") as s:
+        s.finish(start_append(s.sim, "a"))
+        tag = s.finish(start_tag(s.sim, 1))
+        s.sim.check("after an append and a tag")
+    t = Table.open(s.sim.path)
+    victim = t.live_files()[0].path
+    pq.write_table(s.sim.data([100, 101], "a"), victim)
+    with pytest.raises(InvariantViolation) as e:
+        s.sim.check("after a data file was rewritten with other rows")
+    assert "snapshot 1 reads 2 rows (2 expected; missing ids [0, 1]; extra ids [100, 101]) " \
+           "than when it was first checked" in str(e.value)
+    assert f"tag {tag.detail} (snapshot 1) reads 2 rows (2 expected; missing ids [0, 1]; " \
+           f"extra ids [100, 101]) than its snapshot had when the tag was created" in str(e.value)
+    for name in os.listdir(os.path.join(s.sim.path, "snapshot")):
+        os.remove(os.path.join(s.sim.path, "snapshot", name))
+    with pytest.raises(InvariantViolation, match=r"the table has no snapshot any more \(it "
+                       r"had snapshots up to 1\): every row is gone"):
+        s.sim.check("after every snapshot file was removed by hand")
+
+
+def test_the_checker_sees_an_expiration_that_ignored_a_consumer(tmp_path, monkeypatch):
+    """A consumer set before an expiration that then deletes its next snapshot (here an
+    expiration made blind to consumers) is reported."""
+    import paimon_commit.operations.expire as expire_module
+    from paimon_commit.tags import ConsumerManager
+
+    from .ops import start_append, start_consume, start_expire
+    from .test_findings import _Script
+    with _Script(tmp_path, "local") as s:
+        s.finish(start_append(s.sim, "a"))
+        s.finish(start_append(s.sim, "a"))
+        s.finish(start_consume(s.sim))               # reads from snapshot 2 on
+        s.finish(start_append(s.sim, "a"))
+        s.sim.check("after three appends and a consumer")
+        class _Blind(ConsumerManager):
+            def consumers(self):
+                return []
+        monkeypatch.setattr(expire_module, "ConsumerManager", _Blind)
+        s.finish(start_expire(s.sim, retain_max=1))
+        with pytest.raises(InvariantViolation, match=r"consumer reader2 reads from snapshot 2 "
+                           r"\(set by consume#2, tick \d+\), which expire#4 deleted at tick "
+                           r"\d+, after the consumer was set"):
+            s.sim.check("after an expiration blind to consumers")
