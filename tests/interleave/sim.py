@@ -573,15 +573,17 @@ class Sim:
                           and "exists" not in c), default=-1)
         if any("FAULT=" in c for c in calls[last_write + 1:]):
             return True
-        # A snapshot published by another actor while the abort read what the table uses
-        # (its listing missed it): the abort keeps every file too, for the same reason.
+        # A snapshot published by another actor after the compaction's last write and its
+        # own last try to publish, while its abort read what the table uses (its listing
+        # missed it): the abort keeps every file too, for the same reason.
+        def publishes(call):
+            return re.search(r"\((snapshot/)?snapshot-\d+(, create)?\)", call) is not None \
+                and any(m in call for m in ("try_create_atomic", "move(", "create)"))
         if last_write + 1 >= len(mine):
             return False
-        since = mine[last_write + 1][0]
-        return any(since < tick <= (o.end_tick or tick) and who != o.name and re.search(
-                   r"\((snapshot/)?snapshot-\d+(, create)?\)", call)
-                   and any(m in call for m in ("try_create_atomic", "move(", "create)"))
-                   for tick, who, call in self._trace())
+        since = max([mine[last_write + 1][0]] + [t for t, call in mine if publishes(call)])
+        return any(since < tick <= (o.end_tick or tick) and who != o.name
+                   and publishes(call) for tick, who, call in self._trace())
 
     def _removers(self, o: Op):
         for x in self.ops:
