@@ -228,8 +228,9 @@ def test_i25_finding_2_tag_replaced_during_expiration_seed_258_local(tmp_path):
 
 @pytest.mark.parametrize("storage", ["local", "memory"])
 def test_i25_finding_2_tag_replaced_during_expiration_scripted(tmp_path, storage):
-    # Today's code: "tag tag10 (snapshot 4) does not read completely" and "tag tag10
-    # (snapshot 4) no longer reads the 8 rows its snapshot had when the tag was created" --
+    # Today's code: "tag tag9 (snapshot 4) does not read completely: FileNotFoundError: ...
+    # manifest-list-..." and "tag tag9 (snapshot 4) no longer reads the 8 rows its snapshot
+    # had when the tag was created" --
     # the expiration planned with the tag on 9; its re-check compared tag names only, and
     # the tag, deleted and created again on 4, kept its name.
     with _Script(tmp_path, storage) as s:
@@ -258,8 +259,8 @@ def test_i25_finding_3_repeat_after_rollback_seed_56_local(tmp_path):
 
 @pytest.mark.parametrize("storage", ["local", "memory"])
 def test_i25_finding_3_repeat_after_rollback_scripted(tmp_path, storage):
-    # Today's code: "repeat#5 returned snapshot(s) [2], but the latest snapshot 2 lacks its
-    # rows [1, 2]" -- A of commit user etl was snapshot 2, rolled back; B of etl got id 2
+    # Today's code: "repeat#4 returned snapshot(s) [2], but the latest snapshot 2 lacks its
+    # rows [2, 3]" -- A of commit user etl was snapshot 2, rolled back; B of etl got id 2
     # again; the repeat of A took snapshot 2 (same user, batch identifier, kind) for A's.
     with _Script(tmp_path, storage) as s:
         s.finish(start_append(s.sim, "a"))          # 1
