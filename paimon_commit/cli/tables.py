@@ -30,6 +30,12 @@ def cmd_snapshots(args) -> Dict[str, Any]:
         for s in t.snapshots()]}
 
 
+# How expire-snapshots' results name what kept snapshots: the flags, as typed.
+_CLI_LABELS = {"retain_min": "--retain-min", "retain_max": "--retain-max",
+               "older_than": "--older-than", "time_retained": "--time-retained",
+               "max_deletes": "--max-deletes"}
+
+
 def cmd_expire_snapshots(args) -> Dict[str, Any]:
     if args.retain_min is not None and args.retain_max is not None \
             and args.retain_max < args.retain_min:
@@ -43,7 +49,7 @@ def cmd_expire_snapshots(args) -> Dict[str, Any]:
                                    retain_max=args.retain_max, older_than_ms=args.older_than,
                                    time_retained_ms=args.time_retained,
                                    max_deletes=args.max_deletes, progress=bar,
-                                   max_duration_ms=args.max_duration)
+                                   max_duration_ms=args.max_duration, labels=_CLI_LABELS)
     finally:
         if bar is not None:
             bar.close()
@@ -274,6 +280,10 @@ def print_text(command: str, r: Dict[str, Any]) -> None:
               f"{r['deleted_bytes']} bytes; earliest {r['earliest']}, latest {r['latest']}")
         for s in r["skipped"]:
             print(f"skipped: {s}")
+        for n in r.get("notes", []):
+            print(f"note: {n}")
+        if r.get("kept_because"):
+            print(f"kept: {'; '.join(r['kept_because'])}")
         _print_stopped(r)
     elif command == "info":
         for k, v in _info_lines(r):
