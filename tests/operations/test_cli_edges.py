@@ -96,3 +96,42 @@ def test_kept_because_names_consumers_and_the_limit(capsys, twelve, table_path):
         "5 snapshot(s) kept for consumer(s) reader-1 (the slowest reads from snapshot 6)",
         "3 snapshot(s) left by --max-deletes 2 (snapshots expired per run at most; a rerun "
         "continues)"]
+
+
+# --- 3. maintain on a path that is not a warehouse -----------------------------------------
+
+LOOKED = ("is not a warehouse: maintain looks for tables at <warehouse>/<db>.db/<table> and "
+          "found no <db>.db directory")
+
+
+def test_maintain_on_a_table_path_is_refused(capsys, twelve, table_path):
+    before = files_under(table_path)
+    wh = table_path.parent.parent
+    code, out, err = run(capsys, "maintain", table_path, "--orphans")
+    assert (code, out) == (2, "")
+    assert err == (f"error: {table_path} {LOOKED}; {table_path} is a table: run "
+                   f"`paimon-commit maintain {wh} --table db.t` or the table commands "
+                   f"(expire-snapshots, remove-orphan-files, ...)\n")
+    assert files_under(table_path) == before
+
+
+def test_maintain_on_a_database_path_is_refused(capsys, twelve, table_path):
+    db, wh = table_path.parent, table_path.parent.parent
+    code, out, err = run(capsys, "maintain", db)
+    assert (code, out) == (2, "")
+    assert err == (f"error: {db} {LOOKED}; {db} is a database: run `paimon-commit maintain "
+                   f"{wh} --database db`\n")
+
+
+def test_maintain_on_any_directory_is_refused(capsys, tmp_path):
+    (tmp_path / "x").mkdir()
+    code, out, err = run(capsys, "maintain", tmp_path / "x", "--json")
+    assert code == 2
+    assert err == f"error: {tmp_path / 'x'} {LOOKED}\n"
+    assert json.loads(out)["exit_code"] == 2
+
+
+def test_maintain_on_a_warehouse_still_runs(capsys, twelve, table_path):
+    code, out, err = run(capsys, "maintain", table_path.parent.parent, "--dry-run")
+    assert code == 0, err
+    assert out.splitlines()[-1].startswith("1 table(s): 1 ok")
