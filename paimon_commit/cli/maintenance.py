@@ -282,10 +282,12 @@ def add_commands(sub, command: Callable) -> None:
                 "before it); the files only they kept are deleted",
                 "paimon-commit expire-tags /data/wh/db.db/events --older-than "
                 "'2024-06-01 00:00:00' --dry-run")
-    c.add_argument("--older-than", type=past_timestamp_ms, metavar="'YYYY-MM-DD HH:MM:SS'",
+    c.add_argument("--older-than", type=past_timestamp_ms,
+                   metavar="TIMESTAMP",
                    help="also expire tags created before this local time, which must be in "
-                        "the past (tags without a create time: by their file's modification "
-                        "time)")
+                        "the past: 'YYYY-MM-DD HH:MM:SS', or a bare date 'YYYY-MM-DD' "
+                        "(midnight); tags without a create time: by their file's "
+                        "modification time")
     c.add_argument("--max-duration", type=time_limit, metavar="DURATION",
                    help="stop between two tags after this long, e.g. '10 min' (exit code 3; "
                         "a rerun continues)")

@@ -135,3 +135,120 @@ def test_maintain_on_a_warehouse_still_runs(capsys, twelve, table_path):
     code, out, err = run(capsys, "maintain", table_path.parent.parent, "--dry-run")
     assert code == 0, err
     assert out.splitlines()[-1].startswith("1 table(s): 1 ok")
+
+
+# --- 4. terminals and pipes ----------------------------------------------------------------
+
+def orphans(table_path, n):
+    """`n` orphan data files, two days old (older than remove-orphan-files' default day)."""
+    d = table_path / "dt=2024-01-01" / "hr=1" / "bucket-0"
+    d.mkdir(parents=True, exist_ok=True)
+    old = os.path.getmtime(d) - 2 * 86400
+    names = []
+    for i in range(n):
+        p = d / f"data-orphan-{i:04d}.parquet"
+        p.write_bytes(b"x" * 10)
+        os.utime(p, (old, old))
+        names.append(f"dt=2024-01-01/hr=1/bucket-0/{p.name}")
+    return sorted(names)
+
+
+def cli(*argv, **kw):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    return subprocess.run([sys.executable, "-m", "paimon_commit", *map(str, argv)],
+                          env=env, capture_output=True, text=True, **kw)
+
+
+def on_a_terminal(*argv):
+    """stdout on a pseudo-terminal: what a person at a terminal sees."""
+    import pty
+    master, slave = pty.openpty()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    p = subprocess.Popen([sys.executable, "-m", "paimon_commit", *map(str, argv)], env=env,
+                         stdout=slave, stderr=subprocess.PIPE)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:   # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    p.wait()
+    os.close(master)
+    return p.returncode, b"".join(chunks).decode().replace("\r\n", "\n")
+
+
+def test_a_long_file_list_is_summarised_on_a_terminal(twelve, table_path):
+    names = orphans(table_path, 30)
+    code, out = on_a_terminal("remove-orphan-files", table_path, "--dry-run")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == "would delete 30 file(s), 300 bytes, 0 empty dir(s)"
+    assert lines[1] == "  data: 30 file(s), 300 bytes"
+    assert len(lines) == 2 + 5 + 1
+    assert lines[-1] == "  ... and 25 more (--list-files or --json for all)"
+    code, out = on_a_terminal("remove-orphan-files", table_path, "--dry-run", "--list-files")
+    assert sorted(x.strip() for x in out.splitlines()[1:]) == names
+
+
+def test_a_pipe_gets_every_path(twelve, table_path):
+    names = orphans(table_path, 30)
+    r = cli("remove-orphan-files", table_path, "--dry-run")
+    assert r.returncode == 0
+    assert sorted(x.strip() for x in r.stdout.splitlines()[1:]) == names
+
+
+@pytest.mark.parametrize("argv", [["remove-orphan-files", "{t}", "--dry-run"],
+                                  ["report", "{t}"], ["snapshots", "{t}"], ["info", "{t}"],
+                                  ["expire-snapshots", "{t}", "--dry-run"], ["--help"]])
+def test_a_closed_pipe_ends_the_command_quietly(twelve, table_path, argv):
+    orphans(table_path, 30)
+    r_fd, w_fd = os.pipe()
+    os.close(r_fd)   # the reader is gone before the first line (`| head -0`)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    p = subprocess.run([sys.executable, "-m", "paimon_commit",
+                        *[a.format(t=table_path) for a in argv]], env=env, stdout=w_fd,
+                       stderr=subprocess.PIPE, text=True)
+    os.close(w_fd)
+    # 141 = 128 + SIGPIPE, as `git log` under `| head`; argparse's help swallows the error
+    # itself (exit 0): quiet either way.
+    assert (p.returncode, p.stderr) == (0 if argv == ["--help"] else 141, "")
+
+
+def test_head_of_a_pipeline_is_quiet(twelve, table_path):
+    orphans(table_path, 3000)   # more than a pipe holds
+    r = subprocess.run(f"set -o pipefail; {sys.executable} -m paimon_commit "
+                       f"remove-orphan-files {table_path} --dry-run | head -3",
+                       shell=True, executable="/bin/bash", capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    assert (r.returncode, r.stderr, len(r.stdout.splitlines())) == (141, "", 3)
+
+
+# --- 8. --version, bare dates, the error first ---------------------------------------------
+
+def test_version(capsys):
+    from paimon_commit import __version__
+    assert run(capsys, "--version") == (0, f"paimon-commit {__version__}\n", "")
+
+
+@pytest.mark.parametrize("command", ["expire-snapshots", "expire-tags", "remove-orphan-files"])
+def test_a_bare_date_is_midnight_local_time(capsys, twelve, table_path, command):
+    code, out, err = run(capsys, command, table_path, "--older-than", "2024-01-01",
+                         "--dry-run", "--json")
+    assert code == 0, err
+    if command == "remove-orphan-files":
+        import datetime
+        assert json.loads(out)["older_than_ms"] == \
+            int(datetime.datetime(2024, 1, 1).timestamp() * 1000)
+
+
+def test_a_bad_flag_leads_with_the_error(capsys, table_path):
+    code, out, err = run(capsys, "expire-snapshots", table_path, "--retian-min", 3)
+    lines = err.splitlines()
+    assert (code, out) == (2, "")
+    assert lines[0] == ("paimon-commit expire-snapshots: error: unrecognized argument "
+                        "'--retian-min': did you mean '--retain-min'?")
+    assert lines[1].startswith("usage: paimon-commit expire-snapshots ")
