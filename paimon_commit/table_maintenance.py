@@ -134,6 +134,8 @@ class TableMaintenance:
             ExpireResult (expired_snapshots, deleted_files, deleted_bytes, deleted_paths, ...).
             `complete` is False when the time limit, memory or max_deletes stopped the run
             (`stopped_by`, `message`): the table is consistent and a rerun continues.
+            `kept_because` says why the snapshots left were kept, `notes` what the run
+            changed of the table's retention for itself (both naming these arguments).
         """
         older = cutoff_ms(older_than, "older_than")
         retained = duration_ms(time_retained, "time_retained")
