@@ -27,7 +27,8 @@ PATHS = ("a local path or file://, s3:// (s3a://), gs://, az://CONTAINER/... or 
 USAGE = """Command line: `paimon-commit COMMAND TABLE ...` (also `python -m paimon_commit`).
 
 Exit codes: 0 ok, 2 invalid input, 1 operation failed, 3 stopped by --max-duration or out of
-memory (what was done is printed; the table is consistent and a rerun continues). `--json`
+memory (what was done is printed; the table is consistent and a rerun continues), 141 when
+stdout's reader went away (`| head`; quietly, the work is done). `--json`
 prints one JSON object on stdout; text goes to stdout, logs and errors to stderr. Arguments are validated before the
 table is touched. Credentials in a URI's user-info (s3://KEY:SECRET@bucket/...) are used, never
 printed.
