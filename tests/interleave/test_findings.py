@@ -15,7 +15,7 @@ from .ops import (start_abort_committed, start_append, start_compact, start_etl,
                   start_expire, start_overwrite, start_repeat, start_retag, start_retry,
                   start_rollback, start_tag)
 from .scheduler import Fault, RandomPolicy
-from .sim import Sim
+from .sim import InvariantViolation, Sim
 from .test_interleavings import VARIANTS, simulate
 
 
@@ -324,3 +324,20 @@ def test_i25_lease_expired_while_paused_is_taken_over_scripted(tmp_path, storage
         assert r.outcome == "ok", r                 # it took the lease over
         s.finish(e)
         s.check("after a rollback took over the lease of a paused expiration")
+
+
+# --- open: a repeat that runs while the first call is still in flight --------------------------
+
+@pytest.mark.xfail(strict=True, raises=InvariantViolation, reason=(
+    "open (found by the issue-25 mix, left out of it since): a repeat of a commit whose first "
+    "call is still in flight (a retry after a client-side timeout) is screened before the "
+    "first call recorded its files, and both publish them: 'snapshot 3 publishes a data file "
+    "twice: file data-....parquet is added twice (it is already live)'"))
+def test_i25_open_a_repeat_racing_its_first_call_publishes_twice_scripted(tmp_path):
+    with _Script(tmp_path, "local") as s:
+        s.finish(start_append(s.sim, "a"))          # 1
+        a = start_append(s.sim, "a")
+        s.until(a, "io", "try_create_atomic", "snapshot-2")   # about to publish
+        s.finish(start_repeat(s.sim, a))            # the retry publishes 2
+        s.finish(a)                                 # the first call publishes 3: same file
+        s.check("after a commit and its repeat raced")
