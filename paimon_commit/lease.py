@@ -59,6 +59,7 @@ _NAME = re.compile(r"^lease-(\d{1,18})$")
 DEFAULT_DURATION_MS = 5 * 60 * 1000     # renewed at half: a holder alive renews long before
 DEFAULT_WAIT_S = 60.0                   # how long an explicit command waits for a holder
 MAX_DURATION_MS = 60 * 60 * 1000        # longer leases only delay taking over a dead holder
+PRUNE_AT = 8                            # superseded records kept before they are deleted
 FAR_FUTURE_FACTOR = 10                  # an expiry further ahead than this x the maximum
                                         # duration was not written by a sane clock
 
@@ -219,14 +220,18 @@ class LeaseManager:
                                   f"ahead (a clock far off when it was written?)")
 
     def latest(self, check: bool = True) -> Optional[LeaseRecord]:
-        """The highest record (None: none yet). A record pruned between the listing and the
-        read sends it back to the listing."""
+        """The highest record (None: none yet)."""
+        return self.listed(check)[1]
+
+    def listed(self, check: bool = True) -> Tuple[List[int], Optional[LeaseRecord]]:
+        """(the record numbers listed, the highest record). A record pruned between the
+        listing and the read sends it back to the listing."""
         for _ in range(10):
             numbers = self.numbers()
             if not numbers:
-                return None
+                return numbers, None
             try:
-                return self.read(numbers[-1], check)
+                return numbers, self.read(numbers[-1], check)
             except FileNotFoundError:
                 continue
         raise OSError(f"the lease records under {self.io._describe(self.lease_dir)} keep "
@@ -249,12 +254,15 @@ class LeaseManager:
                            operation, now if start_ms is None else start_ms,
                            now + duration_ms, released)
 
-    def prune_below(self, number: int) -> None:
-        """Delete the records numbered below `number` (superseded: only the highest record
-        decides anything), through the gate. Best effort: a record left is harmless."""
-        for n in self.numbers():
-            if n >= number:
-                break
+    def prune_below(self, number: int, listed: List[int]) -> None:
+        """Delete the records of `listed` numbered below `number` (superseded: only the
+        highest record decides anything), through the gate, once PRUNE_AT of them piled up
+        (not after every take: post-commit maintenance takes the lease after every commit,
+        and each request counts on object stores). Best effort: a record left is harmless."""
+        old = [n for n in listed if n < number]
+        if len(old) < PRUNE_AT:
+            return
+        for n in old:
             try:
                 self.io.delete_quietly(self.record_path(n))
             except OSError as e:
@@ -347,7 +355,6 @@ class HeldLease:
                            self.token, start_ms=self.record.start_ms)
         if m.create(new):
             self.record = new
-            m.prune_below(new.number)
             return
         try:
             newer = m.read(new.number, check=False)
@@ -480,12 +487,12 @@ def _take(m: LeaseManager, operation: str, duration_ms: int, wait_s: float,
     deadline = time.monotonic() + wait_s
     pause = 0.05
     while True:
-        latest = m.latest()
+        listed, latest = m.listed()
         if m.is_free(latest):
             n = (latest.number if latest is not None else 0) + 1
             record = m.new_record(n, operation, duration_ms, token)
             if m.create(record):
-                m.prune_below(n)
+                m.prune_below(n, listed)
                 log.info("took the maintenance lease of %s (%s, record %d)", m.path,
                          operation, n)
                 return HeldLease(m, record, duration_ms)

@@ -36,6 +36,7 @@ from ..options import validate_options
 from ..progress import COMMITTING, COMPACTING, READING, ProgressCallback, Throttle, emit
 from ..store import FileStore, PartitionSpec
 from ..reachability import collector_paused
+from ..lease import maintenance_lease
 from .abort import abort_files
 from .commit import CommitConfig, CommitResult, FileStoreCommit
 from .publish import built_on_check
@@ -190,11 +191,19 @@ class AppendCompaction:
         paths = [p for r in rewritten for p in r.paths]
         if not paths:
             return 0
-        if committed_on is not None:
-            result = abort_files(self.store, paths, commit_user=self.commit_user,
-                                 since_snapshot=committed_on)
-        else:   # never handed to a commit: no snapshot can name them
-            result = abort_files(self.store, paths, handed_out=False)
+        # Under the table's maintenance lease (lease.py), not waited for: held by another
+        # process, the files stay (nothing names them: orphan cleanup removes them later).
+        with maintenance_lease(self.store, "compaction abort", skip_if_held=True) as held:
+            if held is None:
+                log.info("compaction of %s: left the %d file(s) it wrote for orphan cleanup "
+                         "(the maintenance lease is held by another process)",
+                         self.store.path, len(paths))
+                return 0
+            if committed_on is not None:
+                result = abort_files(self.store, paths, commit_user=self.commit_user,
+                                     since_snapshot=committed_on)
+            else:   # never handed to a commit: no snapshot can name them
+                result = abort_files(self.store, paths, handed_out=False)
         log.info("compaction of %s: deleted %d of the %d file(s) it wrote", self.store.path,
                  len(result.deleted), len(paths))
         return len(result.deleted)
