@@ -64,6 +64,24 @@ FAR_FUTURE_FACTOR = 10                  # an expiry further ahead than this x th
                                         # duration was not written by a sane clock
 
 
+# This process, in every record it writes: a record of this process whose token no lease of
+# this process holds any more was left by an operation that ended without releasing it (its
+# release failed, or a test's simulated crash): nobody can be using it, so it is free. A forked
+# child is another process (a new id), so it never frees a record its parent still holds.
+_PROCESS = uuid.uuid4().hex
+_live_lock = threading.Lock()
+_live_tokens: set = set()
+
+
+def _new_process_id() -> None:
+    global _PROCESS, _live_tokens
+    _PROCESS, _live_tokens = uuid.uuid4().hex, set()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_process_id)
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -116,9 +134,11 @@ class LeaseRecord:
     start_ms: int
     expiry_ms: int
     released: bool = False
+    process: str = ""    # a random id of the holder's process (see _PROCESS)
 
     def to_json(self) -> bytes:
         return json.dumps({"table": self.table, "host": self.host, "pid": self.pid,
+                           "process": self.process,
                            "token": self.token, "operation": self.operation,
                            "startMillis": self.start_ms, "expiryMillis": self.expiry_ms,
                            "released": self.released}, indent=2).encode()
@@ -137,8 +157,10 @@ class LeaseRecord:
         for key, kind in fields.items():
             if not isinstance(d.get(key), kind) or (kind is int and isinstance(d[key], bool)):
                 raise ValueError(f"field {key!r} is missing or not a {kind.__name__}")
+        process = d.get("process")
         return cls(number, d["table"], d["host"], d["pid"], d["token"], d["operation"],
-                   d["startMillis"], d["expiryMillis"], d["released"])
+                   d["startMillis"], d["expiryMillis"], d["released"],
+                   process if isinstance(process, str) else "")
 
     def describe(self, table: str) -> str:
         """`table T is being maintained by HOST pid PID (OP since T0, lease until T1)`."""
@@ -238,7 +260,12 @@ class LeaseManager:
                       f"changing while being read")
 
     def is_free(self, record: Optional[LeaseRecord]) -> bool:
-        return record is None or record.released or record.expiry_ms < self.clock()
+        if record is None or record.released or record.expiry_ms < self.clock():
+            return True
+        if record.process == _PROCESS:
+            with _live_lock:
+                return record.token not in _live_tokens   # left unreleased by this process
+        return False
 
     def create(self, record: LeaseRecord) -> bool:
         """Create record `record.number` only if absent; True if it is ours."""
@@ -252,7 +279,7 @@ class LeaseManager:
         now = self.clock()
         return LeaseRecord(number, self.identity, socket.gethostname(), os.getpid(), token,
                            operation, now if start_ms is None else start_ms,
-                           now + duration_ms, released)
+                           now + duration_ms, released, _PROCESS)
 
     def prune_below(self, number: int, listed: List[int]) -> None:
         """Delete the records of `listed` numbered below `number` (superseded: only the
@@ -369,6 +396,8 @@ class HeldLease:
         self._stop.set()
         if self._renewer is not None and self._renewer is not threading.current_thread():
             self._renewer.join()
+        with _live_lock:   # from here on, a record of ours left behind counts as free
+            _live_tokens.discard(self.token)
         with self._lock:
             if self.lost is not None:
                 return
@@ -491,7 +520,16 @@ def _take(m: LeaseManager, operation: str, duration_ms: int, wait_s: float,
         if m.is_free(latest):
             n = (latest.number if latest is not None else 0) + 1
             record = m.new_record(n, operation, duration_ms, token)
-            if m.create(record):
+            with _live_lock:   # live before it exists: no thread of ours may free it
+                _live_tokens.add(token)
+            created = False
+            try:
+                created = m.create(record)
+            finally:
+                if not created:
+                    with _live_lock:
+                        _live_tokens.discard(token)
+            if created:
                 m.prune_below(n, listed)
                 log.info("took the maintenance lease of %s (%s, record %d)", m.path,
                          operation, n)
