@@ -231,12 +231,14 @@ class LeaseManager:
             f"supersede it with `paimon-commit lease {self.path} --break`")
 
     def _validate(self, path: str, record: LeaseRecord) -> None:
+        if record.released or record.expiry_ms < self.clock():
+            return   # claims nothing (a released or expired record copied along is harmless)
         if record.table != self.identity:
             raise self._bad(path, f"this maintenance lease record belongs to table "
                                   f"{record.table}, not {self.identity} (a copied or moved "
                                   f"table?)")
         limit = self.clock() + FAR_FUTURE_FACTOR * MAX_DURATION_MS
-        if not record.released and record.expiry_ms > limit:
+        if record.expiry_ms > limit:
             raise self._bad(path, f"its lease expiry {_shown(record.expiry_ms)} is more than "
                                   f"{FAR_FUTURE_FACTOR * MAX_DURATION_MS // 3_600_000} h "
                                   f"ahead (a clock far off when it was written?)")
