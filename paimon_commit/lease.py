@@ -417,7 +417,7 @@ class HeldLease:
 
 # --- policy: who waits, who skips, re-entrancy ---------------------------------------------
 
-_local = threading.local()   # .held: {identity: [HeldLease, depth]}; .settings: [dict]
+_local = threading.local()   # .held: {identity: [HeldLease, depth]} of this thread
 
 
 def _held() -> Dict[str, List[Any]]:
@@ -427,31 +427,37 @@ def _held() -> Dict[str, List[Any]]:
     return held
 
 
+_settings: List[Dict[str, Any]] = []   # lease_settings, innermost last (process-wide)
+_settings_lock = threading.Lock()
+
+
 def _setting(name: str, default: Any) -> Any:
-    for s in reversed(getattr(_local, "settings", None) or []):
-        if s.get(name) is not None:
-            return s[name]
+    with _settings_lock:
+        for s in reversed(_settings):
+            if s.get(name) is not None:
+                return s[name]
     return default
 
 
 @contextlib.contextmanager
 def lease_settings(wait_s: Optional[float] = None, duration_ms: Optional[int] = None
                    ) -> Iterator[None]:
-    """How maintenance_lease waits and how long it takes the lease for, for the operations
-    run on this thread inside the block (the CLI's --lease-wait and --lease-duration)."""
+    """How maintenance_lease waits for another holder (seconds) and how long it takes the
+    lease for (ms), for every operation of this process inside the block that does not say
+    (the CLI's --lease-wait and --lease-duration; process-wide, so that `maintain`'s
+    threads see them). Checked before any I/O."""
     if wait_s is not None:
         check_lease_wait_s(wait_s)
     if duration_ms is not None:
         check_lease_duration_ms(duration_ms)
-    stack = getattr(_local, "settings", None)
-    if stack is None:
-        stack = _local.settings = []
     entry = {"wait_s": wait_s, "duration_ms": duration_ms}
-    stack.append(entry)
+    with _settings_lock:
+        _settings.append(entry)
     try:
         yield
     finally:
-        stack.remove(entry)
+        with _settings_lock:
+            _settings.remove(entry)
 
 
 def lease_manager(store) -> LeaseManager:
