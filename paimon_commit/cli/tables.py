@@ -13,7 +13,7 @@ from ..progress import terminal_progress
 from ..table import Table
 from ..tags import tag_manager
 from . import context
-from .args import InvalidInput, orphan_age, stopped_exit_code
+from .args import EXIT_FAILED, InvalidInput, orphan_age, stopped_exit_code
 
 __all__ = ["cmd_snapshots", "cmd_tags", "cmd_info", "cmd_drop_partition",
            "cmd_expire_snapshots", "cmd_expire_partitions", "cmd_remove_orphan_files",
@@ -184,10 +184,18 @@ def cmd_lease(args) -> Dict[str, Any]:
     --break, supersede whatever the latest record says by creating the next record as
     released (after a holder that cannot release it any more, or a bad record)."""
     from ..lease import current_holder, lease_manager
+    from ..errors import LeaseRecordError
     t = context.open_table(args.table)
     m = lease_manager(t.store)
-    latest, held = current_holder(m)
-    out: Dict[str, Any] = {"table": args.table, "held": held, "record": None}
+    try:
+        latest, held = current_holder(m)
+        problem = None
+    except LeaseRecordError as e:   # what --break is for
+        latest, held, problem = None, False, str(e)
+    out: Dict[str, Any] = {"table": args.table, "held": held, "record": None,
+                           "problem": problem}
+    if problem is not None and not args.break_lease:
+        args.exit_code = EXIT_FAILED
     if latest is not None:
         out["record"] = {"path": _rel(t, m.record_path(latest.number)), "host": latest.host,
                          "pid": latest.pid, "operation": latest.operation,
@@ -325,7 +333,9 @@ def print_text(command: str, r: Dict[str, Any]) -> None:
         _print_stopped(r)
     elif command == "lease":
         rec = r["record"]
-        if r["held"]:
+        if r.get("problem"):
+            print(f"bad lease record: {r['problem']}")
+        elif r["held"]:
             print(r["holder"])
         elif rec is None:
             print(f"table {r['table']}: no maintenance lease taken yet")
