@@ -239,8 +239,9 @@ class OrphanFilesCleaner:
         # Not against resolutions cached while listing: a directory may be a symlink now.
         self.io.forget_resolved_dirs()
         deadline = getattr(self, "_deadline", None)
-        step = DEADLINE_BATCH if deadline is not None else \
-            10_000 if self.ctx.progress is not None else max(1, len(paths))
+        # Batches of at most 10,000 even without a limit or progress: the maintenance lease is
+        # checked before each, so a holder that lost it deletes at most one batch.
+        step = DEADLINE_BATCH if deadline is not None else 10_000
         # Local disk: this thread checks every path, the pool only unlinks (an unlink
         # waiting on the disk behind a thread checking paths under the GIL made the real
         # run ~1.3x the bare unlinks).
