@@ -203,6 +203,15 @@ class LeaseManager:
                 f"'true' in the table options if only one process ever writes and maintains "
                 f"this table ({e})") from None
 
+    def record_exists(self, number: int) -> bool:
+        """Whether record `number` exists: one HEAD on object stores (`exists` would also
+        list, to find a directory of that name), one stat locally."""
+        try:
+            self.io.file_size(self.record_path(number))
+            return True
+        except FileNotFoundError:
+            return False
+
     def numbers(self) -> List[int]:
         out = []
         for name in self.io.list_names(self.lease_dir):
@@ -355,7 +364,7 @@ class HeldLease:
             if self.lost is not None:
                 raise StopDeleting(self.lost, cause="lease")
             m = self.manager
-            while m.io.exists(m.record_path(self.record.number + 1)):
+            while m.record_exists(self.record.number + 1):
                 try:
                     newer = m.read(self.record.number + 1, check=False)
                 except (FileNotFoundError, LeaseRecordError):
