@@ -60,6 +60,7 @@ DEFAULT_DURATION_MS = 5 * 60 * 1000     # renewed at half: a holder alive renews
 DEFAULT_WAIT_S = 60.0                   # how long an explicit command waits for a holder
 MAX_DURATION_MS = 60 * 60 * 1000        # longer leases only delay taking over a dead holder
 PRUNE_AT = 8                            # superseded records kept before they are deleted
+PRUNE_AGE_MS = 2 * 60 * 60 * 1000       # ... and how old they must be (2 x the longest lease)
 FAR_FUTURE_FACTOR = 10                  # an expiry further ahead than this x the maximum
                                         # duration was not written by a sane clock
 
@@ -213,11 +214,15 @@ class LeaseManager:
             return False
 
     def numbers(self) -> List[int]:
+        return [n for n, _ in self.listing()]
+
+    def listing(self) -> List[Tuple[int, int]]:
+        """(number, modification time in ms) of every record, by number."""
         out = []
-        for name in self.io.list_names(self.lease_dir):
-            m = _NAME.match(name)
-            if m:
-                out.append(int(m.group(1)))
+        for st in self.io.list_status(self.lease_dir):
+            m = _NAME.match(st.name)
+            if m and not st.is_dir:
+                out.append((int(m.group(1)), st.mtime_ms))
         return sorted(out)
 
     def read(self, number: int, check: bool = True) -> LeaseRecord:
@@ -256,15 +261,16 @@ class LeaseManager:
         """The highest record (None: none yet)."""
         return self.listed(check)[1]
 
-    def listed(self, check: bool = True) -> Tuple[List[int], Optional[LeaseRecord]]:
-        """(the record numbers listed, the highest record). A record pruned between the
-        listing and the read sends it back to the listing."""
+    def listed(self, check: bool = True
+               ) -> Tuple[List[Tuple[int, int]], Optional[LeaseRecord]]:
+        """(the records listed: (number, mtime ms), the highest record). A record pruned
+        between the listing and the read sends it back to the listing."""
         for _ in range(10):
-            numbers = self.numbers()
-            if not numbers:
-                return numbers, None
+            listing = self.listing()
+            if not listing:
+                return listing, None
             try:
-                return numbers, self.read(numbers[-1], check)
+                return listing, self.read(listing[-1][0], check)
             except FileNotFoundError:
                 continue
         raise OSError(f"the lease records under {self.io._describe(self.lease_dir)} keep "
@@ -292,12 +298,20 @@ class LeaseManager:
                            operation, now if start_ms is None else start_ms,
                            now + duration_ms, released, _PROCESS)
 
-    def prune_below(self, number: int, listed: List[int]) -> None:
+    def prune_below(self, number: int, listed: List[Tuple[int, int]]) -> None:
         """Delete the records of `listed` numbered below `number` (superseded: only the
-        highest record decides anything), through the gate, once PRUNE_AT of them piled up
-        (not after every take: post-commit maintenance takes the lease after every commit,
-        and each request counts on object stores). Best effort: a record left is harmless."""
-        old = [n for n in listed if n < number]
+        highest record decides anything) and written more than PRUNE_AGE_MS ago, through the
+        gate, once PRUNE_AT of them piled up (not after every take: post-commit maintenance
+        takes the lease after every commit, and each request counts on object stores). Best
+        effort: a record left is harmless.
+
+        Why the age: a holder checks for the record right after its own (one HEAD). Were that
+        record pruned while the holder was paused, the check would pass and its renewal could
+        create that name again. A record is pruned only long after any lease it superseded
+        expired (PRUNE_AGE_MS is twice the longest lease), and a holder whose own clock says
+        its lease expired lists the records before it renews (`HeldLease._renew_if_due`)."""
+        cutoff = self.clock() - PRUNE_AGE_MS
+        old = [n for n, mtime in listed if n < number and mtime < cutoff]
         if len(old) < PRUNE_AT:
             return
         for n in old:
@@ -388,6 +402,18 @@ class HeldLease:
     def _renew_if_due(self) -> None:
         m = self.manager
         if self.record.expiry_ms - m.clock() >= self.duration_ms / 2:
+            return
+        # One listing per renewal: a newer record than ours anywhere (not only right after
+        # ours, which pruning may have removed after a long pause) means it was taken over.
+        highest = m.numbers()
+        if highest and highest[-1] > self.record.number:
+            try:
+                newer = m.read(highest[-1], check=False)
+            except (FileNotFoundError, LeaseRecordError):
+                newer = None
+            if newer is None or newer.token != self.token:
+                self._lose(newer)
+            self.record = newer   # our own renewal whose reply was lost
             return
         new = m.new_record(self.record.number + 1, self.record.operation, self.duration_ms,
                            self.token, start_ms=self.record.start_ms)

@@ -406,3 +406,34 @@ def test_orphan_cleanup_never_lists_the_lease_records(table, table_path):
         os.utime(p, (time.time() - OLD, time.time() - OLD))
     r = table.remove_orphan_files()
     assert r.deleted_files == 0 and not any(".maintenance" in p for p in r.deleted_paths)
+
+
+def test_superseded_records_are_pruned_only_once_old(table, table_path):
+    for _ in range(10):
+        with maintenance_lease(table.store, "x"):
+            pass
+    names = lease_files(table_path)
+    with maintenance_lease(table.store, "x"):
+        pass
+    assert set(names) <= set(lease_files(table_path))     # young: all kept
+    old = time.time() - 3 * 3600
+    for n in names:
+        os.utime(table_path / ".maintenance" / n, (old, old))
+    with maintenance_lease(table.store, "x") as lease:
+        n = lease.record.number
+    # The old superseded ones went through the gate; the young ones and ours stay.
+    assert lease_files(table_path) == [f"lease-{i}" for i in range(n - 2, n + 2)]
+
+
+def test_a_paused_holder_whose_successor_was_pruned_still_finds_it_lost(table, table_path,
+                                                                        monkeypatch):
+    from paimon_commit.io.deletion import StopDeleting, checkpoint
+    monkeypatch.setattr(HeldLease, "start_renewer", lambda self: None)   # paused
+    with maintenance_lease(table.store, "paused", duration_ms=100) as lease:
+        n = lease.record.number
+        time.sleep(0.2)                                   # expired
+        Holder(table, "other").release()                  # lease-(n+1) taken, (n+2) released
+        os.remove(table_path / ".maintenance" / f"lease-{n + 1}")   # as if pruned
+        with pytest.raises(StopDeleting, match="lost the maintenance lease"):
+            checkpoint()
+    assert f"lease-{n + 1}" not in lease_files(table_path)     # never created again
