@@ -380,7 +380,9 @@ class _Limits:
 
     def stopped(self, step: str, r: Any) -> None:
         """After a step: if a limit stopped it (`r.stopped_by`), so is the table."""
-        if getattr(r, "stopped_by", None) in (MAX_DURATION, MEMORY):
+        # A limit, or a safe point (a lost maintenance lease, an interrupt); not the
+        # per-run quota of max-deletes.
+        if getattr(r, "stopped_by", None) not in (None, "max-deletes"):
             self.result.status, self.result.stopped_by = "incomplete", r.stopped_by
             self.result.reason = f"{step}: {r.message}"
             raise _Stop

@@ -437,3 +437,18 @@ def test_a_paused_holder_whose_successor_was_pruned_still_finds_it_lost(table, t
         with pytest.raises(StopDeleting, match="lost the maintenance lease"):
             checkpoint()
     assert f"lease-{n + 1}" not in lease_files(table_path)     # never created again
+
+
+def test_maintain_skips_a_table_another_process_maintains(table, table_path):
+    from paimon_commit.warehouse import maintain_table
+    history(table)
+    before = files_under(table_path)
+    holder = Holder(table)
+    try:
+        with lease_settings(wait_s=0):
+            r = maintain_table(str(table_path), orphans=True)
+    finally:
+        holder.release()
+    assert r.status == "skipped" and re.match(
+        rf"table {re.escape(str(table_path))} is being maintained by .* \(hold since ", r.reason)
+    assert files_under(table_path) == before
