@@ -114,13 +114,18 @@ def check_lease_wait_s(value: Any, name: str = "lease_wait") -> float:
 def table_identity(io: FileIO) -> str:
     """The table a lease record belongs to: the resolved root (realpath on local disk, the
     URI on object stores), so that a copied or moved table does not inherit a lease."""
+    known = io.__dict__.get("_lease_identity")
+    if known is not None:   # once per FileIO: every operation asks (nested ones to join)
+        return known
     uri = getattr(io, "uri", None)
     if callable(uri):
-        return uri(io.root.rstrip("/"))
-    fs = getattr(io, "fs", None)
-    if fs is not None:
-        return f"{type(fs).__name__}:{io.root.rstrip('/')}"
-    return os.path.realpath(io.root)
+        identity = uri(io.root.rstrip("/"))
+    elif getattr(io, "fs", None) is not None:
+        identity = f"{type(io.fs).__name__}:{io.root.rstrip('/')}"
+    else:
+        identity = os.path.realpath(io.root)
+    io.__dict__["_lease_identity"] = identity
+    return identity
 
 
 @dataclass(frozen=True)
