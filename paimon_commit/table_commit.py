@@ -311,8 +311,10 @@ class TableCommit:
         def compact() -> None:
             from .operations.compact import AppendCompaction, CompactionConflictError
             try:
-                result.compaction = AppendCompaction(
-                    self.store, options=self._compact_options, partition_rows=written).run()
+                compaction = AppendCompaction(self.store, options=self._compact_options,
+                                              partition_rows=written)
+                compaction.post_commit = True   # its abort does not wait for the lease
+                result.compaction = compaction.run()
             except CompactionConflictError as e:
                 # Lost to a concurrent overwrite, drop, compaction or rollback: nothing was
                 # committed and its files are gone; the next commit's run tries again.

@@ -292,7 +292,12 @@ def test_compaction_abort_leaves_its_files_while_another_holds_the_lease(table, 
         paths = [str(written)]
     holder = Holder(table)
     try:
+        with lease_settings(wait_s=0.2):                   # an explicit run waits, then
+            assert comp.abort([Rewritten()]) == 0          # leaves them
+        comp.post_commit = True                            # after a commit: no wait at all
+        t0 = time.monotonic()
         assert comp.abort([Rewritten()]) == 0
+        assert time.monotonic() - t0 < 5
         assert written.exists()                            # left for orphan cleanup
     finally:
         holder.release()
