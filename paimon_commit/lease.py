@@ -352,6 +352,7 @@ class HeldLease:
         self._lock = threading.RLock()
         self._stop = threading.Event()
         self._renewer: Optional[threading.Thread] = None
+        self.listed: List[Tuple[int, int]] = []   # the records listed when it was taken
 
     @property
     def token(self) -> str:
@@ -549,8 +550,10 @@ def maintenance_lease(store, operation: str, *, wait_s: Optional[float] = None,
         yield None
         return
     held[m.identity] = [lease, 1]
-    lease.start_renewer()
     try:
+        lease.start_renewer()
+        # (inside: whatever fails from here on, the lease is released)
+        m.prune_below(lease.record.number, lease.listed)
         with guarded(lease.check):
             yield lease
     finally:
@@ -578,10 +581,11 @@ def _take(m: LeaseManager, operation: str, duration_ms: int, wait_s: float,
                     with _live_lock:
                         _live_tokens.discard(token)
             if created:
-                m.prune_below(n, listed)
                 log.info("took the maintenance lease of %s (%s, record %d)", m.path,
                          operation, n)
-                return HeldLease(m, record, duration_ms)
+                lease = HeldLease(m, record, duration_ms)
+                lease.listed = listed   # what maintenance_lease prunes, once it holds it
+                return lease
             continue   # lost the race: read who won
         if skip_if_held:
             log.info("%s; skipping %s (the holder does the work)", latest.describe(m.path),
