@@ -57,3 +57,19 @@ class PublishOutcomeUnknownError(CommitFailedError):
     """Whether a commit's snapshot is in the table cannot be decided (the snapshots that would
     tell were expired meanwhile). Every file the snapshot names is kept; the message says which
     snapshot to look at."""
+
+
+class LeaseHeldError(PaimonCommitError):
+    """Another process holds the table's maintenance lease (paimon_commit/lease.py) and kept
+    it past the wait: the message names the holder, its operation and until when. Nothing
+    was deleted; rerun later (the CLI exits 75, EX_TEMPFAIL)."""
+
+    def __init__(self, message: str, holder=None):
+        super().__init__(message)
+        self.holder = holder   # the LeaseRecord that holds it
+
+
+class LeaseRecordError(CorruptMetadataError):
+    """A maintenance lease record cannot be trusted (unreadable, another table's, an expiry
+    far in the future): nothing was deleted; `paimon-commit lease TABLE --break` supersedes
+    it once no maintenance is running."""

@@ -25,6 +25,7 @@ published then, and repeating the call with the same messages is a no-op.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import concurrent.futures
 import threading
@@ -35,6 +36,7 @@ from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequ
 
 from .errors import PaimonCommitError
 from .format.commit_message import CommitMessage
+from .lease import lease_manager, maintenance_lease
 from .operations.commit import CommitConfig, CommitResult, FileStoreCommit
 from .operations.expire import ExpireConfig, ExpireResult, ExpireSnapshots
 from .option_names import check_table_option_names
@@ -64,6 +66,9 @@ class MaintenanceResult:
     tags: Any = None                  # TagLifecycleResult or None
     compaction: Any = None            # CompactResult or None
     compaction_conflict: Optional[str] = None   # a compaction that lost a conflict: why
+    # Another process held the table's maintenance lease: the steps after compaction were
+    # skipped this turn (the holder does the work); who held it.
+    lease_skipped: Optional[str] = None
 
 
 class TableCommit:
@@ -321,8 +326,10 @@ class TableCommit:
         def compact() -> None:
             from .operations.compact import AppendCompaction, CompactionConflictError
             try:
-                result.compaction = AppendCompaction(
-                    self.store, options=self._compact_options, partition_rows=written).run()
+                compaction = AppendCompaction(self.store, options=self._compact_options,
+                                              partition_rows=written)
+                compaction.post_commit = True   # its abort does not wait for the lease
+                result.compaction = compaction.run()
             except CompactionConflictError as e:
                 # Lost to a concurrent overwrite, drop, compaction or rollback: nothing was
                 # committed and its files are gone; the next commit's run tries again.
@@ -337,7 +344,7 @@ class TableCommit:
 
         def expire_consumers() -> None:
             result.consumers_expired = ConsumerManager(self.store.io, self.store.root).expire(
-                int(self.clock() * 1000) - consumer_ttl)
+                int(self.clock() * 1000) - consumer_ttl, lease=lease_manager(self.store))
 
         def expire_snapshots() -> None:
             if self._expirer is None:   # one per TableCommit: it carries what it read forward
@@ -348,13 +355,36 @@ class TableCommit:
         def batch_tag() -> None:
             result.tags = tags.after_batch_commit(result.tags)
 
-        order.run_in_order({   # the order: operations/maintenance_order.py
-            order.COMPACTION: compact if self.compaction and written else None,
-            order.TAGS: expire_tags if tags is not None else None,
-            order.PARTITIONS: expire_partitions if self.partition_expire is not None else None,
-            order.CONSUMERS: expire_consumers if consumer_ttl is not None else None,
-            order.SNAPSHOTS: expire_snapshots,
-            order.BATCH_TAG: batch_tag if tags is not None and identifier is None else None})
+        # Every step after compaction (a commit: no lease) runs under the table's maintenance
+        # lease (lease.py), taken at the first of them and joined by each operation. Held by
+        # another process, this turn skips them: the holder does the work, and the next
+        # commit's turn tries again.
+        lease = contextlib.ExitStack()
+        turn: List[Optional[bool]] = [None]   # None: not taken yet; then: held by us
+
+        def leased(step):
+            def run() -> None:
+                if turn[0] is None:
+                    held = lease.enter_context(maintenance_lease(
+                        self.store, "post-commit maintenance", skip_if_held=True))
+                    turn[0] = held is not None
+                    if held is None:
+                        result.lease_skipped = "the maintenance lease is held by another " \
+                                               "process; skipped this turn"
+                if turn[0]:
+                    step()
+            return run if step is not None else None
+
+        with lease:
+            order.run_in_order({   # the order: operations/maintenance_order.py
+                order.COMPACTION: compact if self.compaction and written else None,
+                order.TAGS: leased(expire_tags if tags is not None else None),
+                order.PARTITIONS: leased(expire_partitions
+                                         if self.partition_expire is not None else None),
+                order.CONSUMERS: leased(expire_consumers if consumer_ttl is not None else None),
+                order.SNAPSHOTS: leased(expire_snapshots),
+                order.BATCH_TAG: leased(batch_tag if tags is not None and identifier is None
+                                        else None)})
         result.seconds = time.perf_counter() - t0
         self.last_maintenance = result
         return result

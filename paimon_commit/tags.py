@@ -7,6 +7,7 @@ from typing import List, Optional
 
 from .errors import AtomicCreateUnsupportedError
 from .io import FileIO
+from .io.deletion import StopDeleting, checkpoint
 from .format import paths as P
 from .format.snapshot import Consumer, Tag
 
@@ -175,14 +176,27 @@ class ConsumerManager:
         ids = [c.next_snapshot for c in self.consumers()]
         return min(ids) if ids else None
 
-    def expire(self, older_than_ms: int, dry_run: bool = False) -> List[str]:
+    def expire(self, older_than_ms: int, dry_run: bool = False, lease=None) -> List[str]:
         """Remove consumers whose file was last modified before `older_than_ms`, readable or
-        not (a damaged file of a dead reader must not block expiration forever)."""
-        gone = []
-        for cid, st in self._statuses():
-            if st.mtime_ms < older_than_ms:
-                if dry_run or self.io.delete_quietly(st.path):
-                    gone.append(cid)
+        not (a damaged file of a dead reader must not block expiration forever). Under the
+        table's maintenance lease (`lease`: a LeaseManager; lease.py), checked before each
+        removal; a dry run takes none. A lost lease (or an interrupt) stops it there: the
+        consumers removed so far are returned, a rerun removes the rest."""
+        from .lease import LeaseManager, maintenance_lease
+        if dry_run:
+            return [cid for cid, st in self._statuses() if st.mtime_ms < older_than_ms]
+        manager = lease if lease is not None else LeaseManager(self.io, self.io.root)
+        gone: List[str] = []
+        with maintenance_lease(None, "expire-consumers", manager=manager):
+            try:
+                for cid, st in self._statuses():
+                    if st.mtime_ms < older_than_ms:
+                        checkpoint()
+                        if self.io.delete_quietly(st.path):
+                            gone.append(cid)
+            except StopDeleting as e:
+                log.warning("consumer expiration of %s stopped: %s; removed %s", self.io.root,
+                            e.reason, gone)
         return gone
 
     def write(self, consumer_id: str, next_snapshot: int) -> None:

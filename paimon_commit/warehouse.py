@@ -31,6 +31,7 @@ forked when the caller runs a single OS thread, else started through a fork serv
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import fnmatch
 import logging
 import multiprocessing
@@ -39,12 +40,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from .errors import (CorruptMetadataError, OptionError, PaimonCommitError, TableNotFoundError,
-                     UnsupportedTableError)
+from .errors import (CorruptMetadataError, LeaseHeldError, OptionError, PaimonCommitError,
+                     TableNotFoundError, UnsupportedTableError)
 from .io import FileIO
 from .io import for_path as file_io_for_path
 from .io.uri import split_credentials
 from .format import paths as P
+from .lease import lease_manager, maintenance_lease
 from .operations import maintenance_order
 from .operations.limits import MAX_DURATION, MEMORY, check_max_duration_ms
 from .progress import MAINTAINING, ProgressCallback, emit
@@ -254,6 +256,7 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
     step = "opening"
     tag_errors: List[str] = []
     compact_errors: List[str] = []
+    lease = contextlib.ExitStack()
     try:
         from .operations.expire import ExpireConfig
         from .operations.tag_lifecycle import TagLifecycleConfig
@@ -289,6 +292,8 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
             limits.check(step, name_of_step)
             step = name_of_step
             emit(progress, step, 0, None, _UNITS[step], name)
+        if not dry_run:   # one maintenance lease (lease.py) for the table: each step joins it
+            lease.enter_context(maintenance_lease(store, "maintain"))
         maintenance_order.run_in_order(steps, before_step)
         if orphans:
             limits.check(step, "orphan cleanup")
@@ -308,6 +313,8 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
             limits.stopped(step, orr)
     except _Stop:
         pass   # _Limits set the status, the reason and what stopped it
+    except LeaseHeldError as e:   # another process maintains it now: nothing was changed
+        result.status, result.reason = "skipped", str(e)
     except MemoryError:
         # (Reported below, outside the except block: its traceback holds the frames, and the
         # memory, of whatever ran out.)
@@ -324,6 +331,8 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
     except (PaimonCommitError, OSError, ValueError, TypeError, KeyError, RuntimeError) as e:
         result.status = "failed"
         result.reason = f"{step}: {type(e).__name__}: {e}"
+    finally:
+        lease.close()
     if out_of_memory:
         result.status, result.stopped_by = "incomplete", MEMORY
         result.reason = (f"{step}: ran out of memory; what the steps before did is reported, "
@@ -371,7 +380,9 @@ class _Limits:
 
     def stopped(self, step: str, r: Any) -> None:
         """After a step: if a limit stopped it (`r.stopped_by`), so is the table."""
-        if getattr(r, "stopped_by", None) in (MAX_DURATION, MEMORY):
+        # A limit, or a safe point (a lost maintenance lease, an interrupt); not the
+        # per-run quota of max-deletes.
+        if getattr(r, "stopped_by", None) not in (None, "max-deletes"):
             self.result.status, self.result.stopped_by = "incomplete", r.stopped_by
             self.result.reason = f"{step}: {r.message}"
             raise _Stop
@@ -440,7 +451,7 @@ def _table_steps(store, options, tag_config, expire_config, partition_expire,
 
     def consumers() -> None:
         result.consumers_expired = ConsumerManager(store.io, store.root).expire(
-            int(clock() * 1000) - ttl, dry_run=dry_run)
+            int(clock() * 1000) - ttl, dry_run=dry_run, lease=lease_manager(store))
 
     def snapshots() -> None:
         limit = limits.remaining_ms() if limits is not None else None

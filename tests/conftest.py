@@ -44,8 +44,13 @@ def write(table, data, commit=None, identifier=None):
 
 
 def files_under(path):
+    """Every file of the table, relative; not the maintenance lease's records
+    (`.maintenance/`: bookkeeping of who maintains the table, which every destructive run
+    leaves; tests/operations/test_lease.py looks at them)."""
     out = []
-    for root, _, names in os.walk(path):
+    for root, dirs, names in os.walk(path):
+        if os.path.realpath(root) == os.path.realpath(path):
+            dirs[:] = [d for d in dirs if d != ".maintenance"]
         for n in names:
             out.append(os.path.relpath(os.path.join(root, n), path))
     return sorted(out)

@@ -4,7 +4,8 @@
   and credentials, the deletion log); `tables.py`: single-table commands; `maintenance.py`:
   expire-tags, maintain, report and table patterns; `parser.py`: the argument parser.
 - `main` here runs one command: exit codes 0 ok, 2 invalid input (nothing touched), 1 failed,
-  141 stdout closed by its reader (`| head`).
+  3 incomplete (a limit, a lost maintenance lease), 75 the maintenance lease is held by another
+  process (nothing done), 141 stdout closed by its reader (`| head`).
 """
 from __future__ import annotations
 
@@ -16,9 +17,12 @@ import sys
 import warnings
 from typing import List, Optional
 
-from ..errors import OptionError, PaimonCommitError, TableNotFoundError, UnsafePathError
+from ..errors import LeaseHeldError, OptionError, PaimonCommitError, TableNotFoundError, \
+    UnsafePathError
+from ..lease import lease_settings
 from ..io.object_store_config import check_storage_options
-from .args import EXIT_CLOSED_PIPE, EXIT_FAILED, EXIT_INVALID, EXIT_OK, InvalidInput
+from .args import EXIT_CLOSED_PIPE, EXIT_FAILED, EXIT_INVALID, EXIT_LEASE_HELD, EXIT_OK, \
+    InvalidInput
 from .context import Run
 from .parser import build_parser
 
@@ -99,8 +103,13 @@ def _run(args) -> int:
         check_storage_options(dict(args.option), strict=True, what="--option")
     except OptionError as e:
         return _fail(args, e, EXIT_INVALID)
+    wait = getattr(args, "lease_wait", None)
     try:
-        result = args.run(args)
+        with lease_settings(None if wait is None else wait / 1000.0,
+                            getattr(args, "lease_duration", None)):
+            result = args.run(args)
+    except LeaseHeldError as e:   # another process maintains the table: nothing was done
+        return _fail(args, e, EXIT_LEASE_HELD)
     except (InvalidInput, OptionError, TableNotFoundError, ValueError, TypeError,
             UnsafePathError) as e:
         # Invalid input only if nothing was touched; after a delete it is a failed run.

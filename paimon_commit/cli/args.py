@@ -12,9 +12,10 @@ from ..errors import OptionError
 from ..options import parse_duration_ms
 
 __all__ = ["EXIT_OK", "EXIT_FAILED", "EXIT_INVALID", "EXIT_INCOMPLETE", "EXIT_CLOSED_PIPE",
+           "EXIT_LEASE_HELD",
            "InvalidInput",
            "Duration", "orphan_age", "duration", "time_limit", "key_value", "timestamp_ms",
-           "past_timestamp_ms", "int_at_least", "stopped_exit_code"]
+           "past_timestamp_ms", "int_at_least", "stopped_exit_code", "lease_duration"]
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 # A run stopped by --max-duration or by running out of memory (operations/limits.py): what it
@@ -24,6 +25,9 @@ EXIT_INCOMPLETE = 3
 # stdout's reader went away (`paimon-commit report T | head`): 128 + SIGPIPE, the status of
 # a tool that the signal ended (git log | head), quietly; the pipeline's status is head's.
 EXIT_CLOSED_PIPE = 141
+# Another process holds the table's maintenance lease past --lease-wait: nothing was done,
+# rerun later (sysexits.h EX_TEMPFAIL).
+EXIT_LEASE_HELD = 75
 
 _DURATION_EXAMPLES = "e.g. '500 ms', '30 s', '10 min', '1 h', '7 d'"
 _TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S"
@@ -72,9 +76,18 @@ def time_limit(text: str) -> int:
     return d
 
 
+def lease_duration(text: str) -> int:
+    """`--lease-duration`: a duration (as `duration`) longer than 0, at most 1 h."""
+    d = duration(text)
+    if not 0 < d <= 3_600_000:
+        raise argparse.ArgumentTypeError(f"{text!r} must be longer than 0 and at most '1 h'")
+    return d
+
+
 def stopped_exit_code(stopped_by) -> int:
-    """The exit code of a run whose result says `stopped_by` (None: finished)."""
-    return EXIT_INCOMPLETE if stopped_by in ("max-duration", "memory") else EXIT_OK
+    """The exit code of a run whose result says `stopped_by` (None: finished): 3 for a
+    limit, a lost maintenance lease or another safe-point stop; 0 for the per-run quota."""
+    return EXIT_OK if stopped_by in (None, "max-deletes") else EXIT_INCOMPLETE
 
 
 def key_value(text: str) -> Tuple[str, str]:

@@ -9,13 +9,14 @@ from typing import Dict, List
 
 from .. import __version__
 from ..io.uri import redact_uris_in
-from .args import duration, int_at_least, key_value, past_timestamp_ms, time_limit
+from .args import duration, int_at_least, key_value, lease_duration, past_timestamp_ms, \
+    time_limit
 from .check import add_check_command
 from .compaction import add_compact_command
 from .maintenance import add_commands
 from .tables import (cmd_create_tag, cmd_delete_tag, cmd_drop_partition, cmd_expire_partitions,
-                     cmd_expire_snapshots, cmd_info, cmd_remove_orphan_files, cmd_rollback_to,
-                     cmd_snapshots, cmd_tags, print_text)
+                     cmd_expire_snapshots, cmd_info, cmd_lease, cmd_remove_orphan_files,
+                     cmd_rollback_to, cmd_snapshots, cmd_tags, print_text)
 
 __all__ = ["build_parser", "USAGE", "Parser", "MAX_DURATION_HELP", "TIMESTAMP_METAVAR",
            "BARE_DATE"]
@@ -27,9 +28,11 @@ PATHS = ("a local path or file://, s3:// (s3a://), gs://, az://CONTAINER/... or 
 
 USAGE = """Command line: `paimon-commit COMMAND TABLE ...` (also `python -m paimon_commit`).
 
-Exit codes: 0 ok, 2 invalid input, 1 operation failed, 3 stopped by --max-duration or out of
-memory (what was done is printed; the table is consistent and a rerun continues), 141 when
-stdout's reader went away (`| head`; quietly, the work is done). `--json`
+Exit codes: 0 ok, 2 invalid input, 1 operation failed, 3 stopped by --max-duration, out of
+memory or a lost maintenance lease (what was done is printed; the table is consistent and a
+rerun continues), 75 another process maintains the table (its maintenance lease was not free
+within --lease-wait; nothing was done), 141 when stdout's reader went away (`| head`;
+quietly, the work is done). `--json`
 prints one JSON object on stdout; text goes to stdout, logs and errors to stderr. Arguments are validated before the
 table is touched. Credentials in a URI's user-info (s3://KEY:SECRET@bucket/...) are used, never
 printed.
@@ -133,6 +136,15 @@ def build_parser() -> argparse.ArgumentParser:
         c.add_argument("--option", action="append", default=[], type=key_value,
                        metavar="KEY=VALUE", help="storage option, repeatable (e.g. "
                        "s3.endpoint=http://host:9000, s3.access-key=..., see README Storage)")
+        # The maintenance lease (lease.py) of destructive commands; read-only ones ignore it.
+        c.add_argument("--lease-wait", type=duration, metavar="DURATION", default=None,
+                       help="how long to wait for another process's maintenance of the table "
+                            "(its maintenance lease) before giving up with exit code 75 "
+                            "(default '60 s')")
+        c.add_argument("--lease-duration", type=lease_duration, metavar="DURATION",
+                       default=None, help="how long the maintenance lease is taken for, "
+                       "renewed at half (default '5 min', at most '1 h'): a holder that dies "
+                       "blocks others this long")
         c.set_defaults(run=run, print_text=functools.partial(print_text, name))
         return c
 
@@ -212,6 +224,12 @@ def build_parser() -> argparse.ArgumentParser:
     g = c.add_mutually_exclusive_group(required=True)
     g.add_argument("--snapshot", type=int_at_least(1))
     g.add_argument("--tag")
+    c = command("lease", cmd_lease,
+                "show who holds the table's maintenance lease; --break supersedes it",
+                "paimon-commit lease /data/wh/db.db/events --break")
+    c.add_argument("--break", dest="break_lease", action="store_true",
+                   help="create the next lease record as released: only when no maintenance "
+                        "of the table is running (a holder that died, a bad record)")
     add_compact_command(command)
     add_check_command(command)
     add_commands(sub, command)   # expire-tags, maintain, report, patterns

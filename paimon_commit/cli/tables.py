@@ -15,11 +15,11 @@ from ..progress import terminal_progress
 from ..table import Table
 from ..tags import tag_manager
 from . import context
-from .args import InvalidInput, orphan_age, stopped_exit_code
+from .args import EXIT_FAILED, InvalidInput, orphan_age, stopped_exit_code
 
 __all__ = ["cmd_snapshots", "cmd_tags", "cmd_info", "cmd_drop_partition",
            "cmd_expire_snapshots", "cmd_expire_partitions", "cmd_remove_orphan_files",
-           "cmd_create_tag", "cmd_delete_tag", "cmd_rollback_to", "print_text"]
+           "cmd_create_tag", "cmd_delete_tag", "cmd_rollback_to", "cmd_lease", "print_text"]
 
 
 def cmd_snapshots(args) -> Dict[str, Any]:
@@ -201,12 +201,44 @@ def cmd_delete_tag(args) -> Dict[str, Any]:
     r = t.delete_tag(args.name)
     out = r.to_dict()
     out["files"] = [_rel(t, p) for p in r.deleted_paths]
+    args.exit_code = stopped_exit_code(r.stopped_by)
     return out
 
 
 def cmd_rollback_to(args) -> Dict[str, Any]:
     t = context.open_table(args.table)
-    return t.rollback_to(snapshot_id=args.snapshot, tag=args.tag).to_dict()
+    r = t.rollback_to(snapshot_id=args.snapshot, tag=args.tag)
+    args.exit_code = stopped_exit_code(r.stopped_by)
+    return r.to_dict()
+
+
+def cmd_lease(args) -> Dict[str, Any]:
+    """`lease TABLE [--break]`: who holds the table's maintenance lease (lease.py); with
+    --break, supersede whatever the latest record says by creating the next record as
+    released (after a holder that cannot release it any more, or a bad record)."""
+    from ..lease import current_holder, lease_manager
+    from ..errors import LeaseRecordError
+    t = context.open_table(args.table)
+    m = lease_manager(t.store)
+    try:
+        latest, held = current_holder(m)
+        problem = None
+    except LeaseRecordError as e:   # what --break is for
+        latest, held, problem = None, False, str(e)
+    out: Dict[str, Any] = {"table": args.table, "held": held, "record": None,
+                           "problem": problem}
+    if problem is not None and not args.break_lease:
+        args.exit_code = EXIT_FAILED
+    if latest is not None:
+        out["record"] = {"path": _rel(t, m.record_path(latest.number)), "host": latest.host,
+                         "pid": latest.pid, "operation": latest.operation,
+                         "start_ms": latest.start_ms, "expiry_ms": latest.expiry_ms,
+                         "released": latest.released, "table": latest.table}
+        out["holder"] = latest.describe(args.table) if held else None
+    if args.break_lease:
+        broken = m.break_lease()
+        out["broken"] = _rel(t, m.record_path(broken.number)) if broken else None
+    return out
 
 
 def cmd_tags(args) -> Dict[str, Any]:
@@ -328,5 +360,22 @@ def print_text(command: str, r: Dict[str, Any]) -> None:
                           for p in r["expired_partitions"]) or "none"
         print(f"{'would expire' if r['dry_run'] else 'expired'} partitions: {parts}; "
               f"snapshots {r['snapshot_ids']}")
+    elif command in ("delete-tag", "rollback-to"):
+        print(json.dumps({k: v for k, v in r.items() if k != "message"}, indent=2))
+        _print_stopped(r)
+    elif command == "lease":
+        rec = r["record"]
+        if r.get("problem"):
+            print(f"bad lease record: {r['problem']}")
+        elif r["held"]:
+            print(r["holder"])
+        elif rec is None:
+            print(f"table {r['table']}: no maintenance lease taken yet")
+        else:
+            state = "released" if rec["released"] else "expired"
+            print(f"table {r['table']}: free (last lease {state}: {rec['operation']} by "
+                  f"{rec['host']} pid {rec['pid']}, {rec['path']})")
+        if r.get("broken"):
+            print(f"broke the lease: {r['broken']} supersedes it as released")
     else:
         print(json.dumps(r, indent=2))

@@ -28,7 +28,7 @@ from dataclasses import replace
 from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..errors import AtomicCreateUnsupportedError, CommitConflictError, CommitFailedError, \
-    OptionError, PublishOutcomeUnknownError
+    LeaseHeldError, OptionError, PublishOutcomeUnknownError
 from ..format.manifest import FileKind, ManifestEntry
 from ..format.schema import TableSchema
 from ..format.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
@@ -36,6 +36,7 @@ from ..options import validate_options
 from ..progress import COMMITTING, COMPACTING, READING, ProgressCallback, Throttle, emit
 from ..store import FileStore, PartitionSpec
 from ..reachability import collector_paused
+from ..lease import maintenance_lease
 from .abort import abort_files
 from .commit import CommitConfig, CommitResult, FileStoreCommit
 from .publish import built_on_check
@@ -74,6 +75,9 @@ class AppendCompaction:
         in the manifests) to look at instead of `partitions`, e.g. those a commit just
         wrote (one without small files is simply left alone: no error); `progress`, an
         optional paimon_commit.progress callback."""
+        # Set by post-commit maintenance: an abort then does not wait for the maintenance
+        # lease (a commit is not held up by another process's maintenance).
+        self.post_commit = False
         overrides = _option_strings(options)
         merged = {**store.schema.options, **overrides}
         try:
@@ -190,11 +194,26 @@ class AppendCompaction:
         paths = [p for r in rewritten for p in r.paths]
         if not paths:
             return 0
-        if committed_on is not None:
-            result = abort_files(self.store, paths, commit_user=self.commit_user,
-                                 since_snapshot=committed_on)
-        else:   # never handed to a commit: no snapshot can name them
-            result = abort_files(self.store, paths, handed_out=False)
+        # Under the table's maintenance lease (lease.py): waited for as by any explicit
+        # operation; after a commit (`post_commit`) not waited for. Not had, the files stay
+        # (orphan cleanup removes them once nothing can need them): never deleted unleased.
+        try:
+            with maintenance_lease(self.store, "compaction abort",
+                                   skip_if_held=self.post_commit) as held:
+                if held is None:
+                    log.info("compaction of %s: left the %d file(s) it wrote for orphan "
+                             "cleanup (another process holds the maintenance lease)",
+                             self.store.path, len(paths))
+                    return 0
+                if committed_on is not None:
+                    result = abort_files(self.store, paths, commit_user=self.commit_user,
+                                         since_snapshot=committed_on)
+                else:   # never handed to a commit: no snapshot can name them
+                    result = abort_files(self.store, paths, handed_out=False)
+        except LeaseHeldError as e:
+            log.warning("compaction of %s: left the %d file(s) it wrote for orphan cleanup: "
+                        "%s", self.store.path, len(paths), e)
+            return 0
         log.info("compaction of %s: deleted %d of the %d file(s) it wrote", self.store.path,
                  len(result.deleted), len(paths))
         return len(result.deleted)

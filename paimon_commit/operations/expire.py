@@ -21,6 +21,7 @@ The config is in `expire_config`, the plan and result records in `expire_plan`.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -28,7 +29,8 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Dict, List, Optional, Set, Tuple
 
 from ..dynamic_options import refuse_other_changelog_producer
-from ..io.deletion import Deleter
+from ..io.deletion import Deleter, StopDeleting
+from ..lease import maintenance_lease
 from ..errors import CorruptMetadataError, PaimonCommitError
 from ..format import paths as P
 from ..format.snapshot import Snapshot, Tag
@@ -434,9 +436,15 @@ class ExpireSnapshots(ChangelogExpiration):
                                                      os.cpu_count() or 1)
         self._totals, self._running = ExpireTotals(), None
         out_of_memory = False
+        stopped: Optional[StopDeleting] = None
+        # The table's maintenance lease (lease.py) for the whole run, planning included; a
+        # dry run deletes nothing and takes none. Joined when post-commit maintenance or
+        # `maintain` holds it already.
+        lease = contextlib.nullcontext() if dry_run else \
+            maintenance_lease(self.store, "expire-snapshots")
         try:
             # One operation for the deletion gate: directories resolved once, afresh.
-            with self.store.io.resolution_scope(), collector_paused():
+            with lease, self.store.io.resolution_scope(), collector_paused():
                 try:
                     return self._expire(dry_run, deadline)
                 except OUT_OF_MEMORY as e:
@@ -445,8 +453,13 @@ class ExpireSnapshots(ChangelogExpiration):
                     # (Reported below, outside the except block: its traceback holds the
                     # frames, and the memory, of whatever ran out.)
                     out_of_memory = True
+                except StopDeleting as e:
+                    # A safe point (a lost lease, an interrupt) stopped it before a delete
+                    # step: what is left is what a crash there leaves, which a rerun finishes.
+                    stopped = e
                 if out_of_memory:
                     return self._out_of_memory(dry_run)
+                return self._stopped_at_safe_point(dry_run, stopped)
         finally:
             self._totals = self._running = None
             if own is not None:
@@ -598,6 +611,16 @@ class ExpireSnapshots(ChangelogExpiration):
             self._running = None
         return self._result(dry_run, MEMORY)
 
+    def _stopped_at_safe_point(self, dry_run: bool, stop: StopDeleting) -> ExpireResult:
+        """The result of a run a safe point stopped (`stopped_by` = its cause): what it
+        did, the chunk it was deleting included, as after running out of memory."""
+        self._forget()
+        if self._running is not None:
+            self._totals.add(self._running, dry_run)
+            self._running = None
+        self._stop_reason = stop.reason
+        return self._result(dry_run, stop.cause)
+
     def _more_expirable(self, first_kept: int) -> bool:
         """Whether a run that went on from `first_kept` would expire more (the retention
         rules of `_end`, as the next run applies them); read only."""
@@ -633,6 +656,9 @@ class ExpireSnapshots(ChangelogExpiration):
         if stop == MAX_DURATION:
             return (f"stopped by {deadline.describe() if deadline else 'the time limit'} "
                     f"between two chunks: {did}; the table is consistent, a rerun continues")
+        if stop != MEMORY:   # a safe point: a lost maintenance lease, an interrupt
+            return (f"stopped before a delete step: {getattr(self, '_stop_reason', stop)}; "
+                    f"{did}; the table is consistent, a rerun continues")
         return (f"ran out of memory: {did}; the table is consistent (a rerun finishes what "
                 f"was being deleted). Expire fewer snapshots per run: rerun with a smaller "
                 f"--max-deletes (max_deletes=, option snapshot.expire.limit; now "

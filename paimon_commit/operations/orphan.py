@@ -22,7 +22,8 @@ import time
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
-from ..io.deletion import checkpoint, remove_empty_dirs, run_deletions
+from ..io.deletion import StopDeleting, checkpoint, remove_empty_dirs, run_deletions
+from ..lease import maintenance_lease
 from ..progress import DELETING, LISTING, READING, Throttle, emit
 from ..errors import CorruptMetadataError, TableNotFoundError
 from ..io import FileStatus
@@ -136,9 +137,16 @@ class OrphanFilesCleaner:
             self._found = orphans
             t = time.perf_counter()
             if not ctx.dry_run:
-                orphans = self.delete(orphans, delete_executor)
-                if self._stopped_by is None:   # a stopped run leaves the directories
-                    result.deleted_dirs = [self._rel(d) for d in self._remove_empty_dirs(dirs)]
+                # The delete phase runs under the table's maintenance lease (lease.py; on
+                # Spark the driver holds it); listing and selecting need none.
+                with maintenance_lease(self.store, "remove-orphan-files"):
+                    try:
+                        orphans = self.delete(orphans, delete_executor)
+                    except StopDeleting as e:   # before a batch: what went before is gone
+                        orphans = self._stopped_deleting(orphans, e)
+                    if self._stopped_by is None:   # a stopped run leaves the directories
+                        result.deleted_dirs = [self._rel(d)
+                                               for d in self._remove_empty_dirs(dirs)]
             result.seconds["delete"] = time.perf_counter() - t
         finally:
             # (not left pointing at a pool shut down: find_orphans may be called again)
@@ -155,6 +163,15 @@ class OrphanFilesCleaner:
                  result.candidates, result.used, len(orphans),
                  "would be deleted" if ctx.dry_run else "deleted")
         return result
+
+    def _stopped_deleting(self, orphans, stop: StopDeleting):
+        """The orphans deleted before a safe point stopped the run (a lost maintenance
+        lease, an interrupt); the run is marked stopped by its cause."""
+        found = orphans if isinstance(orphans, Found) else Found.of_candidates(orphans)
+        deleted = found.keep(self._gone)
+        self._stopped_by, self._stop_reason = stop.cause, stop.reason
+        self._remaining = len(found) - len(deleted)
+        return deleted
 
     def _out_of_memory(self) -> OrphanCleanResult:
         """The result of a run that ran out of memory: the orphans deleted until then."""
@@ -181,6 +198,10 @@ class OrphanFilesCleaner:
             result.message = (f"stopped by {self._deadline.describe()} between two batches "
                               f"of deletions: {did}; the table is intact, a rerun deletes "
                               f"the rest")
+        elif self._stopped_by != MEMORY:   # a safe point: a lost lease, an interrupt
+            result.message = (f"stopped before a batch of deletions: "
+                              f"{getattr(self, '_stop_reason', self._stopped_by)}; {did}; the "
+                              f"table is intact, a rerun deletes the rest")
         else:
             result.message = (
                 f"ran out of memory while {phase}: {did}; the table is intact, a rerun "
@@ -218,8 +239,9 @@ class OrphanFilesCleaner:
         # Not against resolutions cached while listing: a directory may be a symlink now.
         self.io.forget_resolved_dirs()
         deadline = getattr(self, "_deadline", None)
-        step = DEADLINE_BATCH if deadline is not None else \
-            10_000 if self.ctx.progress is not None else max(1, len(paths))
+        # Batches of at most 10,000 even without a limit or progress: the maintenance lease is
+        # checked before each, so a holder that lost it deletes at most one batch.
+        step = DEADLINE_BATCH if deadline is not None else 10_000
         # Local disk: this thread checks every path, the pool only unlinks (an unlink
         # waiting on the disk behind a thread checking paths under the GIL made the real
         # run ~1.3x the bare unlinks).

@@ -20,6 +20,7 @@ How a partition value is read as a time is `partition_time`'s.
 from __future__ import annotations
 
 import calendar
+import contextlib
 import datetime
 import logging
 import time
@@ -30,6 +31,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from ..errors import OptionError
 from ..format import paths as P
 from ..format.types import TIMESTAMP_ROOTS, as_atomic
+from ..lease import maintenance_lease
 from ..options import CoreOptions, ConfigOption
 from ..store import FileStore
 from .commit import FileStoreCommit
@@ -247,6 +249,14 @@ class PartitionExpire:
             return PartitionExpireResult(checked=False, dry_run=dry_run,
                                          seconds=time.monotonic() - start)
 
+        # Selected and dropped under the table's maintenance lease (lease.py); a dry run
+        # takes none.
+        with contextlib.nullcontext() if dry_run else \
+                maintenance_lease(self.store, "expire-partitions"):
+            return self._expire(now_ms, start, commit_identifier, dry_run)
+
+    def _expire(self, now_ms: float, start: float, commit_identifier: Optional[int],
+                dry_run: bool) -> PartitionExpireResult:
         cutoff = self._cutoff(now_ms)
         expired, skipped = self._select(cutoff)
         specs = [self.store.partition_dict(values) for values in expired]

@@ -17,6 +17,7 @@ what the tags use) is an error naming the tag, never a silent skip.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime
 import logging
 import time
@@ -26,6 +27,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from ..errors import CorruptMetadataError
 from ..format import paths as P
 from ..format.snapshot import Tag
+from ..io.deletion import StopDeleting
+from ..lease import maintenance_lease
 from ..store import FileStore
 from ..tags import TagManager, tag_manager, validate_tag_name
 from .limits import MAX_DURATION, Deadline
@@ -106,6 +109,9 @@ def delete_tag_into(store: FileStore, name: str, into, action: str = "expired",
     if hasattr(into, "deleted_paths"):
         into.deleted_paths.extend(r.deleted_paths)
     into.skipped.extend(f"tag {name}: {s}" for s in r.skipped)
+    if not r.complete:   # a safe point stopped it: the caller's run stops there too
+        raise StopDeleting(r.message or f"deleting tag {name!r} stopped",
+                           r.stopped_by or "stop")
     return r.deleted
 
 
@@ -225,8 +231,25 @@ def expire_tags(store: FileStore, older_than_ms: Optional[int] = None, dry_run: 
         OSError: a tag file could not be deleted.
     """
     deadline = Deadline.after(max_duration_ms)
-    tags = tag_manager(store)
     result = TagExpireResult(dry_run=dry_run)
+    # The table's maintenance lease (lease.py) for the whole run; a dry run takes none.
+    with contextlib.nullcontext() if dry_run else maintenance_lease(store, "expire-tags"):
+        try:
+            return _expire_tags(store, older_than_ms, dry_run, clock, finish_pending,
+                                deadline, result)
+        except StopDeleting as e:   # before a delete step: each tag deletion is finishable
+            result.complete, result.stopped_by = False, e.cause
+            result.message = (f"stopped before a delete step: {e.reason}; expired "
+                              f"{len(result.expired_tags)} tag(s), deleted "
+                              f"{result.deleted_files} file(s); a rerun continues")
+            log.warning("tags of %s: %s", store.path, result.message)
+            return result
+
+
+def _expire_tags(store: FileStore, older_than_ms: Optional[int], dry_run: bool,
+                 clock: Callable[[], float], finish_pending: bool,
+                 deadline: Optional[Deadline], result: "TagExpireResult") -> "TagExpireResult":
+    tags = tag_manager(store)
     if finish_pending and not dry_run:
         result.finished_deletions = _finish_pending(store, tags, result)
     now = local_now(clock)

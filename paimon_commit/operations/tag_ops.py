@@ -10,7 +10,8 @@ from ..errors import CorruptMetadataError
 from ..format import paths as P
 from ..format.manifest import FileKind
 from ..format.snapshot import Snapshot, Tag
-from ..io.deletion import Deleter
+from ..io.deletion import Deleter, StopDeleting
+from ..lease import maintenance_lease
 from ..reachability import Reachability, Root, Unreadable
 from ..snapshots import ChangelogManager
 from ..store import FileStore
@@ -35,12 +36,18 @@ class TagDeleteResult:
     # False when the deletion stopped before deleting anything because the tag (or another
     # tag, or its snapshot) changed while it was planned: `skipped` says how.
     deleted: bool = True
+    # False when a safe point stopped it (a lost maintenance lease, an interrupt):
+    # `stopped_by` is the cause, `message` what was done; delete_tag(name) again finishes.
+    complete: bool = True
+    stopped_by: Optional[str] = None
+    message: Optional[str] = None
 
     def to_dict(self) -> Dict:
         """The result as a JSON-ready dict (what the CLI prints with --json)."""
         return {"tag": self.tag, "snapshot_id": self.snapshot_id,
                 "deleted_files": self.deleted_files, "deleted_bytes": self.deleted_bytes,
-                "skipped": self.skipped}
+                "skipped": self.skipped, "complete": self.complete,
+                "stopped_by": self.stopped_by, "message": self.message}
 
 
 @dataclass
@@ -51,11 +58,17 @@ class RollbackResult:
     snapshot_id: int
     deleted_snapshots: List[int]
     deleted_tags: List[str]
+    # False when a safe point stopped it (a lost maintenance lease, an interrupt): the
+    # same rollback_to again finishes it.
+    complete: bool = True
+    stopped_by: Optional[str] = None
+    message: Optional[str] = None
 
     def to_dict(self) -> Dict:
         """The result as a JSON-ready dict (what the CLI prints with --json)."""
         return {"snapshot_id": self.snapshot_id, "deleted_snapshots": self.deleted_snapshots,
-                "deleted_tags": self.deleted_tags}
+                "deleted_tags": self.deleted_tags, "complete": self.complete,
+                "stopped_by": self.stopped_by, "message": self.message}
 
 
 class TagOperations:
@@ -84,7 +97,8 @@ class TagOperations:
     def delete_tag(self, name: str, expected: Optional[Snapshot] = None) -> TagDeleteResult:
         """Delete a tag. If its snapshot already expired, also delete the data files and
         manifests that only this tag kept alive. Running it again for a tag whose deletion
-        was interrupted (crash, failed delete) finishes the job.
+        was interrupted (crash, failed delete, a lost maintenance lease) finishes the job.
+        Runs under the table's maintenance lease (lease.py).
 
         Right before the first delete, the tag, every other tag and the tag's snapshot are
         read again: if the tag was replaced (deleted and created again under its name on
@@ -93,6 +107,10 @@ class TagOperations:
         snapshot the caller decided on (tag expiration): a tag that no longer points at it
         is not deleted either."""
         validate_tag_name(name)
+        with maintenance_lease(self.store, "delete-tag"):
+            return self._delete_tag(name, expected)
+
+    def _delete_tag(self, name: str, expected: Optional[Snapshot] = None) -> TagDeleteResult:
         tags = self.tags
         tag = tags.try_tag(name)
         if expected is not None and tag is not None and tag.snapshot != expected:
@@ -186,7 +204,15 @@ class TagOperations:
                  {p: n for p, (k, n) in metadata.items() if k == "manifest-list"}]
         with Deleter(self.store.io) as d:
             for group in steps:
-                finished = d.files("tag", list(group), must_finish=True)
+                try:
+                    finished = d.files("tag", list(group), must_finish=True)
+                except StopDeleting as e:   # the marker stays: a rerun finishes from it
+                    finished = False
+                    result.complete, result.stopped_by = False, e.cause
+                    result.message = (f"deleting tag {name!r} stopped before a delete step: "
+                                      f"{e.reason}; delete_tag({name!r}) again finishes it")
+                    log.warning("%s: %s", self.store.path, result.message)
+                    break
                 if not finished:
                     result.skipped.append(
                         f"{len(d.left)} file(s) could not be deleted (e.g. {d.left[0]}); run "
@@ -345,9 +371,16 @@ class TagOperations:
     def rollback_to(self, snapshot_id: Optional[int] = None, tag: Optional[str] = None
                     ) -> RollbackResult:
         """Make `snapshot_id` (or the tag's snapshot) the latest: newer snapshots and tags
-        are deleted; their data is left for orphan cleanup."""
+        are deleted; their data is left for orphan cleanup. Runs under the table's
+        maintenance lease (lease.py)."""
         if (snapshot_id is None) == (tag is None):
             raise ValueError("rollback_to needs exactly one of snapshot_id or tag")
+        if tag is not None:
+            validate_tag_name(tag)
+        with maintenance_lease(self.store, "rollback"):
+            return self._rollback_to(snapshot_id, tag)
+
+    def _rollback_to(self, snapshot_id: Optional[int], tag: Optional[str]) -> RollbackResult:
         sm = self.store.snapshots
         t: Optional[Tag] = None
         if tag is not None:
@@ -397,13 +430,24 @@ class TagOperations:
         newer = {sm.snapshot_path(i): i for i in sorted(
             (i for i in sm.list_snapshot_ids() if i > target.id), reverse=True)}
         tags = {self.tags.tag_path(t.name): t.name for t in self.tags.tags() if t.id > target.id}
+        stopped: Optional[StopDeleting] = None
         with Deleter(self.store.io) as d:
-            d.in_order("snapshot", list(newer))
-            d.files("tag", list(tags))
-            d.in_order("changelog", [cm.snapshot_path(i) for i in sorted(
-                (i for i in cm.list_snapshot_ids() if i > target.id), reverse=True)])
-        deleted = [newer[p] for p in d.deleted["snapshot"]]
-        deleted_tags = [tags[p] for p in d.deleted["tag"]]
+            try:
+                d.in_order("snapshot", list(newer))
+                d.files("tag", list(tags))
+                d.in_order("changelog", [cm.snapshot_path(i) for i in sorted(
+                    (i for i in cm.list_snapshot_ids() if i > target.id), reverse=True)])
+            except StopDeleting as e:   # before a delete step: LATEST already says target
+                stopped = e
+        deleted = [newer[p] for p in d.deleted.get("snapshot", [])]
+        deleted_tags = [tags[p] for p in d.deleted.get("tag", [])]
+        if stopped is not None:
+            message = (f"rollback to snapshot {target.id} stopped before a delete step: "
+                       f"{stopped.reason}; deleted snapshot(s) {sorted(deleted)} and tag(s) "
+                       f"{deleted_tags} so far; the same rollback again finishes it")
+            log.warning("%s: %s", self.store.path, message)
+            return RollbackResult(target.id, sorted(deleted), deleted_tags, False,
+                                  stopped.cause, message)
         kept = [i for i in cm.list_snapshot_ids() if i <= target.id]
         if kept:
             cm.commit_latest_hint(kept[-1])

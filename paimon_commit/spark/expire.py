@@ -23,7 +23,7 @@ from typing import Dict, List, Optional, Tuple
 
 from ..errors import OptionError
 from ..io import for_path as file_io_for_path
-from ..io.deletion import still_there
+from ..io.deletion import checkpoint, still_there
 from ..io.uri import split_credentials
 from ..operations.expire import ExpireSnapshots
 from ..operations.expire_config import ExpireConfig
@@ -65,6 +65,9 @@ class DistributedExpireSnapshots(ExpireSnapshots):
             return False
         deleted: Dict[str, List[str]] = {}
         for kind, paths in wide.items():
+            plan.deleted = deleted   # (what a stop at the next safe point reports)
+            # The driver holds the maintenance lease: checked before each executor job.
+            checkpoint()
             done, failed = self._delete_on_executors(plan, kind, paths)
             deleted[kind] = done
             if failed:

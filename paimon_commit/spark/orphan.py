@@ -21,6 +21,7 @@ from typing import Iterable, Iterator, List, Optional, Tuple
 
 from ..errors import OptionError, PaimonCommitError
 from ..io import FileIO, FileStatus
+from ..io.deletion import checkpoint
 from ..operations.orphan import OrphanFilesCleaner
 from ..operations.orphan_context import (
     Candidate, CleanContext, OrphanCleanAborted, OrphanCleanResult, classify, is_symlink,
@@ -177,6 +178,9 @@ class DistributedOrphanFilesCleaner(OrphanFilesCleaner):
             return []
         sc, io = self.spark.sparkContext, _shippable(self.io)
         paths = [c.status.path for c in orphans]
+        # The driver holds the maintenance lease: checked once before the one delete job
+        # (executors cannot stop it half-way; the job is this run's one delete step).
+        checkpoint()
         try:
             deleted = set(sc.parallelize(paths, max(1, min(self.parallelism, len(paths))))
                           .mapPartitions(lambda it: _delete_paths(io, it)).collect())

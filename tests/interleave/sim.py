@@ -637,6 +637,11 @@ class Sim:
         of expiration and tag deletion): finish it with a plain FileIO, then check."""
         from paimon_commit.operations.expire import ExpireConfig, ExpireSnapshots
         t = Table.open(self.path, file_io=self.plain)
+        try:   # a storage that refuses the maintenance lease refuses every rerun as well:
+            t.store.io.check_atomic_create()   # no destructive run ever started on it
+        except AtomicCreateUnsupportedError:
+            if not t.store.options.get("commit.single-writer"):
+                return
         for o in self.ops:
             if o.kind == "expire" and (o.outcome == "unknown" or "unfinished" in o.detail) \
                     and not o.detail.endswith("rerun"):

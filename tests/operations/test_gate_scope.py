@@ -19,6 +19,7 @@ from paimon_commit.errors import UnsafePathError
 from paimon_commit.io.arrow import PyArrowFileIO
 from paimon_commit.io.deletion import Deleter
 from paimon_commit.io.local import LocalFileIO
+from paimon_commit.lease import maintenance_lease
 from paimon_commit.store import FileStore
 
 BUCKET = "dt=19723/hr=1/bucket-0"
@@ -113,9 +114,12 @@ def test_an_operation_resolves_each_directory_once(table_path, monkeypatch):
         calls.append(p)
         return real(p, *a, **kw)
     store = FileStore.open(str(table_path))
-    monkeypatch.setattr(os.path, "realpath", counting)
-    r = ExpireSnapshots(store, ExpireConfig(retain_min=1, retain_max=1, time_retained_ms=0,
-                                            max_deletes=100)).expire()
-    monkeypatch.undo()
+    # (The maintenance lease taken outside: its records are written outside the gate's
+    # scope, and the expiration joins it.)
+    with maintenance_lease(store, "test"):
+        monkeypatch.setattr(os.path, "realpath", counting)
+        r = ExpireSnapshots(store, ExpireConfig(retain_min=1, retain_max=1,
+                                                time_retained_ms=0, max_deletes=100)).expire()
+        monkeypatch.undo()
     assert r.deleted_files >= 10
     assert len(calls) == len(set(calls)) <= 6   # root, snapshot/, manifest/, ...

@@ -1,0 +1,605 @@
+"""The maintenance lease: one destructive maintenance run per table at a time.
+
+Every change that removes history (snapshot, changelog, tag, partition and consumer
+expiration, rollback, tag deletion and replacement, the delete phase of orphan cleanup and of
+compaction's abort) runs while holding this table-level lease. Commits never take it.
+
+Records: `<root>/.maintenance/lease-<n>`, JSON, append-only (outside every directory Paimon,
+pypaimon and our orphan cleanup list, like `.tag-deletions/`). Each names the table, the holder
+(host, pid, a random token), the operation, start and expiry (epoch ms) and `released`.
+
+- Take: read the highest record n. None, expired (expiry < now) or released: create
+  lease-(n+1) with the storage's create-if-absent, the primitive that publishes snapshots.
+  Losing that race means someone else holds it. Nothing is ever deleted and re-created, so
+  two takers of one free lease both try to create the same name and one of them wins.
+- Renew: the holder creates lease-(n+1) with its own token and a new expiry. A failed create
+  means someone took it over: the lease is lost. Renewed from the check when less than half
+  of the duration is left, and from a daemon thread (planning can take minutes).
+- Still holds: before every delete step (`io.deletion.checkpoint`, through `guarded`), the
+  holder checks that no record newer than its own exists (one exists request). A holder that
+  lost the lease raises StopDeleting(cause="lease") there: nothing of that step is deleted.
+- Release: create lease-(n+1) with released=true. The holder deletes its own superseded
+  records (numbers below its current one) through the FileIO gate so they do not pile up.
+- Re-entrant on one thread for one table: a nested operation joins the held lease.
+
+Clocks only decide when an expired lease may be taken over; whether a holder may delete is
+decided by the newer record, which it checks before every step. docs/safety.md, "The
+maintenance lease", states what a holder paused past its expiry can still do.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import logging
+import os
+import random
+import re
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+from .errors import AtomicCreateUnsupportedError, LeaseHeldError, LeaseRecordError, \
+    OptionError
+from .io import FileIO
+from .io.deletion import StopDeleting, guarded
+
+log = logging.getLogger(__name__)
+
+__all__ = ["LEASE_DIR", "LeaseRecord", "LeaseManager", "HeldLease", "maintenance_lease",
+           "lease_settings", "table_identity", "lease_manager", "DEFAULT_DURATION_MS",
+           "DEFAULT_WAIT_S", "MAX_DURATION_MS", "check_lease_duration_ms", "check_lease_wait_s"]
+
+LEASE_DIR = ".maintenance"
+_NAME = re.compile(r"^lease-(\d{1,18})$")
+
+DEFAULT_DURATION_MS = 5 * 60 * 1000     # renewed at half: a holder alive renews long before
+DEFAULT_WAIT_S = 60.0                   # how long an explicit command waits for a holder
+MAX_DURATION_MS = 60 * 60 * 1000        # longer leases only delay taking over a dead holder
+PRUNE_AT = 8                            # superseded records kept before they are deleted
+PRUNE_AGE_MS = 2 * 60 * 60 * 1000       # ... and how old they must be (2 x the longest lease)
+FAR_FUTURE_FACTOR = 10                  # an expiry further ahead than this x the maximum
+                                        # duration was not written by a sane clock
+
+
+# This process, in every record it writes: a record of this process whose token no lease of
+# this process holds any more was left by an operation that ended without releasing it (its
+# release failed, or a test's simulated crash): nobody can be using it, so it is free. A forked
+# child is another process (a new id), so it never frees a record its parent still holds.
+_PROCESS = uuid.uuid4().hex
+_live_lock = threading.Lock()
+_live_tokens: set = set()
+
+
+def _new_process_id() -> None:
+    global _PROCESS, _live_tokens
+    _PROCESS, _live_tokens = uuid.uuid4().hex, set()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_process_id)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _shown(ms: int) -> str:
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc) \
+        .strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def check_lease_duration_ms(value: Any, name: str = "lease_duration") -> int:
+    """A lease duration in ms: 1 ms .. MAX_DURATION_MS (refused before any I/O)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise OptionError(f"{name}={value!r} must be an integer number of milliseconds")
+    if not 0 < value <= MAX_DURATION_MS:
+        raise OptionError(f"{name}={value!r} must be longer than 0 and at most "
+                          f"{MAX_DURATION_MS} ms (1 h)")
+    return value
+
+
+def check_lease_wait_s(value: Any, name: str = "lease_wait") -> float:
+    """How long to wait for another holder, in seconds (>= 0)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        raise OptionError(f"{name}={value!r} must be a number of seconds")
+    if value < 0:
+        raise OptionError(f"{name}={value!r} must not be negative")
+    return float(value)
+
+
+def table_identity(io: FileIO) -> str:
+    """The table a lease record belongs to: the resolved root (realpath on local disk, the
+    URI on object stores), so that a copied or moved table does not inherit a lease."""
+    known = io.__dict__.get("_lease_identity")
+    if known is not None:   # once per FileIO: every operation asks (nested ones to join)
+        return known
+    uri = getattr(io, "uri", None)
+    if callable(uri):
+        identity = uri(io.root.rstrip("/"))
+    elif getattr(io, "fs", None) is not None:
+        identity = f"{type(io.fs).__name__}:{io.root.rstrip('/')}"
+    else:
+        identity = os.path.realpath(io.root)
+    io.__dict__["_lease_identity"] = identity
+    return identity
+
+
+@dataclass(frozen=True)
+class LeaseRecord:
+    """One lease record (`.maintenance/lease-<number>`)."""
+    number: int
+    table: str
+    host: str
+    pid: int
+    token: str
+    operation: str
+    start_ms: int
+    expiry_ms: int
+    released: bool = False
+    process: str = ""    # a random id of the holder's process (see _PROCESS)
+
+    def to_json(self) -> bytes:
+        return json.dumps({"table": self.table, "host": self.host, "pid": self.pid,
+                           "process": self.process,
+                           "token": self.token, "operation": self.operation,
+                           "startMillis": self.start_ms, "expiryMillis": self.expiry_ms,
+                           "released": self.released}, indent=2).encode()
+
+    @classmethod
+    def from_json(cls, number: int, data: bytes) -> "LeaseRecord":
+        """ValueError (the problem, in words) when it is not a lease record."""
+        try:
+            d = json.loads(data)
+        except (ValueError, UnicodeDecodeError) as e:
+            raise ValueError(f"not JSON ({e})") from None
+        if not isinstance(d, dict):
+            raise ValueError("not a JSON object")
+        fields = {"table": str, "host": str, "pid": int, "token": str, "operation": str,
+                  "startMillis": int, "expiryMillis": int, "released": bool}
+        for key, kind in fields.items():
+            if not isinstance(d.get(key), kind) or (kind is int and isinstance(d[key], bool)):
+                raise ValueError(f"field {key!r} is missing or not a {kind.__name__}")
+        process = d.get("process")
+        return cls(number, d["table"], d["host"], d["pid"], d["token"], d["operation"],
+                   d["startMillis"], d["expiryMillis"], d["released"],
+                   process if isinstance(process, str) else "")
+
+    def describe(self, table: str) -> str:
+        """`table T is being maintained by HOST pid PID (OP since T0, lease until T1)`."""
+        return (f"table {table} is being maintained by {self.host} pid {self.pid} "
+                f"({self.operation} since {_shown(self.start_ms)}, lease until "
+                f"{_shown(self.expiry_ms)})")
+
+
+class LeaseManager:
+    """Reads and creates the lease records of one table (no policy: see maintenance_lease).
+
+    Args:
+        io: the table's storage.
+        path: the table as the user named it (for messages).
+        single_writer: commit.single-writer: the storage's create may be check-then-create.
+    """
+
+    def __init__(self, io: FileIO, path: str, single_writer: bool = False,
+                 clock: Callable[[], int] = _now_ms):
+        self.io, self.path, self.clock = io, path, clock
+        self.identity = table_identity(io)
+        self.single_writer = single_writer
+        self.lease_dir = io.join(io.root, LEASE_DIR)
+
+    def record_path(self, number: int) -> str:
+        return self.io.join(self.lease_dir, f"lease-{number}")
+
+    def check_storage(self) -> None:
+        """AtomicCreateUnsupportedError unless records can be created only-if-absent (or the
+        table declares a single writer); pyarrow.fs storage refuses here without I/O."""
+        if self.single_writer:
+            return
+        try:
+            self.io.check_atomic_create()
+        except AtomicCreateUnsupportedError as e:
+            raise AtomicCreateUnsupportedError(
+                f"the maintenance lease of {self.path} cannot be taken: this storage cannot "
+                f"create a file only if it is absent, so two maintenance runs could both "
+                f"believe they hold it; nothing was deleted. Declare 'commit.single-writer' = "
+                f"'true' in the table options if only one process ever writes and maintains "
+                f"this table ({e})") from None
+
+    def record_exists(self, number: int) -> bool:
+        """Whether record `number` exists: one HEAD on object stores (`exists` would also
+        list, to find a directory of that name), one stat locally."""
+        try:
+            self.io.file_size(self.record_path(number))
+            return True
+        except FileNotFoundError:
+            return False
+
+    def numbers(self) -> List[int]:
+        return [n for n, _ in self.listing()]
+
+    def listing(self) -> List[Tuple[int, int]]:
+        """(number, modification time in ms) of every record, by number."""
+        out = []
+        for st in self.io.list_status(self.lease_dir):
+            m = _NAME.match(st.name)
+            if m and not st.is_dir:
+                out.append((int(m.group(1)), st.mtime_ms))
+        return sorted(out)
+
+    def read(self, number: int, check: bool = True) -> LeaseRecord:
+        """Record `number`; FileNotFoundError if absent, LeaseRecordError if it is not a
+        usable record of this table (with `check`)."""
+        path = self.record_path(number)
+        data = self.io.read_bytes(path)
+        try:
+            record = LeaseRecord.from_json(number, data)
+        except ValueError as e:
+            raise self._bad(path, f"unreadable maintenance lease record ({e})") from None
+        if check:
+            self._validate(path, record)
+        return record
+
+    def _bad(self, path: str, problem: str) -> LeaseRecordError:
+        return LeaseRecordError(
+            self.io._describe(path),
+            f"{problem}; nothing was deleted. If no maintenance of this table is running, "
+            f"supersede it with `paimon-commit lease {self.path} --break`")
+
+    def _validate(self, path: str, record: LeaseRecord) -> None:
+        if record.released or record.expiry_ms < self.clock():
+            return   # claims nothing (a released or expired record copied along is harmless)
+        if record.table != self.identity:
+            raise self._bad(path, f"this maintenance lease record belongs to table "
+                                  f"{record.table}, not {self.identity} (a copied or moved "
+                                  f"table?)")
+        limit = self.clock() + FAR_FUTURE_FACTOR * MAX_DURATION_MS
+        if record.expiry_ms > limit:
+            raise self._bad(path, f"its lease expiry {_shown(record.expiry_ms)} is more than "
+                                  f"{FAR_FUTURE_FACTOR * MAX_DURATION_MS // 3_600_000} h "
+                                  f"ahead (a clock far off when it was written?)")
+
+    def latest(self, check: bool = True) -> Optional[LeaseRecord]:
+        """The highest record (None: none yet)."""
+        return self.listed(check)[1]
+
+    def listed(self, check: bool = True
+               ) -> Tuple[List[Tuple[int, int]], Optional[LeaseRecord]]:
+        """(the records listed: (number, mtime ms), the highest record). A record pruned
+        between the listing and the read sends it back to the listing."""
+        for _ in range(10):
+            listing = self.listing()
+            if not listing:
+                return listing, None
+            try:
+                return listing, self.read(listing[-1][0], check)
+            except FileNotFoundError:
+                continue
+        raise OSError(f"the lease records under {self.io._describe(self.lease_dir)} keep "
+                      f"changing while being read")
+
+    def is_free(self, record: Optional[LeaseRecord]) -> bool:
+        if record is None or record.released or record.expiry_ms < self.clock():
+            return True
+        if record.process == _PROCESS:
+            with _live_lock:
+                return record.token not in _live_tokens   # left unreleased by this process
+        return False
+
+    def create(self, record: LeaseRecord) -> bool:
+        """Create record `record.number` only if absent; True if it is ours."""
+        self.io.mkdirs(self.lease_dir)
+        extra = {"single_writer": True} if self.single_writer else {}
+        return self.io.try_create_atomic(self.record_path(record.number), record.to_json(),
+                                         **extra)
+
+    def new_record(self, number: int, operation: str, duration_ms: int, token: str,
+                   start_ms: Optional[int] = None, released: bool = False) -> LeaseRecord:
+        now = self.clock()
+        return LeaseRecord(number, self.identity, socket.gethostname(), os.getpid(), token,
+                           operation, now if start_ms is None else start_ms,
+                           now + duration_ms, released, _PROCESS)
+
+    def prune_below(self, number: int, listed: List[Tuple[int, int]]) -> None:
+        """Delete the records of `listed` numbered below `number` (superseded: only the
+        highest record decides anything) and written more than PRUNE_AGE_MS ago, through the
+        gate, once PRUNE_AT of them piled up (not after every take: post-commit maintenance
+        takes the lease after every commit, and each request counts on object stores). Best
+        effort: a record left is harmless.
+
+        Why the age: a holder checks for the record right after its own (one HEAD). Were that
+        record pruned while the holder was paused, the check would pass and its renewal could
+        create that name again. A record is pruned only long after any lease it superseded
+        expired (PRUNE_AGE_MS is twice the longest lease), and a holder whose own clock says
+        its lease expired lists the records before it renews (`HeldLease._renew_if_due`)."""
+        cutoff = self.clock() - PRUNE_AGE_MS
+        old = [n for n, mtime in listed if n < number and mtime < cutoff]
+        if len(old) < PRUNE_AT:
+            return
+        for n in old:
+            try:
+                self.io.delete_quietly(self.record_path(n))
+            except OSError as e:
+                log.info("could not delete the superseded lease record %s: %s",
+                         self.record_path(n), e)
+                return
+
+    def break_lease(self) -> Optional[LeaseRecord]:
+        """Supersede whatever the latest record says by creating the next one as released
+        (`paimon-commit lease TABLE --break`). Returns the released record created."""
+        self.check_storage()
+        for _ in range(10):
+            numbers = self.numbers()
+            n = numbers[-1] if numbers else 0
+            record = self.new_record(n + 1, "lease --break", 0, uuid.uuid4().hex,
+                                     released=True)
+            if self.create(record):
+                log.info("lease of %s broken: %s created as released", self.path,
+                         self.record_path(n + 1))
+                return record
+        raise OSError(f"could not break the lease of {self.path}: the records keep changing")
+
+
+class HeldLease:
+    """A lease this process holds (from maintenance_lease)."""
+
+    def __init__(self, manager: LeaseManager, record: LeaseRecord, duration_ms: int):
+        self.manager, self.record, self.duration_ms = manager, record, duration_ms
+        self.lost: Optional[str] = None
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._renewer: Optional[threading.Thread] = None
+        self.listed: List[Tuple[int, int]] = []   # the records listed when it was taken
+
+    @property
+    def token(self) -> str:
+        return self.record.token
+
+    def start_renewer(self) -> None:
+        self._renewer = threading.Thread(target=self._renew_loop, daemon=True,
+                                         name=f"paimon-lease-{self.record.number}")
+        self._renewer.start()
+
+    def _renew_loop(self) -> None:
+        period = max(0.005, self.duration_ms / 4000.0)
+        while not self._stop.wait(period):
+            try:
+                with self._lock:
+                    if self.lost is not None:
+                        return
+                    self._renew_if_due()
+            except StopDeleting:
+                return   # lost: the operation's next check stops it
+            except Exception as e:  # noqa: BLE001 - the operation's own check retries
+                log.warning("renewing the maintenance lease of %s failed: %s",
+                            self.manager.path, e)
+
+    def check(self) -> None:
+        """Before a delete step: StopDeleting(cause="lease") if a newer record than ours
+        exists (someone took the lease over, or broke it); renews when due."""
+        with self._lock:
+            if self.lost is not None:
+                raise StopDeleting(self.lost, cause="lease")
+            m = self.manager
+            while m.record_exists(self.record.number + 1):
+                try:
+                    newer = m.read(self.record.number + 1, check=False)
+                except (FileNotFoundError, LeaseRecordError):
+                    newer = None
+                if newer is not None and newer.token == self.token:
+                    # Our own renewal whose reply was lost: it is ours.
+                    self.record = newer
+                    continue
+                self._lose(newer)
+            self._renew_if_due()
+
+    def _lose(self, newer: Optional[LeaseRecord]) -> None:
+        who = ("it was broken (lease --break)" if newer is not None and newer.released else
+               f"{newer.host} pid {newer.pid} took it over ({newer.operation})"
+               if newer is not None else "a newer lease record exists")
+        self.lost = (f"lost the maintenance lease of {self.manager.path} ({who}); stopped "
+                     f"before the next delete")
+        log.warning("%s", self.lost)
+        raise StopDeleting(self.lost, cause="lease")
+
+    def _renew_if_due(self) -> None:
+        m = self.manager
+        if self.record.expiry_ms - m.clock() >= self.duration_ms / 2:
+            return
+        # One listing per renewal: a newer record than ours anywhere (not only right after
+        # ours, which pruning may have removed after a long pause) means it was taken over.
+        highest = m.numbers()
+        if highest and highest[-1] > self.record.number:
+            try:
+                newer = m.read(highest[-1], check=False)
+            except (FileNotFoundError, LeaseRecordError):
+                newer = None
+            if newer is None or newer.token != self.token:
+                self._lose(newer)
+            self.record = newer   # our own renewal whose reply was lost
+            return
+        new = m.new_record(self.record.number + 1, self.record.operation, self.duration_ms,
+                           self.token, start_ms=self.record.start_ms)
+        if m.create(new):
+            self.record = new
+            return
+        try:
+            newer = m.read(new.number, check=False)
+        except (FileNotFoundError, LeaseRecordError):
+            newer = None
+        if newer is not None and newer.token == self.token:
+            self.record = newer
+            return
+        self._lose(newer)
+
+    def release(self) -> None:
+        self._stop.set()
+        if self._renewer is not None and self._renewer is not threading.current_thread():
+            self._renewer.join()
+        with _live_lock:   # from here on, a record of ours left behind counts as free
+            _live_tokens.discard(self.token)
+        with self._lock:
+            if self.lost is not None:
+                return
+            m = self.manager
+            try:
+                record = replace(self.record, number=self.record.number + 1,
+                                 expiry_ms=m.clock(), released=True)
+                if not m.create(record):
+                    log.warning("the maintenance lease of %s was taken over before it was "
+                                "released", m.path)
+            except OSError as e:   # it expires on its own
+                log.warning("could not release the maintenance lease of %s (%s); it "
+                            "expires at %s", m.path, e, _shown(self.record.expiry_ms))
+
+
+# --- policy: who waits, who skips, re-entrancy ---------------------------------------------
+
+_local = threading.local()   # .held: {identity: [HeldLease, depth]} of this thread
+
+
+def _held() -> Dict[str, List[Any]]:
+    held = getattr(_local, "held", None)
+    if held is None:
+        held = _local.held = {}
+    return held
+
+
+_settings: List[Dict[str, Any]] = []   # lease_settings, innermost last (process-wide)
+_settings_lock = threading.Lock()
+
+
+def _setting(name: str, default: Any) -> Any:
+    with _settings_lock:
+        for s in reversed(_settings):
+            if s.get(name) is not None:
+                return s[name]
+    return default
+
+
+@contextlib.contextmanager
+def lease_settings(wait_s: Optional[float] = None, duration_ms: Optional[int] = None
+                   ) -> Iterator[None]:
+    """How maintenance_lease waits for another holder (seconds) and how long it takes the
+    lease for (ms), for every operation of this process inside the block that does not say
+    (the CLI's --lease-wait and --lease-duration; process-wide, so that `maintain`'s
+    threads see them). Checked before any I/O."""
+    if wait_s is not None:
+        check_lease_wait_s(wait_s)
+    if duration_ms is not None:
+        check_lease_duration_ms(duration_ms)
+    entry = {"wait_s": wait_s, "duration_ms": duration_ms}
+    with _settings_lock:
+        _settings.append(entry)
+    try:
+        yield
+    finally:
+        with _settings_lock:
+            _settings.remove(entry)
+
+
+def lease_manager(store) -> LeaseManager:
+    """The lease records of a FileStore, honouring its commit.single-writer option."""
+    return LeaseManager(store.io, store.path, bool(store.options.get("commit.single-writer")))
+
+
+@contextlib.contextmanager
+def maintenance_lease(store, operation: str, *, wait_s: Optional[float] = None,
+                      duration_ms: Optional[int] = None, skip_if_held: bool = False,
+                      manager: Optional[LeaseManager] = None
+                      ) -> Iterator[Optional[HeldLease]]:
+    """Hold the table's maintenance lease for the block; nested blocks of this thread on the
+    same table join it. While held, every safe point (`io.deletion.checkpoint`) of this
+    thread checks it is still ours.
+
+    Args:
+        store: the table's FileStore (or anything with io, path, options).
+        operation: what runs (shown to those who wait: "expire-snapshots").
+        wait_s: how long to wait for another holder (default: lease_settings, else 60 s).
+        duration_ms: the lease's duration (default: lease_settings, else 5 min).
+        skip_if_held: yield None at once when another holder has it (post-commit
+            maintenance: the holder does the work) instead of waiting.
+
+    Raises:
+        LeaseHeldError: another holder kept it past the wait (the message names it).
+        LeaseRecordError: the latest record is unreadable, another table's, or expires far
+            in the future (nothing was deleted).
+        AtomicCreateUnsupportedError: the storage cannot create only-if-absent and the table
+            does not declare commit.single-writer (before any I/O on pyarrow.fs storage).
+    """
+    m = manager or lease_manager(store)
+    held = _held()
+    joined = held.get(m.identity)
+    if joined is not None:
+        joined[1] += 1
+        try:
+            yield joined[0]
+        finally:
+            joined[1] -= 1
+        return
+    wait = check_lease_wait_s(wait_s if wait_s is not None else
+                              _setting("wait_s", DEFAULT_WAIT_S))
+    duration = check_lease_duration_ms(duration_ms if duration_ms is not None else
+                                       _setting("duration_ms", DEFAULT_DURATION_MS))
+    m.check_storage()
+    lease = _take(m, operation, duration, 0.0 if skip_if_held else wait, skip_if_held)
+    if lease is None:
+        yield None
+        return
+    held[m.identity] = [lease, 1]
+    try:
+        lease.start_renewer()
+        # (inside: whatever fails from here on, the lease is released)
+        m.prune_below(lease.record.number, lease.listed)
+        with guarded(lease.check):
+            yield lease
+    finally:
+        del held[m.identity]
+        lease.release()
+
+
+def _take(m: LeaseManager, operation: str, duration_ms: int, wait_s: float,
+          skip_if_held: bool) -> Optional[HeldLease]:
+    token = uuid.uuid4().hex
+    deadline = time.monotonic() + wait_s
+    pause = 0.05
+    while True:
+        listed, latest = m.listed()
+        if m.is_free(latest):
+            n = (latest.number if latest is not None else 0) + 1
+            record = m.new_record(n, operation, duration_ms, token)
+            with _live_lock:   # live before it exists: no thread of ours may free it
+                _live_tokens.add(token)
+            created = False
+            try:
+                created = m.create(record)
+            finally:
+                if not created:
+                    with _live_lock:
+                        _live_tokens.discard(token)
+            if created:
+                log.info("took the maintenance lease of %s (%s, record %d)", m.path,
+                         operation, n)
+                lease = HeldLease(m, record, duration_ms)
+                lease.listed = listed   # what maintenance_lease prunes, once it holds it
+                return lease
+            continue   # lost the race: read who won
+        if skip_if_held:
+            log.info("%s; skipping %s (the holder does the work)", latest.describe(m.path),
+                     operation)
+            return None
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise LeaseHeldError(f"{latest.describe(m.path)}; rerun later or raise "
+                                 f"--lease-wait", latest)
+        time.sleep(min(left, pause * (0.5 + random.random())))
+        pause = min(2.0, pause * 2)
+
+
+def current_holder(m: LeaseManager) -> Tuple[Optional[LeaseRecord], bool]:
+    """(latest record, whether it holds the lease now), for `paimon-commit lease`."""
+    latest = m.latest(check=False)
+    return latest, not m.is_free(latest)
