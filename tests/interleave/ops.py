@@ -326,13 +326,21 @@ def start_rollback(sim: Sim, snapshot_id: Optional[int] = None, below: Optional[
                 op.target = ids[-2]
             else:
                 op.target = sim.rng.choice(ids[:-1])
-        try:
-            t.rollback_to(op.target)
-        finally:   # a rollback that failed half-way may have removed them too
+        def rolled_back() -> None:
             for o in sim.ops:
                 if o.sids and max(o.sids) > op.target and not o.rolled_back:
                     o.rolled_back = True
                     op.marked.append(o)
+        try:
+            r = t.rollback_to(op.target)
+        except REFUSALS:   # nothing rolled back (LeaseHeldError: another maintainer runs)
+            raise
+        except BaseException:   # one that failed half-way may have removed them too
+            rolled_back()
+            raise
+        rolled_back()
+        if not getattr(r, "complete", True):   # stopped (a lost lease): a rerun finishes
+            op.detail += f" unfinished ({getattr(r, 'stopped_by', None)})"
     return sim.spawn(op, body)
 
 
@@ -344,8 +352,10 @@ def start_expire(sim: Sim, retain_max: int = 1) -> Op:
         cfg = ExpireConfig.from_options(store.options, retain_min=1, retain_max=retain_max)
         r = ExpireSnapshots(store, cfg, executor=InlineExecutor()).expire()
         op.detail += f" expired={r.expired_ids}"
-        if r.skipped:   # left work for the next run (the failure it met was logged)
-            op.detail += " unfinished"
+        if r.skipped or not getattr(r, "complete", True):
+            # Left work for the next run: a failure it met (logged), or a safe point stopped
+            # it (a lost lease).
+            op.detail += f" unfinished ({getattr(r, 'stopped_by', None) or 'skipped'})"
     return sim.spawn(op, body)
 
 

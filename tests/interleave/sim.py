@@ -652,8 +652,9 @@ class Sim:
         for name in t.unfinished_tag_deletions():
             t.delete_tag(name)
         for o in self.ops:
-            if o.kind == "rollback" and o.outcome == "unknown" and o.target is not None \
-                    and not o.detail.endswith("rerun") and not o.detail.endswith("gone"):
+            if o.kind == "rollback" and (o.outcome == "unknown" or "unfinished" in o.detail) \
+                    and o.target is not None and not o.detail.endswith("rerun") \
+                    and not o.detail.endswith("gone"):
                 if t.store.snapshots.try_snapshot(o.target) is None:
                     o.detail += " target gone"   # expired by a racing expiration
                     # What it did not delete is still published (no writer raced it).
