@@ -107,6 +107,7 @@ def start_repeat(sim: Sim, of: Optional[Op] = None) -> Optional[Op]:
     op = sim.new_op("repeat", user=of.user, ident=of.ident, rows=of.rows,
                     partition=of.partition, detail=f"of {of.name}")
     op.origin = of
+    op.floor_tick = of.start_tick   # its files are in flight again (orphan cleanup's floor)
 
     def body(op: Op) -> None:
         t = sim.table(op)
