@@ -320,11 +320,17 @@ class LeaseManager:
         if len(old) < PRUNE_AT:
             return
         for n in old:
+            path = self.record_path(n)
             try:
-                self.io.delete_quietly(self.record_path(n))
+                if self.io.delete_quietly(path) and self.io.deletion_log is not None:
+                    # Bookkeeping, not what the user's run deleted (the CLI lists that log).
+                    try:
+                        self.io.deletion_log.remove(path)
+                    except ValueError:
+                        pass
             except OSError as e:
                 log.info("could not delete the superseded lease record %s: %s",
-                         self.record_path(n), e)
+                         path, e)
                 return
 
     def break_lease(self) -> Optional[LeaseRecord]:

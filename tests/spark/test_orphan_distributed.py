@@ -103,6 +103,8 @@ def test_cli_distributed_delete_job_failing_exits_1_and_lists_what_went(
         unlinked = 0
 
         def _unlink(self, norm):
+            if "/.maintenance/" in norm:   # the lease's own records (pruned), not orphans
+                return super()._unlink(norm)
             self.unlinked += 1
             if self.unlinked == 2:
                 raise RuntimeError(f"executor lost while deleting {norm}")
