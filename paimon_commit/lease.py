@@ -400,7 +400,18 @@ class HeldLease:
                     self.record = newer
                     continue
                 self._lose(newer)
-            self._renew_if_due()
+            try:
+                self._renew_if_due()
+            except (OSError, AtomicCreateUnsupportedError) as e:
+                # No newer record exists: the lease is ours until its expiry whether or not
+                # this renewal landed; past it, nothing proves it, so stop there.
+                if self.record.expiry_ms - m.clock() > 0:
+                    log.warning("renewing the maintenance lease of %s failed (%s); it holds "
+                                "until %s", m.path, e, _shown(self.record.expiry_ms))
+                    return
+                self.lost = (f"could not renew the maintenance lease of {m.path} before it "
+                             f"expired ({e}); stopped before the next delete")
+                raise StopDeleting(self.lost, cause="lease") from e
 
     def _lose(self, newer: Optional[LeaseRecord]) -> None:
         who = ("it was broken (lease --break)" if newer is not None and newer.released else
@@ -457,7 +468,9 @@ class HeldLease:
                 if not m.create(record):
                     log.warning("the maintenance lease of %s was taken over before it was "
                                 "released", m.path)
-            except OSError as e:   # it expires on its own
+            except (OSError, AtomicCreateUnsupportedError) as e:   # it expires on its own
+                # (A 501 to the create, as any I/O error: releasing is bookkeeping; after a
+                # commit it must not turn a published snapshot into a reported failure.)
                 log.warning("could not release the maintenance lease of %s (%s); it "
                             "expires at %s", m.path, e, _shown(self.record.expiry_ms))
 

@@ -34,7 +34,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence
 
-from .errors import PaimonCommitError
+from .errors import AtomicCreateUnsupportedError, PaimonCommitError
 from .format.commit_message import CommitMessage
 from .lease import lease_manager, maintenance_lease
 from .operations.commit import CommitConfig, CommitResult, FileStoreCommit
@@ -365,12 +365,20 @@ class TableCommit:
         def leased(step):
             def run() -> None:
                 if turn[0] is None:
-                    held = lease.enter_context(maintenance_lease(
-                        self.store, "post-commit maintenance", skip_if_held=True))
+                    try:
+                        held = lease.enter_context(maintenance_lease(
+                            self.store, "post-commit maintenance", skip_if_held=True))
+                        why = "the maintenance lease is held by another process"
+                    except (OSError, AtomicCreateUnsupportedError) as e:
+                        # The commit has published: a store that failed (or answered 501 to)
+                        # the lease's create makes this turn skip, never the commit fail
+                        # (a CommitFailedError would say nothing was committed).
+                        held, why = None, f"could not take the maintenance lease ({e})"
+                        log.warning("post-commit maintenance of %s: %s; skipped this turn",
+                                    self.store.path, why)
                     turn[0] = held is not None
                     if held is None:
-                        result.lease_skipped = "the maintenance lease is held by another " \
-                                               "process; skipped this turn"
+                        result.lease_skipped = f"{why}; skipped this turn"
                 if turn[0]:
                     step()
             return run if step is not None else None

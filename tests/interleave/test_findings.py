@@ -343,14 +343,13 @@ def test_i25_open_a_repeat_racing_its_first_call_publishes_twice_scripted(tmp_pa
         s.check("after a commit and its repeat raced")
 
 
-# --- open: a batch commit reports a refusal after its snapshot landed --------------------------
+# --- a batch commit reported a refusal after its snapshot landed (found on the merged lease,
+# budget seeds 3 and 12 on memory): a one-shot commit runs post-commit maintenance inline, and
+# a 501 to the lease's conditional create (taking or releasing it) raised
+# AtomicCreateUnsupportedError, a CommitFailedError, from commit() after the snapshot was
+# published: 'row 2 of etl#1 (refused) is in the latest snapshot, though that operation
+# committed nothing'. Now the turn is skipped (taking) or the record left to expire (releasing).
 
-@pytest.mark.xfail(strict=True, raises=InvariantViolation, reason=(
-    "open (found on the merged lease, budget seeds 3 and 12 on memory): a one-shot commit "
-    "runs post-commit maintenance inline and lets its errors out; a 501 to the lease's "
-    "conditional create (taking or releasing it) raises AtomicCreateUnsupportedError, a "
-    "CommitFailedError, from commit() after the snapshot was published: 'row 2 of etl#1 "
-    "(refused) is in the latest snapshot, though that operation committed nothing'"))
 @pytest.mark.parametrize("lease_create", ["take", "release"])
 def test_i25_open_a_501_to_the_lease_after_a_batch_commit_reads_as_a_refusal_scripted(
         tmp_path, lease_create):
