@@ -83,6 +83,37 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_new_process_id)
 
 
+def _this_machine() -> str:
+    """This kernel and pid namespace (boot id + the pid namespace's inode), or "" where they
+    cannot be read: a holder's pid means something only where both are ours. Not the host
+    name: containers and machines share names; a process of another pid namespace (another
+    container) is not visible here though it runs."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            boot = f.read().strip()
+        ns = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return ""
+    return f"{boot}/{ns}" if boot else ""
+
+
+_MACHINE = _this_machine()
+
+
+def _pid_gone(pid: int) -> bool:
+    """True only when no process `pid` exists here (ESRCH); a live process, one of another
+    user (EPERM) or a re-used pid all count as the holder alive: wait, never take over."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -141,10 +172,11 @@ class LeaseRecord:
     expiry_ms: int
     released: bool = False
     process: str = ""    # a random id of the holder's process (see _PROCESS)
+    machine: str = ""    # the holder's kernel and pid namespace (_this_machine), "" unknown
 
     def to_json(self) -> bytes:
         return json.dumps({"table": self.table, "host": self.host, "pid": self.pid,
-                           "process": self.process,
+                           "process": self.process, "machine": self.machine,
                            "token": self.token, "operation": self.operation,
                            "startMillis": self.start_ms, "expiryMillis": self.expiry_ms,
                            "released": self.released}, indent=2).encode()
@@ -163,10 +195,11 @@ class LeaseRecord:
         for key, kind in fields.items():
             if not isinstance(d.get(key), kind) or (kind is int and isinstance(d[key], bool)):
                 raise ValueError(f"field {key!r} is missing or not a {kind.__name__}")
-        process = d.get("process")
+        process, machine = d.get("process"), d.get("machine")
         return cls(number, d["table"], d["host"], d["pid"], d["token"], d["operation"],
                    d["startMillis"], d["expiryMillis"], d["released"],
-                   process if isinstance(process, str) else "")
+                   process if isinstance(process, str) else "",
+                   machine if isinstance(machine, str) else "")
 
     def describe(self, table: str) -> str:
         """`table T is being maintained by HOST pid PID (OP since T0, lease until T1)`."""
@@ -287,6 +320,13 @@ class LeaseManager:
         if record.process == _PROCESS:
             with _live_lock:
                 return record.token not in _live_tokens   # left unreleased by this process
+        if _MACHINE and record.machine == _MACHINE and _pid_gone(record.pid):
+            # A holder of this kernel and pid namespace that no longer exists (killed,
+            # crashed) deletes nothing more: its lease need not be waited out. Anywhere
+            # else a pid proves nothing, and the expiry decides.
+            log.info("the holder of the maintenance lease of %s (pid %d, %s) is gone; "
+                     "taking it over", self.path, record.pid, record.operation)
+            return True
         return False
 
     def create(self, record: LeaseRecord) -> bool:
@@ -301,7 +341,7 @@ class LeaseManager:
         now = self.clock()
         return LeaseRecord(number, self.identity, socket.gethostname(), os.getpid(), token,
                            operation, now if start_ms is None else start_ms,
-                           now + duration_ms, released, _PROCESS)
+                           now + duration_ms, released, _PROCESS, _MACHINE)
 
     def prune_below(self, number: int, listed: List[Tuple[int, int]]) -> None:
         """Delete the records of `listed` numbered below `number` (superseded: only the

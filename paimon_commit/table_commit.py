@@ -369,10 +369,11 @@ class TableCommit:
                         held = lease.enter_context(maintenance_lease(
                             self.store, "post-commit maintenance", skip_if_held=True))
                         why = "the maintenance lease is held by another process"
-                    except (OSError, AtomicCreateUnsupportedError) as e:
-                        # The commit has published: a store that failed (or answered 501 to)
-                        # the lease's create makes this turn skip, never the commit fail
-                        # (a CommitFailedError would say nothing was committed).
+                    except AtomicCreateUnsupportedError as e:
+                        # The commit has published: a store answering 501 to the lease's
+                        # create makes this turn skip, never the commit fail with a
+                        # CommitFailedError, which says nothing was committed. (An I/O error
+                        # propagates as any maintenance step's does: the fault matrix's rerun.)
                         held, why = None, f"could not take the maintenance lease ({e})"
                         log.warning("post-commit maintenance of %s: %s; skipped this turn",
                                     self.store.path, why)

@@ -44,6 +44,7 @@ from operations.test_orphan import age
 from oracle import pp_read, rows
 
 from paimon_commit import Table, cli
+from tests.tablefiles import table_walk
 from paimon_commit.format import paths as P
 from paimon_commit.operations.expire import ExpireConfig, ExpireSnapshots
 
@@ -100,7 +101,7 @@ def clone(src, dst):
 
 def fingerprint(path):
     h = hashlib.sha256()
-    for root, dirs, files in sorted(os.walk(path)):
+    for root, dirs, files in sorted(table_walk(path)):
         for n in sorted(files):
             p = os.path.join(root, n)
             st = os.stat(p)
@@ -116,7 +117,7 @@ def state(path):
     the contents of the hint files."""
     out = set()
     temps = []
-    for root, dirs, files in os.walk(path):
+    for root, dirs, files in table_walk(path):
         rel = os.path.relpath(root, path)
         for d in dirs:
             out.add(("dir", os.path.normpath(os.path.join(rel, d))))

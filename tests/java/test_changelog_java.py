@@ -18,6 +18,7 @@ import pytest
 from javaoracle import sorted_rows
 
 from paimon_commit import CleanContext, OrphanFilesCleaner, Table
+from tests.tablefiles import table_walk  # noqa: E402
 
 DAY_MS = 86_400_000
 DAYS = ["2024-01-01", "2024-01-02"]
@@ -80,7 +81,7 @@ def copy_table(src, dst):
 
 def files_under(path):
     out = []
-    for root, _, names in os.walk(path):
+    for root, _, names in table_walk(path):
         out.extend(os.path.relpath(os.path.join(root, n), path) for n in names)
     return sorted(out)
 
@@ -106,7 +107,7 @@ def assert_same_files(ours, theirs):
 
 def backdate(path, ms=2 * DAY_MS):
     t = time.time() - ms / 1000
-    for root, _, names in os.walk(path):
+    for root, _, names in table_walk(path):
         for n in names:
             os.utime(os.path.join(root, n), (t, t))
 

@@ -15,6 +15,7 @@ from javaoracle import sorted_rows
 
 from paimon_commit import (CleanContext, ExpireConfig, ExpireSnapshots, OrphanFilesCleaner,
                            Table)
+from tests.tablefiles import table_walk  # noqa: E402
 
 DAY_MS = 86_400_000
 COLUMNS = [("id", "BIGINT NOT NULL"), ("v", "STRING"), ("dt", "STRING NOT NULL")]
@@ -63,7 +64,7 @@ def copy(src, wh, name):
 
 def files_under(path):
     return sorted(os.path.relpath(os.path.join(r, n), path)
-                  for r, _, ns in os.walk(path) for n in ns)
+                  for r, _, ns in table_walk(path) for n in ns)
 
 
 def tag_changelog(path, tag):
@@ -145,7 +146,7 @@ def test_java_expired_changelogs_do_not_stop_our_orphan_cleanup(
             with open(os.path.join(p, rel), "wb") as f:
                 f.write(b"orphan")
         old = time.time() - 2 * DAY_MS / 1000
-        for r_, _, ns in os.walk(p):
+        for r_, _, ns in table_walk(p):
             for n in ns:
                 os.utime(os.path.join(r_, n), (old, old))
     older_than = int(time.time() * 1000) - DAY_MS

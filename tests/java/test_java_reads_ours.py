@@ -15,6 +15,7 @@ from javaoracle import sorted_rows
 from oracle import pp_read
 
 from paimon_commit import ExpireConfig, ExpireSnapshots, Table
+from tests.tablefiles import table_walk  # noqa: E402
 
 D = decimal.Decimal
 DT = datetime.datetime
@@ -356,7 +357,7 @@ def test_orphan_cleanup_matches_java_with_two_partition_levels(java, wh):
     reads = {s.id: sorted_rows(java.read(path, snapshot_id=s.id)) for s in table.snapshots()}
     tag_rows = sorted_rows(java.read(path, tag="t2"))
     planted = []
-    for root, dirs, _ in os.walk(path):
+    for root, dirs, _ in table_walk(path):
         if os.path.basename(root).startswith("bucket-"):
             rel = os.path.relpath(root, path)
             planted.append(os.path.join(rel, f"data-orphan-{len(planted)}-0.parquet"))
@@ -365,7 +366,7 @@ def test_orphan_cleanup_matches_java_with_two_partition_levels(java, wh):
         with open(os.path.join(path, rel), "wb") as f:
             f.write(b"x")
     past = time.time() - 2 * 86400
-    for root, _, names in os.walk(path):
+    for root, _, names in table_walk(path):
         for n in names:
             os.utime(os.path.join(root, n), (past, past))
     theirs = str(wh / "two-java")
@@ -373,7 +374,7 @@ def test_orphan_cleanup_matches_java_with_two_partition_levels(java, wh):
 
     def listing(p):
         return sorted(os.path.relpath(os.path.join(r, n), p)
-                      for r, _, ns in os.walk(p) for n in ns)
+                      for r, _, ns in table_walk(p) for n in ns)
     before = listing(path)
     older_than = int(time.time() * 1000) - 86_400_000
     result = OrphanFilesCleaner(CleanContext(path, older_than_ms=older_than)).clean()

@@ -20,6 +20,7 @@ from javaoracle import sorted_rows
 from paimon_commit import (CleanContext, ExpireConfig, ExpireSnapshots, OrphanFilesCleaner,
                            Table, UnsupportedTableError)
 from paimon_commit.cli import main as cli_main
+from tests.tablefiles import table_walk  # noqa: E402
 
 DAYS = ["2024-01-01", "2024-01-02", "2024-01-03"]
 DAY_MS = 86_400_000
@@ -112,7 +113,7 @@ def copy_table(src, wh, name):
 
 def files_under(path):
     out = []
-    for root, _, names in os.walk(path):
+    for root, _, names in table_walk(path):
         out.extend(os.path.relpath(os.path.join(root, n), path) for n in names)
     return sorted(out)
 
@@ -120,7 +121,7 @@ def files_under(path):
 def backdate(path, ms=2 * DAY_MS):
     """Make every file look `ms` old (orphan cleanup only touches old files)."""
     t = time.time() - ms / 1000
-    for root, _, names in os.walk(path):
+    for root, _, names in table_walk(path):
         for n in names:
             os.utime(os.path.join(root, n), (t, t))
 

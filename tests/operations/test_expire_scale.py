@@ -18,6 +18,7 @@ from paimon_commit.operations import expire as expire_mod
 from paimon_commit.operations.expire import ExpireConfig, ExpireSnapshots
 from paimon_commit.operations.orphan import CleanContext, OrphanFilesCleaner
 from paimon_commit.store import FileStore
+from tests.tablefiles import table_walk  # noqa: E402
 
 PER_SNAPSHOT = 5
 SNAPSHOTS = 60
@@ -43,7 +44,7 @@ def small_chunks(monkeypatch):
 
 def rel_files(root):
     return {os.path.relpath(os.path.join(d, f), root)
-            for d, _, fs in os.walk(root) for f in fs}
+            for d, _, fs in table_walk(root) for f in fs}
 
 
 def test_bench_tables_read_by_pypaimon_and_us(tmp_path, overwrite_table):

@@ -131,6 +131,36 @@ def test_a_second_process_fails_after_the_wait_naming_the_holder(capsys, table, 
     assert [s.id for s in Table.open(str(table_path)).snapshots()] == [9]
 
 
+def test_a_killed_holder_of_this_machine_is_taken_over_at_once(capsys, table, table_path):
+    # A SIGKILLed expiration deletes nothing more: its rerun must not wait out the lease
+    # (5 min) nor exit 75. Its pid is gone in this kernel and pid namespace, which the record
+    # names; anywhere else the expiry decides.
+    history(table)
+    p = hold_in_process(table_path)
+    p.kill()
+    p.wait(30)
+    t0 = time.monotonic()
+    assert main(["expire-snapshots", str(table_path), "--retain-max", "1", "--retain-min", "1",
+                 "--lease-wait", "300 ms"]) == 0
+    assert time.monotonic() - t0 < 10
+    assert [s.id for s in Table.open(str(table_path)).snapshots()] == [9]
+
+
+def test_a_live_holder_of_another_machine_is_waited_for(table, table_path):
+    # The same pid, absent here, on another kernel (another boot id) proves nothing: wait.
+    history(table)
+    m = LeaseManager(table.store.io, str(table_path))
+    rec = m.new_record((m.numbers() or [0])[-1] + 1, "expire-snapshots", 60_000, "t" * 32)
+    import dataclasses
+    rec = dataclasses.replace(rec, pid=2 ** 22 + 7, process="other",
+                              machine="another-boot/4026531836")
+    assert m.create(rec)
+    with pytest.raises(LeaseHeldError):
+        with lease_settings(wait_s=0.2):
+            table.expire_snapshots(retain_max=1, retain_min=1)
+    assert [s.id for s in table.snapshots()][0] == 1            # nothing expired
+
+
 def test_a_holder_past_its_expiry_stops_before_its_next_delete(table, table_path,
                                                                monkeypatch):
     history(table)
