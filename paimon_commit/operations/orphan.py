@@ -36,7 +36,7 @@ from ..snapshots import SnapshotManager
 from ..store import FileStore, SchemaManager
 from .limits import MAX_DURATION, MEMORY, OUT_OF_MEMORY, Deadline, is_out_of_memory
 from .orphan_context import (PLAUSIBLE_MS, Candidate, CleanContext, OrphanCleanAborted,
-                             OrphanCleanResult, classify, is_bucket_dir)
+                             OrphanCleanResult, check_cutoff_floor, classify, is_bucket_dir)
 from .orphan_select import Found, Listed, UsedNames, pack, stat_tasks
 
 log = logging.getLogger(__name__)
@@ -56,6 +56,8 @@ class OrphanFilesCleaner:
     Raises (on construction):
         TableNotFoundError: the path has no schema/schema-N (nothing is listed).
         OptionError: an option in `context.options` is invalid.
+        RecentCutoffError: the cutoff is newer than the table's commit.timeout before now
+            (unless `context.allow_recent_cutoff`); nothing is listed.
     """
 
     def __init__(self, context: CleanContext):
@@ -74,6 +76,11 @@ class OrphanFilesCleaner:
             self.options = validate_options(merged)
         else:
             self.options = self.store.options
+        if not context.allow_recent_cutoff:   # (the hour's floor: CleanContext)
+            check_cutoff_floor(context.older_than_ms, int(context.clock() * 1000),
+                               f"older_than_ms = {context.older_than_ms}",
+                               "pass allow_recent_cutoff=True",
+                               self.options["commit.timeout"])
         self.io = io
         # Branch and tag names seen with the candidates (phase 1), checked in phase 2.
         self._first_listing: Optional[Dict[str, Set[str]]] = None
