@@ -211,11 +211,16 @@ def closest_name(key: str, names: Iterable[str], cutoff: float = 0.85) -> Option
 def check_table_option_names(options: Optional[Mapping[str, Any]],
                              what: str = "table option",
                              consequence: str = "kept as given; nothing reads it",
-                             stacklevel: int = 3) -> List[str]:
-    """Warn (warnings.warn, OptionNameWarning; the CLI routes warnings to its log) about each key of `options` that is
-    no Paimon option but close to one: a typo such as 'snapshot.num-retaind.min' would be
-    stored and never acted on. Keys far from every name are accepted silently (tables carry
-    options of engines and versions this library does not know). Returns the warnings."""
+                             stacklevel: int = 3, strict: bool = False) -> List[str]:
+    """Warn (warnings.warn, OptionNameWarning; the CLI routes warnings to its log) about each
+    key of `options` that is no Paimon option but close to one: a typo such as
+    'snapshot.num-retaind.min' would be stored and never acted on. Keys far from every name
+    are accepted silently (tables carry options of engines and versions this library does not
+    know). Returns the warnings.
+
+    strict: raise OptionError instead, where the user is typing the options now (Table.create,
+    the Spark write that creates a table, --table-conf): the typo is fixed before it is
+    stored; options a table already carries only warn (another engine may have put them)."""
     if not options:
         return []
     from .options import OPTIONS   # the ones this library acts on (may postdate this list)
@@ -228,6 +233,9 @@ def check_table_option_names(options: Optional[Mapping[str, Any]],
         near = closest_name(k, known)
         if near is None:
             continue
+        if strict:
+            from .errors import OptionError
+            raise OptionError(f"{what} {k!r} is not a Paimon option: did you mean {near!r}?")
         message = (f"{what} {k!r} is not a Paimon option: did you mean {near!r}? "
                    f"({consequence})")
         # Only warnings.warn: logging it as well printed it twice in a script (logging's

@@ -176,7 +176,9 @@ class Table(TableMaintenance):
                                    "(table options are stored in the table's schema)")
             check_branch_options(options, "Table.create")
             check_changelog_producer(options, (), "Table.create")
-        check_table_option_names(options)   # a typo of a Paimon name: a warning
+        # A typo of a Paimon name is refused here, before it is stored in the schema (options
+        # a table already carries only warn: dynamic_options).
+        check_table_option_names(options, strict=True)
         table_schema = TableSchema.from_arrow(schema, list(partition_keys), options,
                                               time_millis=int(time.time() * 1000))
         parsed = validate_options(table_schema.options)

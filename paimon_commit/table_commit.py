@@ -31,7 +31,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, FrozenSet, Iterable, List, Mapping, Optional, Sequence
+from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence
 
 from .errors import PaimonCommitError
 from .format.commit_message import CommitMessage
@@ -246,14 +246,29 @@ class TableCommit:
     # --- maintenance ---------------------------------------------------------------------
     def expire_snapshots(self, dry_run: bool = False, progress=None,
                          max_duration_ms: Optional[int] = None,
+                         labels: Optional[Dict[str, str]] = None,
                          **overrides: Any) -> ExpireResult:
         """Run snapshot expiration now with this commit's options (plus overrides such as
         retain_min=..., older_than_ms=...); `progress` is an optional
         paimon_commit.progress callback; `max_duration_ms` a time limit
-        (ExpireSnapshots.expire)."""
+        (ExpireSnapshots.expire). The result says why what is left was kept
+        (`kept_because`), naming each setting by `labels` ({"retain_min": "--retain-min"})
+        or else by its option name."""
+        # A setting is named in the caller's words only where the caller gave it.
+        given = {"older_than": "older_than_ms", "time_retained": "time_retained_ms"}
+        labels = dict(labels or {})
+        used = {k: v for k, v in labels.items() if overrides.get(given.get(k, k)) is not None}
+        notes = _widen_retention(self.options, overrides, labels)
+        if notes:   # the widened bound is the typed one's doing
+            widened, typed = ("retain_min", "retain_max") if "retain_min" not in used \
+                else ("retain_max", "retain_min")
+            used[widened] = labels.get(typed, typed)
         cfg = ExpireConfig.from_options(self.options, **overrides)
-        return ExpireSnapshots(self.store, cfg, clock=self.clock, progress=progress) \
-            .expire(dry_run=dry_run, max_duration_ms=max_duration_ms)
+        expirer = ExpireSnapshots(self.store, cfg, clock=self.clock, progress=progress)
+        expirer.explain, expirer.labels = True, used
+        result = expirer.expire(dry_run=dry_run, max_duration_ms=max_duration_ms)
+        result.notes = notes
+        return result
 
     def _start_call(self) -> None:
         """Before a commit call publishes anything: refuse on a closed object or a parked
@@ -385,3 +400,30 @@ class TableCommit:
 def _written(messages: Iterable[CommitMessage]) -> FrozenSet[bytes]:
     """The partitions (serialized, as in the manifests) that messages add files to."""
     return frozenset(m.partition_bytes for m in messages if m.new_files)
+
+
+def _widen_retention(options: Mapping[str, Any], overrides: Dict[str, Any],
+                     labels: Mapping[str, str]) -> List[str]:
+    """A retain_max below the table's snapshot.num-retained.min lowers the minimum to it for
+    this run (and a retain_min above the table's maximum raises the maximum): the user asked
+    to keep the newest N, and two numbers of which only one was typed cannot conflict in the
+    user's eyes. (Paimon Java's expire_snapshots procedure refuses instead: `retainMax (3)
+    must not be less than retainMin (10)`; docs/safety.md section 6.) Returns what was
+    changed, in the caller's words, for the result's `notes`; `overrides` is updated."""
+    def said(key: str, value: int) -> str:
+        label = labels.get(key, key)
+        return f"{label} {value}" if label.startswith("-") else f"{label}={value}"
+    rmin, rmax = overrides.get("retain_min"), overrides.get("retain_max")
+    table_min = options["snapshot.num-retained.min"]
+    table_max = options["snapshot.num-retained.max"]
+    if rmax is not None and rmin is None and rmax < table_min:
+        overrides["retain_min"] = rmax
+        return [f"{said('retain_max', rmax)} is below the table's snapshot.num-retained.min = "
+                f"{table_min}: this run keeps at least {rmax} (the table's option is "
+                f"unchanged)"]
+    if rmin is not None and rmax is None and rmin > table_max:
+        overrides["retain_max"] = rmin
+        return [f"{said('retain_min', rmin)} is above the table's snapshot.num-retained.max = "
+                f"{table_max}: this run keeps at most {rmin} (the table's option is "
+                f"unchanged)"]
+    return []

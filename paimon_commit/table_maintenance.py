@@ -100,6 +100,12 @@ def _shown(value: Any) -> str:
         else repr(value)
 
 
+# How expire_snapshots' results name the arguments (kept_because, notes).
+_API_LABELS = {"retain_min": "retain_min", "retain_max": "retain_max",
+               "older_than": "older_than", "time_retained": "time_retained",
+               "max_deletes": "max_deletes"}
+
+
 class TableMaintenance:
     """Mixed into Table (which provides `store`, `path`, `partition_keys`, `new_commit`)."""
 
@@ -113,7 +119,9 @@ class TableMaintenance:
 
         Args:
             retain_min: snapshots always kept.
-            retain_max: snapshots kept at most.
+            retain_max: snapshots kept at most; below the table's
+                snapshot.num-retained.min it lowers the minimum for this run ("keep the
+                newest N"; said in the result's `notes`).
             older_than: expire snapshots replaced before this time (must be in the past).
             time_retained: how long a replaced snapshot stays readable ('1 h', '7 d').
             max_deletes: snapshots expired in this run at most.
@@ -126,6 +134,8 @@ class TableMaintenance:
             ExpireResult (expired_snapshots, deleted_files, deleted_bytes, deleted_paths, ...).
             `complete` is False when the time limit, memory or max_deletes stopped the run
             (`stopped_by`, `message`): the table is consistent and a rerun continues.
+            `kept_because` says why the snapshots left were kept, `notes` what the run
+            changed of the table's retention for itself (both naming these arguments).
         """
         older = cutoff_ms(older_than, "older_than")
         retained = duration_ms(time_retained, "time_retained")
@@ -139,7 +149,8 @@ class TableMaintenance:
             return c.expire_snapshots(dry_run=dry_run, retain_min=retain_min,
                                       retain_max=retain_max, older_than_ms=older,
                                       time_retained_ms=retained, max_deletes=max_deletes,
-                                      progress=progress, max_duration_ms=limit)
+                                      progress=progress, max_duration_ms=limit,
+                                      labels=_API_LABELS)
 
     def expire_partitions(self, *, expiration_time: Duration, timestamp_formatter: Optional[str]
                           = None, timestamp_pattern: Optional[str] = None,

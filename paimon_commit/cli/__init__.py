@@ -3,20 +3,22 @@
 - `args.py`: exit codes and argument types; `context.py`: what a run touches (storage options
   and credentials, the deletion log); `tables.py`: single-table commands; `maintenance.py`:
   expire-tags, maintain, report and table patterns; `parser.py`: the argument parser.
-- `main` here runs one command: exit codes 0 ok, 2 invalid input (nothing touched), 1 failed.
+- `main` here runs one command: exit codes 0 ok, 2 invalid input (nothing touched), 1 failed,
+  141 stdout closed by its reader (`| head`).
 """
 from __future__ import annotations
 
 import contextlib
 import json
 import logging
+import os
 import sys
 import warnings
 from typing import List, Optional
 
 from ..errors import OptionError, PaimonCommitError, TableNotFoundError, UnsafePathError
 from ..io.object_store_config import check_storage_options
-from .args import EXIT_FAILED, EXIT_INVALID, EXIT_OK, InvalidInput
+from .args import EXIT_CLOSED_PIPE, EXIT_FAILED, EXIT_INVALID, EXIT_OK, InvalidInput
 from .context import Run
 from .parser import build_parser
 
@@ -39,15 +41,40 @@ def _fail(args, error: BaseException, code: int) -> int:
 
 def main(argv: Optional[List[str]] = None) -> int:
     """Run one command (`argv` default: sys.argv[1:]); returns the exit code."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        return _closed_pipe()
+
+
+def _main(argv: Optional[List[str]]) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:
+        sys.stdout.flush()   # --help, --version
         return EXIT_INVALID if e.code else EXIT_OK
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     with _warnings_to_log():
-        return _run(args)
+        code = _run(args)
+        sys.stdout.flush()   # a closed pipe shows here, not at the interpreter's exit
+        return code
+
+
+def _closed_pipe() -> int:
+    """The reader of stdout went away (`paimon-commit report T | head`): end quietly, as
+    `git log | head` does: no traceback, exit status 141 (128 + SIGPIPE, what a tool killed
+    by SIGPIPE reports; the pipeline's status is the reader's). What the command did is
+    done. Python's recommended handling: stdout onto devnull, so that its final flush
+    cannot fail again."""
+    if sys.stdout is sys.__stdout__:   # not in-process callers' captured streams
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+    return EXIT_CLOSED_PIPE
 
 
 @contextlib.contextmanager

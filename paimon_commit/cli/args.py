@@ -11,8 +11,9 @@ from typing import Callable, Tuple
 from ..errors import OptionError
 from ..options import parse_duration_ms
 
-__all__ = ["EXIT_OK", "EXIT_FAILED", "EXIT_INVALID", "EXIT_INCOMPLETE", "InvalidInput",
-           "Duration", "orphan_age", "orphan_duration", "orphan_cutoff", "duration", "time_limit", "key_value", "timestamp_ms",
+__all__ = ["EXIT_OK", "EXIT_FAILED", "EXIT_INVALID", "EXIT_INCOMPLETE", "EXIT_CLOSED_PIPE",
+           "InvalidInput", "Duration", "orphan_age", "orphan_duration", "orphan_cutoff",
+           "duration", "time_limit", "key_value", "timestamp_ms",
            "past_timestamp_ms", "int_at_least", "stopped_exit_code"]
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
@@ -20,6 +21,9 @@ EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 # did is reported, the table is consistent, and a rerun continues. Not for --max-deletes,
 # a per-run quota that every commit's expiration obeys too (exit 0, as always).
 EXIT_INCOMPLETE = 3
+# stdout's reader went away (`paimon-commit report T | head`): 128 + SIGPIPE, the status of
+# a tool that the signal ended (git log | head), quietly; the pipeline's status is head's.
+EXIT_CLOSED_PIPE = 141
 
 _DURATION_EXAMPLES = "e.g. '500 ms', '30 s', '10 min', '1 h', '7 d'"
 _TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S"
@@ -107,14 +111,17 @@ def key_value(text: str) -> Tuple[str, str]:
 
 
 def timestamp_ms(text: str) -> int:
-    """A local time `YYYY-MM-DD HH:MM:SS`, in epoch milliseconds."""
-    try:
-        dt = datetime.datetime.strptime(text.strip(), _TIMESTAMP_FORMAT)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is an invalid timestamp (expected 'YYYY-MM-DD HH:MM:SS', local "
-            f"time)") from None
-    return int(dt.timestamp() * 1000)
+    """A local time `YYYY-MM-DD HH:MM:SS`, or a bare date `YYYY-MM-DD` (midnight, local time:
+    what a person means by "older than 2024-01-01"), in epoch milliseconds."""
+    for fmt in (_TIMESTAMP_FORMAT, "%Y-%m-%d"):
+        try:
+            dt = datetime.datetime.strptime(text.strip(), fmt)
+        except ValueError:
+            continue
+        return int(dt.timestamp() * 1000)
+    raise argparse.ArgumentTypeError(
+        f"{text!r} is an invalid timestamp (expected 'YYYY-MM-DD HH:MM:SS' or 'YYYY-MM-DD', "
+        f"local time)")
 
 
 def past_timestamp_ms(text: str) -> int:

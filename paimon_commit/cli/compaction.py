@@ -62,9 +62,8 @@ def parse_partition_specs(t: Table, texts: Sequence[str], flag: str = "--partiti
 def _check_table_conf(conf: Mapping[str, str]) -> None:
     """Each --table-conf value this library reads, on its own, before the table is opened
     (against the table's options again, when compacting); a key close to a Paimon option's
-    name is a warning with the suggestion."""
-    check_table_option_names(conf, what="--table-conf",
-                             consequence="kept for this run; nothing reads it")
+    name is refused (exit 2) with the suggestion: the user is typing it now."""
+    check_table_option_names(conf, what="--table-conf", strict=True)
     for key in conf:
         opt = OPTIONS.get(key)
         if opt is not None:

@@ -75,6 +75,7 @@ def cmd_maintain(args) -> Dict[str, Any]:
                                f"no file is that old") from None
     warehouse = args.table   # the positional WAREHOUSE, without credentials
     storage = context.Run.storage_options()
+    _check_warehouse(warehouse)
     tables = find_tables(warehouse, args.database, args.table_glob,
                          storage_options=storage)    # a missing warehouse: exit 2
     progress = terminal_progress(args.json)
@@ -102,6 +103,46 @@ def cmd_maintain(args) -> Dict[str, Any]:
         args.exit_code = EXIT_INCOMPLETE
     args.print_text = _print_maintain
     return out
+
+
+def _check_warehouse(warehouse: str) -> None:
+    """Refuse (exit 2) a WAREHOUSE that holds no `<db>.db` directory: maintaining a table or
+    database path, or any directory, would report "0 table(s): 0 ok" and do nothing. A
+    table or database path gets the command that maintains it."""
+    io = context.open_io(warehouse)
+    root = io.root.rstrip("/")
+    try:
+        entries = [st for st in io.list_status(root) if st.is_dir]
+    except FileNotFoundError:
+        return   # find_tables says the warehouse does not exist
+    if not entries and not io.exists(root):
+        return
+    if any(st.name.endswith(".db") for st in entries):
+        return
+
+    def is_table(path: str) -> bool:
+        from ..format import paths as P
+        return any(P.parse_schema_id(n) is not None
+                   for n in io.list_names(io.join(path, "schema")))
+    shown = warehouse.rstrip("/")
+    parent, _, name = shown.rpartition("/")
+    looked = (f"{warehouse} is not a warehouse: maintain looks for tables at "
+              f"<warehouse>/<db>.db/<table> and found no <db>.db directory")
+    if is_table(root):
+        wh, _, db = parent.rpartition("/")
+        if db.endswith(".db") and wh:
+            raise InvalidInput(f"{looked}; {warehouse} is a table: run `paimon-commit maintain "
+                               f"{wh} --table {db[:-3]}.{name}` or the table commands "
+                               f"(expire-snapshots, remove-orphan-files, ...)")
+        raise InvalidInput(f"{looked}; {warehouse} is a table: run the table commands "
+                           f"(expire-snapshots, remove-orphan-files, ...)")
+    if name.endswith(".db") and parent or any(is_table(st.path) for st in entries):
+        if name.endswith(".db") and parent:
+            raise InvalidInput(f"{looked}; {warehouse} is a database: run `paimon-commit "
+                               f"maintain {parent} --database {name[:-3]}`")
+        raise InvalidInput(f"{looked}; {warehouse} holds tables but is not a <db>.db "
+                           f"directory")
+    raise InvalidInput(looked)
 
 
 def _print_maintain(r: Dict[str, Any]) -> None:
@@ -246,10 +287,12 @@ def add_commands(sub, command: Callable) -> None:
                 "before it); the files only they kept are deleted",
                 "paimon-commit expire-tags /data/wh/db.db/events --older-than "
                 "'2024-06-01 00:00:00' --dry-run")
-    c.add_argument("--older-than", type=past_timestamp_ms, metavar="'YYYY-MM-DD HH:MM:SS'",
+    c.add_argument("--older-than", type=past_timestamp_ms,
+                   metavar="TIMESTAMP",
                    help="also expire tags created before this local time, which must be in "
-                        "the past (tags without a create time: by their file's modification "
-                        "time)")
+                        "the past: 'YYYY-MM-DD HH:MM:SS', or a bare date 'YYYY-MM-DD' "
+                        "(midnight); tags without a create time: by their file's "
+                        "modification time")
     c.add_argument("--max-duration", type=time_limit, metavar="DURATION",
                    help="stop between two tags after this long, e.g. '10 min' (exit code 3; "
                         "a rerun continues)")

@@ -7,6 +7,7 @@ import functools
 import re
 from typing import Dict, List
 
+from .. import __version__
 from ..io.uri import redact_uris_in
 from .args import (duration, int_at_least, key_value, orphan_duration, past_timestamp_ms,
                    time_limit)
@@ -17,7 +18,8 @@ from .tables import (cmd_create_tag, cmd_delete_tag, cmd_drop_partition, cmd_exp
                      cmd_expire_snapshots, cmd_info, cmd_remove_orphan_files, cmd_rollback_to,
                      cmd_snapshots, cmd_tags, print_text)
 
-__all__ = ["build_parser", "USAGE", "Parser", "MAX_DURATION_HELP"]
+__all__ = ["build_parser", "USAGE", "Parser", "MAX_DURATION_HELP", "TIMESTAMP_METAVAR",
+           "BARE_DATE"]
 
 # Every storage a TABLE or WAREHOUSE may be on (io.for_path, io/uri.py's schemes).
 PATHS = ("a local path or file://, s3:// (s3a://), gs://, az://CONTAINER/... or "
@@ -27,7 +29,8 @@ PATHS = ("a local path or file://, s3:// (s3a://), gs://, az://CONTAINER/... or 
 USAGE = """Command line: `paimon-commit COMMAND TABLE ...` (also `python -m paimon_commit`).
 
 Exit codes: 0 ok, 2 invalid input, 1 operation failed, 3 stopped by --max-duration or out of
-memory (what was done is printed; the table is consistent and a rerun continues). `--json`
+memory (what was done is printed; the table is consistent and a rerun continues), 141 when
+stdout's reader went away (`| head`; quietly, the work is done). `--json`
 prints one JSON object on stdout; text goes to stdout, logs and errors to stderr. Arguments are validated before the
 table is touched. Credentials in a URI's user-info (s3://KEY:SECRET@bucket/...) are used, never
 printed.
@@ -41,6 +44,10 @@ TABLE (maintain: WAREHOUSE) is a local path or a URI:
 How the storage is reached (endpoint, credentials): --option KEY=VALUE, see README Storage.
 """
 
+
+# Every --older-than takes a bare date too (args.timestamp_ms).
+TIMESTAMP_METAVAR = "TIMESTAMP"
+BARE_DATE = "'YYYY-MM-DD HH:MM:SS', or a bare date 'YYYY-MM-DD': midnight, local time"
 
 MAX_DURATION_HELP = ("stop at the next safe point after this long, e.g. '30 min' (exit code 3; "
                      "a rerun continues)")
@@ -71,7 +78,10 @@ class Parser(argparse.ArgumentParser):
         return ns
 
     def error(self, message: str):
-        super().error(redact_uris_in(_in_user_words(message)))
+        # The one useful line first (argparse puts the usage, often many lines, above it):
+        # the usage follows, for what the command takes.
+        message = redact_uris_in(_in_user_words(message))
+        self.exit(2, f"{self.prog}: error: {message}\n{self.format_usage()}")
 
 
 def _in_user_words(message: str) -> str:
@@ -110,6 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="paimon-commit", description=USAGE,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    p.add_argument("--version", action="version", version=f"paimon-commit {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, run, help_: str, example: str) -> argparse.ArgumentParser:
@@ -143,9 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
                 "--time-retained '1 d' --dry-run")
     c.add_argument("--retain-min", type=int_at_least(1), help="snapshots always kept")
     c.add_argument("--retain-max", type=int_at_least(1), help="snapshots kept at most")
-    c.add_argument("--older-than", type=past_timestamp_ms, metavar="'YYYY-MM-DD HH:MM:SS'",
+    c.add_argument("--older-than", type=past_timestamp_ms, metavar=TIMESTAMP_METAVAR,
                    help="expire snapshots replaced before this local time (must be in the "
-                        "past)")
+                        "past; " + BARE_DATE + ")")
     c.add_argument("--time-retained", type=duration, metavar="DURATION",
                    help="e.g. '1 h', '7 d' (default: the table's snapshot.time-retained)")
     c.add_argument("--max-deletes", type=int_at_least(0),
@@ -170,8 +181,9 @@ def build_parser() -> argparse.ArgumentParser:
                 "default)",
                 "paimon-commit remove-orphan-files /data/wh/db.db/events "
                 "--older-than-duration '2 d' --dry-run")
-    c.add_argument("--older-than", type=past_timestamp_ms, metavar="'YYYY-MM-DD HH:MM:SS'",
-                   help="only files modified before this local time (must be in the past)")
+    c.add_argument("--older-than", type=past_timestamp_ms, metavar=TIMESTAMP_METAVAR,
+                   help="only files modified before this local time (must be in the past; "
+                        + BARE_DATE + ")")
     c.add_argument("--older-than-duration", type=orphan_duration, metavar="DURATION",
                    help="only files older than this, with a unit, e.g. '2 d' (default '1 d'; "
                         "at least '1 h' and the table's commit.timeout unless "
@@ -186,6 +198,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="distributed: list and anti-join on Spark executors")
     c.add_argument("--max-duration", type=time_limit, metavar="DURATION",
                    help=MAX_DURATION_HELP + " (between two batches of deletions; local mode)")
+    c.add_argument("--list-files", action="store_true",
+                   help="print every path (a terminal otherwise gets a summary of a long "
+                        "list; a pipe and --json get every path)")
 
     c = command("create-tag", cmd_create_tag, "tag a snapshot (default: the latest)",
                 "paimon-commit create-tag /data/wh/db.db/events release-1 --snapshot 42")

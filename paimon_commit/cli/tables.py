@@ -4,7 +4,9 @@ output. Each returns a dict, printed as JSON with `--json`."""
 from __future__ import annotations
 
 import datetime
+import functools
 import json
+import sys
 import time
 from typing import Any, Dict
 
@@ -30,6 +32,12 @@ def cmd_snapshots(args) -> Dict[str, Any]:
         for s in t.snapshots()]}
 
 
+# How expire-snapshots' results name what kept snapshots: the flags, as typed.
+_CLI_LABELS = {"retain_min": "--retain-min", "retain_max": "--retain-max",
+               "older_than": "--older-than", "time_retained": "--time-retained",
+               "max_deletes": "--max-deletes"}
+
+
 def cmd_expire_snapshots(args) -> Dict[str, Any]:
     if args.retain_min is not None and args.retain_max is not None \
             and args.retain_max < args.retain_min:
@@ -43,7 +51,7 @@ def cmd_expire_snapshots(args) -> Dict[str, Any]:
                                    retain_max=args.retain_max, older_than_ms=args.older_than,
                                    time_retained_ms=args.time_retained,
                                    max_deletes=args.max_deletes, progress=bar,
-                                   max_duration_ms=args.max_duration)
+                                   max_duration_ms=args.max_duration, labels=_CLI_LABELS)
     finally:
         if bar is not None:
             bar.close()
@@ -104,7 +112,32 @@ def cmd_remove_orphan_files(args) -> Dict[str, Any]:
         if ctx.progress is not None:
             ctx.progress.close()
     args.exit_code = stopped_exit_code(r.stopped_by)
+    args.print_text = functools.partial(print_orphans, list_all=args.list_files)
     return r.to_dict()
+
+
+# A terminal gets at most this many paths of a file list (a pipe or --list-files gets all).
+SHOWN_ON_TERMINAL = 5
+
+
+def print_orphans(r: Dict[str, Any], list_all: bool = False) -> None:
+    """remove-orphan-files' text: every path for a pipe or with --list-files; on a
+    terminal, a long list is summarised (bytes by kind, the first paths)."""
+    verb = "would delete" if r["dry_run"] else "deleted"
+    print(f"{verb} {r['deleted_files']} file(s), {r['deleted_bytes']} bytes, "
+          f"{len(r['deleted_dirs'])} empty dir(s)")
+    files = r["files"]
+    if list_all or not sys.stdout.isatty() or len(files) <= 2 * SHOWN_ON_TERMINAL:
+        for f in files:
+            print(f"  {f}")
+    else:
+        print("  " + "; ".join(f"{kind}: {v['files']} file(s), {v['bytes']} bytes"
+                               for kind, v in sorted(r["by_kind"].items()) if v["files"]))
+        for f in files[:SHOWN_ON_TERMINAL]:
+            print(f"  {f}")
+        print(f"  ... and {len(files) - SHOWN_ON_TERMINAL} more (--list-files or --json for "
+              f"all)")
+    _print_stopped(r)
 
 
 def cmd_info(args) -> Dict[str, Any]:
@@ -283,6 +316,10 @@ def print_text(command: str, r: Dict[str, Any]) -> None:
               f"{r['deleted_bytes']} bytes; earliest {r['earliest']}, latest {r['latest']}")
         for s in r["skipped"]:
             print(f"skipped: {s}")
+        for n in r.get("notes", []):
+            print(f"note: {n}")
+        if r.get("kept_because"):
+            print(f"kept: {'; '.join(r['kept_because'])}")
         _print_stopped(r)
     elif command == "info":
         for k, v in _info_lines(r):
@@ -294,12 +331,7 @@ def print_text(command: str, r: Dict[str, Any]) -> None:
             print(f"snapshot {r['snapshot_id']}: {r['deleted_files']} file(s) marked deleted "
                   f"(removed from disk when the snapshots that use them expire)")
     elif command == "remove-orphan-files":
-        verb = "would delete" if r["dry_run"] else "deleted"
-        print(f"{verb} {r['deleted_files']} file(s), {r['deleted_bytes']} bytes, "
-              f"{len(r['deleted_dirs'])} empty dir(s)")
-        for f in r["files"]:
-            print(f"  {f}")
-        _print_stopped(r)
+        print_orphans(r)
     elif command == "expire-partitions":
         parts = ", ".join(",".join(f"{k}={v}" for k, v in p.items())
                           for p in r["expired_partitions"]) or "none"

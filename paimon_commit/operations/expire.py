@@ -52,6 +52,11 @@ CHUNK_FILES = 100_000
 
 log = logging.getLogger(__name__)
 
+
+def _duration(ms: int) -> str:
+    from ..options import format_duration_ms
+    return format_duration_ms(ms)
+
 __all__ = ["ExpireConfig", "ExpireSnapshots", "ExpirePlan", "ExpireResult"]
 
 
@@ -85,6 +90,12 @@ class ExpireSnapshots(ChangelogExpiration):
         # so that a run decodes only what is new since the last one. Snapshot files are
         # re-read every run (rollback can re-create an id) and only their parse is reused.
         self.reach = Reachability(store)
+        # How the kept_because lines name each setting: the table's option names, unless a
+        # caller passed its own words (the CLI: `--retain-min 5`, the API: `retain_min=5`).
+        self.labels: Dict[str, str] = {}
+        # Explicit runs explain what they kept; the run after every commit does not (it
+        # would read the consumers once more per commit, for a result nobody prints).
+        self.explain = False
         # (dir, id) -> (bytes, parsed, version when read): a file whose listed version
         # (FileIO.file_versions: inode + mtime locally, the ETag on object stores) is
         # unchanged is not read again; one listing replaces a GET per retained snapshot.
@@ -448,6 +459,7 @@ class ExpireSnapshots(ChangelogExpiration):
         self._readds, self._kept = ReAdds(), KeptIndex()
         seconds = self._seconds = {"plan": 0.0, "delete": 0.0}
         chunk = FIRST_CHUNK
+        self._first_kept = None
         stop: Optional[str] = None
         steps, last_end = 0, None   # chunks executed (the first always runs), first kept
         try:
@@ -482,6 +494,7 @@ class ExpireSnapshots(ChangelogExpiration):
                 del plan
         finally:
             self._readds = self._kept = self._limit = None
+        self._first_kept = last_end
         if stop is None and 0 < self.config.max_deletes <= len(totals.expired) \
                 and last_end is not None and self._more_expirable(last_end):
             stop = MAX_DELETES
@@ -507,12 +520,74 @@ class ExpireSnapshots(ChangelogExpiration):
         if (totals.expired or stop == MEMORY) and not dry_run:
             earliest = self.store.snapshots.earliest_snapshot_id()
         result = totals.result(earliest, dry_run, self._seconds)
+        if self.explain:
+            result.kept_because = self.kept_because(self._first_kept, stop)
         if stop is not None:
             result.complete, result.stopped_by = False, stop
             result.message = self._stopped_message(result, stop, deadline)
             (log.info if stop == MAX_DELETES else log.warning)("expire %s: %s",
                                                                self.store.root, result.message)
         return result
+
+    _first_kept: Optional[int] = None   # the end of the last chunk of the run (its plan's)
+
+    def _label(self, key: str, option: str, value: str) -> str:
+        """`snapshot.num-retained.min = 10`, or the caller's words (`--retain-min 5`)."""
+        label = self.labels.get(key)
+        if label is None:
+            return f"{option} = {value}"
+        return f"{label} {value}" if label.startswith("-") else f"{label}={value}"
+
+    def kept_because(self, first_kept: Optional[int] = None,
+                     stop: Optional[str] = None) -> List[str]:
+        """Why the snapshots from `first_kept` (default: the earliest) to the latest were
+        kept, one line per rule of `_end`, in the order it applies them: the minimum
+        retained, consumers, time, then the per-run limit. Read only; a report, so an
+        unreadable snapshot or consumer gives no line rather than an error."""
+        try:
+            sm = self.store.snapshots
+            latest = sm.latest_snapshot_id()
+            first = first_kept if first_kept is not None else sm.earliest_snapshot_id()
+            if latest is None or first is None or first > latest:
+                return []
+            cfg, out = self.config, []
+            bound = max(latest - cfg.retain_min + 1, first)   # first kept by the minimum
+            n = latest - bound + 1
+            if n > 0:
+                out.append(f"{n} snapshot(s) kept by " + self._label(
+                    "retain_min", "snapshot.num-retained.min", str(cfg.retain_min)))
+            consumers = [c for c in self.consumers.consumers() if c.next_snapshot < bound]
+            if consumers:
+                slowest = min(consumers, key=lambda c: c.next_snapshot)
+                start = max(slowest.next_snapshot, first)
+                out.append(f"{bound - start} snapshot(s) kept for consumer(s) "
+                           f"{', '.join(sorted(c.consumer_id for c in consumers))} (the "
+                           f"slowest reads from snapshot {slowest.next_snapshot})")
+                bound = start
+            young = bound
+            if cfg.older_than_ms is not None or cfg.time_retained_ms > 0:
+                older_than = cfg.older_than_ms if cfg.older_than_ms is not None \
+                    else int(self.clock() * 1000) - cfg.time_retained_ms
+                young = first
+                while young < bound:
+                    successor = self._read(sm, young + 1)
+                    if successor is not None and successor.time_millis >= older_than:
+                        break
+                    young += 1
+                if bound > young:
+                    rule = self._label("older_than", "older_than", "(the cutoff)") \
+                        if cfg.older_than_ms is not None else self._label(
+                            "time_retained", "snapshot.time-retained",
+                            _duration(cfg.time_retained_ms))
+                    out.append(f"{bound - young} snapshot(s) younger than {rule}")
+            if young > first and stop in (None, MAX_DELETES):
+                out.append(f"{young - first} snapshot(s) left by " + self._label(
+                    "max_deletes", "snapshot.expire.limit", str(cfg.max_deletes)) +
+                    " (snapshots expired per run at most; a rerun continues)")
+            return out
+        except (OSError, PaimonCommitError) as e:
+            log.info("expire: cannot tell why snapshots were kept: %s", e)
+            return []
 
     def _out_of_memory(self, dry_run: bool) -> ExpireResult:
         """The result of a run that ran out of memory: what it did, the chunk it was

@@ -122,6 +122,13 @@ class ExpireResult:
     complete: bool = True
     stopped_by: Optional[str] = None
     message: Optional[str] = None
+    # Why the snapshots left were kept, in the words of the option or argument that kept
+    # them ("10 snapshot(s) kept by snapshot.num-retained.min = 10"): a run that expired
+    # less than the user hoped says why (ExpireSnapshots.kept_because).
+    kept_because: List[str] = field(default_factory=list)
+    # What the run changed of the table's settings for itself (a retain_max below the
+    # table's minimum lowers the minimum: TableCommit.expire_snapshots).
+    notes: List[str] = field(default_factory=list)
 
     def to_dict(self) -> Dict[str, Any]:
         """The result as a JSON-ready dict (what the CLI prints with --json)."""
@@ -131,7 +138,7 @@ class ExpireResult:
                 "by_kind": self.by_kind, "earliest": self.earliest, "latest": self.latest,
                 "dry_run": self.dry_run, "skipped": self.skipped, "seconds": self.seconds,
                 "complete": self.complete, "stopped_by": self.stopped_by,
-                "message": self.message}
+                "message": self.message, "kept_because": self.kept_because, "notes": self.notes}
 
 
 class ExpireTotals:

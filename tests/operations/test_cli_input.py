@@ -81,11 +81,13 @@ def usage_and_error(capsys, argv):
     out, err = capsys.readouterr()
     assert code == 2 and out == ""
     lines = err.splitlines()
-    return lines[0], lines[-1]
+    # The one useful line first, then the usage (issue 28): returned as (usage, error).
+    assert lines[1].startswith("usage: ")
+    return lines[1], lines[0]
 
 
 def assert_refused_by_parser(capsys, table_path, argv, error):
-    """argparse: the sub-command's usage, then one error line equal to `error`."""
+    """argparse: one error line equal to `error`, then the sub-command's usage."""
     before = files_under(table_path)
     first, last = usage_and_error(capsys, argv)
     assert first.startswith(f"usage: paimon-commit {argv[0]} ")
@@ -108,8 +110,8 @@ def assert_refused_by_parser(capsys, table_path, argv, error):
     (["expire-snapshots", "{t}", "--retain-min", "0"], "--retain-min '0' must be >= 1"),
     (["expire-snapshots", "{t}", "--retain-min", "three"], "--retain-min 'three' is not an integer"),
     (["expire-snapshots", "{t}", "--older-than", "yesterday"],
-     "--older-than 'yesterday' is an invalid timestamp (expected 'YYYY-MM-DD HH:MM:SS', "
-     "local time)"),
+     "--older-than 'yesterday' is an invalid timestamp (expected 'YYYY-MM-DD HH:MM:SS' "
+     "or 'YYYY-MM-DD', local time)"),
     (["remove-orphan-files", "{t}", "--mode", "distribute"],
      "--mode 'distribute' is not one of local, distributed: did you mean 'distributed'?"),
     (["expire-snapshots", "{t}", "--retian-min", "3"],
@@ -132,7 +134,7 @@ def test_errors_quote_the_flag_and_value_as_typed(capsys, written, table_path, a
 
 def test_a_command_typo_gets_a_suggestion(capsys):
     first, last = usage_and_error(capsys, ["expire-snapshot", "/nowhere"])
-    assert first == "usage: paimon-commit [-h] [-v] COMMAND ..."
+    assert first == "usage: paimon-commit [-h] [-v] [--version] COMMAND ..."
     assert last.startswith("paimon-commit: error: COMMAND 'expire-snapshot' is not one of ")
     assert last.endswith(": did you mean 'expire-snapshots'?")
 

@@ -23,19 +23,20 @@ def test_the_names_include_every_option_this_library_acts_on():
             "snapshot.expire.clean-empty-directories"} <= CORE_OPTION_NAMES
 
 
-def test_a_typo_in_create_options_warns_with_the_paimon_name(tmp_path, caplog):
+def test_a_typo_in_create_options_is_refused_with_the_paimon_name(tmp_path):
+    # Issue 28: where the user types the options (Table.create, the Spark write that creates
+    # a table, --table-conf) a near miss is an error, before anything is written.
     path = tmp_path / "t"
-    with caplog.at_level(logging.WARNING), \
-            pytest.warns(OptionNameWarning) as w:
-        t = Table.create(str(path), SCHEMA, options={"snapshot.num-retaind.min": "3"})
-    expected = ("table option 'snapshot.num-retaind.min' is not a Paimon option: did you mean "
-                "'snapshot.num-retained.min'? (kept as given; nothing reads it)")
-    assert [str(x.message) for x in w] == [expected]
-    assert w[0].filename == __file__   # points at the caller's line
-    assert expected not in caplog.text   # a warning, not also a log line (printed twice)
-    # Kept, as Paimon keeps options it does not know; the default still applies.
-    assert Table.open(str(path)).options["snapshot.num-retaind.min"] == "3"
-    assert t.store.options["snapshot.num-retained.min"] == 10
+    with pytest.raises(OptionError) as e:
+        Table.create(str(path), SCHEMA, options={"snapshot.num-retaind.min": "3"})
+    assert str(e.value) == ("table option 'snapshot.num-retaind.min' is not a Paimon option: "
+                            "did you mean 'snapshot.num-retained.min'?")
+    assert not path.exists()
+
+
+def test_options_a_table_carries_still_only_warn():
+    with pytest.warns(OptionNameWarning):
+        assert check_table_option_names({"snapshot.num-retaind.min": "3"}) != []
 
 
 def test_a_script_and_the_cli_say_a_typo_once(tmp_path):
@@ -46,14 +47,15 @@ def test_a_script_and_the_cli_say_a_typo_once(tmp_path):
               "Table.create(sys.argv[1], pa.schema([('id', pa.int64())]), "
               "options={'snapshot.num-retaind.min': '3'})")
     p = subprocess.run([sys.executable, "-c", script, path], capture_output=True, text=True)
-    assert p.returncode == 0 and p.stderr.count("did you mean 'snapshot.num-retained.min'") == 1
+    assert p.returncode == 1 and p.stderr.count("did you mean 'snapshot.num-retained.min'") == 1
+    Table.create(path, SCHEMA)
     p = subprocess.run([sys.executable, "-m", "paimon_commit", "compact", path,
                         "--table-conf", "compaction.min.file-nm=3", "--dry-run"],
                        capture_output=True, text=True)
-    assert p.returncode == 0, p.stderr
+    assert (p.returncode, p.stdout) == (2, "")
     assert p.stderr.splitlines() == [
-        "WARNING py.warnings: --table-conf 'compaction.min.file-nm' is not a Paimon option: did "
-        "you mean 'compaction.min.file-num'? (kept for this run; nothing reads it)"]
+        "error: --table-conf 'compaction.min.file-nm' is not a Paimon option: did you mean "
+        "'compaction.min.file-num'?"]
 
 
 def test_far_off_and_engine_options_are_accepted_silently(tmp_path):

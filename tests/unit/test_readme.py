@@ -124,6 +124,31 @@ def test_code_blocks_run(document, tmp_path, monkeypatch):
         b.skip for b in extract(document) if b.language in PYTHON | SHELL)
 
 
+def _runnable(document: str) -> List[Block]:
+    return [b for b in extract(document) if not b.skip and b.language in PYTHON | SHELL]
+
+
+@pytest.mark.parametrize("block", _runnable("README.md")[1:], ids=lambda b: b.where)
+def test_each_readme_block_runs_on_its_own(block, tmp_path, monkeypatch):
+    """A reader copies one block, after the quick start: each block runs alone (a fresh
+    namespace) on what the README's first block made, and defines what it uses."""
+    first = _runnable("README.md")[0]
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(ROOT)
+    exec(compile(first.code, first.where, "exec"), {"__name__": "__readme__"})
+    if block.language in PYTHON:
+        try:
+            exec(compile(block.code, block.where, "exec"), {"__name__": "__readme__"})
+        except Exception as e:
+            raise AssertionError(f"the Python block at {block.where} fails on its own: "
+                                 f"{type(e).__name__}: {e}\n{block.code}") from e
+    else:
+        r = subprocess.run(["bash", "-euo", "pipefail", "-c", block.code], cwd=tmp_path,
+                           env=_shell_env(tmp_path), capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode == 0, f"{block.where} exits {r.returncode}: {r.stderr}"
+
+
 @pytest.mark.parametrize("block", [b for b in _all_blocks() if b.skip],
                          ids=lambda b: b.where)
 def test_skipped_block(block):
