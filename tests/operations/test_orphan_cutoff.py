@@ -43,10 +43,11 @@ def run(capsys, *argv):
 
 
 def refused(capsys, root, argv, line):
-    """exit 2, nothing on stdout, `line` as the last line on stderr, nothing touched."""
+    """exit 2, nothing on stdout, `line` on stderr (first: a parser's error, with the usage
+    after it; or alone), nothing touched."""
     before = files_under(root)
     code, out, err = run(capsys, *argv)
-    assert (code, out, err.splitlines()[-1]) == (2, "", line), err
+    assert (code, out, err.splitlines()[0]) == (2, "", line), err
     assert files_under(root) == before
 
 
