@@ -212,7 +212,8 @@ def main(argv=None) -> int:
     time.sleep(1.1)
     before_files = _disk(table)[0]
     orphans = OrphanFilesCleaner(CleanContext(
-        path, older_than_ms=int(time.time() * 1000) - 1000)).clean()
+        path, older_than_ms=int(time.time() * 1000) - 1000,
+        allow_recent_cutoff=True)).clean()   # (the demo's files are seconds old)
     after_files, after_bytes, data_files, data_bytes = _disk(table)
     print(f"   removed {orphans.deleted_files} file(s), {orphans.deleted_bytes:,} bytes: "
           f"{', '.join(orphans.deleted_paths) or 'nothing'};")

@@ -187,7 +187,7 @@ class TableMaintenance:
     def remove_orphan_files(self, *, older_than: Cutoff = None,
                             older_than_duration: Duration = None, dry_run: bool = False,
                             parallelism: Optional[int] = None, progress=None,
-                            max_duration: Duration = None):
+                            max_duration: Duration = None, allow_recent_cutoff: bool = False):
         """Delete files no snapshot, tag, branch, changelog or consumer uses
         (`remove-orphan-files`), if older than a day (or `older_than` / `older_than_duration`).
 
@@ -199,6 +199,9 @@ class TableMaintenance:
                 file-operation.thread-num, or one per CPU).
             max_duration: a time limit ('10 min', or milliseconds; more than 0): deleting
                 stops between two batches once it is reached (the first batch always runs).
+            allow_recent_cutoff: accept a cutoff less than an hour (or the table's
+                commit.timeout) before now, which is refused otherwise: only when no writer
+                is running, whose files not yet committed it would delete.
 
         Returns:
             OrphanCleanResult (deleted_paths, deleted_dirs, deleted_files, deleted_bytes, ...).
@@ -217,7 +220,8 @@ class TableMaintenance:
             older = int(time.time() * 1000) - age
         int_at_least(parallelism, "parallelism", 1)
         limit = max_duration_arg(max_duration)
-        ctx = CleanContext(self, older_than_ms=older, dry_run=dry_run, max_duration_ms=limit)
+        ctx = CleanContext(self, older_than_ms=older, dry_run=dry_run, max_duration_ms=limit,
+                           allow_recent_cutoff=allow_recent_cutoff)
         ctx.progress = progress
         if parallelism:
             from concurrent.futures import ThreadPoolExecutor

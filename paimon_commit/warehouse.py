@@ -48,6 +48,7 @@ from .io.uri import split_credentials
 from .format import paths as P
 from .lease import lease_manager, maintenance_lease
 from .operations import maintenance_order
+from .operations.orphan_context import RecentCutoffError
 from .operations.limits import MAX_DURATION, MEMORY, check_max_duration_ms
 from .progress import MAINTAINING, ProgressCallback, emit
 
@@ -219,8 +220,8 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
                    clock: Callable[[], float] = time.time,
                    progress: Optional[ProgressCallback] = None,
                    storage_options: Optional[Dict[str, str]] = None,
-                   compact: bool = False, deadline_at: Optional[float] = None
-                   ) -> TableMaintenanceResult:
+                   compact: bool = False, deadline_at: Optional[float] = None,
+                   allow_recent_cutoff: bool = False) -> TableMaintenanceResult:
     """Maintain one table as its options ask (see the module docstring); never raises for a
     table-level problem, which is reported in the result instead.
 
@@ -238,6 +239,8 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
             time limit): checked between the table's steps (its first step always runs),
             and given to expiration and orphan cleanup, which stop at their next safe
             point.
+        allow_recent_cutoff: accept an `older_than_ms` less than an hour (or the table's
+            commit.timeout) before now (orphan cleanup refuses it otherwise).
 
     Returns:
         TableMaintenanceResult with status `ok`, `failed`, `skipped` or `incomplete`.
@@ -246,7 +249,8 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
         OptionError: a bad argument (see check_maintenance_args), before any I/O.
     """
     check_maintenance_args(orphans=orphans, older_than_ms=older_than_ms, dry_run=dry_run,
-                           compact=compact, clock=clock)
+                           compact=compact, clock=clock,
+                           allow_recent_cutoff=allow_recent_cutoff)
     t0 = time.perf_counter()
     path, storage_options = split_credentials(str(path), storage_options)
     name = name or path
@@ -275,6 +279,14 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
             partition_expire = PartitionExpire(store, commit._commit,
                                                PartitionExpireConfig.from_options(options),
                                                clock=clock)
+        if orphans and not allow_recent_cutoff and older_than_ms is not None:
+            # A commit.timeout longer than the orphan age: refused before the first step
+            # (orphan cleanup, the last step, would refuse it after the others had run).
+            from .operations.orphan_context import check_cutoff_floor
+            check_cutoff_floor(older_than_ms, int(clock() * 1000),
+                               f"older_than_ms = {older_than_ms}",
+                               "pass allow_recent_cutoff=True (--allow-recent-cutoff)",
+                               options["commit.timeout"])
         compaction = _compaction(store, result) if compact else None
         # Refuse to act on a table we cannot fully read: every snapshot file listed must
         # parse before anything is deleted (expiration re-checks what it touches).
@@ -303,6 +315,7 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
             orr = OrphanFilesCleaner(CleanContext(
                 path, older_than_ms=older_than_ms, dry_run=dry_run, clock=clock,
                 file_io=file_io_for_path(path, storage_options),
+                allow_recent_cutoff=allow_recent_cutoff,
                 max_duration_ms=limits.remaining_ms())).clean()
             result.orphans_deleted = orr.deleted_files
             result.deleted_files += orr.deleted_files
@@ -319,6 +332,8 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
         # (Reported below, outside the except block: its traceback holds the frames, and the
         # memory, of whatever ran out.)
         out_of_memory = True
+    except RecentCutoffError as e:   # (checked before the first step)
+        result.status, result.reason = "skipped", f"{e}; nothing was changed"
     except _UNREADABLE as e:
         before_any_change = step in ("opening", "reading metadata")
         if before_any_change or isinstance(e, (CorruptMetadataError, UnicodeDecodeError)):
@@ -391,12 +406,14 @@ class _Limits:
 def check_maintenance_args(orphans: bool = False, older_than_ms: Optional[int] = None,
                            dry_run: bool = False, compact: bool = False,
                            clock: Callable[[], float] = time.time,
-                           max_duration_ms: Optional[int] = None) -> None:
+                           max_duration_ms: Optional[int] = None,
+                           allow_recent_cutoff: bool = False) -> None:
     """The arguments of a maintenance run, checked before any I/O: a bad one is the run's
     mistake, not a table's. Found only at the step that uses it, it would fail every table
     after the steps before it had deleted (orphan cleanup runs last). OptionError naming the
     argument otherwise. The orphan threshold follows orphan cleanup's own rules (an integer
-    in epoch milliseconds, in the past), also when `orphans` is off."""
+    in epoch milliseconds, in the past, at least an hour before now unless
+    `allow_recent_cutoff`), also when `orphans` is off."""
     for arg, value in (("orphans", orphans), ("dry_run", dry_run), ("compact", compact)):
         if not isinstance(value, bool):
             raise OptionError(f"{arg} must be True or False, got {value!r}")
@@ -406,7 +423,8 @@ def check_maintenance_args(orphans: bool = False, older_than_ms: Optional[int] =
     if older_than_ms is not None:
         from .operations.orphan_context import CleanContext
         # Its checks only (a CleanContext touches no storage when constructed).
-        CleanContext("", older_than_ms=older_than_ms, clock=clock)
+        CleanContext("", older_than_ms=older_than_ms, clock=clock,
+                     allow_recent_cutoff=allow_recent_cutoff)
 
 
 _UNITS = {maintenance_order.COMPACTION: "files", maintenance_order.TAGS: "tags",
@@ -523,20 +541,21 @@ def _maintain_in_time(path: str, name: str, orphans: bool, older_than_ms: Option
                       dry_run: bool, clock: Callable[[], float] = time.time,
                       progress: Optional[ProgressCallback] = None,
                       storage_options: Optional[Dict[str, str]] = None, compact: bool = False,
-                      deadline_at: Optional[float] = None, first: bool = False
-                      ) -> TableMaintenanceResult:
+                      deadline_at: Optional[float] = None, first: bool = False,
+                      allow_recent_cutoff: bool = False) -> TableMaintenanceResult:
     """maintain_table, unless the run's time limit passed before the table could start
     (the `first` tables, those a run starts at once, always start: every run progresses)."""
     if deadline_at is not None and not first and time.monotonic() >= deadline_at:
         return _not_started(path, name, dry_run)
     return maintain_table(path, name, orphans, older_than_ms, dry_run, clock, progress,
-                          storage_options, compact, deadline_at)
+                          storage_options, compact, deadline_at,
+                          allow_recent_cutoff=allow_recent_cutoff)
 
 
 def _maintain_one(args: Tuple) -> Dict[str, Any]:
     """Process-pool entry point: returns the result as a dict (picklable)."""
     path, name, orphans, older_than_ms, dry_run, storage_options, env, compact, deadline_at, \
-        first = args
+        first, allow_recent_cutoff = args
     # A fork server is started once per process and keeps the environment of that moment:
     # its workers would reach the store an earlier call pointed at, with its credentials.
     for k in [k for k in os.environ if k.startswith(_STORAGE_ENV) and k not in env]:
@@ -544,7 +563,8 @@ def _maintain_one(args: Tuple) -> Dict[str, Any]:
     os.environ.update(env)
     r = _maintain_in_time(path, name, orphans, older_than_ms, dry_run,
                           storage_options=storage_options, compact=compact,
-                          deadline_at=deadline_at, first=first)
+                          deadline_at=deadline_at, first=first,
+                          allow_recent_cutoff=allow_recent_cutoff)
     return r.__dict__
 
 
@@ -558,8 +578,8 @@ def maintain_warehouse(warehouse: str, database: Optional[str] = None,
                        clock: Callable[[], float] = time.time,
                        tables: Optional[Sequence[TableRef]] = None,
                        storage_options: Optional[Dict[str, str]] = None,
-                       compact: bool = False, max_duration_ms: Optional[int] = None
-                       ) -> List[TableMaintenanceResult]:
+                       compact: bool = False, max_duration_ms: Optional[int] = None,
+                       allow_recent_cutoff: bool = False) -> List[TableMaintenanceResult]:
     """Maintain every table of a warehouse (see the module docstring), `parallelism` tables
     at a time, going on past tables that fail.
 
@@ -584,6 +604,8 @@ def maintain_warehouse(warehouse: str, database: Optional[str] = None,
             safe point once it is reached, tables not started are not started; both are
             `incomplete` (see the module docstring). It counts from when the tables are
             found.
+        allow_recent_cutoff: accept an `older_than_ms` less than an hour (or a table's
+            commit.timeout) before now, refused otherwise (only when no writer is running).
 
     Returns:
         One TableMaintenanceResult per table, sorted by `db.table`.
@@ -600,7 +622,8 @@ def maintain_warehouse(warehouse: str, database: Optional[str] = None,
     if workers not in ("process", "thread"):
         raise ValueError(f"workers must be 'process' or 'thread', got {workers!r}")
     check_maintenance_args(orphans=orphans, older_than_ms=older_than_ms, dry_run=dry_run,
-                           compact=compact, clock=clock, max_duration_ms=max_duration_ms)
+                           compact=compact, clock=clock, max_duration_ms=max_duration_ms,
+                           allow_recent_cutoff=allow_recent_cutoff)
     warehouse, storage_options = split_credentials(str(warehouse), storage_options)
     refs = list(tables) if tables is not None else \
         find_tables(warehouse, database, table_glob, storage_options=storage_options)
@@ -625,12 +648,14 @@ def maintain_warehouse(warehouse: str, database: Optional[str] = None,
             finished(maintain_table(ref.path, ref.full_name, orphans, older_than_ms, dry_run,
                                     clock, progress=_per_table(progress, len(results), total),
                                     storage_options=storage_options, compact=compact,
-                                    deadline_at=deadline_at))
+                                    deadline_at=deadline_at,
+                                    allow_recent_cutoff=allow_recent_cutoff))
     elif workers == "thread":
         with concurrent.futures.ThreadPoolExecutor(parallelism) as pool:
             futures = [pool.submit(_maintain_in_time, ref.path, ref.full_name, orphans,
                                    older_than_ms, dry_run, clock, None, storage_options,
-                                   compact, deadline_at=deadline_at, first=i < parallelism)
+                                   compact, deadline_at=deadline_at, first=i < parallelism,
+                                   allow_recent_cutoff=allow_recent_cutoff)
                        for i, ref in enumerate(refs)]
             for f in concurrent.futures.as_completed(futures):
                 finished(f.result())
@@ -642,7 +667,8 @@ def maintain_warehouse(warehouse: str, database: Optional[str] = None,
             futures = {pool.submit(_maintain_one, (ref.path, ref.full_name, orphans,
                                                    older_than_ms, dry_run, storage_options,
                                                    env, compact, deadline_at,
-                                                   i < parallelism)): ref
+                                                   i < parallelism,
+                                                   allow_recent_cutoff)): ref
                        for i, ref in enumerate(refs)}
             for f in concurrent.futures.as_completed(futures):
                 ref = futures[f]

@@ -5,7 +5,8 @@
   expire-tags, maintain, report and table patterns; `parser.py`: the argument parser.
 - `main` here runs one command: exit codes 0 ok, 2 invalid input (nothing touched), 1 failed,
   3 incomplete (a limit, a lost maintenance lease), 75 the maintenance lease is held by another
-  process (nothing done), 141 stdout closed by its reader (`| head`).
+  process (nothing done), 141 stdout closed by its reader (`| head`), 130 / 143 a destructive
+  command stopped at a safe point by SIGINT / SIGTERM (`interrupts.py`).
 """
 from __future__ import annotations
 
@@ -21,9 +22,10 @@ from ..errors import LeaseHeldError, OptionError, PaimonCommitError, TableNotFou
     UnsafePathError
 from ..lease import lease_settings
 from ..io.object_store_config import check_storage_options
-from .args import EXIT_CLOSED_PIPE, EXIT_FAILED, EXIT_INVALID, EXIT_LEASE_HELD, EXIT_OK, \
-    InvalidInput
+from .args import (EXIT_CLOSED_PIPE, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_INVALID,
+                   EXIT_LEASE_HELD, EXIT_OK, InvalidInput)
 from .context import Run
+from .interrupts import EXIT_SIGINT, INTERRUPTED_AGAIN, Interrupts, stop_at_safe_points
 from .parser import build_parser
 
 __all__ = ["main", "build_parser", "EXIT_OK", "EXIT_FAILED", "EXIT_INVALID"]
@@ -96,6 +98,12 @@ def _warnings_to_log():
         warnings.formatwarning = fmt
 
 
+# Commands that delete: SIGINT / SIGTERM stop them at their next safe point (interrupts.py).
+DESTRUCTIVE = frozenset({"expire-snapshots", "expire-partitions", "expire-tags", "delete-tag",
+                         "rollback-to", "remove-orphan-files", "compact", "maintain",
+                         "drop-partition"})
+
+
 def _run(args) -> int:
     # s3://key:secret@bucket/...: the credentials go into the storage options, never echoed.
     args.table = Run.start(args.table, dict(args.option))
@@ -103,6 +111,30 @@ def _run(args) -> int:
         check_storage_options(dict(args.option), strict=True, what="--option")
     except OptionError as e:
         return _fail(args, e, EXIT_INVALID)
+    got = Interrupts()
+    try:
+        with stop_at_safe_points() if args.command in DESTRUCTIVE else \
+                contextlib.nullcontext(got) as got:
+            code = _run_command(args)
+    except KeyboardInterrupt:
+        # A second signal during a destructive command (its handler raised this), or Ctrl-C
+        # during a read-only one: one line, no traceback; what was deleted is done, and what
+        # is left is what a kill there would leave, which a rerun finishes.
+        again = got.first is not None
+        print(INTERRUPTED_AGAIN if again else "interrupted", file=sys.stderr)
+        code = got.exit_code if again else EXIT_SIGINT
+        if args.json:
+            print(json.dumps({"error": INTERRUPTED_AGAIN if again else "interrupted",
+                              "exit_code": code}))
+        return code
+    if got.first is not None and code in (EXIT_OK, EXIT_INCOMPLETE):
+        # Stopped at a safe point (or finished before one came): 130 / 143, as the shells
+        # report a command those signals ended, after the usual output.
+        return got.exit_code
+    return code
+
+
+def _run_command(args) -> int:
     wait = getattr(args, "lease_wait", None)
     try:
         with lease_settings(None if wait is None else wait / 1000.0,

@@ -13,8 +13,8 @@ from ..options import parse_duration_ms
 
 __all__ = ["EXIT_OK", "EXIT_FAILED", "EXIT_INVALID", "EXIT_INCOMPLETE", "EXIT_CLOSED_PIPE",
            "EXIT_LEASE_HELD",
-           "InvalidInput",
-           "Duration", "orphan_age", "duration", "time_limit", "key_value", "timestamp_ms",
+           "InvalidInput", "Duration", "orphan_age", "orphan_duration", "orphan_cutoff",
+           "duration", "time_limit", "key_value", "timestamp_ms",
            "past_timestamp_ms", "int_at_least", "stopped_exit_code", "lease_duration"]
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
@@ -52,6 +52,31 @@ def orphan_age(flag: str, value: "Duration") -> None:
     if value is not None and value == 0:
         raise InvalidInput(f"{flag} {getattr(value, 'text', str(value))!r} must be longer than "
                            f"0: files being written now would be deleted")
+
+
+def orphan_duration(text: str) -> int:
+    """An orphan age (`--older-than-duration`): a duration with its unit. A bare number would
+    be milliseconds (`1` deleted files written a millisecond ago), never what was meant."""
+    if text.strip().isdigit():
+        raise argparse.ArgumentTypeError(
+            f"{text!r} has no unit: give one, e.g. '1 h', '30 min', '2 d'")
+    return duration(text)
+
+
+def orphan_cutoff(flag: str, value, older_than_ms: int, allow: bool,
+                  commit_timeout_ms=None) -> None:
+    """An orphan cutoff newer than the floor (an hour; a table's commit.timeout when longer:
+    checked again when the table is opened) is refused in the user's words, before any I/O,
+    unless --allow-recent-cutoff."""
+    from ..operations.orphan_context import RecentCutoffError, check_cutoff_floor
+    if allow or older_than_ms is None:
+        return
+    try:
+        check_cutoff_floor(older_than_ms, int(time.time() * 1000),
+                           f"{flag} {getattr(value, 'text', value)!r}",
+                           "pass --allow-recent-cutoff", commit_timeout_ms)
+    except RecentCutoffError as e:
+        raise InvalidInput(str(e)) from None
 
 
 def duration(text: str) -> int:
@@ -123,7 +148,7 @@ def past_timestamp_ms(text: str) -> int:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not in the past (it is {shown} now, local time): a cutoff must be a "
             f"past time")
-    return ms
+    return Duration(ms, text)   # (an epoch time, remembering how it was typed)
 
 
 def int_at_least(minimum: int) -> Callable[[str], int]:

@@ -15,7 +15,8 @@ from typing import Any, Callable, Dict, List
 from ..progress import terminal_progress
 from . import context
 from .args import (EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, InvalidInput, duration,
-                   int_at_least, key_value, orphan_age, past_timestamp_ms, time_limit)
+                   int_at_least, key_value, orphan_age, orphan_cutoff, orphan_duration,
+                   past_timestamp_ms, time_limit)
 
 __all__ = ["add_commands", "cmd_expire_tags", "cmd_maintain", "cmd_report"]
 
@@ -63,8 +64,11 @@ def cmd_maintain(args) -> Dict[str, Any]:
     orphan_age("--older-than-duration", args.older_than_duration)
     if args.older_than_duration is not None:
         older = int(time.time() * 1000) - args.older_than_duration
+        orphan_cutoff("--older-than-duration", args.older_than_duration, older,
+                      args.allow_recent_cutoff)
         try:   # every argument before any I/O (maintain_warehouse checks again)
-            check_maintenance_args(older_than_ms=older)
+            check_maintenance_args(older_than_ms=older,
+                                   allow_recent_cutoff=args.allow_recent_cutoff)
         except OptionError:
             text = getattr(args.older_than_duration, "text", str(args.older_than_duration))
             raise InvalidInput(f"--older-than-duration {text!r} reaches back before 1970: "
@@ -80,7 +84,8 @@ def cmd_maintain(args) -> Dict[str, Any]:
                                      older_than_ms=older, parallelism=args.parallelism,
                                      dry_run=args.dry_run, progress=progress, tables=tables,
                                      storage_options=storage, compact=args.compact,
-                                     max_duration_ms=args.max_duration)
+                                     max_duration_ms=args.max_duration,
+                                     allow_recent_cutoff=args.allow_recent_cutoff)
     finally:
         if progress is not None:
             progress.close()
@@ -313,8 +318,13 @@ def add_commands(sub, command: Callable) -> None:
     m.add_argument("--compact", action="store_true",
                    help="first compact the small files of every append table this library "
                         "writes (each table's compaction options)")
-    m.add_argument("--older-than-duration", type=duration, metavar="DURATION",
-                   help="orphans must be older than this (default '1 d')")
+    m.add_argument("--older-than-duration", type=orphan_duration, metavar="DURATION",
+                   help="orphans must be older than this, with a unit (default '1 d'; at "
+                        "least '1 h' and each table's commit.timeout unless "
+                        "--allow-recent-cutoff)")
+    m.add_argument("--allow-recent-cutoff", action="store_true",
+                   help="allow an orphan age under '1 h' (or a table's commit.timeout): "
+                        "files a running writer has not committed yet would be deleted")
     m.add_argument("--parallelism", type=int_at_least(1), default=2,
                    help="tables maintained at the same time (worker processes; default 2)")
     m.add_argument("--max-duration", type=time_limit, metavar="DURATION",

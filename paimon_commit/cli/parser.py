@@ -9,8 +9,8 @@ from typing import Dict, List
 
 from .. import __version__
 from ..io.uri import redact_uris_in
-from .args import duration, int_at_least, key_value, lease_duration, past_timestamp_ms, \
-    time_limit
+from .args import (duration, int_at_least, key_value, lease_duration, orphan_duration,
+                   past_timestamp_ms, time_limit)
 from .check import add_check_command
 from .compaction import add_compact_command
 from .maintenance import add_commands
@@ -195,8 +195,14 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--older-than", type=past_timestamp_ms, metavar=TIMESTAMP_METAVAR,
                    help="only files modified before this local time (must be in the past; "
                         + BARE_DATE + ")")
-    c.add_argument("--older-than-duration", type=duration, metavar="DURATION",
-                   help="only files older than this, e.g. '1 d' (default '1 d')")
+    c.add_argument("--older-than-duration", type=orphan_duration, metavar="DURATION",
+                   help="only files older than this, with a unit, e.g. '2 d' (default '1 d'; "
+                        "at least '1 h' and the table's commit.timeout unless "
+                        "--allow-recent-cutoff)")
+    c.add_argument("--allow-recent-cutoff", action="store_true",
+                   help="allow a cutoff less than '1 h' (or the table's commit.timeout) "
+                        "before now: files a running writer has not committed yet would be "
+                        "deleted; only when no writer is running")
     c.add_argument("--dry-run", action="store_true", help="report, delete nothing")
     c.add_argument("--parallelism", type=int_at_least(1), help="threads (or Spark tasks)")
     c.add_argument("--mode", choices=["local", "distributed"], default="local",

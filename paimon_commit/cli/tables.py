@@ -15,7 +15,7 @@ from ..progress import terminal_progress
 from ..table import Table
 from ..tags import tag_manager
 from . import context
-from .args import EXIT_FAILED, InvalidInput, orphan_age, stopped_exit_code
+from .args import EXIT_FAILED, InvalidInput, orphan_age, orphan_cutoff, stopped_exit_code
 
 __all__ = ["cmd_snapshots", "cmd_tags", "cmd_info", "cmd_drop_partition",
            "cmd_expire_snapshots", "cmd_expire_partitions", "cmd_remove_orphan_files",
@@ -77,26 +77,35 @@ def cmd_expire_partitions(args) -> Dict[str, Any]:
 
 def cmd_remove_orphan_files(args) -> Dict[str, Any]:
     from ..operations.orphan import CleanContext, OrphanFilesCleaner
+    from ..operations.orphan_context import RecentCutoffError
     if args.older_than is not None and args.older_than_duration is not None:
         raise InvalidInput("give --older-than or --older-than-duration, not both")
     orphan_age("--older-than-duration", args.older_than_duration)
     if args.mode == "distributed" and args.max_duration is not None:
         raise InvalidInput("--max-duration is not supported with --mode distributed (the "
                            "executors delete in one job)")
-    older = args.older_than
+    older, flag, typed = args.older_than, "--older-than", args.older_than
     if args.older_than_duration is not None:
         older = int(time.time() * 1000) - args.older_than_duration
+        flag, typed = "--older-than-duration", args.older_than_duration
+    allow = args.allow_recent_cutoff
+    orphan_cutoff(flag, typed, older, allow)   # the hour's floor, before any I/O
     ctx = CleanContext(args.table, older_than_ms=older, dry_run=args.dry_run,
-                       file_io=context.open_io(args.table), max_duration_ms=args.max_duration)
+                       file_io=context.open_io(args.table), max_duration_ms=args.max_duration,
+                       allow_recent_cutoff=allow)
     ctx.progress = terminal_progress(args.json)   # a live bar on a terminal only
-    if args.mode == "distributed":
-        from ..spark.orphan import DistributedOrphanFilesCleaner
-        cleaner = DistributedOrphanFilesCleaner(ctx, parallelism=args.parallelism)
-    else:
-        if args.parallelism:
-            from concurrent.futures import ThreadPoolExecutor
-            ctx.executor = ThreadPoolExecutor(args.parallelism)
-        cleaner = OrphanFilesCleaner(ctx)
+    try:   # the table's commit.timeout, when longer than the hour, is checked on opening
+        if args.mode == "distributed":
+            from ..spark.orphan import DistributedOrphanFilesCleaner
+            cleaner = DistributedOrphanFilesCleaner(ctx, parallelism=args.parallelism)
+        else:
+            cleaner = OrphanFilesCleaner(ctx)
+    except RecentCutoffError as e:
+        orphan_cutoff(flag, typed, older, allow, e.floor_ms)   # in the command line's words
+        raise
+    if args.mode != "distributed" and args.parallelism:
+        from concurrent.futures import ThreadPoolExecutor
+        ctx.executor = ThreadPoolExecutor(args.parallelism)
     try:
         r = cleaner.clean()
     finally:

@@ -22,7 +22,8 @@ import time
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
-from ..io.deletion import StopDeleting, checkpoint, remove_empty_dirs, run_deletions
+from ..io.deletion import StopDeleting, checkpoint, remove_empty_dirs, run_deletions, \
+    stop_requested
 from ..lease import maintenance_lease
 from ..progress import DELETING, LISTING, READING, Throttle, emit
 from ..errors import CorruptMetadataError, TableNotFoundError
@@ -37,7 +38,7 @@ from ..snapshots import SnapshotManager
 from ..store import FileStore, SchemaManager
 from .limits import MAX_DURATION, MEMORY, OUT_OF_MEMORY, Deadline, is_out_of_memory
 from .orphan_context import (PLAUSIBLE_MS, Candidate, CleanContext, OrphanCleanAborted,
-                             OrphanCleanResult, classify, is_bucket_dir)
+                             OrphanCleanResult, check_cutoff_floor, classify, is_bucket_dir)
 from .orphan_select import Found, Listed, UsedNames, pack, stat_tasks
 
 log = logging.getLogger(__name__)
@@ -45,9 +46,32 @@ log = logging.getLogger(__name__)
 __all__ = ["CleanContext", "OrphanFilesCleaner", "OrphanCleanResult", "OrphanCleanAborted"]
 
 IO_THREADS = 16
-# Files deleted between two looks at the clock under a time limit (a few tenths of a second
-# locally, a few batched requests on object stores).
-DEADLINE_BATCH = 2000
+# Deletions go in batches with a safe point (io.deletion.checkpoint: an interrupt, a lost
+# lease) and a look at the time limit between two. A batch is sized to take about
+# BATCH_SECONDS at the rate the previous one ran (the first is FIRST_BATCH files), between
+# MIN_BATCH and MAX_BATCH files. Not smaller: the pool unlinks a batch in slices of 256 files
+# of one directory, so a small batch keeps most threads idle (batches of a few hundred made
+# the real run ~2x slower); an interrupt is seen sooner by the slices themselves (_Stoppable).
+FIRST_BATCH = 2000
+MIN_BATCH = 2000
+MAX_BATCH = 10_000
+BATCH_SECONDS = 0.2
+
+
+class _Stoppable(Executor):
+    """The deletion pool, except that a task not started when the process is asked to stop
+    (SIGINT / SIGTERM: io.deletion.request_stop) deletes nothing and returns []: an orphan
+    left is found again by the next run, exactly as one of a batch not started. Ctrl-C then
+    stops the run within one slice per thread, not one batch."""
+
+    def __init__(self, pool: Executor):
+        self._pool = pool
+        self._max_workers = getattr(pool, "_max_workers", 4)   # (run_deletions sizes by it)
+
+    def submit(self, fn, *args, **kwargs):
+        def unless_stopped():
+            return [] if stop_requested() is not None else fn(*args, **kwargs)
+        return self._pool.submit(unless_stopped)
 
 
 class OrphanFilesCleaner:
@@ -57,6 +81,8 @@ class OrphanFilesCleaner:
     Raises (on construction):
         TableNotFoundError: the path has no schema/schema-N (nothing is listed).
         OptionError: an option in `context.options` is invalid.
+        RecentCutoffError: the cutoff is newer than the table's commit.timeout before now
+            (unless `context.allow_recent_cutoff`); nothing is listed.
     """
 
     def __init__(self, context: CleanContext):
@@ -75,6 +101,11 @@ class OrphanFilesCleaner:
             self.options = validate_options(merged)
         else:
             self.options = self.store.options
+        if not context.allow_recent_cutoff:   # (the hour's floor: CleanContext)
+            check_cutoff_floor(context.older_than_ms, int(context.clock() * 1000),
+                               f"older_than_ms = {context.older_than_ms}",
+                               "pass allow_recent_cutoff=True",
+                               self.options["commit.timeout"])
         self.io = io
         # Branch and tag names seen with the candidates (phase 1), checked in phase 2.
         self._first_listing: Optional[Dict[str, Set[str]]] = None
@@ -239,22 +270,29 @@ class OrphanFilesCleaner:
         # Not against resolutions cached while listing: a directory may be a symlink now.
         self.io.forget_resolved_dirs()
         deadline = getattr(self, "_deadline", None)
-        # Batches of at most 10,000 even without a limit or progress: the maintenance lease is
-        # checked before each, so a holder that lost it deletes at most one batch.
-        step = DEADLINE_BATCH if deadline is not None else 10_000
         # Local disk: this thread checks every path, the pool only unlinks (an unlink
         # waiting on the disk behind a thread checking paths under the GIL made the real
         # run ~1.3x the bare unlinks).
         one_call = executor is not None and self.io.unlinks_recheck_dirs
-        for i in range(0, len(paths), step):   # in steps, to report progress
+        if executor is not None:
+            executor = _Stoppable(executor)
+        if paths:
+            log.info("orphan clean of %s: deleting %d orphan file(s)", self.root, len(paths))
+        i, step = 0, FIRST_BATCH
+        while i < len(paths):   # in batches: a safe point between two (see BATCH_SECONDS)
             if i and deadline is not None and deadline.reached():
                 self._stopped_by, self._remaining = MAX_DURATION, len(paths) - i
                 break
             checkpoint()   # an interrupt, a lost lease: stop before this batch
             chunk = paths[i:i + step]
+            t = time.perf_counter()
             deleted.update(self.io.delete_files(chunk, executor) if one_call else
                            run_deletions(self.io, chunk, executor))
-            emit(self.ctx.progress, DELETING, min(i + step, len(paths)), len(paths))
+            took = time.perf_counter() - t
+            i += len(chunk)
+            emit(self.ctx.progress, DELETING, i, len(paths))
+            step = max(MIN_BATCH, min(MAX_BATCH, int(len(chunk) * BATCH_SECONDS /
+                                                     max(took, 1e-6))))
         return orphans.keep(deleted)
 
     # --- phase 1: candidates -------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional
+from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
 from ..errors import OptionError, PaimonCommitError
 from ..format import paths as P
@@ -13,9 +13,16 @@ from ..io import FileIO, FileStatus
 from .limits import check_max_duration_ms
 
 __all__ = ["CleanContext", "OrphanCleanResult", "OrphanCleanAborted", "Candidate", "classify",
-           "manifest_kind", "is_bucket_dir", "is_symlink", "DAY_MS", "PLAUSIBLE_MS", "KINDS"]
+           "manifest_kind", "is_bucket_dir", "is_symlink", "DAY_MS", "PLAUSIBLE_MS", "KINDS",
+           "MIN_ORPHAN_AGE_MS", "RecentCutoffError", "cutoff_floor_ms", "check_cutoff_floor"]
 
 DAY_MS = 86_400_000
+# The newest cutoff orphan cleanup accepts unless told otherwise (allow_recent_cutoff): a writer
+# writes its data files before the commit that names them, so an uncommitted file is "unused"
+# until then; a cutoff of seconds deletes it and the commit then names a file that is gone
+# (delta-rs lost data exactly so; Delta and delta-rs refuse a retention under 7 days unless
+# told). A table's commit.timeout, when longer, is the floor: a commit may retry that long.
+MIN_ORPHAN_AGE_MS = 3_600_000
 # A modification time below this (1970-04-26 in ms) is almost surely in seconds.
 PLAUSIBLE_MS = 10_000_000_000
 
@@ -25,6 +32,38 @@ KINDS = ("data", "manifest", "manifest-list", "index", "statistics", "changelog"
 
 class OrphanCleanAborted(PaimonCommitError):
     """The cleaner could not prove which files are used; nothing was deleted."""
+
+
+class RecentCutoffError(OptionError):
+    """An orphan cutoff newer than the floor (MIN_ORPHAN_AGE_MS, or the table's
+    commit.timeout), refused before anything is listed. `age_ms` is how far before now the
+    cutoff is, `floor_ms` the floor and `why` what sets it (for messages in other words)."""
+
+    def __init__(self, message: str, age_ms: int, floor_ms: int, why: str):
+        super().__init__(message)
+        self.age_ms, self.floor_ms, self.why = age_ms, floor_ms, why
+
+
+def cutoff_floor_ms(commit_timeout_ms: Optional[int] = None) -> Tuple[int, str]:
+    """(the floor, what sets it): an hour, or the table's commit.timeout when longer."""
+    from ..options import format_duration_ms
+    if commit_timeout_ms is not None and commit_timeout_ms > MIN_ORPHAN_AGE_MS:
+        return commit_timeout_ms, (f"the table's commit.timeout "
+                                   f"({format_duration_ms(commit_timeout_ms)})")
+    return MIN_ORPHAN_AGE_MS, f"{format_duration_ms(MIN_ORPHAN_AGE_MS)}"
+
+
+def check_cutoff_floor(older_than_ms: int, now_ms: int, what: str, override: str,
+                       commit_timeout_ms: Optional[int] = None) -> None:
+    """RecentCutoffError when `older_than_ms` is newer than the floor: one line naming `what`
+    (the argument as the caller gave it) and the `override`."""
+    floor, why = cutoff_floor_ms(commit_timeout_ms)
+    age = now_ms - older_than_ms
+    if age < floor:
+        raise RecentCutoffError(
+            f"{what} is within {why} of now: a data file a writer has written but not committed yet would be deleted; give an "
+            f"older cutoff, or {override} to allow it (only when no writer is running)",
+            age, floor, why)
 
 
 @dataclass
@@ -47,9 +86,13 @@ class CleanContext:
         max_duration_ms: stop deleting at the first batch boundary after this long from
             the start of clean() (the first batch always runs; operations/limits.py); the
             result then says complete=False, stopped_by="max-duration".
+        allow_recent_cutoff: accept an `older_than_ms` newer than the floor (an hour before
+            now, or the table's commit.timeout when longer; RecentCutoffError otherwise):
+            only when no writer is running, whose uncommitted files it would delete.
 
     Raises:
         OptionError: a bad threshold, option, callback or time limit.
+        RecentCutoffError: (an OptionError) the cutoff is newer than an hour before now.
     """
 
     table_path: Any   # a Table, or the path of one
@@ -62,6 +105,7 @@ class CleanContext:
     clock: Callable[[], float] = time.time
     progress: Optional[Callable[[Any], None]] = None   # paimon_commit.progress callback
     max_duration_ms: Optional[int] = None
+    allow_recent_cutoff: bool = False
 
     def __post_init__(self) -> None:
         check_max_duration_ms(self.max_duration_ms)
@@ -85,6 +129,13 @@ class CleanContext:
         elif self.older_than_ms < PLAUSIBLE_MS:
             raise OptionError(f"older_than_ms = {self.older_than_ms} looks like seconds, not "
                               f"milliseconds")
+        if not isinstance(self.allow_recent_cutoff, bool):
+            raise OptionError(f"allow_recent_cutoff must be True or False, got "
+                              f"{self.allow_recent_cutoff!r}")
+        if not self.allow_recent_cutoff:   # (the table's commit.timeout: OrphanFilesCleaner)
+            check_cutoff_floor(self.older_than_ms, now_ms,
+                               f"older_than_ms = {self.older_than_ms}",
+                               "pass allow_recent_cutoff=True")
         if self.should_be_retained is not None and not callable(self.should_be_retained):
             raise OptionError("should_be_retained must be callable")
 

@@ -27,10 +27,12 @@ __all__ = ["maintain_warehouse_spark"]
 
 def _maintain_partition(items: Iterable[Tuple[str, str]], orphans: bool,
                         older_than_ms: Optional[int], dry_run: bool,
-                        storage_options: Dict[str, str]) -> Iterator[Dict[str, Any]]:
+                        storage_options: Dict[str, str], allow_recent_cutoff: bool = False
+                        ) -> Iterator[Dict[str, Any]]:
     for path, name in items:
         yield maintain_table(path, name, orphans, older_than_ms, dry_run,
-                             storage_options=storage_options).__dict__
+                             storage_options=storage_options,
+                             allow_recent_cutoff=allow_recent_cutoff).__dict__
 
 
 def maintain_warehouse_spark(warehouse: str, spark=None, database: Optional[str] = None,
@@ -39,7 +41,8 @@ def maintain_warehouse_spark(warehouse: str, spark=None, database: Optional[str]
                              parallelism: Optional[int] = None,
                              orphan_mode: str = "per-table",
                              tables: Optional[List[TableRef]] = None,
-                             storage_options: Optional[Dict[str, str]] = None
+                             storage_options: Optional[Dict[str, str]] = None,
+                             allow_recent_cutoff: bool = False
                              ) -> List[TableMaintenanceResult]:
     """Maintain every table of a warehouse with the tables spread over Spark executors.
 
@@ -56,17 +59,24 @@ def maintain_warehouse_spark(warehouse: str, spark=None, database: Optional[str]
             listing spread over executors, after the other steps).
         tables: maintain exactly these (skips discovery).
         storage_options: how to reach the storage (`s3.endpoint`, ...), sent to executors.
+        allow_recent_cutoff: accept an `older_than_ms` less than an hour (or a table's
+            commit.timeout) before now, refused otherwise (only when no writer is running).
 
     Returns:
         One TableMaintenanceResult per table, sorted by `db.table`.
 
     Raises:
-        ValueError: unknown orphan_mode (before any I/O).
+        ValueError: unknown orphan_mode, or a bad argument (OptionError, e.g. a cutoff
+            newer than the floor: RecentCutoffError), before any I/O.
         TableNotFoundError: the warehouse does not exist.
     """
     if orphan_mode not in ("per-table", "distributed"):
         raise ValueError(f"orphan_mode must be 'per-table' or 'distributed', got "
                          f"{orphan_mode!r}")
+    from ..warehouse import check_maintenance_args
+    # Before any I/O or Spark job: a cutoff every table's task would refuse.
+    check_maintenance_args(orphans=orphans, older_than_ms=older_than_ms, dry_run=dry_run,
+                           allow_recent_cutoff=allow_recent_cutoff)
     if spark is None:
         from pyspark.sql import SparkSession
         spark = SparkSession.getActiveSession() or SparkSession.builder \
@@ -81,13 +91,15 @@ def maintain_warehouse_spark(warehouse: str, spark=None, database: Optional[str]
     inline_orphans = orphans and orphan_mode == "per-table"
     items = [(r.path, r.full_name) for r in refs]
     rows = sc.parallelize(items, n).mapPartitions(
-        lambda it: _maintain_partition(it, inline_orphans, older_than_ms, dry_run, storage)
+        lambda it: _maintain_partition(it, inline_orphans, older_than_ms, dry_run, storage,
+                                       allow_recent_cutoff)
     ).collect()
     results = [TableMaintenanceResult(**row) for row in rows]
     if orphans and orphan_mode == "distributed":
         for r in results:
             if r.status == "ok":
-                _distributed_orphans(r, spark, older_than_ms, dry_run, parallelism, storage)
+                _distributed_orphans(r, spark, older_than_ms, dry_run, parallelism, storage,
+                                     allow_recent_cutoff)
     results.sort(key=lambda r: r.table)
     log.info("maintained %d table(s) of %s on Spark: %d not ok", len(results), warehouse,
              sum(r.status != "ok" for r in results))
@@ -96,7 +108,8 @@ def maintain_warehouse_spark(warehouse: str, spark=None, database: Optional[str]
 
 def _distributed_orphans(r: TableMaintenanceResult, spark, older_than_ms: Optional[int],
                          dry_run: bool, parallelism: Optional[int],
-                         storage_options: Dict[str, str]) -> None:
+                         storage_options: Dict[str, str], allow_recent_cutoff: bool = False
+                         ) -> None:
     from ..errors import PaimonCommitError
     from ..io import for_path as file_io_for_path
     from ..operations.orphan import CleanContext
@@ -104,7 +117,8 @@ def _distributed_orphans(r: TableMaintenanceResult, spark, older_than_ms: Option
     try:
         orr = DistributedOrphanFilesCleaner(
             CleanContext(r.path, older_than_ms=older_than_ms, dry_run=dry_run,
-                         file_io=file_io_for_path(r.path, storage_options)), spark=spark,
+                         file_io=file_io_for_path(r.path, storage_options),
+                         allow_recent_cutoff=allow_recent_cutoff), spark=spark,
             parallelism=parallelism).clean()
     except (PaimonCommitError, OSError, ValueError) as e:
         r.status, r.reason = "failed", f"orphan cleanup: {type(e).__name__}: {e}"

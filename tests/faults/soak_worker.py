@@ -169,7 +169,8 @@ def cleaner(path, log, stop_at, seed, index, options):
     while time.time() < stop_at:
         started = time.time()
         try:
-            ctx = CleanContext(path, older_than_ms=int(started * 1000) - threshold_ms)
+            ctx = CleanContext(path, older_than_ms=int(started * 1000) - threshold_ms,
+                               allow_recent_cutoff=True)
             r = OrphanFilesCleaner(ctx).clean()
         except OrphanCleanAborted as e:
             aborted += 1

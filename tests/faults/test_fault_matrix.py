@@ -266,7 +266,8 @@ def _rollback_tag_run(path, io, ctx):
 def _orphan_run(path, io, ctx):
     time.sleep(0.01)
     ctx["result"] = OrphanFilesCleaner(CleanContext(
-        str(path), older_than_ms=int(time.time() * 1000) - 1, file_io=io)).clean()
+        str(path), older_than_ms=int(time.time() * 1000) - 1, file_io=io,
+        allow_recent_cutoff=True)).clean()
 
 
 MAINTAINED = {"write-only": "false", "snapshot.num-retained.min": "2",
@@ -619,7 +620,8 @@ def run_case(op: Op, template, base: str, kind: str, mode: str, k: int
         where = "orphan cleanup"
         time.sleep(0.01)
         OrphanFilesCleaner(CleanContext(str(path),
-                                        older_than_ms=int(time.time() * 1000) - 1)).clean()
+                                        older_than_ms=int(time.time() * 1000) - 1,
+                                        allow_recent_cutoff=True)).clean()
         where = "after the cleanup"
         check_readable(path, op.success, set(), exact=op.success)
         left = leftovers(path)
@@ -794,7 +796,8 @@ def test_bug_a_data_file_whose_delete_failed_is_never_cleaned(op_name, mode, tem
         pass
     op.rerun(path, {"crashed": mode == "crash"})
     time.sleep(0.01)
-    OrphanFilesCleaner(CleanContext(str(path), older_than_ms=int(time.time() * 1000) - 1)).clean()
+    OrphanFilesCleaner(CleanContext(str(path), older_than_ms=int(time.time() * 1000) - 1,
+                                    allow_recent_cutoff=True)).clean()
     # Expiration keeps its manifests and snapshots when a data delete fails, so the rerun
     # deletes the file. delete_tag keeps a deletion marker with the tag's JSON until its files
     # are gone: without it, only entries in retained manifests would name the file, and

@@ -56,7 +56,8 @@ def cleaner(uri: str, stop_file: str, cutoff_ms: int) -> None:
     while not last:
         last = not _going(stop_file, deadline)
         try:
-            r = OrphanFilesCleaner(CleanContext(uri, older_than_ms=cutoff_ms)).clean()
+            r = OrphanFilesCleaner(CleanContext(uri, older_than_ms=cutoff_ms,
+                                                allow_recent_cutoff=True)).clean()
             deleted.extend(r.deleted_paths)
         except OrphanCleanAborted:
             aborted += 1   # a concurrent expiration removed what it was reading: nothing deleted

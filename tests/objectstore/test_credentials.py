@@ -116,7 +116,8 @@ def test_no_cli_command_shows_the_uri_credentials(bare_s3, capfd, caplog, tmp_pa
     out, _ = o.run("expire-snapshots", t1, "--retain-min", "1", "--time-retained", "0 ms",
                    "--json", "-v")
     assert json.loads(out)["expired_snapshots"] == 3
-    out, _ = o.run("remove-orphan-files", t1, "--older-than-duration", "1 ms", "--json", "-v")
+    out, _ = o.run("remove-orphan-files", t1, "--older-than-duration", "1 ms",
+                   "--allow-recent-cutoff", "--json", "-v")
     assert "dt=2024-01-01/hr=1/bucket-0/data-orphan.parquet" in json.loads(out)["files"]
     assert "wh/db.db/t1/dt=2024-01-01/hr=1/bucket-0/data-orphan.parquet" not in s3.keys()
     out, _ = o.run("check", t1, "--json", "-v")

@@ -55,7 +55,8 @@ def test_distributed_orphan_cleanup_on_s3_with_options(spark, s3, monkeypatch):
     for k in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"):
         monkeypatch.delenv(k, raising=False)
     io = Table.open(s3.table_uri(), storage_options=opts).store.io
-    ctx = CleanContext(s3.table_uri(), older_than_ms=int(time.time() * 1000) - 1000, file_io=io)
+    ctx = CleanContext(s3.table_uri(), older_than_ms=int(time.time() * 1000) - 1000, file_io=io,
+                       allow_recent_cutoff=True)
     r = DistributedOrphanFilesCleaner(ctx, spark=spark, parallelism=2).clean()
     assert r.deleted_files == len(orphans)
     assert not set(orphans) & set(s3.keys())

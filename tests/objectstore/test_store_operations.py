@@ -266,10 +266,11 @@ def test_orphan_cleanup_uses_the_stores_last_modified(store):
     assert all(modified[k].timestamp() * 1000 < cutoff for k in old)
     assert modified[young].timestamp() * 1000 > cutoff
     dry = OrphanFilesCleaner(CleanContext(store.table_uri(), older_than_ms=cutoff,
-                                          dry_run=True)).clean()
+                                          dry_run=True, allow_recent_cutoff=True)).clean()
     assert sorted(dry.deleted_paths) == sorted(k[len("db.db/t/"):] for k in old)
     assert all(k in store.keys() for k in old)
-    r = OrphanFilesCleaner(CleanContext(store.table_uri(), older_than_ms=cutoff)).clean()
+    r = OrphanFilesCleaner(CleanContext(store.table_uri(), older_than_ms=cutoff,
+                                        allow_recent_cutoff=True)).clean()
     assert r.deleted_files == 2
     keys = store.keys()
     assert not any(k in keys for k in old) and young in keys

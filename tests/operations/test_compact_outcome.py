@@ -152,7 +152,7 @@ def test_a_compaction_whose_outcome_is_unknown_keeps_its_files_for_orphan_cleanu
     # An hour later (the test's clock): the file is older than the threshold.
     later = time.time() + 3600
     OrphanFilesCleaner(CleanContext(str(table_path), older_than_ms=int((later - 60) * 1000),
-                                    clock=lambda: later)).clean()
+                                    clock=lambda: later, allow_recent_cutoff=True)).clean()
     assert not os.path.exists(table_path / HR1 / new[0])
     assert _ids(table_path) == sorted(ids + [1000, 1001, 1002])
     assert_intact(table_path)

@@ -104,7 +104,7 @@ def test_expire_max_duration_stops_between_chunks_and_a_rerun_finishes(
 def test_remove_orphan_files_max_duration_stops_between_batches(tmp_path, monkeypatch):
     path = str(tmp_path / "wh" / "db.db" / "ap")
     build_append_table(path, 300, snapshots=6, strays=10, manifest_entries=20)
-    monkeypatch.setattr(orphan_mod, "DEADLINE_BATCH", 3)
+    monkeypatch.setattr(orphan_mod, "FIRST_BATCH", 3)
     r = Table.open(path).remove_orphan_files(max_duration=1)
     assert (r.complete, r.stopped_by) == (False, "max-duration")
     assert r.deleted_files == 3 and r.remaining == 7 and r.deleted_dirs == []
@@ -141,7 +141,7 @@ def test_cli_max_duration_exits_3_with_one_line_and_a_rerun_exits_0(
 def test_cli_remove_orphan_files_max_duration_json(capsys, tmp_path, monkeypatch):
     path = str(tmp_path / "wh" / "db.db" / "ap")
     build_append_table(path, 300, snapshots=6, strays=10, manifest_entries=20)
-    monkeypatch.setattr(orphan_mod, "DEADLINE_BATCH", 4)
+    monkeypatch.setattr(orphan_mod, "FIRST_BATCH", 4)
     code, out, err = run(capsys, "remove-orphan-files", path, "--max-duration", "1 ms",
                          "--json")
     r = json.loads(out)

@@ -1,0 +1,72 @@
+"""Ctrl-C and SIGTERM during a destructive command: stop at the next safe point.
+
+The library never installs signal handlers (an application embedding it owns its signals);
+the command line does, around one command (`stop_at_safe_points`). The first SIGINT or SIGTERM
+only asks the run to stop (io.deletion.request_stop): the operation stops before its next
+delete step, where what is left is what a crash there would leave, and reports what it did
+(`complete: False`, `stopped_by: "interrupt"`); the command prints the `incomplete:` line and
+exits 130 (SIGINT) or 143 (SIGTERM), the shells' codes for those signals. A second signal
+aborts at once (KeyboardInterrupt raised from the handler): still crash-safe, as a kill is,
+and reported in one line (`INTERRUPTED_AGAIN`), never a traceback.
+"""
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from typing import Iterator, Optional
+
+from ..io.deletion import clear_stop, request_stop
+
+__all__ = ["Interrupts", "stop_at_safe_points", "INTERRUPTED_AGAIN", "EXIT_SIGINT",
+           "EXIT_SIGTERM", "exit_code_of"]
+
+EXIT_SIGINT, EXIT_SIGTERM = 128 + signal.SIGINT, 128 + signal.SIGTERM   # 130, 143
+INTERRUPTED_AGAIN = ("interrupted again: stopped at once; the table is consistent, a rerun "
+                     "continues")
+_NAMES = {signal.SIGINT: "SIGINT (Ctrl-C)", signal.SIGTERM: "SIGTERM"}
+
+
+class Interrupts:
+    """The signals one command received: `first` (None: none yet)."""
+
+    def __init__(self) -> None:
+        self.first: Optional[int] = None
+
+    def handle(self, signum: int, _frame) -> None:
+        if self.first is not None:
+            # A second signal: the user does not want to wait for the safe point.
+            raise KeyboardInterrupt
+        self.first = signum
+        # Only a flag: the run itself stops at its next safe point (io/deletion.py).
+        request_stop(f"interrupted by {_NAMES.get(signum, signum)}", "interrupt")
+
+    @property
+    def exit_code(self) -> Optional[int]:
+        return None if self.first is None else exit_code_of(self.first)
+
+
+def exit_code_of(signum: int) -> int:
+    return EXIT_SIGTERM if signum == signal.SIGTERM else EXIT_SIGINT
+
+
+@contextlib.contextmanager
+def stop_at_safe_points() -> Iterator[Interrupts]:
+    """SIGINT and SIGTERM ask the command's run to stop at its next safe point while the
+    block runs; the previous handlers are restored and the stop request cleared at exit (a
+    caller of main() in-process goes on with its own). Outside the main thread (signals are
+    only delivered there) nothing is installed."""
+    got = Interrupts()
+    if threading.current_thread() is not threading.main_thread():
+        yield got
+        return
+    clear_stop()
+    previous = {}
+    try:
+        for s in (signal.SIGINT, signal.SIGTERM):
+            previous[s] = signal.signal(s, got.handle)
+        yield got
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        clear_stop()
