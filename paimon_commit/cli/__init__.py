@@ -22,6 +22,7 @@ from ..errors import LeaseHeldError, OptionError, PaimonCommitError, TableNotFou
     UnsafePathError
 from ..lease import lease_settings
 from ..io.object_store_config import check_storage_options
+from ..io.deletion import StopDeleting
 from .args import (EXIT_CLOSED_PIPE, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_INVALID,
                    EXIT_LEASE_HELD, EXIT_OK, InvalidInput)
 from .context import Run
@@ -51,6 +52,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         return _main(argv)
     except BrokenPipeError:
         return _closed_pipe()
+    except KeyboardInterrupt:
+        # A signal just after the command's handlers were restored (a second Ctrl-C while
+        # the stopped run was printing its summary): one line, never a traceback.
+        print(INTERRUPTED_AGAIN, file=sys.stderr)
+        return EXIT_SIGINT
 
 
 def _main(argv: Optional[List[str]]) -> int:
@@ -134,6 +140,22 @@ def _run(args) -> int:
     return code
 
 
+def _stopped(args, stop: StopDeleting) -> int:
+    """An operation a safe point stopped that did not turn it into its own incomplete result:
+    the same `incomplete:` line (and JSON) as any run a limit stopped, with what was deleted
+    (the run's deletion log). What is left is what a crash there leaves: a rerun finishes."""
+    root = Run.root
+    deleted = [p[len(root):] if root and p.startswith(root) else p for p in Run.deleted]
+    message = (f"stopped before a delete step: {stop.reason}; deleted {len(deleted)} file(s); "
+               f"the table is consistent, a rerun continues")
+    if args.json:
+        print(json.dumps({"complete": False, "stopped_by": stop.cause, "message": message,
+                          "deleted_files": len(deleted), "files": deleted}))
+    else:
+        print(f"incomplete: {message}")
+    return EXIT_INCOMPLETE
+
+
 def _run_command(args) -> int:
     wait = getattr(args, "lease_wait", None)
     try:
@@ -142,6 +164,8 @@ def _run_command(args) -> int:
             result = args.run(args)
     except LeaseHeldError as e:   # another process maintains the table: nothing was done
         return _fail(args, e, EXIT_LEASE_HELD)
+    except StopDeleting as e:
+        return _stopped(args, e)
     except (InvalidInput, OptionError, TableNotFoundError, ValueError, TypeError,
             UnsafePathError) as e:
         # Invalid input only if nothing was touched; after a delete it is a failed run.

@@ -6,13 +6,15 @@ only asks the run to stop (io.deletion.request_stop): the operation stops before
 delete step, where what is left is what a crash there would leave, and reports what it did
 (`complete: False`, `stopped_by: "interrupt"`); the command prints the `incomplete:` line and
 exits 130 (SIGINT) or 143 (SIGTERM), the shells' codes for those signals. A second signal
-aborts at once (KeyboardInterrupt raised from the handler): still crash-safe, as a kill is,
-and reported in one line (`INTERRUPTED_AGAIN`), never a traceback.
+ends the process at once from the handler (os._exit, after one line, `INTERRUPTED_AGAIN`):
+crash-safe as a kill is, never a traceback.
 """
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
+import sys
 import threading
 from typing import Iterator, Optional
 
@@ -35,8 +37,17 @@ class Interrupts:
 
     def handle(self, signum: int, _frame) -> None:
         if self.first is not None:
-            # A second signal: the user does not want to wait for the safe point.
-            raise KeyboardInterrupt
+            # A second signal: the user does not want to wait for the safe point. Ended here,
+            # as a kill would end it (which every run is safe against): a KeyboardInterrupt
+            # raised at an arbitrary point can be swallowed (in a weakref callback, a
+            # __del__: printed as "Exception ignored ... Traceback"), and unwinding waits for
+            # the deletion pool's queued work, so it is neither at once nor one line.
+            try:
+                sys.stdout.flush()
+            except (OSError, ValueError):
+                pass
+            os.write(2, (INTERRUPTED_AGAIN + "\n").encode())
+            os._exit(exit_code_of(signum))
         self.first = signum
         # Only a flag: the run itself stops at its next safe point (io/deletion.py).
         request_stop(f"interrupted by {_NAMES.get(signum, signum)}", "interrupt")
@@ -53,8 +64,8 @@ def exit_code_of(signum: int) -> int:
 @contextlib.contextmanager
 def stop_at_safe_points() -> Iterator[Interrupts]:
     """SIGINT and SIGTERM ask the command's run to stop at its next safe point while the
-    block runs; the previous handlers are restored and the stop request cleared at exit (a
-    caller of main() in-process goes on with its own). Outside the main thread (signals are
+    block runs; the stop request is cleared at exit and, unless a signal came, the previous
+    handlers restored (a caller of main() in-process goes on with its own). Outside the main thread (signals are
     only delivered there) nothing is installed."""
     got = Interrupts()
     if threading.current_thread() is not threading.main_thread():
@@ -67,6 +78,10 @@ def stop_at_safe_points() -> Iterator[Interrupts]:
             previous[s] = signal.signal(s, got.handle)
         yield got
     finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+        # After a signal, the handler stays: a second one while the stopped run prints its
+        # summary or the interpreter exits still ends in one line, never a traceback (the
+        # process is ending with 130 / 143 anyway).
+        if got.first is None:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
         clear_stop()

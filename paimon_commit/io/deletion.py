@@ -188,6 +188,7 @@ class Deleter:
         paths = list(paths)
         if paths:
             checkpoint()
+            log.info("deleting %d %s file(s)", len(paths), kind)   # (-v: where a run is)
         done = run_deletions(self.io, paths, self._pool() if len(paths) >= 64 else None)
         self.deleted.setdefault(kind, []).extend(done)
         left = still_there(self.io, paths, done) if must_finish else []
