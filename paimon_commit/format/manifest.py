@@ -516,20 +516,9 @@ def _compiled_list_refs(data: bytes) -> Optional[List[ManifestRef]]:
 
 def decode_index_manifest_names(data: bytes, path: str) -> List[str]:
     """File names (under index/) an index manifest lists, each checked to be a bare name."""
-    from . import paths as P
-    try:
-        names = [r["_FILE_NAME"] for r in read_records(data)]
-    except Exception as e:  # noqa: BLE001 - fastavro raises many types on garbage
-        oom = out_of_memory(e)
-        if oom is not None:
-            raise oom from None
-        raise CorruptMetadataError(path, f"unreadable index manifest ({e})") from None
-    try:
-        for n in names:
-            P.validate_bare_file_name(n, "index file name")
-    except ValueError as e:
-        raise CorruptMetadataError(path, str(e)) from None
-    return names
+    # One decoder for both uses: the reachability walk and check must agree on what an index
+    # manifest holds (a record lacking a required field is corrupt for both).
+    return [f.file_name for f in decode_index_manifest_files(data, path)]
 
 
 class IndexFileRef(NamedTuple):

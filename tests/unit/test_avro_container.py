@@ -60,8 +60,13 @@ def test_damaged_files_fail_as_in_fastavro(damage):
 def test_manifest_decoders_name_the_damaged_file():
     with pytest.raises(CorruptMetadataError, match="manifest-list-x.*not a readable Avro"):
         decode_manifest_list_refs(b"Obj\x01garbage", "/t/manifest/manifest-list-x")
-    bad = container([{"_FILE_NAME": "../escape", "_FILE_SIZE": 1, "_STATS": None,
-                      "_BYTES": b""}])
+    index_schema = fastavro.parse_schema({"type": "record", "name": "IndexManifestEntry",
+                                          "fields": [{"name": "_KIND", "type": "int"},
+                                                     {"name": "_FILE_NAME", "type": "string"},
+                                                     {"name": "_FILE_SIZE", "type": "long"}]})
+    buf = io.BytesIO()
+    fastavro.writer(buf, index_schema, [{"_KIND": 0, "_FILE_NAME": "../escape", "_FILE_SIZE": 1}])
+    bad = buf.getvalue()
     with pytest.raises(CorruptMetadataError, match="index-manifest-y.*'../escape'"):
         decode_index_manifest_names(bad, "/t/manifest/index-manifest-y")
 
