@@ -17,12 +17,13 @@ published again: the rollback left its files to orphan cleanup (audit a5).
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from ..errors import CommitConflictError
 from ..format.manifest import FileKind, ManifestEntry
@@ -36,7 +37,8 @@ from ..manifests import live_entries
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Committed", "CommitRecord", "RECORD", "RepeatScreen", "table_identity"]
+__all__ = ["Committed", "CommitRecord", "IN_FLIGHT", "InFlight", "RECORD", "RepeatScreen",
+           "table_identity"]
 
 # The most recent files remembered per process (a few tens of MB at most); older ones are only
 # caught by the table checks.
@@ -175,6 +177,57 @@ class CommitRecord:
 
 
 RECORD = CommitRecord()
+
+
+def wait_for_call(done: threading.Event) -> None:
+    """Block until an earlier call finished (a module function: the interleaving harness,
+    tests/interleave, makes each wait a scheduling point)."""
+    done.wait()
+
+
+class InFlight:
+    """The ADDs calls of this process are committing right now, per table identity.
+
+    A repeat racing the call it repeats (a retry after a client-side timeout, two threads
+    handed the same messages) was screened before that call had recorded its files, and both
+    published them. A call now claims its files before it screens them: one whose files
+    another call holds waits until that call returned (published, refused or raised; the
+    record then says which), then screens. Claims are all-or-nothing under one lock, so two
+    calls cannot each hold part of the other's files (no deadlock). Other processes are not
+    seen (docs/safety.md §5)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._calls: Dict[Tuple[str, Any], threading.Event] = {}
+
+    @contextlib.contextmanager
+    def claim(self, root: str, keys: Iterable[Any], what: str) -> Iterator[None]:
+        keys = [(root, k) for k in keys]
+        if not keys:
+            yield
+            return
+        mine = threading.Event()
+        while True:
+            with self._lock:
+                busy = next((self._calls[k] for k in keys if k in self._calls), None)
+                if busy is None:
+                    for k in keys:
+                        self._calls[k] = mine
+                    break
+            log.info("%s: waiting for a call of this process committing the same files to "
+                     "return", what)
+            wait_for_call(busy)
+        try:
+            yield
+        finally:
+            with self._lock:
+                for k in keys:
+                    if self._calls.get(k) is mine:
+                        del self._calls[k]
+            mine.set()
+
+
+IN_FLIGHT = InFlight()
 
 
 class RepeatScreen:

@@ -3,7 +3,9 @@ findings 3, 6 and 7): after a rollback, a compaction or an expiration, and throu
 spelling of the table's path, the same messages committed again publish their rows exactly
 once or are refused with a clear CommitConflictError; never a silent no-op, never a second
 copy. Real tables in tmp dirs; pypaimon and our reader read every row back."""
+import logging
 import os
+import threading
 
 import pytest
 
@@ -337,3 +339,85 @@ def test_a_forgotten_repeat_whose_files_were_compacted_and_expired_is_refused(
     c.close()
     assert snapshot_ids(table_path) == [5]
     assert ids_read(table_path) == [1, 2, 3, 4]
+
+
+# --- a repeat racing the call it repeats (issue 25, open finding of the interleaving mix) ------
+
+class _HeldAtPublish(LocalFileIO):
+    """Its create of snapshot-`n` waits until `release` is set: a first call still in flight
+    (e.g. a slow store), right before its publish."""
+
+    def __init__(self, root, n):
+        super().__init__(root)
+        self.n, self.reached, self.release = n, threading.Event(), threading.Event()
+
+    def try_create_atomic(self, path, data, precondition=None, single_writer=False):
+        if path.endswith(f"/snapshot/snapshot-{self.n}"):
+            self.reached.set()
+            assert self.release.wait(60)
+        return super().try_create_atomic(path, data, precondition, single_writer)
+
+
+class _Waiting(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.seen = threading.Event()
+
+    def emit(self, record):
+        if "waiting for a call of this process committing the same files" in \
+                record.getMessage():
+            self.seen.set()
+
+
+@pytest.mark.parametrize("identifier", [None, 7])
+def test_a_repeat_racing_its_first_call_in_another_thread_waits_and_publishes_nothing(
+        table, table_path, identifier):
+    # Regression: the repeat (a retry after a client-side timeout, on a new commit object) was
+    # screened before the first call had recorded its files and published them as snapshot 2;
+    # the first call then lost the race for 2 and published them again as 3: every row twice.
+    write(table, make_rows([1]))
+    msgs = prepared(table, [2, 3])
+    io = _HeldAtPublish(str(table_path), 2)
+    results, errors = {}, []
+
+    def first():
+        try:
+            c = Table(FileStore.open(str(table_path), io=io)).new_commit(commit_user="job")
+            results["first"] = (c.commit(msgs, identifier), c.last_result.already_committed)
+        except BaseException as e:  # noqa: BLE001 - reported by the test
+            errors.append(e)
+
+    def repeat():
+        try:
+            c = Table.open(str(table_path)).new_commit(commit_user="job")
+            results["repeat"] = (c.commit(msgs, identifier), c.last_result.already_committed)
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+        finally:
+            waiting.seen.set()   # (done without waiting: the code before the fix)
+
+    waiting = _Waiting()
+    logger = logging.getLogger("paimon_commit.operations.commit_record")
+    logger.addHandler(waiting)
+    old_level = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        a = threading.Thread(target=first)
+        a.start()
+        assert io.reached.wait(60)
+        b = threading.Thread(target=repeat)
+        b.start()
+        assert waiting.seen.wait(60)
+        io.release.set()
+        a.join(60)
+        b.join(60)
+    finally:
+        io.release.set()
+        logger.removeHandler(waiting)
+        logger.setLevel(old_level)
+    assert not errors
+    assert results == {"first": (2, False), "repeat": (2, True)}
+    assert snapshot_ids(table_path) == [1, 2]
+    assert snapshots_adding(table_path, msgs) == [2]
+    assert ids_read(table_path) == [1, 2, 3]
+    assert_intact(table_path, {2: [1, 2, 3]})
