@@ -164,7 +164,8 @@ class TableCommit:
             UnsupportedTableError: the table is not one this library writes to.
             CommitConflictError: a file is no longer live / already live / already committed
                 by this commit user under another identifier, or the identifier does not
-                increase (no retry helps).
+                increase, or a rollback removed the snapshot these messages were committed as
+                (their files are orphan cleanup's: write the rows again) (no retry helps).
             CommitFailedError: the retry budget ran out (commit.max-retries / .timeout).
             MaintenanceError: an earlier maintenance run failed (nothing was committed).
         """

@@ -10,7 +10,8 @@ outcome is unknown keeps its files, and the next attempt first settles it from c
 (publish.py): its snapshot is found, or shown never to have landed, before the changes are
 published again; if nothing left can tell, the commit fails and keeps every file. A data file
 is committed once: a repeated call returns the earlier snapshot or is refused (RepeatScreen, with
-the process's record, in commit_record.py).
+the process's record, in commit_record.py); calls of this process adding the same files run one
+after the other (InFlight), so a repeat racing the call it repeats sees its outcome.
 """
 from __future__ import annotations
 
@@ -238,11 +239,20 @@ class FileStoreCommit:
         (`run(True, state)`: check the table too), and remember its files under the table's
         resolved identity (one table however its path is spelled)."""
         screen = RepeatScreen(self.store, self.commit_user)
+        keys = [e.identifier for e in adds]
+        # Screened and committed while no other call of this process commits any of these
+        # files: a repeat racing the call it repeats waits for it and sees its record.
+        with commit_record.IN_FLIGHT.claim(screen.key, keys, f"commit of user "
+                                           f"{self.commit_user!r} to {self.store.root}"):
+            return self._screened_run(screen, adds, keys, kind, identifier, run)
+
+    def _screened_run(self, screen: RepeatScreen, adds: List[ManifestEntry], keys: List[Any],
+                      kind: str, identifier: int,
+                      run: Callable[[bool, "_AttemptState"], CommitResult]) -> CommitResult:
         done, check_table = screen.screen(adds, identifier, kind)
         if done is not None:
             return CommitResult(done, 0, kind, already_committed=True)
         root, user = screen.key, self.commit_user
-        keys = [e.identifier for e in adds]
         times = [e.file.creation_time for e in adds]
         record = commit_record.RECORD   # looked up per call: a test swaps in a fresh process's
         state = _AttemptState()

@@ -12,16 +12,18 @@ A repeat is recognised by the files it adds and the table it adds them to, never
 user, identifier, kind) alone: the table is keyed by a resolved identity (`table_identity`:
 one table reached through a symlink, `a/../a` or `file://` is one key), and a remembered
 snapshot counts only if its delta still ADDs these files (after a rollback its id may name
-another commit of the same user).
+another commit of the same user). A repeat whose snapshot a rollback removed is refused, not
+published again: the rollback left its files to orphan cleanup (audit a5).
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from ..errors import CommitConflictError
 from ..format.manifest import FileKind, ManifestEntry
@@ -35,7 +37,8 @@ from ..manifests import live_entries
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Committed", "CommitRecord", "RECORD", "RepeatScreen", "table_identity"]
+__all__ = ["Committed", "CommitRecord", "IN_FLIGHT", "InFlight", "RECORD", "RepeatScreen",
+           "table_identity"]
 
 # The most recent files remembered per process (a few tens of MB at most); older ones are only
 # caught by the table checks.
@@ -176,6 +179,57 @@ class CommitRecord:
 RECORD = CommitRecord()
 
 
+def wait_for_call(done: threading.Event) -> None:
+    """Block until an earlier call finished (a module function: the interleaving harness,
+    tests/interleave, makes each wait a scheduling point)."""
+    done.wait()
+
+
+class InFlight:
+    """The ADDs calls of this process are committing right now, per table identity.
+
+    A repeat racing the call it repeats (a retry after a client-side timeout, two threads
+    handed the same messages) was screened before that call had recorded its files, and both
+    published them. A call now claims its files before it screens them: one whose files
+    another call holds waits until that call returned (published, refused or raised; the
+    record then says which), then screens. Claims are all-or-nothing under one lock, so two
+    calls cannot each hold part of the other's files (no deadlock). Other processes are not
+    seen (docs/safety.md §5)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._calls: Dict[Tuple[str, Any], threading.Event] = {}
+
+    @contextlib.contextmanager
+    def claim(self, root: str, keys: Iterable[Any], what: str) -> Iterator[None]:
+        keys = [(root, k) for k in keys]
+        if not keys:
+            yield
+            return
+        mine = threading.Event()
+        while True:
+            with self._lock:
+                busy = next((self._calls[k] for k in keys if k in self._calls), None)
+                if busy is None:
+                    for k in keys:
+                        self._calls[k] = mine
+                    break
+            log.info("%s: waiting for a call of this process committing the same files to "
+                     "return", what)
+            wait_for_call(busy)
+        try:
+            yield
+        finally:
+            with self._lock:
+                for k in keys:
+                    if self._calls.get(k) is mine:
+                        del self._calls[k]
+            mine.set()
+
+
+IN_FLIGHT = InFlight()
+
+
 class RepeatScreen:
     """What a commit call of `commit_user` does with ADDs this process may have committed
     before: nothing (a repeat), refuse, or check the table's live files."""
@@ -197,11 +251,13 @@ class RepeatScreen:
         when a streaming identifier does not increase (Paimon's filterCommitted treats
         identifiers up to the user's last one as committed, so a restart would drop it), or
         when the table can no longer tell whether they were published (their snapshot
-        expired and the files were replaced) or whether they can be (a rollback removed
-        them and their files are gone). Otherwise returns (None, check_table): True when a
-        file was handed to another commit user or to a call that raised, or was rolled back,
-        so the commit must check the live files of the table (an ADD of a live file is
-        refused there, as Paimon's conflict check does)."""
+        expired and the files were replaced), and when a rollback removed the snapshot they
+        were published as (or may have: a call that raised and that no retained snapshot
+        holds): their files are left to orphan cleanup, so publishing them again could name
+        files it is deleting. Otherwise returns (None, check_table): True when a file was
+        handed to another commit user or to a call that raised, so the commit must check the
+        live files of the table (an ADD of a live file is refused there, as Paimon's
+        conflict check does)."""
         if not adds:
             return None, False
         root, user = self.key, self.commit_user
@@ -230,10 +286,8 @@ class RepeatScreen:
                 valid[c] = self.still_committed(c.snapshot_id, user, c.identifier, c.kind, same)
             if valid[c]:
                 mine.append((e, c))
-            else:   # rolled back since: not committed any more
-                RECORD.forget(root, [e.identifier])
-                removed.append((e, c))
-                check_table = True
+            else:   # rolled back since: refused below. Still remembered, so that every
+                removed.append((e, c))   # later repeat is refused the same way.
         if mine:
             first = mine[0][1]
             if len(mine) == len(adds) and first.identifier == identifier \
@@ -245,12 +299,15 @@ class RepeatScreen:
             raise self._committed_otherwise(e, c.identifier, c.kind, c.snapshot_id,
                                             identifier, kind)
         if removed:
+            # Publishing them again is not safe, even with the files on disk: a rollback
+            # leaves them to orphan cleanup, which selects them by age (they are as old as the
+            # commit) and whose lease does not exclude commits, so a run that planned them
+            # before this call deletes them after it published them (audit a5).
             c = removed[0][1]
-            self._check_on_disk(
-                [e for e, _ in removed],
+            raise CommitConflictError(
                 f"commit user {user!r} committed these files ({_ident_str(c.identifier)}) to "
                 f"{self.store.root} as snapshot {c.snapshot_id}, which a rollback removed "
-                f"since")
+                f"since; {_ROLLED_BACK}")
         if identifier != BATCH_COMMIT_IDENTIFIER:
             last = RECORD.last_identifier(root, user)
             if last is not None and identifier <= last[0]:
@@ -290,7 +347,9 @@ class RepeatScreen:
         other files). CommitConflictError when the table cannot tell: snapshots from `lowest`
         on have expired and the files are not all live (replaced, so perhaps published; or
         never published) - refusing, never a second copy; also when a snapshot of this call
-        added only some of them, or when nothing holds them and a file is gone from disk."""
+        added only some of them; when nothing holds them and the earlier call raised (never
+        published, or rolled back: refused, see screen); and when nothing holds them and a
+        file is gone from disk."""
         store, user = self.store, self.commit_user
         sm = store.snapshots
         latest = sm.latest_snapshot()
@@ -326,9 +385,16 @@ class RepeatScreen:
         gone = self._not_live(adds)
         if not gone:
             return None
+        if complete and raised:
+            # Never published, or a rollback removed it: the table cannot tell. After a
+            # rollback, publishing them again races orphan cleanup (see screen), so refuse;
+            # a call that never published loses only the rows it never committed.
+            raise CommitConflictError(
+                f"{who}; no snapshot of the table holds them now (it never published, or a "
+                f"rollback removed it); {_ROLLED_BACK}")
         if complete:
-            # Never published, or a rollback removed it: publishing is right if the files
-            # are still there.
+            # Perhaps never committed at all (a first commit of files older than what the
+            # bounded record forgot): publishing is right if the files are still there.
             self._check_on_disk(adds, f"{who}; no snapshot of the table holds them now (it "
                                       f"never published, or a rollback removed it)")
             return None
@@ -395,7 +461,7 @@ class RepeatScreen:
         """CommitConflictError when a file of `adds`, which no snapshot holds any more (a
         rollback leaves data files for orphan cleanup), is gone: publishing it again would
         give the table a snapshot naming a missing file. Only on the rare path of a repeat
-        after a rollback."""
+        the bounded record forgot."""
         io = self.store.io
         for e in adds:
             path = self.store.data_file_path(e)
@@ -418,6 +484,13 @@ class RepeatScreen:
             mio.read_list(latest.base_manifest_list) + mio.read_list(latest.delta_manifest_list)))
             if e.partition in changed}
         return [e for e in adds if e.identifier not in live]
+
+
+# Why a repeat of files a rollback may have removed is refused, and what to do.
+_ROLLED_BACK = (
+    "refusing to commit them again: a rollback leaves its files to orphan cleanup, which may "
+    "be deleting them now, and a snapshot publishing them again would then name missing "
+    "files. Write the rows again with a new writer if they should be in the table")
 
 
 def _ident_str(identifier: int) -> str:

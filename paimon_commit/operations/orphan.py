@@ -164,6 +164,8 @@ class OrphanFilesCleaner:
             pools = [list_executor, delete_executor]
         self._stat_executor = delete_executor
         try:
+            # Before planning: the delete phase reads what was committed since (audit a5).
+            self._plan_mark = None if ctx.dry_run else self._snapshot_mark()
             orphans, dirs = self.find_orphans(list_executor, result)
             self._found = orphans
             t = time.perf_counter()
@@ -284,16 +286,118 @@ class OrphanFilesCleaner:
                 self._stopped_by, self._remaining = MAX_DURATION, len(paths) - i
                 break
             checkpoint()   # an interrupt, a lost lease: stop before this batch
-            chunk = paths[i:i + step]
+            batch = paths[i:i + step]
+            chunk = self._not_committed_since_plan(batch)
             t = time.perf_counter()
             deleted.update(self.io.delete_files(chunk, executor) if one_call else
                            run_deletions(self.io, chunk, executor))
             took = time.perf_counter() - t
-            i += len(chunk)
+            i += len(batch)
             emit(self.ctx.progress, DELETING, i, len(paths))
-            step = max(MIN_BATCH, min(MAX_BATCH, int(len(chunk) * BATCH_SECONDS /
+            step = max(MIN_BATCH, min(MAX_BATCH, int(len(batch) * BATCH_SECONDS /
                                                      max(took, 1e-6))))
         return orphans.keep(deleted)
+
+    # --- the delete phase: what was committed since the plan -----------------------------
+    # The plan protects what the snapshots it read use, and files younger than the cutoff.
+    # A commit may still publish an old file after the plan: a job retried after a rollback
+    # of its commit (another process: this one's commit record refuses it, commit_record),
+    # filter_and_commit after a restart, a writer that kept its messages longer than the
+    # cutoff. The lease this phase holds excludes maintenance, not commits. So before each
+    # batch the snapshots committed since the plan are read (only those: a listing of new
+    # ids, their delta lists and manifests) and what they publish is dropped from the batch.
+    # This narrows the window to one batch; it does not close it (see docs/safety.md §5).
+    def _snapshot_mark(self) -> Dict[str, Tuple[int, Optional[Tuple[Any, ...]]]]:
+        """Per metadata root (the table, each branch): the newest snapshot id listed and its
+        identity (None when it could not be read). Taken before the plan lists anything, so
+        every snapshot above it is one the plan may not have seen."""
+        mark: Dict[str, Tuple[int, Optional[Tuple[Any, ...]]]] = {}
+        self._since_plan: Dict[Tuple[str, int], Tuple[Any, ...]] = {}
+        self._committed_names: Set[str] = set()
+        for meta_root in [self.root] + self._branch_roots():
+            ids = [i for i in (P.parse_snapshot_id(n) for n in self.io.list_names(
+                self.io.join(meta_root, "snapshot"))) if i is not None]
+            top = max(ids, default=0)
+            mark[meta_root] = (top, self._identity(meta_root, top)[0] if top else ())
+        return mark
+
+    def _identity(self, meta_root: str, sid: int):
+        """(identity, snapshot) of snapshot `sid` of `meta_root`; (None, None) if absent or
+        unreadable. Content, not the id: a rollback and new commits re-create ids."""
+        path = self.io.join(meta_root, "snapshot", P.snapshot_file_name(sid))
+        try:
+            snap = SnapshotManager.parse(self.io.read_bytes(path), path, sid)
+        except (FileNotFoundError, CorruptMetadataError):
+            return None, None
+        return (snap.base_manifest_list, snap.delta_manifest_list,
+                snap.changelog_manifest_list, snap.time_millis), snap
+
+    def _not_committed_since_plan(self, paths: List[str]) -> List[str]:
+        """`paths` less those a snapshot committed since the plan publishes. StopDeleting
+        (nothing of this batch deleted) when that cannot be told: the newest snapshot the
+        plan started from changed or is gone (a rollback or an expiration ran between the
+        plan and this phase's lease), or a new snapshot cannot be read."""
+        mark = getattr(self, "_plan_mark", None)
+        if mark is None or not paths:   # (delete() called without clean())
+            return paths
+        try:
+            names = self._committed_since(mark)
+        except OSError as e:   # a stopped run, not a failed one: what went before is reported
+            raise StopDeleting(f"reading the snapshots committed since the orphan files were "
+                               f"planned failed ({e}); nothing of this batch was deleted",
+                               "recheck") from None
+        if not names:
+            return paths
+        kept = [p for p in paths if p.rpartition("/")[2] in names]
+        if kept:
+            log.info("orphan clean of %s: keeping %d file(s) a commit published since the plan, "
+                     "e.g. %s", self.root, len(kept), kept[0])
+            return [p for p in paths if p.rpartition("/")[2] not in names]
+        return paths
+
+    def _committed_since(self, mark) -> Set[str]:
+        io = self.io
+        for meta_root in [self.root] + self._branch_roots():
+            top, identity = mark.get(meta_root, (0, ()))
+            # (unreadable when marked: gone in a race the plan saw the end of; be safe)
+            if top and (identity is None or self._identity(meta_root, top)[0] != identity):
+                raise StopDeleting(
+                    f"snapshot {top} of {meta_root} changed or went away since the orphan "
+                    f"files were planned (a rollback or an expiration ran meanwhile), so what "
+                    f"commits published since cannot be told; nothing of this batch was "
+                    f"deleted, a rerun plans again", "recheck")
+            sid = top + 1
+            while True:   # ids are created in order above the latest: probe upwards
+                ident, snap = self._identity(meta_root, sid)
+                if snap is None:
+                    if io.exists(io.join(meta_root, "snapshot", P.snapshot_file_name(sid))):
+                        raise StopDeleting(
+                            f"snapshot {sid} of {meta_root}, committed since the orphan files "
+                            f"were planned, cannot be read; nothing of this batch was deleted",
+                            "recheck")
+                    break
+                if self._since_plan.get((meta_root, sid)) != ident:
+                    self._committed_names |= self._published_by(Root(
+                        io.join(meta_root, "snapshot", P.snapshot_file_name(sid)), snap))
+                    self._since_plan[(meta_root, sid)] = ident
+                sid += 1
+        return self._committed_names
+
+    def _published_by(self, root: Root) -> Set[str]:
+        """Names of what a snapshot's own commit published: its lists and their manifests,
+        index and statistics files, and the files its delta (and changelog) list ADDs. Its
+        base list holds nothing else new: what the plan's snapshots used, or what earlier
+        new snapshots published."""
+        reach = Reachability(self.store)
+        s = root.snapshot
+        try:
+            names = reach.metadata_names(root)
+            lists = [n for n in (s.delta_manifest_list, s.changelog_manifest_list) if n]
+            names.update(p.rpartition("/")[2] for p in reach.added(lists, root.where))
+        except Unreadable as e:
+            raise StopDeleting(f"{e}, committed since the orphan files were planned; nothing "
+                               f"of this batch was deleted", "recheck") from None
+        return names
 
     # --- phase 1: candidates -------------------------------------------------------------
     # Candidates are listed by name (Paimon compares names too); the status (size, mtime) of

@@ -181,6 +181,13 @@ class DistributedOrphanFilesCleaner(OrphanFilesCleaner):
         # The driver holds the maintenance lease: checked once before the one delete job
         # (executors cannot stop it half-way; the job is this run's one delete step).
         checkpoint()
+        # What a commit published since the plan is kept (as locally, before each batch).
+        left = set(self._not_committed_since_plan(paths))
+        if len(left) < len(paths):
+            orphans = [c for c in orphans if c.status.path in left]
+            paths = [c.status.path for c in orphans]
+        if not paths:
+            return []
         try:
             deleted = set(sc.parallelize(paths, max(1, min(self.parallelism, len(paths))))
                           .mapPartitions(lambda it: _delete_paths(io, it)).collect())

@@ -127,11 +127,13 @@ def fault_kinds(call: Optional[Call]) -> List[str]:
     """The faults a call can get. Reads fail before; writes and creates also after their
     effect; conditional creates on the object store may answer 501; FileIO deletes fail
     before (their contract: False, no exception). The `start` point and the atomicity probe
-    get none. A FileIO write (any `io` call that writes or creates) may also be interrupted
+    get none, nor does an actor waiting for another (`storage.controlled_commit_waits`).
+    A FileIO write (any `io` call that writes or creates) may also be interrupted
     (KeyboardInterrupt raised before it: an operation stopped by Ctrl-C between two calls),
     only where a policy's `faults` name Fault.INTERRUPT (the kinds a policy draws from are
     these, filtered: without it, a seed draws as before)."""
-    if call is None or call.method in ("start", "check_atomic_create", "link_time_ns"):
+    if call is None or call.method in ("start", "check_atomic_create", "link_time_ns",
+                                       "wait"):
         return []
     m = call.method
     if call.level == "obj" and m == "put" and call.create:

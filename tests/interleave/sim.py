@@ -26,7 +26,8 @@ from paimon_commit.manifests import merge_entries
 
 from .scheduler import Policy, Scheduler
 from .storage import (LEASE_MS, Clock, ControlledIO, InjectedInterrupt, InlineExecutor,
-                      arrow_io, controlled_lease, inline_pools, patched_obstore)
+                      arrow_io, controlled_commit_waits, controlled_lease, inline_pools,
+                      patched_obstore)
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
 PARTITIONS = ("a", "b")
@@ -263,6 +264,7 @@ class Sim:
             if self.storage == "memory":
                 stack.enter_context(patched_obstore(self.sched))
             self.lease = stack.enter_context(controlled_lease(self))
+            stack.enter_context(controlled_commit_waits(self))
             stack.enter_context(self._left_for_orphan_cleanup())
             yield
 

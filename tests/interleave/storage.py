@@ -345,6 +345,33 @@ def controlled_lease(sim):
         lease.time, lease.HeldLease.start_renewer = saved_time, saved_renewer
 
 
+@contextlib.contextmanager
+def controlled_commit_waits(sim):
+    """A commit call of this process that waits for another one committing the same files
+    (paimon_commit/operations/commit_record.py: InFlight, where the code has it) waits at
+    scheduling points (`sim.wait`, no fault): parked like any actor, granted by the policy,
+    it looks again each time, so the call it waits for runs meanwhile."""
+    try:
+        from paimon_commit.operations import commit_record
+        saved = commit_record.wait_for_call
+    except (ImportError, AttributeError):   # code before the wait
+        yield
+        return
+    from .scheduler import Call, _tls
+
+    def wait(done):
+        if getattr(_tls, "sched", None) is not sim.sched:   # not an actor: a plain wait
+            return saved(done)
+        while not done.is_set():
+            sim.sched.point(Call("sim", "wait", "commit of the same files in flight"))
+
+    commit_record.wait_for_call = wait
+    try:
+        yield
+    finally:
+        commit_record.wait_for_call = saved
+
+
 #: The lease duration in simulations (logical ms: a tick is one): longer than any round, so
 #: that only `Sim.expire_leases` makes a lease expire.
 LEASE_MS = 60_000

@@ -326,21 +326,47 @@ def test_i25_lease_expired_while_paused_is_taken_over_scripted(tmp_path, storage
         s.check("after a rollback took over the lease of a paused expiration")
 
 
-# --- open: a repeat that runs while the first call is still in flight --------------------------
+# --- a repeat that runs while the first call is still in flight -------------------------------
+# Found by the issue-25 mix (and left out of it since): a repeat of a commit whose first call
+# is still in flight (a retry after a client-side timeout) was screened before the first call
+# recorded its files, and both published them. Today's code before the fix: "snapshot 3
+# publishes a data file twice: file data-....parquet is added twice (it is already live)".
+# Now calls of one process committing the same files serialise (commit_record.InFlight): the
+# repeat waits at a scheduling point (`sim.wait`) until the first call returned, then screens.
 
-@pytest.mark.xfail(strict=True, raises=InvariantViolation, reason=(
-    "open (found by the issue-25 mix, left out of it since): a repeat of a commit whose first "
-    "call is still in flight (a retry after a client-side timeout) is screened before the "
-    "first call recorded its files, and both publish them: 'snapshot 3 publishes a data file "
-    "twice: file data-....parquet is added twice (it is already live)'"))
-def test_i25_open_a_repeat_racing_its_first_call_publishes_twice_scripted(tmp_path):
-    with _Script(tmp_path, "local") as s:
+@pytest.mark.parametrize("storage", ["local", "memory"])
+def test_i25_a_repeat_racing_its_first_call_waits_for_it_scripted(tmp_path, storage):
+    with _Script(tmp_path, storage) as s:
         s.finish(start_append(s.sim, "a"))          # 1
         a = start_append(s.sim, "a")
         s.until(a, "io", "try_create_atomic", "snapshot-2")   # about to publish
-        s.finish(start_repeat(s.sim, a))            # the retry publishes 2
-        s.finish(a)                                 # the first call publishes 3: same file
+        r = start_repeat(s.sim, a)                  # the retry, the same messages
+        waited = s.until(r, "sim", "wait", "")      # (before the fix: it published 2 here)
+        s.finish(a)                                 # the first call publishes 2
+        s.finish(r)                                 # the repeat: a no-op returning 2
         s.check("after a commit and its repeat raced")
+        assert waited is not None
+        assert (a.outcome, a.sids, r.outcome, r.sids) == ("ok", [2], "ok", [2]), (a, r)
+
+
+@pytest.mark.parametrize("storage", ["local", "memory"])
+def test_i25_a_repeat_waiting_for_an_interrupted_first_call_finds_its_snapshot_scripted(
+        tmp_path, storage):
+    # The first call publishes 2 and is interrupted (Ctrl-C) writing the LATEST hint while
+    # the repeat waits: the repeat finds snapshot 2 in the table's history and returns it.
+    with _Script(tmp_path, storage) as s:
+        s.finish(start_append(s.sim, "a"))          # 1
+        a = start_append(s.sim, "a")
+        s.until(a, "io", "try_create_atomic", "snapshot-2")
+        r = start_repeat(s.sim, a)
+        waited = s.until(r, "sim", "wait", "")
+        s.until(a, "io", "overwrite_atomic", "LATEST", fault=Fault.INTERRUPT)
+        s.finish(a)                                 # published 2, then interrupted
+        s.finish(r)
+        s.check("after an interrupted commit and its waiting repeat")
+        assert waited is not None
+        assert a.outcome == "unknown" and "interrupted" in a.detail, a
+        assert (r.outcome, r.sids) == ("ok", [2]), r
 
 
 # --- a batch commit reported a refusal after its snapshot landed (found on the merged lease,

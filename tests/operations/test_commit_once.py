@@ -109,7 +109,11 @@ def test_streaming_identifiers_must_increase(table, table_path):
     assert read_ids(table_path) == [1, 3, 4]
 
 
-def test_rolled_back_commit_can_be_committed_again(table, table_path):
+def test_rolled_back_commit_is_refused_and_its_identifier_is_free_for_new_rows(table,
+                                                                              table_path):
+    # Changed deliberately (audit a5): the rolled-back messages were published again before;
+    # their files are orphan cleanup's after the rollback, so the repeat is refused and the
+    # rows, written again, commit under the same identifier.
     msgs = messages(table, [2])
     with table.new_commit(commit_user="job") as c:
         c.commit(messages(table, [1]), commit_identifier=1)
@@ -117,7 +121,10 @@ def test_rolled_back_commit_can_be_committed_again(table, table_path):
         table.rollback_to(1)
         # Snapshot 2 is gone: the files are not committed any more, identifier 2 is free.
         assert c.filter_committed([2]) == [2]
-        assert c.commit(msgs, commit_identifier=2) == 2
+        with pytest.raises(CommitConflictError, match=r"as snapshot 2, which a rollback "
+                           r"removed since; refusing to commit them again"):
+            c.commit(msgs, commit_identifier=2)
+        assert c.commit(messages(table, [2]), commit_identifier=2) == 2
         assert not c.last_result.already_committed
     assert read_ids(table_path) == [1, 2]
 

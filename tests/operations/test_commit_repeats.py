@@ -3,7 +3,9 @@ findings 3, 6 and 7): after a rollback, a compaction or an expiration, and throu
 spelling of the table's path, the same messages committed again publish their rows exactly
 once or are refused with a clear CommitConflictError; never a silent no-op, never a second
 copy. Real tables in tmp dirs; pypaimon and our reader read every row back."""
+import logging
 import os
+import threading
 
 import pytest
 
@@ -59,32 +61,65 @@ def snapshots_adding(table_path, msgs):
 
 
 # --- finding 3: a repeat after a rollback whose id another commit of the user re-used ---------
+# A repeat whose snapshot a rollback removed is refused (audit a5): the rollback left its
+# files to orphan cleanup, which selects them by age and may have planned them already; a
+# repeat publishing them again could be followed by their deletion. (Before audit a5 these
+# repeats published the rolled-back files again; the tests below were changed deliberately.)
 
-def test_a_repeat_after_a_rollback_and_a_reused_id_publishes_its_rows_once(table, table_path):
+def _rolled_back_message(table, user, what, snapshot_id):
+    return (f"commit user {user!r} committed these files ({what}) to {table.path} as snapshot "
+            f"{snapshot_id}, which a rollback removed since; refusing to commit them again: a "
+            f"rollback leaves its files to orphan cleanup, which may be deleting them now, and "
+            f"a snapshot publishing them again would then name missing files. Write the rows "
+            f"again with a new writer if they should be in the table")
+
+
+def test_a_repeat_after_a_rollback_and_a_reused_id_is_refused_not_a_no_op(table, table_path):
     # Regression (issue 25, finding 3): A was published as snapshot 2 and rolled back; B of the
     # same commit user (one-shot, the same batch identifier) got id 2 again. The record compared
     # user, identifier and kind, took snapshot 2 for A's and returned 2: A's rows were gone while
-    # the call reported success. The rollback left A's files on disk: the repeat publishes them.
+    # the call reported success. Now: refused, every time, naming the snapshot it was.
     write(table, make_rows([1]))
     c = table.new_commit(commit_user="etl")
     a = prepared(table, [2])
     assert c.commit(a) == 2
     Table.open(str(table_path)).rollback_to(snapshot_id=1)
     assert c.commit(prepared(table, [3])) == 2
-    assert c.commit(a) == 3
-    assert not c.last_result.already_committed
-    assert c.commit(a) == 3                      # now a repeat: nothing published
-    assert c.last_result.already_committed
+    for _ in range(2):   # a second repeat is refused the same way, not published
+        with pytest.raises(CommitConflictError) as e:
+            c.commit(a)
+        assert str(e.value) == _rolled_back_message(table, "etl", "a batch commit", 2)
     c.close()
-    assert snapshot_ids(table_path) == [1, 2, 3]
-    assert snapshots_adding(table_path, a) == [3]
-    assert ids_read(table_path) == [1, 2, 3]
-    assert_intact(table_path, {2: [1, 3], 3: [1, 2, 3]})
+    assert snapshot_ids(table_path) == [1, 2]
+    assert snapshots_adding(table_path, a) == []
+    assert os.path.exists(data_path(table_path, a))   # left for orphan cleanup
+    assert ids_read(table_path) == [1, 3]
+    assert_intact(table_path, {2: [1, 3]})
+
+
+def test_a_repeat_after_a_rollback_is_refused_and_the_rows_written_again_commit(table,
+                                                                                table_path):
+    # Regression (audit a5): a job's commit (identifier 7) was rolled back; its retry
+    # published the rolled-back file again, which an orphan cleanup that had planned it (it is
+    # as old as the commit) then deleted: the latest snapshot named a missing file. Now the
+    # retry is refused; what the error says to do (write the rows again) commits them once.
+    write(table, make_rows([1]))
+    job = table.new_commit(commit_user="job")
+    a = prepared(table, [2])
+    assert job.commit(a, 7) == 2
+    Table.open(str(table_path)).rollback_to(snapshot_id=1)
+    with pytest.raises(CommitConflictError) as e:
+        job.commit(a, 7)
+    assert str(e.value) == _rolled_back_message(table, "job", "identifier 7", 2)
+    assert snapshot_ids(table_path) == [1]
+    assert job.commit(prepared(table, [2]), 8) == 2
+    job.close()
+    assert ids_read(table_path) == [1, 2]
+    assert_intact(table_path, {2: [1, 2]})
 
 
 def test_a_repeat_after_a_rollback_whose_files_are_gone_is_refused(table, table_path):
-    # The rolled-back files were deleted since (orphan cleanup): publishing them would name
-    # files that are not there. A clear refusal, not a success that published nothing.
+    # The rolled-back files were deleted since (orphan cleanup): the same refusal.
     write(table, make_rows([1]))
     c = table.new_commit(commit_user="etl")
     a = prepared(table, [2])
@@ -94,11 +129,7 @@ def test_a_repeat_after_a_rollback_whose_files_are_gone_is_refused(table, table_
     os.remove(data_path(table_path, a))
     with pytest.raises(CommitConflictError) as e:
         c.commit(a)
-    assert str(e.value) == (
-        f"commit user 'etl' committed these files (a batch commit) to {table.path} as "
-        f"snapshot 2, which a rollback removed since, and data file {data_path(table_path, a)} "
-        f"no longer exists (deleted by orphan cleanup?): refusing to commit it, as the "
-        f"snapshot would name a missing file. Write the rows again with a new writer")
+    assert str(e.value) == _rolled_back_message(table, "etl", "a batch commit", 2)
     c.close()
     assert snapshot_ids(table_path) == [1, 2]
     assert ids_read(table_path) == [1, 3]
@@ -174,27 +205,36 @@ def test_a_repeat_of_an_interrupted_commit_compacted_and_expired_is_refused(tabl
     assert ids_read(table_path) == [1, 2, 3]
 
 
-def test_a_repeat_of_an_interrupted_commit_after_a_rollback_publishes_once(table, table_path):
-    # Guard: the call raised after publishing snapshot 2, which a rollback removed and another
-    # commit of the same user re-used: the table says its files are not there, so the repeat
-    # publishes them (once).
+def _raised_rolled_back_message(table):
+    return (f"an earlier call of commit user 'nb' with these files (a batch commit) raised after "
+            f"it may have published them to {table.path}; no snapshot of the table holds them "
+            f"now (it never published, or a rollback removed it); refusing to commit them again: "
+            f"a rollback leaves its files to orphan cleanup, which may be deleting them now, and "
+            f"a snapshot publishing them again would then name missing files. Write the rows "
+            f"again with a new writer if they should be in the table")
+
+
+def test_a_repeat_of_an_interrupted_commit_after_a_rollback_is_refused(table, table_path):
+    # The call raised after publishing snapshot 2, which a rollback removed and another commit
+    # of the same user re-used: no snapshot holds its files, and the table cannot tell "never
+    # published" from "rolled back" - after a rollback its files are orphan cleanup's, so the
+    # repeat is refused (audit a5; it published them again before).
     write(table, make_rows([1]))
     msgs = _interrupted_after_publishing(table_path, [2])
     Table.open(str(table_path)).rollback_to(snapshot_id=1)
     with table.new_commit(commit_user="nb") as c:
         assert c.commit(prepared(table, [3])) == 2
-        assert c.commit(msgs) == 3
-        assert not c.last_result.already_committed
-        assert c.commit(msgs) == 3
-        assert c.last_result.already_committed
-    assert snapshots_adding(table_path, msgs) == [3]
-    assert ids_read(table_path) == [1, 2, 3]
+        with pytest.raises(CommitConflictError) as e:
+            c.commit(msgs)
+        assert str(e.value) == _raised_rolled_back_message(table)
+    assert snapshots_adding(table_path, msgs) == []
+    assert snapshot_ids(table_path) == [1, 2]
+    assert ids_read(table_path) == [1, 3]
 
 
 def test_a_repeat_of_an_interrupted_commit_rolled_back_whose_files_are_gone_is_refused(
         table, table_path):
-    # The same, once orphan cleanup deleted the rolled-back file: no snapshot holds it and it
-    # is not on disk, so publishing it would name a missing file.
+    # The same, once orphan cleanup deleted the rolled-back file.
     write(table, make_rows([1]))
     msgs = _interrupted_after_publishing(table_path, [2])
     Table.open(str(table_path)).rollback_to(snapshot_id=1)
@@ -202,13 +242,7 @@ def test_a_repeat_of_an_interrupted_commit_rolled_back_whose_files_are_gone_is_r
     with table.new_commit(commit_user="nb") as c:
         with pytest.raises(CommitConflictError) as e:
             c.commit(msgs)
-    assert str(e.value) == (
-        f"an earlier call of commit user 'nb' with these files (a batch commit) raised after "
-        f"it may have published them to {table.path}; no snapshot of the table holds them now "
-        f"(it never published, or a rollback removed it), and data file "
-        f"{data_path(table_path, msgs)} no longer exists (deleted by orphan cleanup?): "
-        f"refusing to commit it, as the snapshot would name a missing file. Write the rows "
-        f"again with a new writer")
+    assert str(e.value) == _raised_rolled_back_message(table)
     assert snapshot_ids(table_path) == [1]
     assert ids_read(table_path) == [1]
 
@@ -305,3 +339,85 @@ def test_a_forgotten_repeat_whose_files_were_compacted_and_expired_is_refused(
     c.close()
     assert snapshot_ids(table_path) == [5]
     assert ids_read(table_path) == [1, 2, 3, 4]
+
+
+# --- a repeat racing the call it repeats (issue 25, open finding of the interleaving mix) ------
+
+class _HeldAtPublish(LocalFileIO):
+    """Its create of snapshot-`n` waits until `release` is set: a first call still in flight
+    (e.g. a slow store), right before its publish."""
+
+    def __init__(self, root, n):
+        super().__init__(root)
+        self.n, self.reached, self.release = n, threading.Event(), threading.Event()
+
+    def try_create_atomic(self, path, data, precondition=None, single_writer=False):
+        if path.endswith(f"/snapshot/snapshot-{self.n}"):
+            self.reached.set()
+            assert self.release.wait(60)
+        return super().try_create_atomic(path, data, precondition, single_writer)
+
+
+class _Waiting(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.seen = threading.Event()
+
+    def emit(self, record):
+        if "waiting for a call of this process committing the same files" in \
+                record.getMessage():
+            self.seen.set()
+
+
+@pytest.mark.parametrize("identifier", [None, 7])
+def test_a_repeat_racing_its_first_call_in_another_thread_waits_and_publishes_nothing(
+        table, table_path, identifier):
+    # Regression: the repeat (a retry after a client-side timeout, on a new commit object) was
+    # screened before the first call had recorded its files and published them as snapshot 2;
+    # the first call then lost the race for 2 and published them again as 3: every row twice.
+    write(table, make_rows([1]))
+    msgs = prepared(table, [2, 3])
+    io = _HeldAtPublish(str(table_path), 2)
+    results, errors = {}, []
+
+    def first():
+        try:
+            c = Table(FileStore.open(str(table_path), io=io)).new_commit(commit_user="job")
+            results["first"] = (c.commit(msgs, identifier), c.last_result.already_committed)
+        except BaseException as e:  # noqa: BLE001 - reported by the test
+            errors.append(e)
+
+    def repeat():
+        try:
+            c = Table.open(str(table_path)).new_commit(commit_user="job")
+            results["repeat"] = (c.commit(msgs, identifier), c.last_result.already_committed)
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+        finally:
+            waiting.seen.set()   # (done without waiting: the code before the fix)
+
+    waiting = _Waiting()
+    logger = logging.getLogger("paimon_commit.operations.commit_record")
+    logger.addHandler(waiting)
+    old_level = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        a = threading.Thread(target=first)
+        a.start()
+        assert io.reached.wait(60)
+        b = threading.Thread(target=repeat)
+        b.start()
+        assert waiting.seen.wait(60)
+        io.release.set()
+        a.join(60)
+        b.join(60)
+    finally:
+        io.release.set()
+        logger.removeHandler(waiting)
+        logger.setLevel(old_level)
+    assert not errors
+    assert results == {"first": (2, False), "repeat": (2, True)}
+    assert snapshot_ids(table_path) == [1, 2]
+    assert snapshots_adding(table_path, msgs) == [2]
+    assert ids_read(table_path) == [1, 2, 3]
+    assert_intact(table_path, {2: [1, 2, 3]})

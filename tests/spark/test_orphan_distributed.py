@@ -150,3 +150,36 @@ def test_cli_distributed_failure_after_executor_deletes_is_not_invalid_input(
     assert "injected failure removing" in r["error"]
     assert f"{planted} path(s) had been deleted before the failure" in err
     assert_intact(table_path, expected_by_tag={"t3": [1, 2, 3, 101, 102, 103]})
+
+
+def test_distributed_keeps_what_a_commit_published_since_the_plan(spark, table, table_path,
+                                                                  tmp_path):
+    # Audit a5 on Spark: the job's commit, rolled back, is published again by the job
+    # restarted in another process between the plan and the delete job: its file is kept.
+    from operations.test_orphan_recheck import (_cutoff, age_everything,
+                                                commit_in_another_process, data_file,
+                                                ids_read)
+    write(table, make_rows([1]))
+    w = table.new_writer()
+    w.write_arrow(make_rows([2]))
+    msgs = w.prepare_commit()
+    with table.new_commit(commit_user="job") as c:
+        assert c.commit(msgs, 7) == 2
+    table.rollback_to(snapshot_id=1)
+    age_everything(table_path)
+    f = data_file(table_path, msgs)
+
+    class _AfterPlan(DistributedOrphanFilesCleaner):
+        def find_orphans(self, executor, result):
+            out = super().find_orphans(executor, result)
+            assert f in [c.status.path for c in out[0]]
+            assert commit_in_another_process(tmp_path, table_path, msgs, "job", 7) == 2
+            return out
+
+    r = _AfterPlan(CleanContext(str(table_path), older_than_ms=_cutoff()), spark=spark,
+                   parallelism=2).clean()
+    assert r.complete
+    assert "dt=19723/hr=1/bucket-0/" + msgs[0].new_files[0].file_name not in r.deleted_paths
+    assert any(p.startswith("manifest/manifest-list-") for p in r.deleted_paths)
+    assert ids_read(table_path) == [1, 2]
+    assert_intact(table_path, {2: [1, 2]})

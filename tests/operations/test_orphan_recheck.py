@@ -1,0 +1,202 @@
+"""Orphan cleanup's delete phase keeps what a commit published after the plan (audit a5).
+
+A rolled-back commit's files are old (as old as the commit) and no snapshot uses them, so
+orphan cleanup selects them. A job retried after the rollback in another process (its commit
+record is empty: in this process a repeat after a rollback is refused, commit_record) publishes
+them again. Orphan cleanup's lease excludes maintenance, not commits: before, a run that had
+planned them deleted them after the commit, and the latest snapshot named missing files. Now
+the delete phase reads the snapshots committed since its plan before each batch and keeps
+what they publish. Real tables in tmp dirs, the commit made by a real second process at a
+hook between the plan and the delete (or between two batches); both readers read back.
+"""
+import os
+import pickle
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import make_rows, write
+from invariants import assert_intact
+from oracle import pp_read
+
+from paimon_commit import Table
+from paimon_commit.errors import CommitConflictError
+from paimon_commit.io.local import LocalFileIO
+from paimon_commit.operations import orphan as orphan_module
+from paimon_commit.operations.orphan import CleanContext, OrphanFilesCleaner
+
+OLD = time.time() - 3 * 86400
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def ids_read(table_path):
+    ours = sorted(Table.open(str(table_path)).read_arrow().column("id").to_pylist())
+    assert sorted(pp_read(table_path).column("id").to_pylist()) == ours
+    return ours
+
+
+def data_file(table_path, msgs):
+    m = msgs[0]
+    return os.path.join(str(table_path), f"dt=19723/hr=1/bucket-{m.bucket}",
+                        m.new_files[0].file_name)
+
+
+def age_everything(table_path):
+    """The table's files as if written three days ago (older than the cleanup's cutoff)."""
+    for d, _, names in os.walk(table_path):
+        for n in names:
+            os.utime(os.path.join(d, n), (OLD, OLD))
+
+
+def commit_in_another_process(tmp_path, table_path, msgs, user, identifier):
+    """The job, restarted in a new process, commits the same messages again: nothing in this
+    process's commit record. Returns the snapshot id it published."""
+    src = tmp_path / "msgs.pickle"
+    src.write_bytes(pickle.dumps(msgs))
+    out = tmp_path / "sid"
+    code = ("import pickle, sys\n"
+            "from paimon_commit import Table\n"
+            "t = Table.open(sys.argv[1])\n"
+            "c = t.new_commit(commit_user=sys.argv[3])\n"
+            "sid = c.commit(pickle.load(open(sys.argv[2], 'rb')), int(sys.argv[4]))\n"
+            "c.close()\n"
+            "open(sys.argv[5], 'w').write(str(sid))\n")
+    subprocess.run([sys.executable, "-c", code, str(table_path), str(src), user,
+                    str(identifier), str(out)], check=True, env={**os.environ,
+                                                                "PYTHONPATH": ROOT})
+    return int(out.read_text())
+
+
+@pytest.fixture
+def rolled_back(table, table_path):
+    """Snapshot 1 (row 1); the job's commit of row 2 (identifier 7) as snapshot 2, rolled
+    back; everything aged: the job's data file is an old orphan now."""
+    write(table, make_rows([1]))
+    w = table.new_writer()
+    w.write_arrow(make_rows([2]))
+    msgs = w.prepare_commit()
+    with table.new_commit(commit_user="job") as c:
+        assert c.commit(msgs, 7) == 2
+    Table.open(str(table_path)).rollback_to(snapshot_id=1)
+    age_everything(table_path)
+    return msgs
+
+
+class _AfterPlan(OrphanFilesCleaner):
+    """Runs `hook` between the plan (candidates, used files, selection) and the delete phase,
+    and records what the plan selected."""
+
+    def __init__(self, ctx, hook):
+        super().__init__(ctx)
+        self.hook, self.planned = hook, []
+
+    def find_orphans(self, executor, result):
+        orphans, dirs = super().find_orphans(executor, result)
+        self.planned = orphans.paths()
+        self.hook()
+        return orphans, dirs
+
+
+def _cutoff():
+    return int((time.time() - 86400) * 1000)
+
+
+def test_a_commit_between_the_plan_and_the_delete_keeps_the_old_file_it_publishes(
+        table, table_path, tmp_path, rolled_back):
+    # Regression (audit a5): the plan selected the rolled-back file F; the job, restarted,
+    # published F again as snapshot 2; the delete phase deleted F: "FileNotFoundError: ...
+    # data-....parquet" reading the latest snapshot.
+    f = data_file(table_path, rolled_back)
+    published = []
+    cleaner = _AfterPlan(CleanContext(str(table_path), older_than_ms=_cutoff()), lambda:
+                         published.append(commit_in_another_process(
+                             tmp_path, table_path, rolled_back, "job", 7)))
+    r = cleaner.clean()
+    assert f in cleaner.planned        # it was an orphan when planned
+    assert published == [2]
+    assert os.path.exists(f)
+    assert os.path.relpath(f, str(table_path)) not in r.deleted_paths
+    assert r.complete
+    assert ids_read(table_path) == [1, 2]
+    assert_intact(table_path, {2: [1, 2]})
+    # What the plan selected and no snapshot publishes is deleted: the rolled-back snapshot's
+    # manifest list, for one.
+    assert any(p.startswith("manifest/manifest-list-") for p in r.deleted_paths)
+
+
+def test_a_commit_between_two_batches_keeps_the_old_file_it_publishes(
+        table, table_path, tmp_path, rolled_back, monkeypatch):
+    # The same commit landing while the delete phase runs (after its first batch, one file
+    # a batch): the batches after it keep the file.
+    monkeypatch.setattr(orphan_module, "FIRST_BATCH", 1)
+    monkeypatch.setattr(orphan_module, "MIN_BATCH", 1)
+    monkeypatch.setattr(orphan_module, "MAX_BATCH", 1)
+    f = data_file(table_path, rolled_back)
+    published = []
+
+    class _CommitAfterFirstDelete(LocalFileIO):
+        def delete_files(self, paths, executor=None):
+            done = super().delete_files(paths, executor)
+            if done and not published:
+                published.append(commit_in_another_process(tmp_path, table_path,
+                                                           rolled_back, "job", 7))
+            return done
+
+    r = OrphanFilesCleaner(CleanContext(str(table_path), older_than_ms=_cutoff(),
+                                        file_io=_CommitAfterFirstDelete(str(table_path)))
+                           ).clean()
+    assert published == [2]
+    assert os.path.exists(f)
+    assert r.complete and len(r.deleted_paths) >= 1
+    assert os.path.relpath(f, str(table_path)) not in r.deleted_paths
+    assert ids_read(table_path) == [1, 2]
+    assert_intact(table_path, {2: [1, 2]})
+
+
+def test_the_same_repeat_in_this_process_is_refused_and_the_file_is_an_orphan(
+        table, table_path, rolled_back):
+    # In the process that committed it, the repeat is refused (commit_record): nothing
+    # publishes the file, and orphan cleanup deletes it; the table reads.
+    f = data_file(table_path, rolled_back)
+    refused = []
+
+    def repeat():
+        with pytest.raises(CommitConflictError, match=r"as snapshot 2, which a rollback "
+                           r"removed since; refusing to commit them again") as e:
+            with Table.open(str(table_path)).new_commit(commit_user="job") as c:
+                c.commit(rolled_back, 7)
+        refused.append(e.value)
+
+    r = _AfterPlan(CleanContext(str(table_path), older_than_ms=_cutoff()), repeat).clean()
+    assert refused
+    assert not os.path.exists(f)
+    assert os.path.relpath(f, str(table_path)) in r.deleted_paths
+    assert ids_read(table_path) == [1]
+    assert_intact(table_path, {1: [1]})
+
+
+def test_a_rollback_between_the_plan_and_the_delete_stops_the_run(table, table_path):
+    # New behaviour with the re-check (not a regression): after a rollback, snapshot ids are
+    # re-created and "committed since the plan" can no longer be told from the ids. The run
+    # stops before its first delete; a rerun plans again.
+    for i in (1, 2, 3):
+        write(table, make_rows([i]))
+    stray = table_path / "dt=19723" / "hr=1" / "bucket-0" / "data-stray.parquet"
+    stray.write_bytes(b"x")
+    age_everything(table_path)
+    before = sorted(os.listdir(table_path / "dt=19723" / "hr=1" / "bucket-0"))
+    r = _AfterPlan(CleanContext(str(table_path), older_than_ms=_cutoff()),
+                   lambda: Table.open(str(table_path)).rollback_to(snapshot_id=2)).clean()
+    assert not r.complete and r.stopped_by == "recheck"
+    assert r.deleted_paths == []
+    assert r.message.startswith(
+        f"stopped before a batch of deletions: snapshot 3 of {table.path} changed or went "
+        f"away since the orphan files were planned (a rollback or an expiration ran "
+        f"meanwhile), so what commits published since cannot be told; nothing of this batch "
+        f"was deleted, a rerun plans again; deleted 0 orphan file(s)")
+    assert sorted(os.listdir(table_path / "dt=19723" / "hr=1" / "bucket-0")) == before
+    again = OrphanFilesCleaner(CleanContext(str(table_path), older_than_ms=_cutoff())).clean()
+    assert again.complete and "dt=19723/hr=1/bucket-0/data-stray.parquet" in again.deleted_paths
+    assert ids_read(table_path) == [1, 2]
