@@ -74,13 +74,22 @@ _live_lock = threading.Lock()
 _live_tokens: set = set()
 
 
-def _new_process_id() -> None:
-    global _PROCESS, _live_tokens
+def _after_fork_in_child() -> None:
+    """A forked child is another process and holds none of its parent's leases: a new
+    process id, no live tokens, and no held-lease map. Only the forking thread survives a
+    fork, but its thread-local `held` map is copied: left there, a maintenance run in the
+    child would join the lease its parent still holds, and both would delete at once. The
+    maps are replaced, not emptied, so that a `maintenance_lease` block the child was forked
+    inside still finds its own entry when it ends (and `HeldLease.release` then writes
+    nothing: see its pid). The locks too: another thread may have held one at the fork."""
+    global _PROCESS, _live_tokens, _live_lock, _local, _settings_lock
     _PROCESS, _live_tokens = uuid.uuid4().hex, set()
+    _live_lock, _settings_lock = threading.Lock(), threading.Lock()
+    _local = threading.local()
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_new_process_id)
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _this_machine() -> str:
@@ -399,6 +408,9 @@ class HeldLease:
         self._stop = threading.Event()
         self._renewer: Optional[threading.Thread] = None
         self.listed: List[Tuple[int, int]] = []   # the records listed when it was taken
+        # The process that took it. A forked child has a copy of this object but not the
+        # lease: there it neither passes a check nor releases the parent's lease.
+        self.pid = os.getpid()
 
     @property
     def token(self) -> str:
@@ -426,6 +438,8 @@ class HeldLease:
     def check(self) -> None:
         """Before a delete step: StopDeleting(cause="lease") if a newer record than ours
         exists (someone took the lease over, or broke it); renews when due."""
+        if os.getpid() != self.pid:
+            raise StopDeleting(self._forked(), cause="lease")
         with self._lock:
             if self.lost is not None:
                 raise StopDeleting(self.lost, cause="lease")
@@ -452,6 +466,11 @@ class HeldLease:
                 self.lost = (f"could not renew the maintenance lease of {m.path} before it "
                              f"expired ({e}); stopped before the next delete")
                 raise StopDeleting(self.lost, cause="lease") from e
+
+    def _forked(self) -> str:
+        return (f"this process (pid {os.getpid()}) was forked from pid {self.pid}, which "
+                f"holds the maintenance lease of {self.manager.path}: a forked child does not "
+                f"hold its parent's lease; stopped before the next delete")
 
     def _lose(self, newer: Optional[LeaseRecord]) -> None:
         who = ("it was broken (lease --break)" if newer is not None and newer.released else
@@ -493,6 +512,11 @@ class HeldLease:
         self._lose(newer)
 
     def release(self) -> None:
+        if os.getpid() != self.pid:
+            # A forked child leaving a block it inherited: the lease is its parent's, which
+            # goes on using it. Releasing it here would let a third process in.
+            log.info("%s; not releasing it", self._forked().split(";")[0])
+            return
         self._stop.set()
         if self._renewer is not None and self._renewer is not threading.current_thread():
             self._renewer.join()
@@ -592,7 +616,7 @@ def maintenance_lease(store, operation: str, *, wait_s: Optional[float] = None,
     m = manager or lease_manager(store)
     held = _held()
     joined = held.get(m.identity)
-    if joined is not None:
+    if joined is not None and joined[0].pid == os.getpid():   # (see _after_fork_in_child)
         joined[1] += 1
         try:
             yield joined[0]
@@ -616,7 +640,7 @@ def maintenance_lease(store, operation: str, *, wait_s: Optional[float] = None,
         with guarded(lease.check):
             yield lease
     finally:
-        del held[m.identity]
+        held.pop(m.identity, None)
         lease.release()
 
 
