@@ -20,7 +20,11 @@ pypaimon and our orphan cleanup list, like `.tag-deletions/`). Each names the ta
   lost the lease raises StopDeleting(cause="lease") there: nothing of that step is deleted.
 - Release: create lease-(n+1) with released=true. The holder deletes its own superseded
   records (numbers below its current one) through the FileIO gate so they do not pile up.
-- Re-entrant on one thread for one table: a nested operation joins the held lease.
+- Re-entrant on one thread for one table: a nested operation joins the held lease (never
+  across a fork: a forked child holds none of its parent's leases).
+- Names: records are numbered 1..MAX_NUMBER without leading zeros; any other entry named
+  `lease-<digits>` (a directory, a symlink, 19 digits, ...) is refused naming it, and taking
+  the lease is bounded however its races go: never a loop that ignores its wait.
 
 Clocks only decide when an expired lease may be taken over; whether a holder may delete is
 decided by the newer record, which it checks before every step. docs/safety.md, "The
@@ -36,6 +40,7 @@ import os
 import random
 import re
 import socket
+import stat as _stat
 import threading
 import time
 import uuid
@@ -54,7 +59,16 @@ __all__ = ["LEASE_DIR", "LeaseRecord", "LeaseManager", "HeldLease", "maintenance
            "DEFAULT_WAIT_S", "MAX_DURATION_MS", "check_lease_duration_ms", "check_lease_wait_s"]
 
 LEASE_DIR = ".maintenance"
-_NAME = re.compile(r"^lease-(\d{1,18})$")
+# Every name a record of ours could collide with: `lease-` and digits. Ours are numbered
+# 1..MAX_NUMBER without leading zeros; any other such name (a directory, a number of more
+# than 18 digits or with a leading zero, hand-made or written by a tool that overflowed) is
+# refused naming it, never passed over: a taker that passed over the highest record would
+# try to create a name that exists and, before, retried forever.
+_NAME = re.compile(r"^lease-(\d+)$")
+MAX_NUMBER = 10 ** 18 - 1
+_MAX_DIGITS = len(str(MAX_NUMBER))
+_UNSEEN_TRIES = 3   # lost races for a name that the listing then does not show, before refusing
+_LOST_RACES = 10    # races lost in a row past the wait, before giving up (skip or refuse)
 
 DEFAULT_DURATION_MS = 5 * 60 * 1000     # renewed at half: a holder alive renews long before
 DEFAULT_WAIT_S = 60.0                   # how long an explicit command waits for a holder
@@ -121,6 +135,14 @@ def _pid_gone(pid: int) -> bool:
     except OSError:
         return False
     return False
+
+
+def _kind(mode: int) -> str:
+    """What a non-regular file is, in words."""
+    return ("symbolic link" if _stat.S_ISLNK(mode) else "directory" if _stat.S_ISDIR(mode)
+            else "FIFO" if _stat.S_ISFIFO(mode) else "socket" if _stat.S_ISSOCK(mode)
+            else "device file" if _stat.S_ISCHR(mode) or _stat.S_ISBLK(mode)
+            else "special file")
 
 
 def _now_ms() -> int:
@@ -232,6 +254,9 @@ class LeaseManager:
         self.identity = table_identity(io)
         self.single_writer = single_writer
         self.lease_dir = io.join(io.root, LEASE_DIR)
+        # Storage on a local file system (the deletion gate resolves its symlinks there):
+        # entries can be symlinks, FIFOs, ..., which an object store's keys cannot.
+        self.local = getattr(io, "_resolver", None) is not None
 
     def record_path(self, number: int) -> str:
         return self.io.join(self.lease_dir, f"lease-{number}")
@@ -264,19 +289,48 @@ class LeaseManager:
         return [n for n, _ in self.listing()]
 
     def listing(self) -> List[Tuple[int, int]]:
-        """(number, modification time in ms) of every record, by number."""
+        """(number, modification time in ms) of every record, by number. LeaseRecordError
+        for an entry named like a record that is not one of ours (see _NAME)."""
         out = []
         for st in self.io.list_status(self.lease_dir):
             m = _NAME.match(st.name)
-            if m and not st.is_dir:
-                out.append((int(m.group(1)), st.mtime_ms))
+            if m is None:
+                continue   # not a record: temp files (`.lease-N.<uuid>.tmp`), anything else
+            digits = m.group(1)
+            path = self.io.join(self.lease_dir, st.name)
+            kind = ("symbolic link" if st.is_symlink else "directory" if st.is_dir else None)
+            if kind is None and self.local:   # a FIFO, a socket, ...: a few lstat calls
+                try:
+                    mode = os.lstat(path).st_mode
+                except FileNotFoundError:
+                    continue   # pruned since the listing
+                kind = None if _stat.S_ISREG(mode) else _kind(mode)
+            if kind is not None:
+                raise self._bad(path, f"a {kind} named like a maintenance lease record",
+                                remedy=self._remove)
+            if len(digits) > _MAX_DIGITS or digits != str(int(digits)):
+                raise self._bad(path, f"a file named like a maintenance lease record but "
+                                      f"numbered outside 1..{MAX_NUMBER} or with a leading "
+                                      f"zero, which this library never writes",
+                                remedy=self._remove)
+            out.append((int(digits), st.mtime_ms))
         return sorted(out)
 
     def read(self, number: int, check: bool = True) -> LeaseRecord:
         """Record `number`; FileNotFoundError if absent, LeaseRecordError if it is not a
         usable record of this table (with `check`)."""
         path = self.record_path(number)
-        data = self.io.read_bytes(path)
+        if self.local:
+            # Not read through a symlink, nor from a FIFO (a read that never returns).
+            mode = os.lstat(path).st_mode   # FileNotFoundError if absent, as read_bytes
+            if not _stat.S_ISREG(mode):
+                raise self._bad(path, f"a {_kind(mode)} named like a maintenance lease "
+                                      f"record", remedy=self._remove)
+        try:
+            data = self.io.read_bytes(path)
+        except IsADirectoryError:   # (object stores, pyarrow.fs: no lstat above)
+            raise self._bad(path, "a directory named like a maintenance lease record",
+                            remedy=self._remove) from None
         try:
             record = LeaseRecord.from_json(number, data)
         except ValueError as e:
@@ -285,11 +339,20 @@ class LeaseManager:
             self._validate(path, record)
         return record
 
-    def _bad(self, path: str, problem: str) -> LeaseRecordError:
-        return LeaseRecordError(
-            self.io._describe(path),
-            f"{problem}; nothing was deleted. If no maintenance of this table is running, "
-            f"supersede it with `paimon-commit lease {self.path} --break`")
+    def _bad(self, path: str, problem: str, remedy: Optional[str] = None) -> LeaseRecordError:
+        """`PATH: PROBLEM; nothing was deleted. REMEDY` (default: `lease --break`)."""
+        if remedy is None:
+            remedy = (f"If no maintenance of this table is running, supersede it with "
+                      f"`paimon-commit lease {self.path} --break`")
+        return LeaseRecordError(self.io._describe(path), f"{problem}; nothing was deleted. "
+                                                         f"{remedy}")
+
+    @property
+    def _remove(self) -> str:
+        """The remedy for what `lease --break` cannot supersede (it creates the next
+        record, which a name outside the protocol blocks or follows)."""
+        return (f"`paimon-commit lease {self.path} --break` cannot supersede it: if no "
+                f"maintenance of this table is running, remove it")
 
     def _validate(self, path: str, record: LeaseRecord) -> None:
         if record.released or record.expiry_ms < self.clock():
@@ -339,11 +402,22 @@ class LeaseManager:
         return False
 
     def create(self, record: LeaseRecord) -> bool:
-        """Create record `record.number` only if absent; True if it is ours."""
+        """Create record `record.number` only if absent; True if it is ours.
+        LeaseRecordError past MAX_NUMBER or where a directory has the record's name."""
+        if record.number > MAX_NUMBER:
+            raise self._bad(self.record_path(record.number - 1),
+                            f"no maintenance lease record can follow it: its number is the "
+                            f"largest one a record can have ({MAX_NUMBER})",
+                            remedy=f"If no maintenance of this table is running, remove it "
+                                   f"(the next record then follows the highest one left)")
         self.io.mkdirs(self.lease_dir)
         extra = {"single_writer": True} if self.single_writer else {}
-        return self.io.try_create_atomic(self.record_path(record.number), record.to_json(),
-                                         **extra)
+        path = self.record_path(record.number)
+        try:
+            return self.io.try_create_atomic(path, record.to_json(), **extra)
+        except IsADirectoryError:   # made since the listing, which would have refused it
+            raise self._bad(path, "a directory named like a maintenance lease record",
+                            remedy=self._remove) from None
 
     def new_record(self, number: int, operation: str, duration_ms: int, token: str,
                    start_ms: Optional[int] = None, released: bool = False) -> LeaseRecord:
@@ -431,6 +505,10 @@ class HeldLease:
                     self._renew_if_due()
             except StopDeleting:
                 return   # lost: the operation's next check stops it
+            except LeaseRecordError as e:
+                with self._lock:
+                    self._unusable(e)
+                return
             except Exception as e:  # noqa: BLE001 - the operation's own check retries
                 log.warning("renewing the maintenance lease of %s failed: %s",
                             self.manager.path, e)
@@ -456,6 +534,8 @@ class HeldLease:
                 self._lose(newer)
             try:
                 self._renew_if_due()
+            except LeaseRecordError as e:
+                raise StopDeleting(self._unusable(e), cause="lease") from e
             except (OSError, AtomicCreateUnsupportedError) as e:
                 # No newer record exists: the lease is ours until its expiry whether or not
                 # this renewal landed; past it, nothing proves it, so stop there.
@@ -466,6 +546,15 @@ class HeldLease:
                 self.lost = (f"could not renew the maintenance lease of {m.path} before it "
                              f"expired ({e}); stopped before the next delete")
                 raise StopDeleting(self.lost, cause="lease") from e
+
+    def _unusable(self, e: LeaseRecordError) -> str:
+        """Lost: a record that cannot be read or followed appeared among the records (a
+        renewal lists them, and creates the next). Whether someone took the lease over is
+        then unknown, so the holder stops, as one that lost it."""
+        self.lost = (f"the maintenance lease of {self.manager.path} cannot be renewed: {e}; "
+                     f"stopped before the next delete")
+        log.warning("%s", self.lost)
+        return self.lost
 
     def _forked(self) -> str:
         return (f"this process (pid {os.getpid()}) was forked from pid {self.pid}, which "
@@ -532,9 +621,10 @@ class HeldLease:
                 if not m.create(record):
                     log.warning("the maintenance lease of %s was taken over before it was "
                                 "released", m.path)
-            except (OSError, AtomicCreateUnsupportedError) as e:   # it expires on its own
-                # (A 501 to the create, as any I/O error: releasing is bookkeeping; after a
-                # commit it must not turn a published snapshot into a reported failure.)
+            except (OSError, AtomicCreateUnsupportedError, LeaseRecordError) as e:
+                # It expires on its own. (A 501 to the create, as any I/O error or a record
+                # that cannot follow ours: releasing is bookkeeping; after a commit it must
+                # not turn a published snapshot into a reported failure.)
                 log.warning("could not release the maintenance lease of %s (%s); it "
                             "expires at %s", m.path, e, _shown(self.record.expiry_ms))
 
@@ -649,10 +739,25 @@ def _take(m: LeaseManager, operation: str, duration_ms: int, wait_s: float,
     token = uuid.uuid4().hex
     deadline = time.monotonic() + wait_s
     pause = 0.05
+    tried: Optional[int] = None   # the record number of the race just lost
+    lost = unseen = 0             # races lost in a row; of them, won by no listed record
     while True:
         listed, latest = m.listed()
+        number = latest.number if latest is not None else 0
+        if tried is not None and number < tried:
+            # Record `tried` exists (its create failed) but the listing does not show it:
+            # retrying would fail the same way for ever. (Listing refuses every name like a
+            # record's that is not one; this is the storage disagreeing with itself.)
+            unseen += 1
+            if unseen >= _UNSEEN_TRIES:
+                raise m._bad(m.record_path(tried),
+                             "creating this maintenance lease record failed as it exists, "
+                             "but listing the lease records does not show it",
+                             remedy=m._remove)
+            time.sleep(pause)
+        tried = None
         if m.is_free(latest):
-            n = (latest.number if latest is not None else 0) + 1
+            n = number + 1
             record = m.new_record(n, operation, duration_ms, token)
             with _live_lock:   # live before it exists: no thread of ours may free it
                 _live_tokens.add(token)
@@ -669,7 +774,19 @@ def _take(m: LeaseManager, operation: str, duration_ms: int, wait_s: float,
                 lease = HeldLease(m, record, duration_ms)
                 lease.listed = listed   # what maintenance_lease prunes, once it holds it
                 return lease
-            continue   # lost the race: read who won
+            # Lost the race: read who won. Bounded by the wait like any other try: others
+            # taking and releasing it between our reading and our create, race after race,
+            # hold it as much as one holder does.
+            tried, lost = n, lost + 1
+            if lost >= _LOST_RACES and time.monotonic() >= deadline:
+                why = (f"the maintenance lease of {m.path} changed hands {lost} times while "
+                       f"taking it")
+                if skip_if_held:
+                    log.info("%s; skipping %s", why, operation)
+                    return None
+                raise LeaseHeldError(f"{why}; rerun later or raise --lease-wait")
+            continue
+        lost = 0
         if skip_if_held:
             log.info("%s; skipping %s (the holder does the work)", latest.describe(m.path),
                      operation)
