@@ -139,7 +139,8 @@ def _pid_gone(pid: int) -> bool:
 
 def _kind(mode: int) -> str:
     """What a non-regular file is, in words."""
-    return ("symbolic link" if _stat.S_ISLNK(mode) else "directory" if _stat.S_ISDIR(mode)
+    return ("file" if _stat.S_ISREG(mode) else "symbolic link" if _stat.S_ISLNK(mode)
+            else "directory" if _stat.S_ISDIR(mode)
             else "FIFO" if _stat.S_ISFIFO(mode) else "socket" if _stat.S_ISSOCK(mode)
             else "device file" if _stat.S_ISCHR(mode) or _stat.S_ISBLK(mode)
             else "special file")
@@ -276,6 +277,35 @@ class LeaseManager:
                 f"'true' in the table options if only one process ever writes and maintains "
                 f"this table ({e})") from None
 
+    def check_dir(self) -> None:
+        """LeaseRecordError unless `.maintenance` is absent or a directory of the table's own
+        (on a local file system; object stores have no symlinks): records read and written
+        through a symlink would be another directory's, outside the table (another table's
+        lease records, or anything). Before every listing and every create: one lstat."""
+        if not self.local:
+            return
+        try:
+            mode = os.lstat(self.lease_dir).st_mode
+        except FileNotFoundError:
+            return   # created by the first record
+        if _stat.S_ISDIR(mode):
+            return
+        if _stat.S_ISLNK(mode):
+            try:
+                target = f" to {os.readlink(self.lease_dir)}"
+            except OSError:
+                target = ""
+            raise self._bad(self.lease_dir,
+                            f"the directory of the maintenance lease records is a symbolic "
+                            f"link{target}: its records would be read and written outside "
+                            f"the table",
+                            remedy="If no maintenance of this table is running, remove the "
+                                   "link: the next run creates a directory of the table's own")
+        raise self._bad(self.lease_dir, f"the directory of the maintenance lease records is a "
+                                        f"{_kind(mode)}",
+                        remedy="If no maintenance of this table is running, remove it: the "
+                               "next run creates the directory")
+
     def record_exists(self, number: int) -> bool:
         """Whether record `number` exists: one HEAD on object stores (`exists` would also
         list, to find a directory of that name), one stat locally."""
@@ -292,6 +322,7 @@ class LeaseManager:
         """(number, modification time in ms) of every record, by number. LeaseRecordError
         for an entry named like a record that is not one of ours (see _NAME)."""
         out = []
+        self.check_dir()
         for st in self.io.list_status(self.lease_dir):
             m = _NAME.match(st.name)
             if m is None:
@@ -410,6 +441,7 @@ class LeaseManager:
                             f"largest one a record can have ({MAX_NUMBER})",
                             remedy=f"If no maintenance of this table is running, remove it "
                                    f"(the next record then follows the highest one left)")
+        self.check_dir()
         self.io.mkdirs(self.lease_dir)
         extra = {"single_writer": True} if self.single_writer else {}
         path = self.record_path(record.number)

@@ -167,3 +167,49 @@ def test_a_holder_whose_renewal_meets_such_an_entry_stops_before_its_next_delete
         f"nothing was deleted. `paimon-commit lease {table_path} --break` cannot supersede "
         f"it: if no maintenance of this table is running, remove it; stopped before the next "
         f"delete")
+
+
+# --- the directory of the records ------------------------------------------------------------
+
+def _outside_state(path):
+    return sorted((n, (path / n).read_bytes()) for n in os.listdir(path))
+
+
+def test_a_lease_directory_symlinked_out_of_the_table_is_refused_nothing_written_there(
+        tmp_path, table, table_path):
+    # (Another table's lease directory, say: both tables would share one lease.)
+    _history(table)
+    d = table_path / ".maintenance"
+    elsewhere = tmp_path / "elsewhere"
+    d.rename(elsewhere)
+    d.symlink_to(elsewhere)
+    outside, before = _outside_state(elsewhere), files_under(table_path)
+    code, err = _cli(table_path, *EXPIRE)
+    assert (code, err) == (
+        1, f"error: {d}: the directory of the maintenance lease records is a symbolic link to "
+           f"{elsewhere}: its records would be read and written outside the table; nothing "
+           f"was deleted. If no maintenance of this table is running, remove the link: the "
+           f"next run creates a directory of the table's own\n")
+    assert _outside_state(elsewhere) == outside          # nothing written outside the table
+    assert files_under(table_path) == before             # nothing deleted
+    d.unlink()
+    assert main([EXPIRE[0], str(table_path), *EXPIRE[1:]]) == 0
+    assert [s.id for s in Table.open(str(table_path)).snapshots()] == [4]
+    assert d.is_dir() and not d.is_symlink() and os.listdir(d)
+    assert _outside_state(elsewhere) == outside
+
+
+def test_a_lease_directory_that_is_a_file_is_refused_naming_it(table, table_path):
+    _history(table, 2)
+    d = table_path / ".maintenance"
+    for n in os.listdir(d):
+        (d / n).unlink()
+    d.rmdir()
+    d.write_text("not a directory")
+    before = files_under(table_path)
+    code, err = _cli(table_path, *EXPIRE)
+    assert (code, err) == (
+        1, f"error: {d}: the directory of the maintenance lease records is a file; nothing "
+           f"was deleted. If no maintenance of this table is running, remove it: the next run "
+           f"creates the directory\n")
+    assert files_under(table_path) == before
