@@ -5,7 +5,8 @@ expiration, rollback, tag deletion and replacement, the delete phase of orphan c
 compaction's abort) runs while holding this table-level lease. Commits never take it.
 
 Records: `<root>/.maintenance/lease-<n>`, JSON, append-only (outside every directory Paimon,
-pypaimon and our orphan cleanup list, like `.tag-deletions/`). Each names the table, the holder
+pypaimon and our orphan cleanup list, like `.tag-deletions/`). Each names the table (the
+commit record's key: one however the table is spelled, s3a:// as s3://), the holder
 (host, pid, a random token), the operation, start and expiry (epoch ms) and `released`.
 
 - Take: read the highest record n. None, expired (expiry < now) or released: create
@@ -51,6 +52,7 @@ from .errors import AtomicCreateUnsupportedError, LeaseHeldError, LeaseRecordErr
     OptionError
 from .io import FileIO
 from .io.deletion import StopDeleting, guarded
+from .io.uri import AZURE_SCHEMES, GCS_SCHEMES, S3_SCHEMES
 
 log = logging.getLogger(__name__)
 
@@ -175,20 +177,40 @@ def check_lease_wait_s(value: Any, name: str = "lease_wait") -> float:
 
 
 def table_identity(io: FileIO) -> str:
-    """The table a lease record belongs to: the resolved root (realpath on local disk, the
-    URI on object stores), so that a copied or moved table does not inherit a lease."""
+    """The table a lease record belongs to, so that a copied or moved table does not inherit
+    a lease: the commit record's key (operations/commit_record.table_identity), one string
+    however the table is spelled. Locally the physical path; on an object store the store
+    (scheme family: s3, s3a and s3n are one; endpoint; bucket) and the key prefix. A table
+    reached as s3a:// by one process and s3:// by another is one table with one lease: keyed
+    by the spelling, each saw the other's live record as another table's and was told to
+    `--break` it."""
     known = io.__dict__.get("_lease_identity")
     if known is not None:   # once per FileIO: every operation asks (nested ones to join)
         return known
-    uri = getattr(io, "uri", None)
-    if callable(uri):
-        identity = uri(io.root.rstrip("/"))
-    elif getattr(io, "fs", None) is not None:
-        identity = f"{type(io.fs).__name__}:{io.root.rstrip('/')}"
-    else:
-        identity = os.path.realpath(io.root)
+    from .operations.commit_record import table_identity as resolved   # (imports a lot)
+    identity = resolved(io)
     io.__dict__["_lease_identity"] = identity
     return identity
+
+
+_FAMILIES = (S3_SCHEMES, GCS_SCHEMES, AZURE_SCHEMES)
+
+
+def _earlier_identities(io: FileIO) -> frozenset:
+    """How records written before table_identity was the commit record's key named this
+    table (a holder of an earlier version may still run): the root's realpath locally, the
+    URI as spelled on object stores (any scheme of its family: such a record was written
+    through one spelling or another of this table), pyarrow.fs's class name and root."""
+    uri = getattr(io, "uri", None)
+    root = io.root.rstrip("/")
+    if callable(uri):
+        spelled = uri(root)
+        scheme = spelled.split("://", 1)[0]
+        family = next((f for f in _FAMILIES if scheme in f), (scheme,))
+        return frozenset([spelled] + [f"{s}://{root}" for s in family])
+    if getattr(io, "fs", None) is not None:
+        return frozenset([f"{type(io.fs).__name__}:{root}"])
+    return frozenset([os.path.realpath(io.root)])
 
 
 @dataclass(frozen=True)
@@ -388,7 +410,8 @@ class LeaseManager:
     def _validate(self, path: str, record: LeaseRecord) -> None:
         if record.released or record.expiry_ms < self.clock():
             return   # claims nothing (a released or expired record copied along is harmless)
-        if record.table != self.identity:
+        if record.table != self.identity and \
+                record.table not in _earlier_identities(self.io):
             raise self._bad(path, f"this maintenance lease record belongs to table "
                                   f"{record.table}, not {self.identity} (a copied or moved "
                                   f"table?)")
