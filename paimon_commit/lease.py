@@ -187,8 +187,17 @@ def table_identity(io: FileIO) -> str:
     known = io.__dict__.get("_lease_identity")
     if known is not None:   # once per FileIO: every operation asks (nested ones to join)
         return known
-    from .operations.commit_record import table_identity as resolved   # (imports a lot)
-    identity = resolved(io)
+    # (Imported here: commit_record imports much of the library, which imports this.)
+    from .operations.commit_record import _SCHEME_FAMILY, table_identity as resolved
+    store = getattr(io, "_identity", None)
+    if isinstance(store, tuple) and len(store) == 3:
+        # An object store's (scheme, endpoint, bucket), the key commit_record gives it, also
+        # through a FileIO wrapping one that hands its attributes through (a wrapper keyed
+        # by its class would call the store's own records another table's).
+        scheme, endpoint, bucket = store
+        identity = f"{_SCHEME_FAMILY.get(scheme, scheme)}://{endpoint}|{bucket}|{io.root}"
+    else:
+        identity = resolved(io)
     io.__dict__["_lease_identity"] = identity
     return identity
 
@@ -351,14 +360,11 @@ class LeaseManager:
                 continue   # not a record: temp files (`.lease-N.<uuid>.tmp`), anything else
             digits = m.group(1)
             path = self.io.join(self.lease_dir, st.name)
-            kind = ("symbolic link" if st.is_symlink else "directory" if st.is_dir else None)
-            if kind is None and self.local:   # a FIFO, a socket, ...: a few lstat calls
-                try:
-                    mode = os.lstat(path).st_mode
-                except FileNotFoundError:
-                    continue   # pruned since the listing
-                kind = None if _stat.S_ISREG(mode) else _kind(mode)
-            if kind is not None:
+            # (A FIFO or another special file is found by `read`, which lstat()s the one
+            # record it reads: the listing may hold thousands of records younger than
+            # PRUNE_AGE_MS, and one below the highest is never read.)
+            if st.is_dir or st.is_symlink:
+                kind = "symbolic link" if st.is_symlink else "directory"
                 raise self._bad(path, f"a {kind} named like a maintenance lease record",
                                 remedy=self._remove)
             if len(digits) > _MAX_DIGITS or digits != str(int(digits)):
@@ -377,8 +383,10 @@ class LeaseManager:
             # Not read through a symlink, nor from a FIFO (a read that never returns).
             mode = os.lstat(path).st_mode   # FileNotFoundError if absent, as read_bytes
             if not _stat.S_ISREG(mode):
+                # (`--break` would supersede it, but it had better not stay.)
                 raise self._bad(path, f"a {_kind(mode)} named like a maintenance lease "
-                                      f"record", remedy=self._remove)
+                                      f"record", remedy="If no maintenance of this table is "
+                                                        "running, remove it")
         try:
             data = self.io.read_bytes(path)
         except IsADirectoryError:   # (object stores, pyarrow.fs: no lstat above)
