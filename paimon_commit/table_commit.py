@@ -66,8 +66,9 @@ class MaintenanceResult:
     tags: Any = None                  # TagLifecycleResult or None
     compaction: Any = None            # CompactResult or None
     compaction_conflict: Optional[str] = None   # a compaction that lost a conflict: why
-    # Another process held the table's maintenance lease: the steps after compaction were
-    # skipped this turn (the holder does the work); who held it.
+    # The steps after compaction were skipped this turn, and why: another process held the
+    # table's maintenance lease (the holder does the work), the storage cannot take it, or a
+    # lease record cannot be used (the error, naming the file).
     lease_skipped: Optional[str] = None
 
 
