@@ -5,7 +5,8 @@ expiration, rollback, tag deletion and replacement, the delete phase of orphan c
 compaction's abort) runs while holding this table-level lease. Commits never take it.
 
 Records: `<root>/.maintenance/lease-<n>`, JSON, append-only (outside every directory Paimon,
-pypaimon and our orphan cleanup list, like `.tag-deletions/`). Each names the table, the holder
+pypaimon and our orphan cleanup list, like `.tag-deletions/`). Each names the table (the
+commit record's key: one however the table is spelled, s3a:// as s3://), the holder
 (host, pid, a random token), the operation, start and expiry (epoch ms) and `released`.
 
 - Take: read the highest record n. None, expired (expiry < now) or released: create
@@ -20,7 +21,11 @@ pypaimon and our orphan cleanup list, like `.tag-deletions/`). Each names the ta
   lost the lease raises StopDeleting(cause="lease") there: nothing of that step is deleted.
 - Release: create lease-(n+1) with released=true. The holder deletes its own superseded
   records (numbers below its current one) through the FileIO gate so they do not pile up.
-- Re-entrant on one thread for one table: a nested operation joins the held lease.
+- Re-entrant on one thread for one table: a nested operation joins the held lease (never
+  across a fork: a forked child holds none of its parent's leases).
+- Names: records are numbered 1..MAX_NUMBER without leading zeros; any other entry named
+  `lease-<digits>` (a directory, a symlink, 19 digits, ...) is refused naming it, and taking
+  the lease is bounded however its races go: never a loop that ignores its wait.
 
 Clocks only decide when an expired lease may be taken over; whether a holder may delete is
 decided by the newer record, which it checks before every step. docs/safety.md, "The
@@ -36,6 +41,7 @@ import os
 import random
 import re
 import socket
+import stat as _stat
 import threading
 import time
 import uuid
@@ -46,6 +52,7 @@ from .errors import AtomicCreateUnsupportedError, LeaseHeldError, LeaseRecordErr
     OptionError
 from .io import FileIO
 from .io.deletion import StopDeleting, guarded
+from .io.uri import AZURE_SCHEMES, GCS_SCHEMES, S3_SCHEMES
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +61,16 @@ __all__ = ["LEASE_DIR", "LeaseRecord", "LeaseManager", "HeldLease", "maintenance
            "DEFAULT_WAIT_S", "MAX_DURATION_MS", "check_lease_duration_ms", "check_lease_wait_s"]
 
 LEASE_DIR = ".maintenance"
-_NAME = re.compile(r"^lease-(\d{1,18})$")
+# Every name a record of ours could collide with: `lease-` and digits. Ours are numbered
+# 1..MAX_NUMBER without leading zeros; any other such name (a directory, a number of more
+# than 18 digits or with a leading zero, hand-made or written by a tool that overflowed) is
+# refused naming it, never passed over: a taker that passed over the highest record would
+# try to create a name that exists and, before, retried forever.
+_NAME = re.compile(r"^lease-(\d+)$")
+MAX_NUMBER = 10 ** 18 - 1
+_MAX_DIGITS = len(str(MAX_NUMBER))
+_UNSEEN_TRIES = 3   # lost races for a name that the listing then does not show, before refusing
+_LOST_RACES = 10    # races lost in a row past the wait, before giving up (skip or refuse)
 
 DEFAULT_DURATION_MS = 5 * 60 * 1000     # renewed at half: a holder alive renews long before
 DEFAULT_WAIT_S = 60.0                   # how long an explicit command waits for a holder
@@ -74,13 +90,22 @@ _live_lock = threading.Lock()
 _live_tokens: set = set()
 
 
-def _new_process_id() -> None:
-    global _PROCESS, _live_tokens
+def _after_fork_in_child() -> None:
+    """A forked child is another process and holds none of its parent's leases: a new
+    process id, no live tokens, and no held-lease map. Only the forking thread survives a
+    fork, but its thread-local `held` map is copied: left there, a maintenance run in the
+    child would join the lease its parent still holds, and both would delete at once. The
+    maps are replaced, not emptied, so that a `maintenance_lease` block the child was forked
+    inside still finds its own entry when it ends (and `HeldLease.release` then writes
+    nothing: see its pid). The locks too: another thread may have held one at the fork."""
+    global _PROCESS, _live_tokens, _live_lock, _local, _settings_lock
     _PROCESS, _live_tokens = uuid.uuid4().hex, set()
+    _live_lock, _settings_lock = threading.Lock(), threading.Lock()
+    _local = threading.local()
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_new_process_id)
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _this_machine() -> str:
@@ -114,6 +139,15 @@ def _pid_gone(pid: int) -> bool:
     return False
 
 
+def _kind(mode: int) -> str:
+    """What a non-regular file is, in words."""
+    return ("file" if _stat.S_ISREG(mode) else "symbolic link" if _stat.S_ISLNK(mode)
+            else "directory" if _stat.S_ISDIR(mode)
+            else "FIFO" if _stat.S_ISFIFO(mode) else "socket" if _stat.S_ISSOCK(mode)
+            else "device file" if _stat.S_ISCHR(mode) or _stat.S_ISBLK(mode)
+            else "special file")
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -143,20 +177,49 @@ def check_lease_wait_s(value: Any, name: str = "lease_wait") -> float:
 
 
 def table_identity(io: FileIO) -> str:
-    """The table a lease record belongs to: the resolved root (realpath on local disk, the
-    URI on object stores), so that a copied or moved table does not inherit a lease."""
+    """The table a lease record belongs to, so that a copied or moved table does not inherit
+    a lease: the commit record's key (operations/commit_record.table_identity), one string
+    however the table is spelled. Locally the physical path; on an object store the store
+    (scheme family: s3, s3a and s3n are one; endpoint; bucket) and the key prefix. A table
+    reached as s3a:// by one process and s3:// by another is one table with one lease: keyed
+    by the spelling, each saw the other's live record as another table's and was told to
+    `--break` it."""
     known = io.__dict__.get("_lease_identity")
     if known is not None:   # once per FileIO: every operation asks (nested ones to join)
         return known
-    uri = getattr(io, "uri", None)
-    if callable(uri):
-        identity = uri(io.root.rstrip("/"))
-    elif getattr(io, "fs", None) is not None:
-        identity = f"{type(io.fs).__name__}:{io.root.rstrip('/')}"
+    # (Imported here: commit_record imports much of the library, which imports this.)
+    from .operations.commit_record import _SCHEME_FAMILY, table_identity as resolved
+    store = getattr(io, "_identity", None)
+    if isinstance(store, tuple) and len(store) == 3:
+        # An object store's (scheme, endpoint, bucket), the key commit_record gives it, also
+        # through a FileIO wrapping one that hands its attributes through (a wrapper keyed
+        # by its class would call the store's own records another table's).
+        scheme, endpoint, bucket = store
+        identity = f"{_SCHEME_FAMILY.get(scheme, scheme)}://{endpoint}|{bucket}|{io.root}"
     else:
-        identity = os.path.realpath(io.root)
+        identity = resolved(io)
     io.__dict__["_lease_identity"] = identity
     return identity
+
+
+_FAMILIES = (S3_SCHEMES, GCS_SCHEMES, AZURE_SCHEMES)
+
+
+def _earlier_identities(io: FileIO) -> frozenset:
+    """How records written before table_identity was the commit record's key named this
+    table (a holder of an earlier version may still run): the root's realpath locally, the
+    URI as spelled on object stores (any scheme of its family: such a record was written
+    through one spelling or another of this table), pyarrow.fs's class name and root."""
+    uri = getattr(io, "uri", None)
+    root = io.root.rstrip("/")
+    if callable(uri):
+        spelled = uri(root)
+        scheme = spelled.split("://", 1)[0]
+        family = next((f for f in _FAMILIES if scheme in f), (scheme,))
+        return frozenset([spelled] + [f"{s}://{root}" for s in family])
+    if getattr(io, "fs", None) is not None:
+        return frozenset([f"{type(io.fs).__name__}:{root}"])
+    return frozenset([os.path.realpath(io.root)])
 
 
 @dataclass(frozen=True)
@@ -223,6 +286,9 @@ class LeaseManager:
         self.identity = table_identity(io)
         self.single_writer = single_writer
         self.lease_dir = io.join(io.root, LEASE_DIR)
+        # Storage on a local file system (the deletion gate resolves its symlinks there):
+        # entries can be symlinks, FIFOs, ..., which an object store's keys cannot.
+        self.local = getattr(io, "_resolver", None) is not None
 
     def record_path(self, number: int) -> str:
         return self.io.join(self.lease_dir, f"lease-{number}")
@@ -242,6 +308,35 @@ class LeaseManager:
                 f"'true' in the table options if only one process ever writes and maintains "
                 f"this table ({e})") from None
 
+    def check_dir(self) -> None:
+        """LeaseRecordError unless `.maintenance` is absent or a directory of the table's own
+        (on a local file system; object stores have no symlinks): records read and written
+        through a symlink would be another directory's, outside the table (another table's
+        lease records, or anything). Before every listing and every create: one lstat."""
+        if not self.local:
+            return
+        try:
+            mode = os.lstat(self.lease_dir).st_mode
+        except FileNotFoundError:
+            return   # created by the first record
+        if _stat.S_ISDIR(mode):
+            return
+        if _stat.S_ISLNK(mode):
+            try:
+                target = f" to {os.readlink(self.lease_dir)}"
+            except OSError:
+                target = ""
+            raise self._bad(self.lease_dir,
+                            f"the directory of the maintenance lease records is a symbolic "
+                            f"link{target}: its records would be read and written outside "
+                            f"the table",
+                            remedy="If no maintenance of this table is running, remove the "
+                                   "link: the next run creates a directory of the table's own")
+        raise self._bad(self.lease_dir, f"the directory of the maintenance lease records is a "
+                                        f"{_kind(mode)}",
+                        remedy="If no maintenance of this table is running, remove it: the "
+                               "next run creates the directory")
+
     def record_exists(self, number: int) -> bool:
         """Whether record `number` exists: one HEAD on object stores (`exists` would also
         list, to find a directory of that name), one stat locally."""
@@ -255,19 +350,48 @@ class LeaseManager:
         return [n for n, _ in self.listing()]
 
     def listing(self) -> List[Tuple[int, int]]:
-        """(number, modification time in ms) of every record, by number."""
+        """(number, modification time in ms) of every record, by number. LeaseRecordError
+        for an entry named like a record that is not one of ours (see _NAME)."""
         out = []
+        self.check_dir()
         for st in self.io.list_status(self.lease_dir):
             m = _NAME.match(st.name)
-            if m and not st.is_dir:
-                out.append((int(m.group(1)), st.mtime_ms))
+            if m is None:
+                continue   # not a record: temp files (`.lease-N.<uuid>.tmp`), anything else
+            digits = m.group(1)
+            path = self.io.join(self.lease_dir, st.name)
+            # (A FIFO or another special file is found by `read`, which lstat()s the one
+            # record it reads: the listing may hold thousands of records younger than
+            # PRUNE_AGE_MS, and one below the highest is never read.)
+            if st.is_dir or st.is_symlink:
+                kind = "symbolic link" if st.is_symlink else "directory"
+                raise self._bad(path, f"a {kind} named like a maintenance lease record",
+                                remedy=self._remove)
+            if len(digits) > _MAX_DIGITS or digits != str(int(digits)):
+                raise self._bad(path, f"a file named like a maintenance lease record but "
+                                      f"numbered outside 1..{MAX_NUMBER} or with a leading "
+                                      f"zero, which this library never writes",
+                                remedy=self._remove)
+            out.append((int(digits), st.mtime_ms))
         return sorted(out)
 
     def read(self, number: int, check: bool = True) -> LeaseRecord:
         """Record `number`; FileNotFoundError if absent, LeaseRecordError if it is not a
         usable record of this table (with `check`)."""
         path = self.record_path(number)
-        data = self.io.read_bytes(path)
+        if self.local:
+            # Not read through a symlink, nor from a FIFO (a read that never returns).
+            mode = os.lstat(path).st_mode   # FileNotFoundError if absent, as read_bytes
+            if not _stat.S_ISREG(mode):
+                # (`--break` would supersede it, but it had better not stay.)
+                raise self._bad(path, f"a {_kind(mode)} named like a maintenance lease "
+                                      f"record", remedy="If no maintenance of this table is "
+                                                        "running, remove it")
+        try:
+            data = self.io.read_bytes(path)
+        except IsADirectoryError:   # (object stores, pyarrow.fs: no lstat above)
+            raise self._bad(path, "a directory named like a maintenance lease record",
+                            remedy=self._remove) from None
         try:
             record = LeaseRecord.from_json(number, data)
         except ValueError as e:
@@ -276,16 +400,26 @@ class LeaseManager:
             self._validate(path, record)
         return record
 
-    def _bad(self, path: str, problem: str) -> LeaseRecordError:
-        return LeaseRecordError(
-            self.io._describe(path),
-            f"{problem}; nothing was deleted. If no maintenance of this table is running, "
-            f"supersede it with `paimon-commit lease {self.path} --break`")
+    def _bad(self, path: str, problem: str, remedy: Optional[str] = None) -> LeaseRecordError:
+        """`PATH: PROBLEM; nothing was deleted. REMEDY` (default: `lease --break`)."""
+        if remedy is None:
+            remedy = (f"If no maintenance of this table is running, supersede it with "
+                      f"`paimon-commit lease {self.path} --break`")
+        return LeaseRecordError(self.io._describe(path), f"{problem}; nothing was deleted. "
+                                                         f"{remedy}")
+
+    @property
+    def _remove(self) -> str:
+        """The remedy for what `lease --break` cannot supersede (it creates the next
+        record, which a name outside the protocol blocks or follows)."""
+        return (f"`paimon-commit lease {self.path} --break` cannot supersede it: if no "
+                f"maintenance of this table is running, remove it")
 
     def _validate(self, path: str, record: LeaseRecord) -> None:
         if record.released or record.expiry_ms < self.clock():
             return   # claims nothing (a released or expired record copied along is harmless)
-        if record.table != self.identity:
+        if record.table != self.identity and \
+                record.table not in _earlier_identities(self.io):
             raise self._bad(path, f"this maintenance lease record belongs to table "
                                   f"{record.table}, not {self.identity} (a copied or moved "
                                   f"table?)")
@@ -330,11 +464,23 @@ class LeaseManager:
         return False
 
     def create(self, record: LeaseRecord) -> bool:
-        """Create record `record.number` only if absent; True if it is ours."""
+        """Create record `record.number` only if absent; True if it is ours.
+        LeaseRecordError past MAX_NUMBER or where a directory has the record's name."""
+        if record.number > MAX_NUMBER:
+            raise self._bad(self.record_path(record.number - 1),
+                            f"no maintenance lease record can follow it: its number is the "
+                            f"largest one a record can have ({MAX_NUMBER})",
+                            remedy=f"If no maintenance of this table is running, remove it "
+                                   f"(the next record then follows the highest one left)")
+        self.check_dir()
         self.io.mkdirs(self.lease_dir)
         extra = {"single_writer": True} if self.single_writer else {}
-        return self.io.try_create_atomic(self.record_path(record.number), record.to_json(),
-                                         **extra)
+        path = self.record_path(record.number)
+        try:
+            return self.io.try_create_atomic(path, record.to_json(), **extra)
+        except IsADirectoryError:   # made since the listing, which would have refused it
+            raise self._bad(path, "a directory named like a maintenance lease record",
+                            remedy=self._remove) from None
 
     def new_record(self, number: int, operation: str, duration_ms: int, token: str,
                    start_ms: Optional[int] = None, released: bool = False) -> LeaseRecord:
@@ -399,6 +545,9 @@ class HeldLease:
         self._stop = threading.Event()
         self._renewer: Optional[threading.Thread] = None
         self.listed: List[Tuple[int, int]] = []   # the records listed when it was taken
+        # The process that took it. A forked child has a copy of this object but not the
+        # lease: there it neither passes a check nor releases the parent's lease.
+        self.pid = os.getpid()
 
     @property
     def token(self) -> str:
@@ -419,6 +568,10 @@ class HeldLease:
                     self._renew_if_due()
             except StopDeleting:
                 return   # lost: the operation's next check stops it
+            except LeaseRecordError as e:
+                with self._lock:
+                    self._unusable(e)
+                return
             except Exception as e:  # noqa: BLE001 - the operation's own check retries
                 log.warning("renewing the maintenance lease of %s failed: %s",
                             self.manager.path, e)
@@ -426,6 +579,8 @@ class HeldLease:
     def check(self) -> None:
         """Before a delete step: StopDeleting(cause="lease") if a newer record than ours
         exists (someone took the lease over, or broke it); renews when due."""
+        if os.getpid() != self.pid:
+            raise StopDeleting(self._forked(), cause="lease")
         with self._lock:
             if self.lost is not None:
                 raise StopDeleting(self.lost, cause="lease")
@@ -442,6 +597,8 @@ class HeldLease:
                 self._lose(newer)
             try:
                 self._renew_if_due()
+            except LeaseRecordError as e:
+                raise StopDeleting(self._unusable(e), cause="lease") from e
             except (OSError, AtomicCreateUnsupportedError) as e:
                 # No newer record exists: the lease is ours until its expiry whether or not
                 # this renewal landed; past it, nothing proves it, so stop there.
@@ -452,6 +609,20 @@ class HeldLease:
                 self.lost = (f"could not renew the maintenance lease of {m.path} before it "
                              f"expired ({e}); stopped before the next delete")
                 raise StopDeleting(self.lost, cause="lease") from e
+
+    def _unusable(self, e: LeaseRecordError) -> str:
+        """Lost: a record that cannot be read or followed appeared among the records (a
+        renewal lists them, and creates the next). Whether someone took the lease over is
+        then unknown, so the holder stops, as one that lost it."""
+        self.lost = (f"the maintenance lease of {self.manager.path} cannot be renewed: {e}; "
+                     f"stopped before the next delete")
+        log.warning("%s", self.lost)
+        return self.lost
+
+    def _forked(self) -> str:
+        return (f"this process (pid {os.getpid()}) was forked from pid {self.pid}, which "
+                f"holds the maintenance lease of {self.manager.path}: a forked child does not "
+                f"hold its parent's lease; stopped before the next delete")
 
     def _lose(self, newer: Optional[LeaseRecord]) -> None:
         who = ("it was broken (lease --break)" if newer is not None and newer.released else
@@ -493,6 +664,11 @@ class HeldLease:
         self._lose(newer)
 
     def release(self) -> None:
+        if os.getpid() != self.pid:
+            # A forked child leaving a block it inherited: the lease is its parent's, which
+            # goes on using it. Releasing it here would let a third process in.
+            log.info("%s; not releasing it", self._forked().split(";")[0])
+            return
         self._stop.set()
         if self._renewer is not None and self._renewer is not threading.current_thread():
             self._renewer.join()
@@ -508,9 +684,10 @@ class HeldLease:
                 if not m.create(record):
                     log.warning("the maintenance lease of %s was taken over before it was "
                                 "released", m.path)
-            except (OSError, AtomicCreateUnsupportedError) as e:   # it expires on its own
-                # (A 501 to the create, as any I/O error: releasing is bookkeeping; after a
-                # commit it must not turn a published snapshot into a reported failure.)
+            except (OSError, AtomicCreateUnsupportedError, LeaseRecordError) as e:
+                # It expires on its own. (A 501 to the create, as any I/O error or a record
+                # that cannot follow ours: releasing is bookkeeping; after a commit it must
+                # not turn a published snapshot into a reported failure.)
                 log.warning("could not release the maintenance lease of %s (%s); it "
                             "expires at %s", m.path, e, _shown(self.record.expiry_ms))
 
@@ -592,7 +769,7 @@ def maintenance_lease(store, operation: str, *, wait_s: Optional[float] = None,
     m = manager or lease_manager(store)
     held = _held()
     joined = held.get(m.identity)
-    if joined is not None:
+    if joined is not None and joined[0].pid == os.getpid():   # (see _after_fork_in_child)
         joined[1] += 1
         try:
             yield joined[0]
@@ -616,7 +793,7 @@ def maintenance_lease(store, operation: str, *, wait_s: Optional[float] = None,
         with guarded(lease.check):
             yield lease
     finally:
-        del held[m.identity]
+        held.pop(m.identity, None)
         lease.release()
 
 
@@ -625,10 +802,25 @@ def _take(m: LeaseManager, operation: str, duration_ms: int, wait_s: float,
     token = uuid.uuid4().hex
     deadline = time.monotonic() + wait_s
     pause = 0.05
+    tried: Optional[int] = None   # the record number of the race just lost
+    lost = unseen = 0             # races lost in a row; of them, won by no listed record
     while True:
         listed, latest = m.listed()
+        number = latest.number if latest is not None else 0
+        if tried is not None and number < tried:
+            # Record `tried` exists (its create failed) but the listing does not show it:
+            # retrying would fail the same way for ever. (Listing refuses every name like a
+            # record's that is not one; this is the storage disagreeing with itself.)
+            unseen += 1
+            if unseen >= _UNSEEN_TRIES:
+                raise m._bad(m.record_path(tried),
+                             "creating this maintenance lease record failed as it exists, "
+                             "but listing the lease records does not show it",
+                             remedy=m._remove)
+            time.sleep(pause)
+        tried = None
         if m.is_free(latest):
-            n = (latest.number if latest is not None else 0) + 1
+            n = number + 1
             record = m.new_record(n, operation, duration_ms, token)
             with _live_lock:   # live before it exists: no thread of ours may free it
                 _live_tokens.add(token)
@@ -645,7 +837,19 @@ def _take(m: LeaseManager, operation: str, duration_ms: int, wait_s: float,
                 lease = HeldLease(m, record, duration_ms)
                 lease.listed = listed   # what maintenance_lease prunes, once it holds it
                 return lease
-            continue   # lost the race: read who won
+            # Lost the race: read who won. Bounded by the wait like any other try: others
+            # taking and releasing it between our reading and our create, race after race,
+            # hold it as much as one holder does.
+            tried, lost = n, lost + 1
+            if lost >= _LOST_RACES and time.monotonic() >= deadline:
+                why = (f"the maintenance lease of {m.path} changed hands {lost} times while "
+                       f"taking it")
+                if skip_if_held:
+                    log.info("%s; skipping %s", why, operation)
+                    return None
+                raise LeaseHeldError(f"{why}; rerun later or raise --lease-wait")
+            continue
+        lost = 0
         if skip_if_held:
             log.info("%s; skipping %s (the holder does the work)", latest.describe(m.path),
                      operation)

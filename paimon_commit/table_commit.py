@@ -34,7 +34,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence
 
-from .errors import AtomicCreateUnsupportedError, PaimonCommitError
+from .errors import AtomicCreateUnsupportedError, LeaseRecordError, PaimonCommitError
 from .format.commit_message import CommitMessage
 from .lease import lease_manager, maintenance_lease
 from .operations.commit import CommitConfig, CommitResult, FileStoreCommit
@@ -66,8 +66,9 @@ class MaintenanceResult:
     tags: Any = None                  # TagLifecycleResult or None
     compaction: Any = None            # CompactResult or None
     compaction_conflict: Optional[str] = None   # a compaction that lost a conflict: why
-    # Another process held the table's maintenance lease: the steps after compaction were
-    # skipped this turn (the holder does the work); who held it.
+    # The steps after compaction were skipped this turn, and why: another process held the
+    # table's maintenance lease (the holder does the work), the storage cannot take it, or a
+    # lease record cannot be used (the error, naming the file).
     lease_skipped: Optional[str] = None
 
 
@@ -378,6 +379,16 @@ class TableCommit:
                         held, why = None, f"could not take the maintenance lease ({e})"
                         log.warning("post-commit maintenance of %s: %s; skipped this turn",
                                     self.store.path, why)
+                    except LeaseRecordError as e:
+                        # A damaged lease record (or lease directory) is maintenance's
+                        # problem, not the data's: commits never take the lease, and parked
+                        # in the error slot it would make every later commit of a stream
+                        # raise until someone ran `lease --break`. Skipped with a warning
+                        # naming the file, each turn until it is fixed; explicit maintenance
+                        # refuses with the same error.
+                        held, why = None, f"a maintenance lease record cannot be used: {e}"
+                        log.warning("post-commit maintenance of %s skipped this turn: %s",
+                                    self.store.path, e)
                     turn[0] = held is not None
                     if held is None:
                         result.lease_skipped = f"{why}; skipped this turn"

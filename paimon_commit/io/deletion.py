@@ -48,6 +48,20 @@ _stop: Optional[StopDeleting] = None
 _guards = threading.local()
 
 
+def _after_fork_in_child() -> None:
+    # The forking thread's guards were copied into the child: they check leases its parent
+    # holds (lease.py), not the child's, and would stop a forked worker's own deletes (or,
+    # before lease.py's fork hook, let it pass on the parent's lease). A child starts with
+    # none. Replaced, not emptied: a `guarded` block the child was forked inside still
+    # removes its check from the list it added it to.
+    global _guards, _stop_lock
+    _guards, _stop_lock = threading.local(), threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def request_stop(reason: str, cause: str = "interrupt") -> None:
     """Ask every destructive run of this process to stop at its next safe point (a signal
     handler may call this: it only sets a value)."""

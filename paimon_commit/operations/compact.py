@@ -28,7 +28,7 @@ from dataclasses import replace
 from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..errors import AtomicCreateUnsupportedError, CommitConflictError, CommitFailedError, \
-    LeaseHeldError, OptionError, PublishOutcomeUnknownError
+    LeaseHeldError, LeaseRecordError, OptionError, PublishOutcomeUnknownError
 from ..format.manifest import FileKind, ManifestEntry
 from ..format.schema import TableSchema
 from ..format.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
@@ -211,6 +211,14 @@ class AppendCompaction:
                 else:   # never handed to a commit: no snapshot can name them
                     result = abort_files(self.store, paths, handed_out=False)
         except LeaseHeldError as e:
+            log.warning("compaction of %s: left the %d file(s) it wrote for orphan cleanup: "
+                        "%s", self.store.path, len(paths), e)
+            return 0
+        except LeaseRecordError as e:
+            if not self.post_commit:
+                raise   # an explicit compaction refuses with it, as explicit maintenance
+            # After a commit: a damaged lease record must not fail the commit's turn (see
+            # TableCommit._run_maintenance); the files wait for orphan cleanup.
             log.warning("compaction of %s: left the %d file(s) it wrote for orphan cleanup: "
                         "%s", self.store.path, len(paths), e)
             return 0

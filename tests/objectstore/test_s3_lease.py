@@ -37,3 +37,61 @@ def test_the_lease_excludes_a_second_expiration_on_s3(s3):
         holder.join(60)
     assert t.expire_snapshots(retain_max=1, retain_min=1).expired_snapshots == 2
     assert any(k.startswith("db.db/t/.maintenance/lease-") for k in s3.keys())
+
+
+def test_one_table_reached_as_s3a_and_s3_has_one_lease(s3):
+    # The lease names its table by the commit record's key (one per store, bucket and
+    # prefix, s3/s3a/s3n alike). Keyed by the spelling, a live record written through s3a://
+    # was "another table's" to a run through s3://, which was told to `lease --break` it.
+    uri = s3.table_uri("db.db/t")
+    assert uri.startswith("s3://")
+    t = Table.create(uri, SCHEMA, ["dt", "hr"], {"snapshot.num-retained.min": "1"})
+    for i in range(1, 4):
+        write(t, make_rows([i]))
+    taken, done = threading.Event(), threading.Event()
+
+    def hold():
+        with maintenance_lease(Table.open("s3a://" + uri[len("s3://"):]).store, "held-via-s3a"):
+            taken.set()
+            done.wait(60)
+    holder = threading.Thread(target=hold, daemon=True)
+    holder.start()
+    assert taken.wait(60)
+    try:
+        before = s3.keys()
+        with lease_settings(wait_s=0.3), pytest.raises(LeaseHeldError,
+                                                       match=r"is being maintained by .* \("
+                                                             r"held-via-s3a since "):
+            t.expire_snapshots(retain_max=1, retain_min=1)
+        assert s3.keys() == before                        # nothing deleted
+        # A writer through s3:// skips its post-commit maintenance: the holder does it.
+        with t.new_commit(options={"snapshot.num-retained.max": "1"}) as c:
+            write(t, make_rows([4]), commit=c, identifier=1)
+            assert c.last_maintenance.lease_skipped == (
+                "the maintenance lease is held by another process; skipped this turn")
+        assert [s.id for s in t.snapshots()] == [1, 2, 3, 4]
+    finally:
+        done.set()
+        holder.join(60)
+    assert t.expire_snapshots(retain_max=1, retain_min=1).expired_snapshots == 3
+
+
+def test_a_live_record_of_an_earlier_version_spelled_s3a_is_honoured_through_s3(s3):
+    # Records written before the lease used the commit record's key name the table by its
+    # URI as spelled: still this table's, whichever spelling of its scheme family.
+    import json
+    import time
+    uri = s3.table_uri("db.db/t")
+    t = Table.create(uri, SCHEMA, ["dt", "hr"], {"snapshot.num-retained.min": "1"})
+    for i in range(1, 3):
+        write(t, make_rows([i]))
+    now = int(time.time() * 1000)
+    keys = sorted(k for k in s3.keys() if k.startswith("db.db/t/.maintenance/lease-"))
+    n = max(int(k.rsplit("-", 1)[1]) for k in keys) + 1
+    record = {"table": "s3a://" + uri[len("s3://"):], "host": "elsewhere", "pid": 1,
+              "token": "t", "operation": "expire-snapshots", "startMillis": now,
+              "expiryMillis": now + 60_000, "released": False}
+    s3.put(f"db.db/t/.maintenance/lease-{n}", json.dumps(record).encode())
+    with lease_settings(wait_s=0.3), pytest.raises(
+            LeaseHeldError, match=r"is being maintained by elsewhere pid 1 \(expire-snapshots"):
+        t.expire_snapshots(retain_max=1, retain_min=1)

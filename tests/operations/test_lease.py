@@ -241,6 +241,44 @@ def test_post_commit_maintenance_skips_its_turn_while_another_holds_it(table, ta
     assert [s.id for s in table.snapshots()] == [4]       # the next turn did the work
 
 
+@pytest.mark.parametrize("mode", ["sync", "async", "batch"])
+def test_a_damaged_lease_record_skips_post_commit_maintenance_never_the_commits(
+        caplog, capsys, table, table_path, mode):
+    # Commits never take the lease: a damaged record must not stop a stream's commits (it
+    # used to be parked in the error slot, and every later commit raised). Post-commit
+    # maintenance skips its turns with a warning naming the file; explicit maintenance
+    # refuses with the same error; after `lease --break` the next turn does the work.
+    opts = {"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1",
+            "snapshot.expire.execution-mode": "async" if mode == "async" else "sync"}
+    write(table, make_rows([0]))
+    damaged = table_path / ".maintenance" / f"lease-{next_number(table_path) - 1}"
+    damaged.write_text('{"table": "trunc')
+    problem = (f"{damaged}: unreadable maintenance lease record (not JSON (Unterminated "
+               f"string starting at: line 1 column 11 (char 10))); nothing was deleted. If no "
+               f"maintenance of this table is running, supersede it with `paimon-commit lease "
+               f"{table_path} --break`")
+    caplog.set_level("WARNING", logger="paimon_commit.table_commit")
+    with table.new_commit(options=opts) as c:
+        for i in range(1, 4):
+            identifier = None if mode == "batch" else i
+            assert write(table, make_rows([i]), commit=c, identifier=identifier) == i + 1
+            assert c.wait_for_maintenance(30)
+            assert c.last_maintenance.lease_skipped == (
+                f"a maintenance lease record cannot be used: {problem}; skipped this turn")
+    assert [s.id for s in table.snapshots()] == [1, 2, 3, 4]     # nothing expired
+    assert [r.getMessage() for r in caplog.records] == [
+        f"post-commit maintenance of {table_path} skipped this turn: {problem}"] * 3
+    with pytest.raises(LeaseRecordError) as e:
+        table.expire_snapshots(retain_max=1, retain_min=1)
+    assert str(e.value) == problem
+    assert main(["lease", str(table_path), "--break"]) == 0
+    capsys.readouterr()
+    with table.new_commit(options=opts) as c:
+        write(table, make_rows([9]), commit=c, identifier=None if mode == "batch" else 9)
+        assert c.wait_for_maintenance(30) and c.last_maintenance.lease_skipped is None
+    assert [s.id for s in table.snapshots()] == [5]              # the next turn did the work
+
+
 def test_nested_operations_of_one_thread_join_the_held_lease(table, table_path):
     history(table)
     table.create_tag("t2", 2)
@@ -332,6 +370,26 @@ def test_compaction_abort_leaves_its_files_while_another_holds_the_lease(table, 
     finally:
         holder.release()
     assert comp.abort([Rewritten()]) == 1 and not written.exists()
+
+
+def test_compaction_abort_after_a_commit_leaves_its_files_on_a_damaged_lease_record(
+        table, table_path):
+    from paimon_commit.operations.compact import AppendCompaction
+    history(table)
+    comp = AppendCompaction(table.store)
+    bucket = next(p for p, _, names in os.walk(str(table_path)) if p.endswith("bucket-0"))
+    written = pathlib.Path(bucket) / "data-own-0.parquet"
+    written.write_bytes(b"x")
+
+    class Rewritten:
+        paths = [str(written)]
+    damaged = table_path / ".maintenance" / f"lease-{next_number(table_path) - 1}"
+    damaged.write_text("{not json")
+    with pytest.raises(LeaseRecordError, match=re.escape(f"{damaged}: unreadable")):
+        comp.abort([Rewritten()])                          # an explicit run refuses
+    comp.post_commit = True                                # after a commit: left, no error
+    assert comp.abort([Rewritten()]) == 0
+    assert written.exists()                                # left for orphan cleanup
 
 
 # --- bad records -----------------------------------------------------------------------------
