@@ -117,14 +117,17 @@ def _spec(partition: Dict[str, Any]) -> str:
 
 def _print_repair(r: Dict[str, Any]) -> None:
     print(r["message"])
+    shown = 0   # files named, the first SHOWN (--json: all), each under its partition/bucket
     for g in r["groups"]:
         print(f"  {_spec(g['partition'])} bucket {g['bucket']}: {g['files']} file(s), "
               f"{g['records']} record(s), {g['bytes']} bytes")
-    files = r["files"]
-    for f in files[:SHOWN]:
-        print(f"    {f['path']}: {f['record_count']} record(s), {f['file_size']} bytes")
-    if len(files) > SHOWN:
-        print(f"    ... and {len(files) - SHOWN} more: use --json for all")
+        for f in r["files"]:
+            if shown < SHOWN and f["path"].rpartition("/")[0] == g["directory"]:
+                print(f"    {f['path']}: {f['record_count']} record(s), "
+                      f"{f['file_size']} bytes")
+                shown += 1
+    if len(r["files"]) > shown:
+        print(f"  ... and {len(r['files']) - shown} more file(s): use --json for all")
     unrepaired = r["unrepaired"]
     if unrepaired:
         print(f"not repaired: {len(unrepaired)} problem(s) of snapshot "

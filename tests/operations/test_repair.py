@@ -396,3 +396,27 @@ def test_an_unknown_publish_outcome_is_settled_without_a_second_snapshot(four, t
     assert r.snapshot_id == 5 and r.attempts == 2
     assert [s.id for s in t.snapshots()] == [1, 2, 3, 4, 5]
     assert ids(table_path) == [1, 3, 4, 11, 13, 14]
+
+
+def test_the_text_names_the_first_ten_files_under_their_partition(table, table_path, capsys):
+    for i in range(12):
+        write(table, make_rows([i], hr=i))
+    files = sorted(table.live_files(), key=lambda f: rel(table, f.path))
+    for f in files:
+        os.unlink(f.path)
+    code, out, _ = run_cli(capsys, table_path)
+    lines = out.splitlines()
+    assert code == 0 and len(files) == 12
+    assert lines[0].startswith("dry run, nothing changed: a repair would give up 12 missing "
+                               "data file(s) of snapshot 12: 12 record(s)")
+    # Directory order: hr=0, hr=1, hr=10, hr=11, hr=2, ...: each group, then its file.
+    for k, f in enumerate(files[:10]):
+        assert lines[1 + 2 * k].startswith(f"  dt=2024-01-01,hr={f.partition['hr']} bucket 0: "
+                                           f"1 file(s), 1 record(s), ")
+        assert lines[2 + 2 * k] == f"    {rel(table, f.path)}: 1 record(s), {f.file_size} bytes"
+    assert [x.split(":")[0] for x in lines[21:23]] == [
+        f"  dt=2024-01-01,hr={f.partition['hr']} bucket 0" for f in files[10:]]
+    assert lines[23] == "  ... and 2 more file(s): use --json for all"
+    d = json.loads(run_cli(capsys, table_path, "--json")[1])
+    assert [f["path"] for f in d["files"]] == [rel(table, f.path) for f in files]
+    assert len(d["groups"]) == 12
