@@ -130,9 +130,8 @@ def _print_repair(r: Dict[str, Any]) -> None:
         print(f"  ... and {len(r['files']) - shown} more file(s): use --json for all")
     unrepaired = r["unrepaired"]
     if unrepaired:
-        print(f"not repaired: {len(unrepaired)} problem(s) of snapshot "
-              f"{r['base_snapshot_id']} repair does not fix (it gives up missing data files "
-              f"only); its readers still fail:")
+        print(f"not repaired: {len(unrepaired)} problem(s) of the latest snapshot repair "
+              f"does not fix (it gives up missing data files only); its readers still fail:")
         for p in unrepaired[:SHOWN]:
             print(f"  {_describe(p)}")
         if len(unrepaired) > SHOWN:

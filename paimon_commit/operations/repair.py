@@ -29,6 +29,10 @@ it) and data-evolution tables (files share row ids, each with some of the column
 check: a latest snapshot with an index manifest, when there is something to remove (its
 deletion vectors name data files by name).
 
+Cost: check's (one listing per directory, every metadata file read once), then per plan and
+per commit attempt the latest snapshot's manifests and one listing of each directory that
+holds a missing file.
+
 With `apply`, it runs under the table's maintenance lease (lease.py), as every explicit
 maintenance command: LeaseHeldError names the holder (the CLI exits 75). A dry run takes none.
 """
@@ -119,9 +123,9 @@ class RepairResult:
             check found broken: repair changes none of them, reading them keeps failing
             until the files are restored (the base snapshot among them, when it missed
             files).
-        unrepaired: problems of the base snapshot repair does not fix (a data file of the
-            wrong size or unreadable, a missing extra file of a data file that is there):
-            its readers still fail on them.
+        unrepaired: problems check found in the latest snapshot that repair does not fix
+            (a data file of the wrong size or unreadable, a missing extra file of a data file
+            that is there): its readers still fail on them.
         check: the check the repair was planned from.
         attempts: commit attempts (0: nothing committed).
         seconds: time per phase ("check", "plan", "commit").
@@ -260,6 +264,10 @@ class _Repair:
         self._refuse_damaged(check, latest)
         files = self._pick(latest, self.store.live_entries(latest))
         seconds["plan"] = time.perf_counter() - t
+        # What check found wrong with the planned snapshot, other than missing data files.
+        label = f"snapshot {latest.id}"
+        others = [p for p in check.problems if label in p.roots and
+                  not (p.kind == "data" and p.state == "missing")]
         snapshot_id, attempts = None, 0
         if files and self.apply:
             t = time.perf_counter()
@@ -270,9 +278,7 @@ class _Repair:
             if snapshot_id is None:
                 files = []   # a concurrent commit removed them first
         removed = self._removed_paths(files)
-        unrepaired = tuple(p for p in check.problems
-                           if f"snapshot {latest.id}" in p.roots and p.path not in removed and
-                           not (p.kind == "data" and p.state == "missing"))
+        unrepaired = tuple(p for p in others if p.path not in removed)
         result = RepairResult(self.store.path, not self.apply, latest.id, snapshot_id,
                               tuple(sorted((self._file(e) for e in files),
                                            key=lambda f: f.path)),

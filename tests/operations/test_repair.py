@@ -270,8 +270,8 @@ def test_a_truncated_file_is_named_not_given_up(four, table_path, capsys):
     lines = out.splitlines()
     assert lines[0].startswith("committed snapshot 5 (OVERWRITE) without 1 missing data file")
     assert lines[3:5] == [
-        "not repaired: 1 problem(s) of snapshot 4 repair does not fix (it gives up missing "
-        "data files only); its readers still fail:",
+        "not repaired: 1 problem(s) of the latest snapshot repair does not fix (it gives up "
+        "missing data files only); its readers still fail:",
         f"  data {rel(four, g.path)}: wrong size: {g.file_size - 7} bytes, the metadata says "
         f"{g.file_size}; breaks snapshot 4"]
     t = Table.open(str(table_path))
