@@ -420,3 +420,20 @@ def test_the_text_names_the_first_ten_files_under_their_partition(table, table_p
     d = json.loads(run_cli(capsys, table_path, "--json")[1])
     assert [f["path"] for f in d["files"]] == [rel(table, f.path) for f in files]
     assert len(d["groups"]) == 12
+
+
+def test_expiring_what_stays_broken_leaves_a_healthy_table(four, table_path, capsys):
+    # What the output advises: expire-snapshots and delete-tag remove the broken roots.
+    lose(four)
+    assert run_cli(capsys, table_path, "--apply")[0] == 0
+    assert cli_main(["delete-tag", str(table_path), "t2"]) == 0
+    assert cli_main(["expire-snapshots", str(table_path), "--retain-max", "1",
+                     "--retain-min", "1"]) == 0
+    capsys.readouterr()
+    t = Table.open(str(table_path))
+    assert [s.id for s in t.snapshots()] == [5]
+    assert t.check().healthy
+    assert ids(table_path) == [1, 3, 4, 11, 13, 14]
+    code, out, _ = run_cli(capsys, table_path)
+    assert code == 0 and out == (f"nothing to repair: snapshot 5 of {table_path} names no "
+                                 f"missing data file\n")
