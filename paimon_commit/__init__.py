@@ -12,6 +12,7 @@ from .operations.compact_result import (
 from .operations.expire import ExpireConfig, ExpireResult, ExpireSnapshots
 from .operations.orphan import CleanContext, OrphanCleanAborted, OrphanFilesCleaner
 from .operations.partition_expire import PartitionExpire, PartitionExpireConfig
+from .operations.repair import RepairError, RepairFile, RepairGroup, RepairResult
 from .table import LiveFile, Table
 from .table_commit import TableCommit
 from .writer import SchemaMismatchError, TableWriter
@@ -24,6 +25,6 @@ __all__ = [
     "PaimonCommitError", "OptionError", "CorruptMetadataError", "TableNotFoundError",
     "TableExistsError", "UnsafePathError", "CommitConflictError", "CommitFailedError",
     "UnsupportedTableError", "SchemaMismatchError",
-    "CheckResult", "CheckProblem",
+    "CheckResult", "CheckProblem", "RepairResult", "RepairFile", "RepairGroup", "RepairError",
 ]
 __version__ = "0.1.0"

@@ -391,6 +391,35 @@ class Table(TableMaintenance):
         from .table_maintenance import max_duration_arg
         return check_table(self.store, progress, max_duration_arg(max_duration))
 
+    def repair(self, apply: bool = False, progress=None):
+        """Give up the data files that are gone: one new OVERWRITE snapshot without the
+        entries of the latest snapshot whose data files `check` finds missing, so that its
+        readers work again (Paimon Java's `remove_unexisting_files`). Only shows that unless
+        `apply=True`. It deletes nothing and changes no existing snapshot or tag: those that
+        miss files stay broken (`still_broken` names them). With `apply`, it holds the
+        table's maintenance lease; the snapshot is published like any commit (atomic,
+        retried, the files chosen again from the latest snapshot of each attempt).
+
+        Args:
+            apply: commit the repair snapshot (default False: a dry run, nothing written).
+            progress: optional paimon_commit.progress callback (of the check).
+
+        Returns:
+            RepairResult: `files` given up (path, partition, bucket, record_count, file_size;
+            `groups` per partition and bucket), `records`, `snapshot_id` (None: a dry run or
+            nothing to repair), `base_snapshot_id`, `still_broken`, `unrepaired` (problems
+            of the latest snapshot it does not fix: a data file of the wrong size, ...),
+            `message`; `to_dict()`.
+
+        Raises:
+            UnsupportedTableError: a primary-key or data-evolution table, or a latest
+                snapshot with an index manifest (deletion vectors) when files are missing.
+            RepairError: the latest snapshot's own manifests are damaged.
+            LeaseHeldError: with apply, another process kept the maintenance lease.
+        """
+        from .operations.repair import repair_table
+        return repair_table(self.store, apply, progress)
+
     # --- writing -------------------------------------------------------------------------
     def new_writer(self) -> TableWriter:
         """A writer of parquet data files (one per task; not thread-safe).

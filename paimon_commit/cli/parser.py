@@ -11,7 +11,7 @@ from .. import __version__
 from ..io.uri import redact_uris_in
 from .args import (duration, int_at_least, key_value, lease_duration, orphan_duration,
                    past_timestamp_ms, time_limit)
-from .check import add_check_command
+from .check import add_check_command, add_repair_command
 from .compaction import add_compact_command
 from .maintenance import add_commands
 from .tables import (cmd_create_tag, cmd_delete_tag, cmd_drop_partition, cmd_expire_partitions,
@@ -238,5 +238,6 @@ def build_parser() -> argparse.ArgumentParser:
                         "of the table is running (a holder that died, a bad record)")
     add_compact_command(command)
     add_check_command(command)
+    add_repair_command(command)
     add_commands(sub, command)   # expire-tags, maintain, report, patterns
     return p

@@ -208,6 +208,21 @@ class FileStoreCommit:
                          CommitKind.OVERWRITE, ident, check_conflicts=True,
                          empty_means_noop=True)
 
+    def remove_files(self, pick: Callable[[Snapshot, List[ManifestEntry]], List[ManifestEntry]],
+                     commit_identifier: Optional[int] = None) -> CommitResult:
+        """OVERWRITE snapshot with a DELETE for each live entry `pick(latest, live entries)`
+        returns (what `repair` publishes). Chosen again from each attempt's latest snapshot:
+        a lost race recomputes them. Nothing picked: no snapshot (snapshot_id None)."""
+        ident = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier
+
+        def changes(latest: Optional[Snapshot]) -> List[ManifestEntry]:
+            if latest is None:
+                return []
+            return [e.as_delete() for e in pick(latest, self.store.live_entries(latest))]
+
+        return self._run(changes, CommitKind.OVERWRITE, ident, check_conflicts=True,
+                         empty_means_noop=True)
+
     def filter_committed(self, identifiers: Iterable[int]) -> List[int]:
         """Identifiers this commit user has not committed yet (needs increasing ids)."""
         last = self.store.snapshots.latest_snapshot_of_user(self.commit_user)

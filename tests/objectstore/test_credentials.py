@@ -123,6 +123,10 @@ def test_no_cli_command_shows_the_uri_credentials(bare_s3, capfd, caplog, tmp_pa
     out, _ = o.run("check", t1, "--json", "-v")
     assert json.loads(out)["table"] == f"{shown_wh}/db.db/t1"
     o.run("check", t1)
+    out, _ = o.run("repair", t1, "--json", "-v")
+    assert json.loads(out)["message"] == (f"nothing to repair: snapshot 4 of "
+                                          f"{shown_wh}/db.db/t1 names no missing data file")
+    o.run("repair", t1, "--apply", "-v")
 
     # Patterns: every expansion is shown credential-free, failing tables too.
     for cmd, broken in (("expire-snapshots", "ok"), ("remove-orphan-files", "failed")):
