@@ -50,8 +50,9 @@ from .io.deletion import StopDeleting, guarded
 log = logging.getLogger(__name__)
 
 __all__ = ["LEASE_DIR", "LeaseRecord", "LeaseManager", "HeldLease", "maintenance_lease",
-           "lease_settings", "table_identity", "lease_manager", "DEFAULT_DURATION_MS",
-           "DEFAULT_WAIT_S", "MAX_DURATION_MS", "check_lease_duration_ms", "check_lease_wait_s"]
+           "lease_settings", "current_lease_settings", "table_identity", "lease_manager",
+           "DEFAULT_DURATION_MS", "DEFAULT_WAIT_S", "MAX_DURATION_MS", "check_lease_duration_ms",
+           "check_lease_wait_s"]
 
 LEASE_DIR = ".maintenance"
 _NAME = re.compile(r"^lease-(\d{1,18})$")
@@ -545,7 +546,8 @@ def lease_settings(wait_s: Optional[float] = None, duration_ms: Optional[int] = 
     """How maintenance_lease waits for another holder (seconds) and how long it takes the
     lease for (ms), for every operation of this process inside the block that does not say
     (the CLI's --lease-wait and --lease-duration; process-wide, so that `maintain`'s
-    threads see them). Checked before any I/O."""
+    threads see them, and maintain_warehouse hands them to its worker processes). Checked
+    before any I/O."""
     if wait_s is not None:
         check_lease_wait_s(wait_s)
     if duration_ms is not None:
@@ -558,6 +560,16 @@ def lease_settings(wait_s: Optional[float] = None, duration_ms: Optional[int] = 
     finally:
         with _settings_lock:
             _settings.remove(entry)
+
+
+def current_lease_settings() -> Dict[str, Any]:
+    """The lease_settings in force here (`wait_s`, `duration_ms`; None: the default), as
+    lease_settings(**them) takes them: for processes this one starts (maintain's workers), which
+    do not share this process's settings."""
+    wait, duration = _setting("wait_s", None), _setting("duration_ms", None)
+    # Plain numbers: they are pickled for the workers (the CLI's are int subclasses).
+    return {"wait_s": None if wait is None else float(wait),
+            "duration_ms": None if duration is None else int(duration)}
 
 
 def lease_manager(store) -> LeaseManager:

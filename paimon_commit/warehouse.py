@@ -26,7 +26,8 @@ snapshot or tag) is skipped with its reason; nothing of it is deleted or "repair
 
 Tables run in worker processes (`workers="process"`, the default when parallelism > 1: the
 work is CPU-bound decoding, which threads would serialise on the GIL) or threads. Workers are
-forked when the caller runs a single OS thread, else started through a fork server.
+forked when the caller runs a single OS thread, else started through a fork server; they get
+the caller's lease.lease_settings (`maintain --lease-wait`, `--lease-duration`).
 """
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ from .io import FileIO
 from .io import for_path as file_io_for_path
 from .io.uri import split_credentials
 from .format import paths as P
-from .lease import lease_manager, maintenance_lease
+from .lease import current_lease_settings, lease_manager, lease_settings, maintenance_lease
 from .operations import maintenance_order
 from .operations.orphan_context import RecentCutoffError
 from .operations.limits import MAX_DURATION, MEMORY, check_max_duration_ms
@@ -555,16 +556,19 @@ def _maintain_in_time(path: str, name: str, orphans: bool, older_than_ms: Option
 def _maintain_one(args: Tuple) -> Dict[str, Any]:
     """Process-pool entry point: returns the result as a dict (picklable)."""
     path, name, orphans, older_than_ms, dry_run, storage_options, env, compact, deadline_at, \
-        first, allow_recent_cutoff = args
+        first, allow_recent_cutoff, lease = args
     # A fork server is started once per process and keeps the environment of that moment:
     # its workers would reach the store an earlier call pointed at, with its credentials.
     for k in [k for k in os.environ if k.startswith(_STORAGE_ENV) and k not in env]:
         del os.environ[k]
     os.environ.update(env)
-    r = _maintain_in_time(path, name, orphans, older_than_ms, dry_run,
-                          storage_options=storage_options, compact=compact,
-                          deadline_at=deadline_at, first=first,
-                          allow_recent_cutoff=allow_recent_cutoff)
+    # The caller's lease settings (maintain --lease-wait, --lease-duration): a process started
+    # by a fork server or spawned does not have them.
+    with lease_settings(**lease):
+        r = _maintain_in_time(path, name, orphans, older_than_ms, dry_run,
+                              storage_options=storage_options, compact=compact,
+                              deadline_at=deadline_at, first=first,
+                              allow_recent_cutoff=allow_recent_cutoff)
     return r.__dict__
 
 
@@ -662,13 +666,14 @@ def maintain_warehouse(warehouse: str, database: Optional[str] = None,
     else:
         ctx = _process_context()
         env = _storage_env()
+        lease = current_lease_settings()
         with concurrent.futures.ProcessPoolExecutor(min(parallelism, total),
                                                     mp_context=ctx) as pool:
             futures = {pool.submit(_maintain_one, (ref.path, ref.full_name, orphans,
                                                    older_than_ms, dry_run, storage_options,
                                                    env, compact, deadline_at,
                                                    i < parallelism,
-                                                   allow_recent_cutoff)): ref
+                                                   allow_recent_cutoff, lease)): ref
                        for i, ref in enumerate(refs)}
             for f in concurrent.futures.as_completed(futures):
                 ref = futures[f]
