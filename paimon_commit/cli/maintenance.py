@@ -165,7 +165,9 @@ def _print_maintain(r: Dict[str, Any]) -> None:
           f"{r['skipped']} skipped, {r['incomplete']} incomplete; {verb} "
           f"{r['deleted_files']} file(s), {r['deleted_bytes']} bytes")
     if r["incomplete"]:
-        print(f"incomplete: a limit stopped {r['incomplete']} table(s) (see above); what was "
+        what = "an interrupt" if any(t["stopped_by"] == "interrupt" for t in r["tables"]) \
+            else "a limit"
+        print(f"incomplete: {what} stopped {r['incomplete']} table(s) (see above); what was "
               f"done is reported, the tables are consistent and a rerun continues")
 
 
