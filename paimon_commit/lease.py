@@ -45,7 +45,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 from .errors import AtomicCreateUnsupportedError, LeaseHeldError, LeaseRecordError, \
     OptionError
 from .io import FileIO
-from .io.deletion import StopDeleting, guarded
+from .io.deletion import StopDeleting, guarded, stop_requested
 
 log = logging.getLogger(__name__)
 
@@ -596,6 +596,7 @@ def maintenance_lease(store, operation: str, *, wait_s: Optional[float] = None,
 
     Raises:
         LeaseHeldError: another holder kept it past the wait (the message names it).
+        StopDeleting: the run was asked to stop (an interrupt) while it waited.
         LeaseRecordError: the latest record is unreadable, another table's, or expires far
             in the future (nothing was deleted).
         AtomicCreateUnsupportedError: the storage cannot create only-if-absent and the table
@@ -666,8 +667,25 @@ def _take(m: LeaseManager, operation: str, duration_ms: int, wait_s: float,
         if left <= 0:
             raise LeaseHeldError(f"{latest.describe(m.path)}; rerun later or raise "
                                  f"--lease-wait", latest)
-        time.sleep(min(left, pause * (0.5 + random.random())))
+        if pause == 0.05:
+            log.info("%s; waiting up to %.0f s for it (--lease-wait)",
+                     latest.describe(m.path), left)
+        _sleep_unless_stopped(min(left, pause * (0.5 + random.random())))
         pause = min(2.0, pause * 2)
+
+
+def _sleep_unless_stopped(seconds: float) -> None:
+    """Wait for another holder, unless the run is asked to stop (an interrupt): waiting is a
+    safe point (nothing was done yet), and a Ctrl-C must not wait out --lease-wait."""
+    end = time.monotonic() + seconds
+    while True:
+        stop = stop_requested()
+        if stop is not None:
+            raise StopDeleting(stop.reason, stop.cause)
+        left = end - time.monotonic()
+        if left <= 0:
+            return
+        time.sleep(min(left, 0.1))
 
 
 def current_holder(m: LeaseManager) -> Tuple[Optional[LeaseRecord], bool]:

@@ -312,6 +312,7 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
             step = name_of_step
             emit(progress, step, 0, None, _UNITS[step], name)
         if not dry_run:   # one maintenance lease (lease.py) for the table: each step joins it
+            step = "waiting for the maintenance lease"   # (an interrupt stops the wait)
             lease.enter_context(maintenance_lease(store, "maintain"))
         maintenance_order.run_in_order(steps, before_step)
         if orphans:

@@ -6,6 +6,7 @@ once the wait is over, naming the holder; the others are maintained."""
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -115,3 +116,43 @@ def test_lease_settings_reach_workers_a_fork_server_starts(warehouse, held):
     assert took < 30, took
     assert [x["expiryMillis"] - x["startMillis"] for x in
             maintain_records(warehouse / "db.db" / "b")] == [40_000]
+
+
+@pytest.mark.parametrize("argv", [["maintain", "{wh}", "--parallelism", "2"],
+                                  ["expire-snapshots", "{a}", "--retain-max", "1"]])
+def test_ctrl_c_stops_a_wait_for_the_lease_at_once(warehouse, held, argv):
+    # Waiting for another holder is a safe point (nothing done yet): a Ctrl-C must not wait
+    # out --lease-wait, in maintain's workers as in a table command.
+    a = str(warehouse / "db.db" / "a")
+    argv = [x.format(wh=warehouse, a=a) for x in argv]
+    before = files_under(a)
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    p = subprocess.Popen([sys.executable, "-m", "paimon_commit", "-v", *argv,
+                          "--lease-wait", "30 s"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env)
+    head = []
+    for line in p.stderr:
+        head.append(line)
+        if "waiting up to" in line:
+            break
+    else:
+        p.wait()
+        pytest.fail(f"never waited: {''.join(head)}")
+    assert f"table {a} is being maintained by " in head[-1]
+    t = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    took = time.monotonic() - t
+    assert p.returncode == 130, "".join(head) + err
+    assert "Traceback" not in err, err
+    assert took < 5, took
+    if argv[0] == "maintain":
+        assert re.fullmatch(
+            r"db\.a +incomplete +waiting for the maintenance lease: stopped before a delete "
+            r"step: interrupted by SIGINT \(Ctrl-C\); what the steps before did is reported, "
+            r"the table is consistent and a rerun continues", out.splitlines()[0]), out
+    else:
+        assert out.splitlines()[-1] == (
+            "incomplete: stopped before a delete step: interrupted by SIGINT (Ctrl-C); "
+            "deleted 0 file(s); the table is consistent, a rerun continues"), out
+    assert files_under(a) == before
