@@ -51,14 +51,15 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 from .errors import AtomicCreateUnsupportedError, LeaseHeldError, LeaseRecordError, \
     OptionError
 from .io import FileIO
-from .io.deletion import StopDeleting, guarded
+from .io.deletion import StopDeleting, guarded, stop_requested
 from .io.uri import AZURE_SCHEMES, GCS_SCHEMES, S3_SCHEMES
 
 log = logging.getLogger(__name__)
 
 __all__ = ["LEASE_DIR", "LeaseRecord", "LeaseManager", "HeldLease", "maintenance_lease",
-           "lease_settings", "table_identity", "lease_manager", "DEFAULT_DURATION_MS",
-           "DEFAULT_WAIT_S", "MAX_DURATION_MS", "check_lease_duration_ms", "check_lease_wait_s"]
+           "lease_settings", "current_lease_settings", "table_identity", "lease_manager",
+           "DEFAULT_DURATION_MS", "DEFAULT_WAIT_S", "MAX_DURATION_MS", "check_lease_duration_ms",
+           "check_lease_wait_s"]
 
 LEASE_DIR = ".maintenance"
 # Every name a record of ours could collide with: `lease-` and digits. Ours are numbered
@@ -722,7 +723,8 @@ def lease_settings(wait_s: Optional[float] = None, duration_ms: Optional[int] = 
     """How maintenance_lease waits for another holder (seconds) and how long it takes the
     lease for (ms), for every operation of this process inside the block that does not say
     (the CLI's --lease-wait and --lease-duration; process-wide, so that `maintain`'s
-    threads see them). Checked before any I/O."""
+    threads see them, and maintain_warehouse hands them to its worker processes). Checked
+    before any I/O."""
     if wait_s is not None:
         check_lease_wait_s(wait_s)
     if duration_ms is not None:
@@ -735,6 +737,16 @@ def lease_settings(wait_s: Optional[float] = None, duration_ms: Optional[int] = 
     finally:
         with _settings_lock:
             _settings.remove(entry)
+
+
+def current_lease_settings() -> Dict[str, Any]:
+    """The lease_settings in force here (`wait_s`, `duration_ms`; None: the default), as
+    lease_settings(**them) takes them: for processes this one starts (maintain's workers), which
+    do not share this process's settings."""
+    wait, duration = _setting("wait_s", None), _setting("duration_ms", None)
+    # Plain numbers: they are pickled for the workers (the CLI's are int subclasses).
+    return {"wait_s": None if wait is None else float(wait),
+            "duration_ms": None if duration is None else int(duration)}
 
 
 def lease_manager(store) -> LeaseManager:
@@ -761,6 +773,7 @@ def maintenance_lease(store, operation: str, *, wait_s: Optional[float] = None,
 
     Raises:
         LeaseHeldError: another holder kept it past the wait (the message names it).
+        StopDeleting: the run was asked to stop (an interrupt) while it waited.
         LeaseRecordError: the latest record is unreadable, another table's, or expires far
             in the future (nothing was deleted).
         AtomicCreateUnsupportedError: the storage cannot create only-if-absent and the table
@@ -858,8 +871,25 @@ def _take(m: LeaseManager, operation: str, duration_ms: int, wait_s: float,
         if left <= 0:
             raise LeaseHeldError(f"{latest.describe(m.path)}; rerun later or raise "
                                  f"--lease-wait", latest)
-        time.sleep(min(left, pause * (0.5 + random.random())))
+        if pause == 0.05:
+            log.info("%s; waiting up to %.0f s for it (--lease-wait)",
+                     latest.describe(m.path), left)
+        _sleep_unless_stopped(min(left, pause * (0.5 + random.random())))
         pause = min(2.0, pause * 2)
+
+
+def _sleep_unless_stopped(seconds: float) -> None:
+    """Wait for another holder, unless the run is asked to stop (an interrupt): waiting is a
+    safe point (nothing was done yet), and a Ctrl-C must not wait out --lease-wait."""
+    end = time.monotonic() + seconds
+    while True:
+        stop = stop_requested()
+        if stop is not None:
+            raise StopDeleting(stop.reason, stop.cause)
+        left = end - time.monotonic()
+        if left <= 0:
+            return
+        time.sleep(min(left, 0.1))
 
 
 def current_holder(m: LeaseManager) -> Tuple[Optional[LeaseRecord], bool]:

@@ -26,7 +26,11 @@ snapshot or tag) is skipped with its reason; nothing of it is deleted or "repair
 
 Tables run in worker processes (`workers="process"`, the default when parallelism > 1: the
 work is CPU-bound decoding, which threads would serialise on the GIL) or threads. Workers are
-forked when the caller runs a single OS thread, else started through a fork server.
+forked when the caller runs a single OS thread, else started through a fork server; they get
+the caller's lease.lease_settings (`maintain --lease-wait`, `--lease-duration`). A stop
+request (io.deletion.request_stop: the command line's SIGINT / SIGTERM) is forwarded to
+them: every table stops at its next safe point and is `incomplete` (`stopped_by`
+"interrupt"), and tables not started are left, `incomplete` too.
 """
 from __future__ import annotations
 
@@ -36,6 +40,8 @@ import fnmatch
 import logging
 import multiprocessing
 import os
+import signal
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -44,9 +50,10 @@ from .errors import (CorruptMetadataError, LeaseHeldError, OptionError, PaimonCo
                      TableNotFoundError, UnsupportedTableError)
 from .io import FileIO
 from .io import for_path as file_io_for_path
+from .io.deletion import StopDeleting, interrupt_reason, request_stop, stop_requested
 from .io.uri import split_credentials
 from .format import paths as P
-from .lease import lease_manager, maintenance_lease
+from .lease import current_lease_settings, lease_manager, lease_settings, maintenance_lease
 from .operations import maintenance_order
 from .operations.orphan_context import RecentCutoffError
 from .operations.limits import MAX_DURATION, MEMORY, check_max_duration_ms
@@ -305,6 +312,7 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
             step = name_of_step
             emit(progress, step, 0, None, _UNITS[step], name)
         if not dry_run:   # one maintenance lease (lease.py) for the table: each step joins it
+            step = "waiting for the maintenance lease"   # (an interrupt stops the wait)
             lease.enter_context(maintenance_lease(store, "maintain"))
         maintenance_order.run_in_order(steps, before_step)
         if orphans:
@@ -326,6 +334,13 @@ def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
             limits.stopped(step, orr)
     except _Stop:
         pass   # _Limits set the status, the reason and what stopped it
+    except StopDeleting as e:
+        # Asked to stop (an interrupt, a lost lease) at a safe point of a step that does not
+        # make its own incomplete result: what is left is what a crash there leaves.
+        result.status, result.stopped_by = "incomplete", e.cause
+        result.reason = (f"{step}: stopped before a delete step: {e.reason}; what the steps "
+                         f"before did is reported, the table is consistent and a rerun "
+                         f"continues")
     except LeaseHeldError as e:   # another process maintains it now: nothing was changed
         result.status, result.reason = "skipped", str(e)
     except MemoryError:
@@ -537,14 +552,25 @@ def _not_started(path: str, name: str, dry_run: bool) -> TableMaintenanceResult:
                                   stopped_by=MAX_DURATION)
 
 
+def _stopped_before(path: str, name: str, dry_run: bool,
+                    stop: StopDeleting) -> TableMaintenanceResult:
+    """A table left untouched because the run was asked to stop (an interrupt) before it."""
+    return TableMaintenanceResult(name, path, "incomplete", f"not started: {stop.reason}; a "
+                                  f"rerun continues", dry_run, stopped_by=stop.cause)
+
+
 def _maintain_in_time(path: str, name: str, orphans: bool, older_than_ms: Optional[int],
                       dry_run: bool, clock: Callable[[], float] = time.time,
                       progress: Optional[ProgressCallback] = None,
                       storage_options: Optional[Dict[str, str]] = None, compact: bool = False,
                       deadline_at: Optional[float] = None, first: bool = False,
                       allow_recent_cutoff: bool = False) -> TableMaintenanceResult:
-    """maintain_table, unless the run's time limit passed before the table could start
-    (the `first` tables, those a run starts at once, always start: every run progresses)."""
+    """maintain_table, unless the run was asked to stop (an interrupt) or its time limit
+    passed before the table could start (the `first` tables, those a run starts at once,
+    always start within the time limit: every run progresses)."""
+    stop = stop_requested()
+    if stop is not None:
+        return _stopped_before(path, name, dry_run, stop)
     if deadline_at is not None and not first and time.monotonic() >= deadline_at:
         return _not_started(path, name, dry_run)
     return maintain_table(path, name, orphans, older_than_ms, dry_run, clock, progress,
@@ -555,17 +581,51 @@ def _maintain_in_time(path: str, name: str, orphans: bool, older_than_ms: Option
 def _maintain_one(args: Tuple) -> Dict[str, Any]:
     """Process-pool entry point: returns the result as a dict (picklable)."""
     path, name, orphans, older_than_ms, dry_run, storage_options, env, compact, deadline_at, \
-        first, allow_recent_cutoff = args
+        first, allow_recent_cutoff, lease = args
     # A fork server is started once per process and keeps the environment of that moment:
     # its workers would reach the store an earlier call pointed at, with its credentials.
     for k in [k for k in os.environ if k.startswith(_STORAGE_ENV) and k not in env]:
         del os.environ[k]
     os.environ.update(env)
-    r = _maintain_in_time(path, name, orphans, older_than_ms, dry_run,
-                          storage_options=storage_options, compact=compact,
-                          deadline_at=deadline_at, first=first,
-                          allow_recent_cutoff=allow_recent_cutoff)
+    # The caller's lease settings (maintain --lease-wait, --lease-duration): a process started
+    # by a fork server or spawned does not have them.
+    with lease_settings(**lease):
+        r = _maintain_in_time(path, name, orphans, older_than_ms, dry_run,
+                              storage_options=storage_options, compact=compact,
+                              deadline_at=deadline_at, first=first,
+                              allow_recent_cutoff=allow_recent_cutoff)
     return r.__dict__
+
+
+# How the parent tells its workers to stop: the stop request of a process (io.deletion) is
+# its own, and a signal to the command reaches only the parent.
+_WHY_BYTES = 4096
+_STOP_POLL_S = 0.1   # how often the parent looks for a stop request to forward
+
+
+def _worker_init(stop: Any, why: Any) -> None:
+    """Start a worker process of maintain_warehouse: it stops when its run does.
+
+    SIGINT is ignored: a terminal's Ctrl-C reaches every process of the command, and the
+    parent decides (the first stops the run and is forwarded here through `stop`; on the
+    command line a second kills the workers, cli/interrupts.py). A forked worker would
+    otherwise run the parent's handler, and one started fresh raise KeyboardInterrupt
+    anywhere. A SIGTERM sent to the worker itself (a supervisor signalling every process of
+    the command) asks it to stop at its next safe point, as the parent's does."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _worker_sigterm)
+    threading.Thread(target=_forwarded_stop, args=(stop, why), daemon=True,
+                     name="paimon-commit-stop").start()
+
+
+def _worker_sigterm(signum: int, _frame: Any) -> None:
+    request_stop(interrupt_reason(signum), "interrupt")
+
+
+def _forwarded_stop(stop: Any, why: Any) -> None:
+    stop.wait()
+    cause, _, reason = why.value.decode("utf-8", "replace").partition("\n")
+    request_stop(reason, cause)
 
 
 # --- the warehouse -------------------------------------------------------------------------
@@ -641,6 +701,10 @@ def maintain_warehouse(warehouse: str, database: Optional[str] = None,
 
     if parallelism == 1 or total <= 1:
         for ref in refs:
+            stop = stop_requested()
+            if stop is not None:   # an interrupt: the tables not started are left alone
+                finished(_stopped_before(ref.path, ref.full_name, dry_run, stop))
+                continue
             if deadline_at is not None and results and time.monotonic() >= deadline_at:
                 # (The first table always starts: every run makes progress.)
                 finished(_not_started(ref.path, ref.full_name, dry_run))
@@ -662,21 +726,50 @@ def maintain_warehouse(warehouse: str, database: Optional[str] = None,
     else:
         ctx = _process_context()
         env = _storage_env()
-        with concurrent.futures.ProcessPoolExecutor(min(parallelism, total),
-                                                    mp_context=ctx) as pool:
+        lease = current_lease_settings()
+        stop_workers, why = ctx.Event(), ctx.Array("c", _WHY_BYTES, lock=False)
+        forwarded = False
+
+        def forward(stop: StopDeleting) -> None:
+            nonlocal forwarded
+            why.value = f"{stop.cause}\n{stop.reason}".encode()[:_WHY_BYTES - 1]
+            stop_workers.set()
+            forwarded = True
+            log.info("maintain: asking the worker processes to stop (%s)", stop.reason)
+
+        with concurrent.futures.ProcessPoolExecutor(
+                min(parallelism, total), mp_context=ctx, initializer=_worker_init,
+                initargs=(stop_workers, why)) as pool:
             futures = {pool.submit(_maintain_one, (ref.path, ref.full_name, orphans,
                                                    older_than_ms, dry_run, storage_options,
                                                    env, compact, deadline_at,
                                                    i < parallelism,
-                                                   allow_recent_cutoff)): ref
+                                                   allow_recent_cutoff, lease)): ref
                        for i, ref in enumerate(refs)}
-            for f in concurrent.futures.as_completed(futures):
-                ref = futures[f]
-                try:
-                    finished(TableMaintenanceResult(**f.result()))
-                except Exception as e:  # noqa: BLE001 - a dead worker fails its table only
-                    finished(TableMaintenanceResult(ref.full_name, ref.path, "failed",
-                                                    f"worker failed: {e!r}", dry_run))
+            pending = set(futures)
+            try:
+                while pending:
+                    stop = stop_requested()
+                    if stop is not None and not forwarded:
+                        # Every worker stops at its next safe point; the tables not started
+                        # are reported as such (_maintain_in_time).
+                        forward(stop)
+                    done, pending = concurrent.futures.wait(
+                        pending, _STOP_POLL_S, concurrent.futures.FIRST_COMPLETED)
+                    for f in done:
+                        ref = futures[f]
+                        try:
+                            finished(TableMaintenanceResult(**f.result()))
+                        except Exception as e:  # noqa: BLE001 - a dead worker fails its table
+                            finished(TableMaintenanceResult(ref.full_name, ref.path, "failed",
+                                                            f"worker failed: {e!r}", dry_run))
+            except BaseException:
+                # (A caller's KeyboardInterrupt, its default SIGINT handler: the workers
+                # ignore SIGINT.) They stop at their next safe point, which the pool's
+                # shutdown waits for, then it is raised.
+                if not forwarded:
+                    forward(StopDeleting("interrupted", "interrupt"))
+                raise
     results.sort(key=lambda r: r.table)
     failed = [r for r in results if r.failed]
     log.info("maintained %d table(s) of %s: %d ok, %d failed or skipped", total, warehouse,

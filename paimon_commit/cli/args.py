@@ -46,6 +46,11 @@ class Duration(int):
         d.text = text
         return d
 
+    def __getnewargs__(self):
+        # (int's gives the value alone, which __new__ cannot take back: a Duration sent to a
+        # worker process would kill it while unpickling.)
+        return int(self), self.text
+
 
 def orphan_age(flag: str, value: "Duration") -> None:
     """An orphan age of 0 would reach files being written now: refused in the user's words."""

@@ -6,8 +6,10 @@ only asks the run to stop (io.deletion.request_stop): the operation stops before
 delete step, where what is left is what a crash there would leave, and reports what it did
 (`complete: False`, `stopped_by: "interrupt"`); the command prints the `incomplete:` line and
 exits 130 (SIGINT) or 143 (SIGTERM), the shells' codes for those signals. A second signal
-ends the process at once from the handler (os._exit, after one line, `INTERRUPTED_AGAIN`):
-crash-safe as a kill is, never a traceback.
+ends the process at once from the handler (os._exit, after one line, `INTERRUPTED_AGAIN`),
+its worker processes killed with it: crash-safe as a kill is, never a traceback. The command's
+worker processes (maintain's) ignore SIGINT and are stopped through the run, not the signal
+(warehouse.maintain_warehouse forwards the stop request).
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ import sys
 import threading
 from typing import Iterator, Optional
 
-from ..io.deletion import clear_stop, request_stop
+from ..io.deletion import clear_stop, interrupt_reason, request_stop
 
 __all__ = ["Interrupts", "stop_at_safe_points", "INTERRUPTED_AGAIN", "EXIT_SIGINT",
            "EXIT_SIGTERM", "exit_code_of"]
@@ -26,7 +28,6 @@ __all__ = ["Interrupts", "stop_at_safe_points", "INTERRUPTED_AGAIN", "EXIT_SIGIN
 EXIT_SIGINT, EXIT_SIGTERM = 128 + signal.SIGINT, 128 + signal.SIGTERM   # 130, 143
 INTERRUPTED_AGAIN = ("interrupted again: stopped at once; the table is consistent, a rerun "
                      "continues")
-_NAMES = {signal.SIGINT: "SIGINT (Ctrl-C)", signal.SIGTERM: "SIGTERM"}
 
 
 class Interrupts:
@@ -47,14 +48,31 @@ class Interrupts:
             except (OSError, ValueError):
                 pass
             os.write(2, (INTERRUPTED_AGAIN + "\n").encode())
+            _kill_workers()
             os._exit(exit_code_of(signum))
         self.first = signum
         # Only a flag: the run itself stops at its next safe point (io/deletion.py).
-        request_stop(f"interrupted by {_NAMES.get(signum, signum)}", "interrupt")
+        request_stop(interrupt_reason(signum), "interrupt")
 
     @property
     def exit_code(self) -> Optional[int]:
         return None if self.first is None else exit_code_of(self.first)
+
+
+def _kill_workers() -> None:
+    """End the command's worker processes with it (maintain's tables, compaction's bins), as
+    a kill of the whole command would: a signal sent to the command's process never reaches
+    them, and left running they would go on deleting after the command ended, then wait
+    forever for results nobody reads. (Only if multiprocessing is loaded: a handler does not
+    import.)"""
+    mp = sys.modules.get("multiprocessing")
+    if mp is None:
+        return
+    try:
+        for p in mp.active_children():
+            p.kill()
+    except Exception:  # noqa: BLE001 - ending anyway: a worker already gone is fine
+        pass
 
 
 def exit_code_of(signum: int) -> int:

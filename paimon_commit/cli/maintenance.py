@@ -15,8 +15,8 @@ from typing import Any, Callable, Dict, List
 from ..progress import terminal_progress
 from . import context
 from .args import (EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, InvalidInput, duration,
-                   int_at_least, key_value, orphan_age, orphan_cutoff, orphan_duration,
-                   past_timestamp_ms, time_limit)
+                   int_at_least, key_value, lease_duration, orphan_age, orphan_cutoff,
+                   orphan_duration, past_timestamp_ms, time_limit)
 
 __all__ = ["add_commands", "cmd_expire_tags", "cmd_maintain", "cmd_report"]
 
@@ -165,7 +165,9 @@ def _print_maintain(r: Dict[str, Any]) -> None:
           f"{r['skipped']} skipped, {r['incomplete']} incomplete; {verb} "
           f"{r['deleted_files']} file(s), {r['deleted_bytes']} bytes")
     if r["incomplete"]:
-        print(f"incomplete: a limit stopped {r['incomplete']} table(s) (see above); what was "
+        what = "an interrupt" if any(t["stopped_by"] == "interrupt" for t in r["tables"]) \
+            else "a limit"
+        print(f"incomplete: {what} stopped {r['incomplete']} table(s) (see above); what was "
               f"done is reported, the tables are consistent and a rerun continues")
 
 
@@ -331,6 +333,15 @@ def add_commands(sub, command: Callable) -> None:
                    help="stop the run at the next safe point after this long, e.g. '1 h' "
                         "(tables not started are left; exit code 3; a rerun continues)")
     m.add_argument("--dry-run", action="store_true", help="report, change nothing")
+    # As the table commands' (parser.py); cli._run_command sets them for the run, and
+    # maintain_warehouse hands them to its worker processes.
+    m.add_argument("--lease-wait", type=duration, metavar="DURATION", default=None,
+                   help="how long to wait for another process's maintenance of a table (its "
+                        "maintenance lease) before skipping that table (default '60 s')")
+    m.add_argument("--lease-duration", type=lease_duration, metavar="DURATION", default=None,
+                   help="how long each table's maintenance lease is taken for, renewed at half "
+                        "(default '5 min', at most '1 h'): a holder that dies blocks others "
+                        "this long")
     m.set_defaults(run=cmd_maintain)
 
     r = command("report", cmd_report,

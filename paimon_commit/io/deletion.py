@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
 import threading
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence
@@ -22,7 +23,8 @@ from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence
 log = logging.getLogger(__name__)
 
 __all__ = ["Deleter", "run_deletions", "still_there", "remove_empty_dirs", "StopDeleting",
-           "checkpoint", "guarded", "request_stop", "clear_stop", "stop_requested"]
+           "checkpoint", "guarded", "request_stop", "clear_stop", "stop_requested",
+           "interrupt_reason"]
 
 
 # --- safe points -------------------------------------------------------------------------
@@ -67,6 +69,15 @@ def request_stop(reason: str, cause: str = "interrupt") -> None:
     handler may call this: it only sets a value)."""
     global _stop
     _stop = StopDeleting(reason, cause)
+
+
+_SIGNAL_NAMES = {signal.SIGINT: "SIGINT (Ctrl-C)", signal.SIGTERM: "SIGTERM"}
+
+
+def interrupt_reason(signum: int) -> str:
+    """The reason of a stop asked by a signal, as results report it ("interrupted by SIGINT
+    (Ctrl-C)"): the command line's handlers and maintain's worker processes name it alike."""
+    return f"interrupted by {_SIGNAL_NAMES.get(signum, f'signal {signum}')}"
 
 
 def clear_stop() -> None:

@@ -154,3 +154,65 @@ def test_the_spark_paths_refuse_a_recent_cutoff_before_spark(table_path, uncommi
         DistributedOrphanFilesCleaner(CleanContext(str(table_path), older_than_ms=now - 1000),
                                       spark=object())
     assert files_under(table_path) == before
+
+
+# Adapted from the parallel implementation's tests/operations/test_orphan_floor.py (branch
+# h-interrupt): maintain's override and the commit.timeout floor on the command line, where
+# the tables run in worker processes.
+
+def second_table(table_path, options=None):
+    """<wh>/db.db/u beside the fixture's table, one commit: two tables make maintain run
+    them in worker processes (--parallelism 2, the default)."""
+    u = Table.create(str(table_path.parent / "u"), __import__("conftest").SCHEMA,
+                     partition_keys=["dt", "hr"], options=options or {})
+    write(u, make_rows([7]))
+    return u
+
+
+def test_maintain_allow_recent_cutoff_deletes_what_the_floor_kept(capsys, uncommitted,
+                                                                  table_path):
+    second_table(table_path)
+    wh = table_path.parent.parent
+    time.sleep(0.02)
+    refused(capsys, wh, ["maintain", wh, "--orphans", "--older-than-duration", "10 ms"],
+            f"error: --older-than-duration '10 ms' is within 1 h of now: {CLI}")
+    assert os.path.exists(uncommitted)
+    # The override reaches the worker that cleans the table: exactly what the floor kept.
+    code, out, err = run(capsys, "maintain", wh, "--orphans", "--older-than-duration", "10 ms",
+                         "--allow-recent-cutoff")
+    assert code == 0, out + err
+    assert out.splitlines()[0].startswith("db.t ") and " 1 orphan(s); deleted 1 file(s)" in \
+        out.splitlines()[0], out
+    assert not os.path.exists(uncommitted)
+    assert_intact(table_path)
+
+
+def test_maintain_skips_a_table_whose_commit_timeout_is_longer_than_the_orphan_age(
+        capsys, table_path):
+    # The command line's floor is 1 h; a table with a longer commit.timeout is skipped before
+    # its first step (nothing expired either), the others are maintained.
+    t = Table.create(str(table_path), __import__("conftest").SCHEMA,
+                     partition_keys=["dt", "hr"],
+                     options={"commit.timeout": "3 h", "snapshot.num-retained.min": "1",
+                              "snapshot.num-retained.max": "1",
+                              "snapshot.time-retained": "0 ms", "write-only": "true"})
+    for i in (1, 2, 3):
+        write(t, make_rows([i]))
+    second_table(table_path)
+    wh = table_path.parent.parent
+    before = files_under(table_path)
+    code, out, err = run(capsys, "maintain", wh, "--orphans", "--older-than-duration", "2 h")
+    assert code == 1, out + err   # a skipped table
+    lines = out.splitlines()
+    assert lines[0].startswith("db.t ") and " skipped " in lines[0], out
+    assert lines[0].endswith("is within the table's commit.timeout (3 h) of now: a data file a "
+                             "writer has written but not committed yet would be deleted; give "
+                             "an older cutoff, or pass allow_recent_cutoff=True "
+                             "(--allow-recent-cutoff) to allow it (only when no writer is "
+                             "running); nothing was changed"), out
+    assert lines[1].startswith("db.u ") and " ok " in lines[1], out
+    assert files_under(table_path) == before
+    assert [s.id for s in Table.open(str(table_path)).snapshots()] == [1, 2, 3]
+    code, out, err = run(capsys, "maintain", wh, "--orphans", "--older-than-duration", "4 h")
+    assert code == 0, out + err
+    assert [s.id for s in Table.open(str(table_path)).snapshots()] == [3]
