@@ -62,7 +62,7 @@ for p in (_HERE, _REPO):
         sys.path.insert(0, p)
 
 from _common import finish, loadavg, ours_version, safe_version  # noqa: E402
-from latency_proxy import LatencyProxy  # noqa: E402
+from latency_proxy import ProxyProcess  # noqa: E402
 from tests.objectstore.moto_server import ACCESS_KEY, SECRET_KEY, MotoServer  # noqa: E402
 
 DEFAULT_OUT = os.path.join(_HERE, "results", "bench_latency.json")
@@ -124,7 +124,7 @@ def keys_under(s3, bucket: str, prefix: str) -> set:
 
 
 # --- measuring ---------------------------------------------------------------------------
-def measure(proxy: LatencyProxy, fn: Callable[[], Any]) -> Tuple[Any, Dict[str, Any]]:
+def measure(proxy: ProxyProcess, fn: Callable[[], Any]) -> Tuple[Any, Dict[str, Any]]:
     mark = proxy.mark()
     t0 = time.perf_counter()
     out = fn()
@@ -159,7 +159,7 @@ def run_latency(server: MotoServer, delay: float, jitter: float, appends: int,
     built = round(time.perf_counter() - t0, 1)
     time.sleep(1.1)
     cutoff = datetime.datetime.now() - datetime.timedelta(seconds=1)
-    proxy = LatencyProxy(server.port, delay=delay, jitter=jitter, capacity=capacity, seed=7)
+    proxy = ProxyProcess(server.port, delay=delay, jitter=jitter, capacity=capacity, seed=7)
     ours: Dict[str, Any] = {}
     delta: Dict[str, Any] = {}
     try:

@@ -16,7 +16,12 @@ off and retries; one that does not makes a storm of them.
 """
 from __future__ import annotations
 
+import argparse
 import http.client
+import json
+import os
+import subprocess
+import sys
 import random
 import socket
 import threading
@@ -24,7 +29,9 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Dict, List, Optional, Tuple
 
-__all__ = ["LatencyProxy", "SLOW_DOWN_BODY"]
+__all__ = ["LatencyProxy", "ProxyProcess", "SLOW_DOWN_BODY", "CONTROL"]
+
+CONTROL = "/__latency_proxy__/"   # the counters over HTTP (not delayed, not counted)
 
 SLOW_DOWN_BODY = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Code>'
                   b'<Message>Please reduce your request rate.</Message></Error>')
@@ -60,14 +67,15 @@ class LatencyProxy:
     503 SlowDown instead. Connections to the upstream are kept alive, one per proxy thread."""
 
     def __init__(self, upstream_port: int, delay: float = 0.0, jitter: float = 0.0,
-                 capacity: Optional[int] = None, seed: Optional[int] = None):
+                 capacity: Optional[int] = None, seed: Optional[int] = None,
+                 port: Optional[int] = None):
         self.upstream_port = upstream_port
         self.delay, self.jitter, self.capacity = delay, jitter, capacity
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._c = _Counters()
         self._local = threading.local()
-        self.port = _free_port()
+        self.port = port or _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         proxy = self
 
@@ -151,7 +159,30 @@ class LatencyProxy:
                     raise
         raise AssertionError("unreachable")
 
+    def _control(self, h: BaseHTTPRequestHandler) -> None:
+        """The counters over HTTP, for a proxy in another process (`ProxyProcess`): GET
+        .../mark, POST .../stats with a mark as the JSON body. Neither delayed nor counted."""
+        length = int(h.headers.get("Content-Length") or 0)
+        body = h.rfile.read(length) if length else b""
+        what = h.path[len(CONTROL):]
+        if what == "mark":
+            data = json.dumps(self.mark()).encode()
+        elif what == "stats":
+            data = json.dumps(self.stats_since(json.loads(body))).encode()
+        else:
+            h.send_response(404)
+            h.send_header("Content-Length", "0")
+            h.end_headers()
+            return
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Length", str(len(data)))
+        h.end_headers()
+        h.wfile.write(data)
+
     def _serve(self, h: BaseHTTPRequestHandler) -> None:
+        if h.path.startswith(CONTROL):
+            return self._control(h)
         t0 = time.perf_counter()
         admitted = self._enter()
         status = 502
@@ -234,3 +265,78 @@ def _count(items) -> Dict[str, int]:
     for k in items:
         out[k] = out.get(k, 0) + 1
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+class ProxyProcess:
+    """A LatencyProxy in a process of its own (`python latency_proxy.py ...`): its threads
+    then never wait for the interpreter lock of the process measured (a Python client would
+    otherwise pay for the proxy's work, a native one would not). Same `url`, `delay`,
+    `mark()`, `stats_since(mark)` and `stop()` as LatencyProxy."""
+
+    def __init__(self, upstream_port: int, delay: float = 0.0, jitter: float = 0.0,
+                 capacity: Optional[int] = None, seed: Optional[int] = None):
+        self.delay = delay
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        cmd = [sys.executable, os.path.abspath(__file__), "--upstream", str(upstream_port),
+               "--port", str(self.port), "--delay", str(delay), "--jitter", str(jitter)]
+        if capacity:
+            cmd += ["--capacity", str(capacity)]
+        if seed is not None:
+            cmd += ["--seed", str(seed)]
+        self.proc = subprocess.Popen(cmd)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                    break
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError("the latency proxy did not start") from None
+                time.sleep(0.05)
+
+    def _call(self, method: str, what: str, body: Optional[dict] = None) -> dict:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        try:
+            data = json.dumps(body).encode() if body is not None else None
+            conn.request(method, CONTROL + what, body=data)
+            resp = conn.getresponse()
+            return json.loads(resp.read())
+        finally:
+            conn.close()
+
+    def mark(self) -> Dict[str, float]:
+        return self._call("GET", "mark")
+
+    def stats_since(self, mark: Dict[str, float]) -> Dict[str, Any]:
+        return self._call("POST", "stats", mark)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description="a latency-injecting reverse proxy")
+    ap.add_argument("--upstream", type=int, required=True)
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--delay", type=float, default=0.0)
+    ap.add_argument("--jitter", type=float, default=0.0)
+    ap.add_argument("--capacity", type=int, default=None)
+    ap.add_argument("--seed", type=int, default=None)
+    a = ap.parse_args(argv)
+    p = LatencyProxy(a.upstream, a.delay, a.jitter, a.capacity, a.seed, port=a.port)
+    try:
+        p._thread.join()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()
