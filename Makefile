@@ -80,7 +80,7 @@ soak: java $(STAMP) $(AZURITE)
 # Every benchmark runs; a missed target makes `make bench` fail at the end (a red benchmark is
 # red), after the README table is updated with all of them.
 BENCHES := bench_commit bench_expire bench_orphan bench_spark_write bench_s3 bench_maintain \
-	bench_java bench_scale bench_compact bench_spark_compact
+	bench_java bench_scale bench_compact bench_spark_compact bench_latency
 
 bench: java $(STAMP)
 	@failed=""; for b in $(BENCHES); do $(PY) benchmarks/$$b.py || failed="$$failed $$b"; done; \

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 from .errors import CorruptMetadataError
+from .io import read_ahead
 from .format import paths as P
 from .format.manifest import FileKind, FileRef
 from .format.snapshot import Snapshot
@@ -219,6 +220,17 @@ class Reachability:
         if value is None:
             value = memo[name] = load(name)
         return value
+
+    def prefetch_lists(self, names: Iterable[str], workers: int) -> None:
+        """Read the manifest lists among `names` not read yet, `workers` in flight at once
+        (io/read_ahead.py), into this run's memo; `manifests()` then finds them. One that
+        cannot be read is left out: the strict read where it is needed raises as before."""
+        if workers <= 1:
+            return
+        todo = [n for n in dict.fromkeys(names) if n not in self._lists]
+        for name, refs in zip(todo, read_ahead.ordered(self.mio.read_list_refs, todo, workers)):
+            if refs.exception() is None:
+                self._lists[name] = refs.result()
 
     def manifests(self, list_name: str) -> list:
         """(file_name, file_size) of each manifest a list names. Raises if unreadable."""

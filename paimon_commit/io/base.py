@@ -298,6 +298,9 @@ class FileIO(ABC):
     # Paths one request can delete where the store batches deletes (S3: 1,000); None where
     # each file is its own system call and small chunks parallelise better.
     delete_batch_size: Optional[int] = None
+    # Metadata reads an operation may keep in flight at once (io/read_ahead.py): 1 where a read
+    # costs no round trip; an object store, where each is a request of tens of ms, says more.
+    read_concurrency: int = 1
 
     # When a list, every path removed through the gate is appended to it (the CLI reports
     # what a failed run had already deleted).

@@ -40,6 +40,11 @@ _SIZES_MAX = 100_000          # sizes of files this process wrote, remembered at
 _DELETE_BATCH = 1000          # S3 DeleteObjects takes at most 1,000 keys
 _SINGLE_PUT_MAX = 64 << 20    # below this a file is one PUT (S3 allows 5 GiB)
 _WRITER_BUFFER = 16 << 20     # data files up to this size are one PUT, larger ones multipart
+# Metadata reads in flight per operation (io/read_ahead.py): each is one round trip, so a
+# reader keeping 32 in flight waits ~1/32 of the latency per file; S3 serves thousands of
+# GETs per second per prefix, and a store that throttles (503 SlowDown) is retried with
+# backoff by obstore.
+_READS_IN_FLIGHT = 32
 
 
 # --- the probe: once per table root and process ------------------------------------------
@@ -121,6 +126,7 @@ class ObjectStoreFileIO(FileIO):
     """One table root on S3 (or an S3-compatible server), GCS or Azure Blob."""
 
     delete_batch_size = _DELETE_BATCH
+    read_concurrency = _READS_IN_FLIGHT
 
     def __init__(self, store, scheme: str, bucket: str, prefix: str, description: str,
                  secrets: Iterable[str] = (), endpoint: str = ""):

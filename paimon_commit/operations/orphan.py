@@ -22,6 +22,7 @@ import time
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
+from ..io import read_ahead
 from ..io.deletion import StopDeleting, checkpoint, remove_empty_dirs, run_deletions, \
     stop_requested
 from ..lease import maintenance_lease
@@ -159,7 +160,11 @@ class OrphanFilesCleaner:
             # the disk (old files' inodes are rarely cached), where many requests in flight
             # pay off (16 threads ~5x faster than 2), and releases the GIL meanwhile.
             opt = self.options["file-operation.thread-num"]
-            list_executor = ThreadPoolExecutor(opt or os.cpu_count() or 1)
+            # On an object store a listing is a request of one round trip, not CPU work:
+            # as many in flight as its reads (io/read_ahead.py).
+            remote = read_ahead.concurrency_of(self.io)
+            list_executor = ThreadPoolExecutor(opt or (IO_THREADS if remote > 1 else
+                                                       os.cpu_count() or 1))
             delete_executor = ThreadPoolExecutor(opt or IO_THREADS)
             pools = [list_executor, delete_executor]
         self._stat_executor = delete_executor
@@ -415,8 +420,19 @@ class OrphanFilesCleaner:
         """The listings whose files may be orphans, each with the kind of its files (None:
         by name, `manifest_kind`), in their compact form (`orphan_select`), and the
         partition/bucket directories seen (with the mtime they had when listed)."""
-        listed = self._list_metadata_dirs()
-        buckets, dirs = self.list_bucket_dirs(executor)
+        if executor is not None and read_ahead.concurrency_of(self.io) > 1:
+            # On an object store the metadata directories are listed while the partition
+            # tree is (each listing a round trip; neither needs the other).
+            meta = executor.submit(self._list_metadata_dirs)
+            try:
+                buckets, dirs = self.list_bucket_dirs(executor)
+            except BaseException:
+                meta.exception()   # (not left running behind the error)
+                raise
+            listed = meta.result()
+        else:
+            listed = self._list_metadata_dirs()
+            buckets, dirs = self.list_bucket_dirs(executor)
         list_one = self.io.list_names_deferred
         # Packed on the listing thread: a directory's list of names lives only while it is
         # listed, however many directories are held.
@@ -437,23 +453,31 @@ class OrphanFilesCleaner:
         table and of every branch: their listings, narrowed to the candidate names."""
         io, root = self.io, self.root
         out: List[Listed] = []
-        for sub, kind in (("manifest", None), ("index", "index"), ("statistics", "statistics")):
-            out.append(pack(io.list_names_deferred(io.join(root, sub)), kind))
+        reads = read_ahead.concurrency_of(io)
+        # Two waves of listings, each with several in flight on an object store: these
+        # directories and branch/, then each branch's own.
+        subs = (("manifest", None), ("index", "index"), ("statistics", "statistics"))
+        first = read_ahead.ordered(lambda sub: io.list_names_deferred(io.join(root, sub)),
+                                   [sub for sub, _ in subs], reads)
+        out.extend(pack(listing.result(), kind) for (_, kind), listing in zip(subs, first))
         branches = self._branch_roots()
+        wave = [io.join(meta_root, sub) for meta_root in [root] + branches
+                for sub in ("snapshot", "changelog", "tag", "consumer", "schema")]
+        listings = dict(zip(wave, read_ahead.ordered(io.list_names_deferred, wave, reads)))
         self._first_listing = {
             "branch": {posixpath.basename(b.rstrip("/")) for b in branches}}
         hints = (P.LATEST_HINT, P.EARLIEST_HINT)
         for meta_root in [root] + branches:
             for sub, parse in (("snapshot", P.parse_snapshot_id),
                                ("changelog", P.parse_changelog_id)):
-                listing = io.list_names_deferred(io.join(meta_root, sub))
+                listing = listings[io.join(meta_root, sub)].result()
                 out.append(pack(listing._replace(names=[
                     n for n in listing.names if parse(n) is None and n not in hints]), sub))
             # Only the temp files of interrupted writes here: everything else in these
             # directories is a record, not garbage. (pypaimon lists every file in tag/ as a
             # tag, so a stale temp file there breaks its tag listing.)
             for sub in ("tag", "consumer", "schema"):
-                listing = io.list_names_deferred(io.join(meta_root, sub))
+                listing = listings[io.join(meta_root, sub)].result()
                 if sub == "tag":
                     self._first_listing.setdefault(meta_root, set()).update(
                         n for n in listing.names
@@ -550,10 +574,16 @@ class OrphanFilesCleaner:
         roots = self.roots()
         try:
             reach = Reachability(self.store)
+            reads = read_ahead.concurrency_of(self.io)
+            reach.prefetch_lists((lst for r in roots for lst, _ in r.lists(reach.producer)),
+                                 reads)
             names, manifests = reach.used_metadata(roots)
             used = UsedNames(names)
-            for m, needed in manifests.items():   # one manifest at a time, names dropped after
-                used.update(manifest_names(reach.mio, m, needed))
+            # A window of manifests at a time (several in flight on an object store), each
+            # one's names dropped once added.
+            for names_of in read_ahead.ordered(lambda mn: manifest_names(reach.mio, *mn),
+                                               manifests.items(), reads):
+                used.update(names_of.result())
         except Unreadable as e:
             raise OrphanCleanAborted(f"{e}; a concurrent expiration or a damaged table? "
                                      f"Nothing was deleted") from None
@@ -568,10 +598,17 @@ class OrphanFilesCleaner:
         # One listing, both cross-checked and used: a second listing could come back short.
         snapshot_names = io.list_names(io.join(meta_root, "snapshot"))
         listed = {P.parse_snapshot_id(n) for n in snapshot_names}
-        for hint in (P.LATEST_HINT, P.EARLIEST_HINT):
+        # After the snapshot listing, in one wave (in flight together on an object store):
+        # the two hints and the changelog listing.
+        wave = [io.join(meta_root, "snapshot", h) for h in (P.LATEST_HINT, P.EARLIEST_HINT)]
+        wave.append(io.join(meta_root, "changelog"))
+        got = list(read_ahead.ordered(
+            lambda p: io.list_names(p) if p == wave[-1] else io.read_bytes(p), wave,
+            read_ahead.concurrency_of(io)))
+        for hint_read in got[:2]:
             # A listing that misses a snapshot the hints point at is not a view to delete on.
             try:
-                hinted = int(io.read_bytes(io.join(meta_root, "snapshot", hint)).decode())
+                hinted = int(hint_read.result().decode())
             except (FileNotFoundError, ValueError, UnicodeDecodeError):
                 continue
             if hinted not in listed and io.exists(io.join(meta_root, "snapshot",
@@ -579,17 +616,17 @@ class OrphanFilesCleaner:
                 raise OrphanCleanAborted(
                     f"snapshot {hinted} exists but the listing of {meta_root}/snapshot did not "
                     f"return it; nothing was deleted")
-        changelog_names = io.list_names(io.join(meta_root, "changelog"))
+        changelog_names = got[2].result()
         for sub, names, parse, what in (
                 ("snapshot", snapshot_names, P.parse_snapshot_id, "snapshot"),
                 ("changelog", changelog_names, P.parse_changelog_id, "changelog")):
-            for name in names:
-                sid = parse(name)
-                if sid is None:
-                    continue
-                path = io.join(meta_root, sub, name)
+            files = [(parse(n), io.join(meta_root, sub, n)) for n in names]
+            files = [(sid, path) for sid, path in files if sid is not None]
+            # Read with several in flight on an object store (read_ahead), parsed in order.
+            for (sid, path), data in zip(files, read_ahead.ordered(
+                    io.read_bytes, [path for _, path in files], read_ahead.concurrency_of(io))):
                 try:
-                    snap = SnapshotManager.parse(io.read_bytes(path), path, sid)
+                    snap = SnapshotManager.parse(data.result(), path, sid)
                     out.append(Root(path, snap, what))
                 except (FileNotFoundError, CorruptMetadataError) as e:
                     raise OrphanCleanAborted(
