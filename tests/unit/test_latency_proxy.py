@@ -88,12 +88,11 @@ def test_requests_in_flight_overlap_and_are_tracked(upstream):
     proxy = LatencyProxy(port, delay=0.2)
     try:
         mark = proxy.mark()
-        t0 = time.perf_counter()
         with ThreadPoolExecutor(8) as pool:
             out = list(pool.map(lambda i: _request(proxy.port, "GET", f"/b/{i}"), range(8)))
-        wall = time.perf_counter() - t0
         assert all(s == 200 for s, _, _ in out)
-        assert wall < 8 * 0.2 / 2          # in flight together, not one after another
+        # In flight together, not one after another: the proxy's own count says so (a
+        # wall-clock bound would measure the machine's load, not the proxy).
         stats = proxy.stats_since(mark)
         assert stats["requests"] == 8
         assert 4 <= stats["max_in_flight"] <= 8
