@@ -110,6 +110,11 @@ def time_tick_labels(times: Sequence[float]) -> Tuple[List[str], str]:
     return [_time(t, fmt) for t in times], ""
 
 
+def _exact(v: float) -> str:
+    """A value for a data attribute, exactly (`:g` wrote 1234567 bytes as 1.23457e+06)."""
+    return str(int(v)) if v == int(v) else repr(v)
+
+
 def _id_range(a: int, b: int) -> str:
     return f"{a:,}" if a == b else f"{a:,}–{b:,}"
 
@@ -303,7 +308,7 @@ def _line_chart(chart_id: str, title: str, points: Sequence[Tuple[int, float, fl
                  f'stroke-width="2"/>')
     for i in drawn:
         attrs = (f'data-snapshot="{ids[i]}" data-time="{int(times[i])}" '
-                 f'data-value="{values[i]:g}" data-kind="{_e(kinds[i])}"')
+                 f'data-value="{_exact(values[i])}" data-kind="{_e(kinds[i])}"')
         if sampled:   # thousands of points: no hover text each (the SVG stays small)
             parts.append(f'<circle class="point" cx="{xs[i]:.1f}" cy="{sy(values[i]):.1f}" '
                          f'r="1.5" fill="{_LINE}" {attrs}/>')
@@ -319,7 +324,7 @@ def _line_chart(chart_id: str, title: str, points: Sequence[Tuple[int, float, fl
                       f"{fmt(values[i])}" if len(members) == 1 else
                       f"{len(members)} {kind} snapshots, {_id_range(ids[i], ids[members[-1]])}")
         attrs = (f'data-kind="{kind}" data-snapshot="{ids[i]}" data-count="{len(members)}" '
-                 f'data-time="{int(times[i])}" data-value="{values[i]:g}"')
+                 f'data-time="{int(times[i])}" data-value="{_exact(values[i])}"')
         parts.append(_marker_shape(css, xs[i], sy(values[i]), colour, attrs, _e(title_text)))
     parts.append("</svg>")
     return "".join(parts)
