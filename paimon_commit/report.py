@@ -11,8 +11,8 @@
   * `dropped partitions pinned by tags`: data files of partitions no longer in the latest
     snapshot that only tags keep (deleting or expiring those tags frees them);
   * `other files pinned by tags`: the rest of what only tags keep;
-- history: live bytes, live data files and records of each retained snapshot, by its commit
-  time (inline-SVG charts, one point per snapshot);
+- history: live bytes, live data files and records of each retained snapshot, with its id,
+  commit time and kind (inline-SVG charts in snapshot order: report_html.py);
 - small files: data files per partition, their average size, how many are below compaction's
   small-file size, and how many files a compaction would remove (the compaction planner's dry
   run, with the table's options);

@@ -18,6 +18,9 @@ Options:
                        snapshot.num-retained.min
   snapshot-id / tag    time travel for reads
   streaming-read-overwrite  streaming reads also read OVERWRITE snapshots' new files
+A near miss of a Paimon option name, with or without 'paimon.', is refused on the driver
+before any I/O ("option 'paimon.snapshot.num-retained.mn' is not a Paimon option: did you mean
+'paimon.snapshot.num-retained.min'?").
 
 Streaming reads (`spark.readStream.format("paimon").load(PATH)`): stream_source.py.
 """
@@ -43,6 +46,8 @@ from ..io.object_store_config import storage_options
 from ..format import types as ptypes
 from ..format.commit_message import CommitMessage
 from ..dynamic_options import check_branch_options, check_commit_options, is_storage_option
+from ..option_names import CORE_OPTION_NAMES, OTHER_PAIMON_OPTION_NAMES, \
+    check_table_option_names
 from ..options import OPTIONS, validate_options
 from ..table import Table
 from ..writer import SchemaMismatchError, message_paths
@@ -77,8 +82,25 @@ def _from_arrow_schema(schema: pa.Schema) -> StructType:
     return from_arrow_schema(schema)
 
 
+#: The data source's own option names (module docstring; stream_source.py), as Spark hands
+#: them over: lower case.
+_OWN_OPTIONS = frozenset({"path", "paths", "partition-keys", "overwrite-partition",
+                          "commit-user", "snapshot-id", "tag", "checkpointlocation"})
+
+
+def _paimon_name(key: str) -> str:
+    """Paimon's spelling of an option name Spark lower-cased (its option keys are case
+    insensitive; Paimon's are not: 'variant.shreddingSchema'); other keys unchanged."""
+    return _MIXED_CASE_NAMES.get(key.lower(), key)
+
+
+_MIXED_CASE_NAMES = {n.lower(): n for n in CORE_OPTION_NAMES | OTHER_PAIMON_OPTION_NAMES
+                     | set(OPTIONS) if n != n.lower()}
+
+
 def _table_options(options: Mapping[str, str]) -> Dict[str, str]:
-    table = {k[len("paimon."):]: v for k, v in options.items() if k.startswith("paimon.")}
+    table = {_paimon_name(k[len("paimon."):]): v for k, v in options.items()
+             if k.startswith("paimon.")}
     for key in table:
         if is_storage_option(key):
             # Table options are stored in the schema, readable by every reader of the table.
@@ -89,14 +111,22 @@ def _table_options(options: Mapping[str, str]) -> Dict[str, str]:
 
 
 def _check_options(options: Mapping[str, str]) -> None:
-    """Before any I/O: no branch (this library acts on main only), no credential stored."""
-    _table_options(options)
+    """Before any I/O: no branch (this library acts on main only), no credential stored, no
+    near miss of a Paimon option name (a typo such as 'paimon.snapshot.num-retained.mn' would
+    be stored in the table it creates and never acted on; 'snapshot.num-retained.mn' as a
+    per-write option would be ignored): an OptionError with the suggestion, named as typed."""
+    check_table_option_names(_table_options(options), "option", strict=True, prefix="paimon.")
+    check_table_option_names(
+        {_paimon_name(k): v for k, v in options.items()
+         if not k.startswith("paimon.") and k.lower() not in _OWN_OPTIONS
+         and not is_storage_option(k)}, "option", strict=True)
     check_branch_options(options, "the paimon data source", prefix="paimon.")
 
 
 def _write_options(options: Mapping[str, str]) -> Dict[str, str]:
     """Per-write overrides: options named like a table option."""
-    return {k: v for k, v in options.items() if k in OPTIONS}
+    named = {_paimon_name(k): v for k, v in options.items()}
+    return {k: v for k, v in named.items() if k in OPTIONS}
 
 
 def _parse_spec(text: str, table: Table) -> Dict[str, Any]:

@@ -314,3 +314,31 @@ def test_a_task_cancelled_mid_write_leaves_no_file_of_the_run(sp, path):
     assert len(Table.open(str(path)).snapshots()) == 1
     assert ids_of(path) == list(range(5))
     assert_intact(path)
+
+
+def test_a_near_miss_of_a_paimon_option_is_refused_before_any_file(sp, path):
+    """Issue 28 item 5: a typo of a Paimon option name in the write that creates the table
+    ('paimon.<key>', which Table.create stores) or as a per-write option (which would be
+    ignored) fails on the driver with one line naming the option as typed and the
+    suggestion, before any file. Spark lower-cases option keys: Paimon's mixed-case names
+    are stored as Paimon spells them, not refused as a typo of themselves."""
+    def one_line(e, message):
+        assert any(line.endswith(message) for line in str(e.value).splitlines()), str(e.value)
+    with pytest.raises(Exception) as e:
+        frame(sp, range(3)).write.format("paimon").option("partition-keys", "dt") \
+            .option("paimon.snapshot.num-retained.mn", "3").mode("append").save(str(path))
+    one_line(e, "option 'paimon.snapshot.num-retained.mn' is not a Paimon option: did you "
+                "mean 'paimon.snapshot.num-retained.min'?")
+    assert not path.exists()
+    with pytest.raises(Exception) as e:
+        frame(sp, range(3)).write.format("paimon").option("snapshot.num-retained.mn", "3") \
+            .mode("append").save(str(path))
+    one_line(e, "option 'snapshot.num-retained.mn' is not a Paimon option: did you mean "
+                "'snapshot.num-retained.min'?")
+    assert not path.exists()
+    frame(sp, range(3)).write.format("paimon").option("partition-keys", "dt") \
+        .option("paimon.snapshot.num-retained.min", "3") \
+        .option("paimon.read.stream.maxFilesPerTrigger", "5").mode("append").save(str(path))
+    assert Table.open(str(path)).options["read.stream.maxFilesPerTrigger"] == "5"
+    assert Table.open(str(path)).options["snapshot.num-retained.min"] == "3"
+    assert ids_of(path) == [0, 1, 2]
