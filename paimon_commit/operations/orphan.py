@@ -28,7 +28,6 @@ from ..lease import maintenance_lease
 from ..progress import DELETING, LISTING, READING, Throttle, emit
 from ..errors import CorruptMetadataError, TableNotFoundError
 from ..io import FileStatus
-from ..io.base import NameListing
 from ..io import for_path as file_io_for_path
 from ..format import paths as P
 from ..format.snapshot import Tag
@@ -39,7 +38,7 @@ from ..store import FileStore, SchemaManager
 from .limits import MAX_DURATION, MEMORY, OUT_OF_MEMORY, Deadline, is_out_of_memory
 from .orphan_context import (PLAUSIBLE_MS, Candidate, CleanContext, OrphanCleanAborted,
                              OrphanCleanResult, check_cutoff_floor, classify, is_bucket_dir)
-from .orphan_select import Found, Listed, UsedNames, pack, stat_tasks
+from .orphan_select import Found, Listed, UsedNames, pack, select_unused
 
 log = logging.getLogger(__name__)
 
@@ -109,8 +108,6 @@ class OrphanFilesCleaner:
         self.io = io
         # Branch and tag names seen with the candidates (phase 1), checked in phase 2.
         self._first_listing: Optional[Dict[str, Set[str]]] = None
-        # Where the unused candidates' status is read (clean() sets its I/O pool).
-        self._stat_executor: Optional[Executor] = None
         self.root = io.root.rstrip("/")
 
     # --- public --------------------------------------------------------------------------
@@ -154,15 +151,15 @@ class OrphanFilesCleaner:
         pools = []
         list_executor = delete_executor = ctx.executor
         if ctx.executor is None:
-            # Listing cached directories is CPU work (more threads than CPUs only contend for
-            # the GIL: measured 2x slower with 16 on 2 CPUs); a status or an unlink waits on
-            # the disk (old files' inodes are rarely cached), where many requests in flight
-            # pay off (16 threads ~5x faster than 2), and releases the GIL meanwhile.
+            # Listing is CPU work (the status of cached inodes; more threads than CPUs only
+            # contend: stat'ing 100k files from 16 Python threads took 0.79 s on 2 CPUs, from
+            # 2 0.29 s); an unlink waits on the disk (old files' inodes are rarely cached),
+            # where many requests in flight pay off (16 threads ~5x faster than 2), and
+            # releases the GIL meanwhile.
             opt = self.options["file-operation.thread-num"]
             list_executor = ThreadPoolExecutor(opt or os.cpu_count() or 1)
             delete_executor = ThreadPoolExecutor(opt or IO_THREADS)
             pools = [list_executor, delete_executor]
-        self._stat_executor = delete_executor
         try:
             orphans, dirs = self.find_orphans(list_executor, result)
             self._found = orphans
@@ -180,8 +177,6 @@ class OrphanFilesCleaner:
                                                for d in self._remove_empty_dirs(dirs)]
             result.seconds["delete"] = time.perf_counter() - t
         finally:
-            # (not left pointing at a pool shut down: find_orphans may be called again)
-            self._stat_executor = None
             for pool in pools:
                 pool.shutdown(wait=True)
         # (distributed mode selects and deletes Candidates)
@@ -255,7 +250,7 @@ class OrphanFilesCleaner:
         used = self.used_files()
         emit(progress, READING, len(used), len(used))
         t2 = time.perf_counter()
-        orphans = self._select(listed, used, result, self._stat_executor or executor)
+        orphans = self._select(listed, used, result)
         result.seconds.update({"list": t1 - t0, "read_used": t2 - t1,
                                "select": time.perf_counter() - t2})
         return orphans, dirs
@@ -296,16 +291,15 @@ class OrphanFilesCleaner:
         return orphans.keep(deleted)
 
     # --- phase 1: candidates -------------------------------------------------------------
-    # Candidates are listed by name (Paimon compares names too); the status (size, mtime) of
-    # a file is read in phase 3, and only for names no root uses. On local disk that is one
-    # lstat per unused file instead of one per listed file, and no Python object but the
-    # name per used one; where a listing returns the status anyway (object stores), it is
-    # kept from the listing and nothing is asked again. Reading a file's mtime after the used
-    # set does not weaken the order that makes a concurrent commit safe: what decides is that
-    # the *names* are listed before the used set is read (a file written later is not a
-    # candidate); a candidate committed after the used set was read is still young (files
-    # are never rewritten in place, so a later look at its mtime sees the same or a younger
-    # time), and one removed meanwhile is simply gone.
+    # Each candidate directory is listed once, with every file's size and modification time
+    # (`FileIO.list_files`: on local disk the stats are made in C++ off the interpreter lock,
+    # on object stores they come with the LIST anyway); nothing is asked per file later.
+    # Listing (names and times) before the used set is read is what makes a concurrent commit
+    # safe: a file written later is not a candidate, and one listed old but committed since is
+    # in the used set. Directories are descended by this code, not by a recursive listing of
+    # the root: only partition keys in order, then bucket directories, are entered (never
+    # hidden or underscore directories, `.maintenance/`, or a symlink; pyarrow's recursive
+    # listing follows symlinks).
     def list_candidates(self, executor: Optional[Executor] = None
                         ) -> Tuple[List[Listed], List[FileStatus]]:
         """The listings whose files may be orphans, each with the kind of its files (None:
@@ -313,7 +307,7 @@ class OrphanFilesCleaner:
         partition/bucket directories seen (with the mtime they had when listed)."""
         listed = self._list_metadata_dirs()
         buckets, dirs = self.list_bucket_dirs(executor)
-        list_one = self.io.list_names_deferred
+        list_one = self.io.list_files
         # Packed on the listing thread: a directory's list of names lives only while it is
         # listed, however many directories are held.
         listed.extend(self._map_list(executor, buckets, lambda d: pack(list_one(d), "data")))
@@ -322,10 +316,8 @@ class OrphanFilesCleaner:
     def list_metadata_candidates(self) -> List[Candidate]:
         """Candidates outside the partition tree, with their status (distributed mode lists
         these on the driver): see `_list_metadata_dirs`."""
-        status_of = self.io.status_of_listed
         return [Candidate(st, classify(st.name, d.kind)) for d in self._list_metadata_dirs()
-                for st in status_of(NameListing(d.directory, d.names(), d.statuses),
-                                    d.names())]
+                for st in d.statuses()]
 
     def _list_metadata_dirs(self) -> List[Listed]:
         """manifest/, index/, statistics/, leftovers (not snapshot/changelog files or hints)
@@ -334,7 +326,7 @@ class OrphanFilesCleaner:
         io, root = self.io, self.root
         out: List[Listed] = []
         for sub, kind in (("manifest", None), ("index", "index"), ("statistics", "statistics")):
-            out.append(pack(io.list_names_deferred(io.join(root, sub)), kind))
+            out.append(pack(io.list_files(io.join(root, sub)), kind))
         branches = self._branch_roots()
         self._first_listing = {
             "branch": {posixpath.basename(b.rstrip("/")) for b in branches}}
@@ -342,20 +334,18 @@ class OrphanFilesCleaner:
         for meta_root in [root] + branches:
             for sub, parse in (("snapshot", P.parse_snapshot_id),
                                ("changelog", P.parse_changelog_id)):
-                listing = io.list_names_deferred(io.join(meta_root, sub))
-                out.append(pack(listing._replace(names=[
-                    n for n in listing.names if parse(n) is None and n not in hints]), sub))
+                out.append(pack(io.list_files(io.join(meta_root, sub)), sub,
+                                lambda n, parse=parse: parse(n) is None and n not in hints))
             # Only the temp files of interrupted writes here: everything else in these
             # directories is a record, not garbage. (pypaimon lists every file in tag/ as a
             # tag, so a stale temp file there breaks its tag listing.)
             for sub in ("tag", "consumer", "schema"):
-                listing = io.list_names_deferred(io.join(meta_root, sub))
+                listing = io.list_files(io.join(meta_root, sub))
                 if sub == "tag":
                     self._first_listing.setdefault(meta_root, set()).update(
                         n for n in listing.names
                         if not P.is_temp_file(n) and P.parse_tag_name(n) is not None)
-                out.append(pack(listing._replace(
-                    names=[n for n in listing.names if P.is_temp_file(n)]), "temp"))
+                out.append(pack(listing, "temp", P.is_temp_file))
         return out
 
     def _branch_roots(self) -> List[str]:
@@ -506,22 +496,12 @@ class OrphanFilesCleaner:
         return out
 
     # --- phase 3: select and delete ------------------------------------------------------
-    def _select(self, listed: List[Listed], used: UsedNames, result: OrphanCleanResult,
-                executor: Optional[Executor] = None) -> Found:
-        """The listed files no root uses (their status read now, on the I/O pool: see phase
-        1), then the age threshold and the veto (as `filter_unused`)."""
-        entries_of = self.io.entries_of_listed
-        result.candidates, tasks = stat_tasks(listed, used)
+    def _select(self, listed: List[Listed], used: UsedNames, result: OrphanCleanResult
+                ) -> Found:
+        """The listed files no root uses, with the status the listing returned, then the age
+        threshold and the veto (as `filter_unused`)."""
+        result.candidates, groups = select_unused(listed, used)
         result.used = len(used)
-
-        def stat(task: Tuple[NameListing, Optional[str]]):
-            listing, kind = task
-            return listing.directory, kind, entries_of(listing, listing.names)
-
-        if executor is None or len(tasks) < 2:
-            groups = [stat(task) for task in tasks]
-        else:   # in listing order: results are deterministic whatever the pool does
-            groups = list(executor.map(stat, tasks))
         found, young, vetoed = Found(groups).filter(
             self.ctx.older_than_ms, self._rel, self.ctx.should_be_retained)
         result.retained_young += young

@@ -24,7 +24,7 @@ from ..io import FileIO, FileStatus
 from ..io.deletion import checkpoint
 from ..operations.orphan import OrphanFilesCleaner
 from ..operations.orphan_context import (
-    Candidate, CleanContext, OrphanCleanAborted, OrphanCleanResult, classify, is_symlink,
+    Candidate, CleanContext, OrphanCleanAborted, OrphanCleanResult, classify,
 )
 from ..reachability import Reachability, Unreadable, manifest_names
 
@@ -57,9 +57,10 @@ _Row = Tuple[str, str, int, int, str]  # path, name, size, mtime_ms, kind
 
 def _list_bucket_files(io: FileIO, dirs: Iterable[str]) -> Iterator[_Row]:
     for d in dirs:
-        for st in io.list_status(d):
-            if not st.is_dir and not is_symlink(st):
-                yield st.path, st.name, st.size, st.mtime_ms, classify(st.name, "data")
+        listing = io.list_files(d)   # regular files only, with their status
+        prefix = d.rstrip("/") + "/"
+        for name, size, mtime in zip(listing.names, listing.sizes, listing.mtimes_ms):
+            yield prefix + name, name, size, mtime, classify(name, "data")
 
 
 def _used_names_of_manifests(table_path: str, io: FileIO,
