@@ -38,6 +38,7 @@ from ..store import FileStore, SchemaManager
 from .limits import MAX_DURATION, MEMORY, OUT_OF_MEMORY, Deadline, is_out_of_memory
 from .orphan_context import (PLAUSIBLE_MS, Candidate, CleanContext, OrphanCleanAborted,
                              OrphanCleanResult, check_cutoff_floor, classify, is_bucket_dir)
+from .orphan_scope import PartitionScope, describe_patterns
 from .orphan_select import Found, Listed, UsedNames, pack, select_unused
 
 log = logging.getLogger(__name__)
@@ -106,6 +107,14 @@ class OrphanFilesCleaner:
                                "pass allow_recent_cutoff=True",
                                self.options["commit.timeout"])
         self.io = io
+        # A partition-scoped run (orphan_scope): its patterns checked against the table's
+        # partition keys here, before anything is listed.
+        self.scope: Optional[PartitionScope] = None
+        if context.partition_patterns is not None:
+            self.scope = PartitionScope(
+                context.partition_patterns, self.store.partition_keys,
+                self.store.schema.partition_types, self.store.default_partition_name,
+                str(context.table_path))
         # Branch and tag names seen with the candidates (phase 1), checked in phase 2.
         self._first_listing: Optional[Dict[str, Set[str]]] = None
         self.root = io.root.rstrip("/")
@@ -148,6 +157,8 @@ class OrphanFilesCleaner:
     def _clean(self) -> OrphanCleanResult:
         ctx = self.ctx
         result = self._result = OrphanCleanResult(ctx.dry_run, ctx.older_than_ms)
+        if ctx.partition_patterns is not None:
+            result.partitions = [describe_patterns([p]) for p in ctx.partition_patterns]
         pools = []
         list_executor = delete_executor = ctx.executor
         if ctx.executor is None:
@@ -250,6 +261,9 @@ class OrphanFilesCleaner:
         used = self.used_files()
         emit(progress, READING, len(used), len(used))
         t2 = time.perf_counter()
+        if self.scope is not None:
+            result.partitions_listed = self.scope.partitions
+            result.manifests_read, result.manifests_skipped = self._manifests_pruned
         orphans = self._select(listed, used, result)
         result.seconds.update({"list": t1 - t0, "read_used": t2 - t1,
                                "select": time.perf_counter() - t2})
@@ -305,7 +319,9 @@ class OrphanFilesCleaner:
         """The listings whose files may be orphans, each with the kind of its files (None:
         by name, `manifest_kind`), in their compact form (`orphan_select`), and the
         partition/bucket directories seen (with the mtime they had when listed)."""
-        listed = self._list_metadata_dirs()
+        # A scoped run lists no metadata directory for candidates (only branch/ and tag/,
+        # for the check that reading the roots lost none of them).
+        listed = self._list_metadata_dirs() if self.scope is None else self._list_roots_first()
         buckets, dirs = self.list_bucket_dirs(executor)
         list_one = self.io.list_files
         # Packed on the listing thread: a directory's list of names lives only while it is
@@ -348,6 +364,19 @@ class OrphanFilesCleaner:
                 out.append(pack(listing, "temp", P.is_temp_file))
         return out
 
+    def _list_roots_first(self) -> List[Listed]:
+        """A scoped run's first listing of branches and tags (as `_list_metadata_dirs` keeps
+        it, checked in phase 2); no candidates."""
+        io = self.io
+        branches = self._branch_roots()
+        self._first_listing = {
+            "branch": {posixpath.basename(b.rstrip("/")) for b in branches}}
+        for meta_root in [self.root] + branches:
+            self._first_listing[meta_root] = {
+                n for n in io.list_names(io.join(meta_root, "tag"))
+                if not P.is_temp_file(n) and P.parse_tag_name(n) is not None}
+        return []
+
     def _branch_roots(self) -> List[str]:
         roots = []
         for st in self.io.list_status(self.io.join(self.root, "branch")):
@@ -359,17 +388,41 @@ class OrphanFilesCleaner:
                          ) -> Tuple[List[FileStatus], List[FileStatus]]:
         """(bucket directories, all partition and bucket directories). Descends exactly the
         partition keys, in order, through `key=value` directories, then `bucket-*`
-        directories; anything else is never entered, and symlinks are not directories."""
+        directories; anything else is never entered, and symlinks are not directories. In a
+        scoped run, only the directories its patterns match (`orphan_scope`); the partition
+        directories it returns (whose empty ones are removed) are those inside the scope as a
+        whole, and every full partition listed is noted for reading the manifests."""
         keys = list(self.store.partition_keys)
-        level: List[FileStatus] = [FileStatus(self.root, "", 0, 0, True)]
+        scope = self.scope
+        everything: Tuple[int, ...] = scope.all() if scope is not None else ()
+        # (directory, the patterns it satisfies so far, its partition values so far)
+        level: List[Tuple[FileStatus, Tuple[int, ...], Tuple[str, ...]]] = [
+            (FileStatus(self.root, "", 0, 0, True), everything, ())]
         dirs: List[FileStatus] = []
-        for key in keys:
+        for depth, key in enumerate(keys, 1):
             prefix = P.escape_path_name(key) + "="
-            children = self._map_list(executor, level)
-            level = [st for sts in children for st in sts
-                     if st.is_dir and st.name.startswith(prefix)]
-            dirs.extend(level)
-        children = self._map_list(executor, level)
+            children = self._map_list(executor, [st for st, _, _ in level])
+            below = []
+            for (_, active, values), sts in zip(level, children):
+                for st in sts:
+                    if not st.is_dir or not st.name.startswith(prefix):
+                        continue
+                    value = st.name[len(prefix):]
+                    if scope is None:
+                        below.append((st, active, ()))
+                        continue
+                    matched = scope.match(key, value, active)
+                    if matched:
+                        below.append((st, matched, values + (value,)))
+                        if scope.decided_at(depth, matched):
+                            dirs.append(st)
+            level = below
+            if scope is None:
+                dirs.extend(st for st, _, _ in level)
+        if scope is not None:
+            for _, _, values in level:
+                scope.add_partition(values)
+        children = self._map_list(executor, [st for st, _, _ in level])
         buckets = [st for sts in children for st in sts
                    if st.is_dir and is_bucket_dir(st.name)]
         dirs.extend(buckets)
@@ -435,9 +488,12 @@ class OrphanFilesCleaner:
         OrphanCleanAborted if any of them cannot be read."""
         roots = self.roots()
         try:
-            reach = Reachability(self.store)
+            scope = self.scope
+            reach = Reachability(self.store, full_lists=scope is not None)
             names, manifests = reach.used_metadata(roots)
             used = UsedNames(names)
+            if scope is not None:
+                manifests = self._prune_manifests(reach, manifests)
             for m, needed in manifests.items():   # one manifest at a time, names dropped after
                 used.update(manifest_names(reach.mio, m, needed))
         except Unreadable as e:
@@ -447,6 +503,26 @@ class OrphanFilesCleaner:
             raise OrphanCleanAborted("the used-file set is empty although the table has "
                                      "snapshots; nothing was deleted")
         return used
+
+    def _prune_manifests(self, reach: Reachability, manifests: Dict[str, bool]
+                         ) -> Dict[str, bool]:
+        """A scoped run's manifests to read: those whose partition statistics (in the
+        manifest lists the roots name, read whole) can hold a partition that was listed.
+        A manifest the lists do not describe is read."""
+        scope = self.scope
+        stats: Dict[str, Any] = {}
+        for metas in reach._lists.values():
+            for m in metas:
+                st = getattr(m, "partition_stats", None)
+                if st is not None:
+                    stats.setdefault(m.file_name, st)
+        keep = {m: needed for m, needed in manifests.items()
+                if m not in stats or scope.may_hold(stats[m])}
+        self._manifests_pruned = (len(keep), len(manifests) - len(keep))
+        log.info("orphan clean of %s, partitions %s: %d partition(s) listed; reading %d of "
+                 "%d manifests", self.root, describe_patterns(scope.patterns),
+                 scope.partitions, len(keep), len(manifests))
+        return keep
 
     def _roots_of(self, meta_root: str) -> List[Root]:
         io = self.io

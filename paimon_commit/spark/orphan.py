@@ -88,6 +88,9 @@ def _shippable(io: FileIO) -> FileIO:
 class DistributedOrphanFilesCleaner(OrphanFilesCleaner):
     def __init__(self, context: CleanContext, spark=None, parallelism: Optional[int] = None):
         super().__init__(context)
+        if self.scope is not None:
+            raise OptionError("a partition-scoped orphan cleanup runs in local mode only "
+                              "(OrphanFilesCleaner); the distributed one cleans the whole table")
         if spark is None:
             try:
                 from pyspark.sql import SparkSession
