@@ -81,9 +81,6 @@ def cmd_remove_orphan_files(args) -> Dict[str, Any]:
     if args.older_than is not None and args.older_than_duration is not None:
         raise InvalidInput("give --older-than or --older-than-duration, not both")
     orphan_age("--older-than-duration", args.older_than_duration)
-    if args.mode == "distributed" and args.partition:
-        raise InvalidInput("--partition is not supported with --mode distributed; run a "
-                           "partition-scoped cleanup in local mode")
     if args.mode == "distributed" and args.max_duration is not None:
         raise InvalidInput("--max-duration is not supported with --mode distributed (the "
                            "executors delete in one job)")

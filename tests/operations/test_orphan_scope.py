@@ -358,9 +358,6 @@ def manifests_named(path):
                                 "partition key of {table} (its partition keys: dt, hr)"),
     (["--partition", "dt"], "partition pattern 'dt': 'dt' is not key=glob (several keys: "
                             "'dt=2024-01-*/hr=0?')"),
-    (["--partition", "dt=1", "--mode", "distributed"],
-     "--partition is not supported with --mode distributed; run a partition-scoped cleanup "
-     "in local mode"),
 ])
 def test_cli_bad_partition_is_one_line_exit_2_nothing_touched(table, table_path, args,
                                                              message):
