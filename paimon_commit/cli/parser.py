@@ -212,6 +212,12 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--list-files", action="store_true",
                    help="print every path (a terminal otherwise gets a summary of a long "
                         "list; a pipe and --json get every path)")
+    c.add_argument("--partition", action="append", metavar="KEY=GLOB[/KEY=GLOB]",
+                   help="clean only the partitions matching this pattern (repeatable: their "
+                        "union), e.g. 'dt=2024-01-*' or 'dt=2024-01-*/hr=0?'; a DATE key "
+                        "matches its date or Paimon's day number; only those partition "
+                        "directories are listed and only the manifests whose partition "
+                        "statistics can hold them are read; metadata files are left alone")
 
     c = command("create-tag", cmd_create_tag, "tag a snapshot (default: the latest)",
                 "paimon-commit create-tag /data/wh/db.db/events release-1 --snapshot 42")

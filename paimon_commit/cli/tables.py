@@ -92,7 +92,7 @@ def cmd_remove_orphan_files(args) -> Dict[str, Any]:
     orphan_cutoff(flag, typed, older, allow)   # the hour's floor, before any I/O
     ctx = CleanContext(args.table, older_than_ms=older, dry_run=args.dry_run,
                        file_io=context.open_io(args.table), max_duration_ms=args.max_duration,
-                       allow_recent_cutoff=allow)
+                       allow_recent_cutoff=allow, partitions=args.partition)
     ctx.progress = terminal_progress(args.json)   # a live bar on a terminal only
     try:   # the table's commit.timeout, when longer than the hour, is checked on opening
         if args.mode == "distributed":
@@ -124,8 +124,13 @@ def print_orphans(r: Dict[str, Any], list_all: bool = False) -> None:
     """remove-orphan-files' text: every path for a pipe or with --list-files; on a
     terminal, a long list is summarised (bytes by kind, the first paths)."""
     verb = "would delete" if r["dry_run"] else "deleted"
+    scope = ""
+    if r.get("partitions"):
+        scope = (f" in {r['partitions_listed']} partition(s) matching "
+                 f"{', '.join(r['partitions'])} (read {r['manifests_read']} of "
+                 f"{r['manifests_read'] + r['manifests_skipped']} manifests)")
     print(f"{verb} {r['deleted_files']} file(s), {r['deleted_bytes']} bytes, "
-          f"{len(r['deleted_dirs'])} empty dir(s)")
+          f"{len(r['deleted_dirs'])} empty dir(s){scope}")
     files = r["files"]
     if list_all or not sys.stdout.isatty() or len(files) <= 2 * SHOWN_ON_TERMINAL:
         for f in files:

@@ -2,7 +2,7 @@
 of the storage, by request kind, and a guarantee that it cannot write or delete.
 
 Kinds, as an object store bills them (and their local equivalents):
-- LIST: one directory listed (`list_status`, `list_names`, `list_names_deferred`; on local
+- LIST: one directory listed (`list_status`, `list_names`, `list_files`; on local
   disk one scandir/listdir). A listing an object store returns in pages of 1,000 keys is one
   LIST here: the store's client pages it below this layer.
 - GET: one file read (`read_bytes`; `open_input_file` counts one, whatever it reads);
@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 from typing import Callable, Dict, List, Optional
 
-from .base import FileIO, FileStatus, NameListing
+from .base import FileEntries, FileIO, FileStatus
 
 __all__ = ["MeteredReadOnlyIO", "REQUEST_KINDS"]
 
@@ -75,9 +75,9 @@ class MeteredReadOnlyIO(FileIO):
         self._note("LIST")
         return self.inner.list_names(directory)
 
-    def list_names_deferred(self, directory: str) -> NameListing:
+    def list_files(self, directory: str) -> FileEntries:
         self._note("LIST")
-        return self.inner.list_names_deferred(directory)
+        return self.inner.list_files(directory)
 
     # --- refused: this view only reads --------------------------------------------------------
     def _refuse(self, what: str, path: str):

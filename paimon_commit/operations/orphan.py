@@ -29,7 +29,6 @@ from ..lease import maintenance_lease
 from ..progress import DELETING, LISTING, READING, Throttle, emit
 from ..errors import CorruptMetadataError, TableNotFoundError
 from ..io import FileStatus
-from ..io.base import NameListing
 from ..io import for_path as file_io_for_path
 from ..format import paths as P
 from ..format.snapshot import Tag
@@ -40,7 +39,8 @@ from ..store import FileStore, SchemaManager
 from .limits import MAX_DURATION, MEMORY, OUT_OF_MEMORY, Deadline, is_out_of_memory
 from .orphan_context import (PLAUSIBLE_MS, Candidate, CleanContext, OrphanCleanAborted,
                              OrphanCleanResult, check_cutoff_floor, classify, is_bucket_dir)
-from .orphan_select import Found, Listed, UsedNames, pack, stat_tasks
+from .orphan_scope import PartitionScope, describe_patterns
+from .orphan_select import Found, Listed, UsedNames, pack, select_unused
 
 log = logging.getLogger(__name__)
 
@@ -108,10 +108,16 @@ class OrphanFilesCleaner:
                                "pass allow_recent_cutoff=True",
                                self.options["commit.timeout"])
         self.io = io
+        # A partition-scoped run (orphan_scope): its patterns checked against the table's
+        # partition keys here, before anything is listed.
+        self.scope: Optional[PartitionScope] = None
+        if context.partition_patterns is not None:
+            self.scope = PartitionScope(
+                context.partition_patterns, self.store.partition_keys,
+                self.store.schema.partition_types, self.store.default_partition_name,
+                str(context.table_path))
         # Branch and tag names seen with the candidates (phase 1), checked in phase 2.
         self._first_listing: Optional[Dict[str, Set[str]]] = None
-        # Where the unused candidates' status is read (clean() sets its I/O pool).
-        self._stat_executor: Optional[Executor] = None
         self.root = io.root.rstrip("/")
 
     # --- public --------------------------------------------------------------------------
@@ -152,13 +158,16 @@ class OrphanFilesCleaner:
     def _clean(self) -> OrphanCleanResult:
         ctx = self.ctx
         result = self._result = OrphanCleanResult(ctx.dry_run, ctx.older_than_ms)
+        if ctx.partition_patterns is not None:
+            result.partitions = [describe_patterns([p]) for p in ctx.partition_patterns]
         pools = []
         list_executor = delete_executor = ctx.executor
         if ctx.executor is None:
-            # Listing cached directories is CPU work (more threads than CPUs only contend for
-            # the GIL: measured 2x slower with 16 on 2 CPUs); a status or an unlink waits on
-            # the disk (old files' inodes are rarely cached), where many requests in flight
-            # pay off (16 threads ~5x faster than 2), and releases the GIL meanwhile.
+            # Listing is CPU work (the status of cached inodes; more threads than CPUs only
+            # contend: stat'ing 100k files from 16 Python threads took 0.79 s on 2 CPUs, from
+            # 2 0.29 s); an unlink waits on the disk (old files' inodes are rarely cached),
+            # where many requests in flight pay off (16 threads ~5x faster than 2), and
+            # releases the GIL meanwhile.
             opt = self.options["file-operation.thread-num"]
             # On an object store a listing is a request of one round trip, not CPU work:
             # as many in flight as its reads (io/read_ahead.py).
@@ -167,7 +176,6 @@ class OrphanFilesCleaner:
                                                        os.cpu_count() or 1))
             delete_executor = ThreadPoolExecutor(opt or IO_THREADS)
             pools = [list_executor, delete_executor]
-        self._stat_executor = delete_executor
         try:
             # Before planning: the delete phase reads what was committed since (audit a5).
             self._plan_mark = None if ctx.dry_run else self._snapshot_mark()
@@ -187,8 +195,6 @@ class OrphanFilesCleaner:
                                                for d in self._remove_empty_dirs(dirs)]
             result.seconds["delete"] = time.perf_counter() - t
         finally:
-            # (not left pointing at a pool shut down: find_orphans may be called again)
-            self._stat_executor = None
             for pool in pools:
                 pool.shutdown(wait=True)
         # (distributed mode selects and deletes Candidates)
@@ -262,7 +268,10 @@ class OrphanFilesCleaner:
         used = self.used_files()
         emit(progress, READING, len(used), len(used))
         t2 = time.perf_counter()
-        orphans = self._select(listed, used, result, self._stat_executor or executor)
+        if self.scope is not None:
+            result.partitions_listed = self.scope.partitions
+            result.manifests_read, result.manifests_skipped = self._manifests_pruned
+        orphans = self._select(listed, used, result)
         result.seconds.update({"list": t1 - t0, "read_used": t2 - t1,
                                "select": time.perf_counter() - t2})
         return orphans, dirs
@@ -405,22 +414,22 @@ class OrphanFilesCleaner:
         return names
 
     # --- phase 1: candidates -------------------------------------------------------------
-    # Candidates are listed by name (Paimon compares names too); the status (size, mtime) of
-    # a file is read in phase 3, and only for names no root uses. On local disk that is one
-    # lstat per unused file instead of one per listed file, and no Python object but the
-    # name per used one; where a listing returns the status anyway (object stores), it is
-    # kept from the listing and nothing is asked again. Reading a file's mtime after the used
-    # set does not weaken the order that makes a concurrent commit safe: what decides is that
-    # the *names* are listed before the used set is read (a file written later is not a
-    # candidate); a candidate committed after the used set was read is still young (files
-    # are never rewritten in place, so a later look at its mtime sees the same or a younger
-    # time), and one removed meanwhile is simply gone.
+    # Each candidate directory is listed once, with every file's size and modification time
+    # (`FileIO.list_files`: on local disk the stats are made in C++ off the interpreter lock,
+    # on object stores they come with the LIST anyway); nothing is asked per file later.
+    # Listing (names and times) before the used set is read is what makes a concurrent commit
+    # safe: a file written later is not a candidate, and one listed old but committed since is
+    # in the used set. Directories are descended by this code, not by a recursive listing of
+    # the root: only partition keys in order, then bucket directories, are entered (never
+    # hidden or underscore directories, `.maintenance/`, or a symlink; pyarrow's recursive
+    # listing follows symlinks).
     def list_candidates(self, executor: Optional[Executor] = None
                         ) -> Tuple[List[Listed], List[FileStatus]]:
         """The listings whose files may be orphans, each with the kind of its files (None:
         by name, `manifest_kind`), in their compact form (`orphan_select`), and the
         partition/bucket directories seen (with the mtime they had when listed)."""
-        if executor is not None and read_ahead.concurrency_of(self.io) > 1:
+        if self.scope is None and executor is not None \
+                and read_ahead.concurrency_of(self.io) > 1:
             # On an object store the metadata directories are listed while the partition
             # tree is (each listing a round trip; neither needs the other).
             meta = executor.submit(self._list_metadata_dirs)
@@ -431,9 +440,12 @@ class OrphanFilesCleaner:
                 raise
             listed = meta.result()
         else:
-            listed = self._list_metadata_dirs()
+            # A scoped run lists no metadata directory for candidates (only branch/ and tag/,
+            # for the check that reading the roots lost none of them).
+            listed = self._list_metadata_dirs() if self.scope is None \
+                else self._list_roots_first()
             buckets, dirs = self.list_bucket_dirs(executor)
-        list_one = self.io.list_names_deferred
+        list_one = self.io.list_files
         # Packed on the listing thread: a directory's list of names lives only while it is
         # listed, however many directories are held.
         listed.extend(self._map_list(executor, buckets, lambda d: pack(list_one(d), "data")))
@@ -442,10 +454,8 @@ class OrphanFilesCleaner:
     def list_metadata_candidates(self) -> List[Candidate]:
         """Candidates outside the partition tree, with their status (distributed mode lists
         these on the driver): see `_list_metadata_dirs`."""
-        status_of = self.io.status_of_listed
         return [Candidate(st, classify(st.name, d.kind)) for d in self._list_metadata_dirs()
-                for st in status_of(NameListing(d.directory, d.names(), d.statuses),
-                                    d.names())]
+                for st in d.statuses()]
 
     def _list_metadata_dirs(self) -> List[Listed]:
         """manifest/, index/, statistics/, leftovers (not snapshot/changelog files or hints)
@@ -457,22 +467,21 @@ class OrphanFilesCleaner:
         # Two waves of listings, each with several in flight on an object store: these
         # directories and branch/, then each branch's own.
         subs = (("manifest", None), ("index", "index"), ("statistics", "statistics"))
-        first = read_ahead.ordered(lambda sub: io.list_names_deferred(io.join(root, sub)),
+        first = read_ahead.ordered(lambda sub: io.list_files(io.join(root, sub)),
                                    [sub for sub, _ in subs], reads)
         out.extend(pack(listing.result(), kind) for (_, kind), listing in zip(subs, first))
         branches = self._branch_roots()
         wave = [io.join(meta_root, sub) for meta_root in [root] + branches
                 for sub in ("snapshot", "changelog", "tag", "consumer", "schema")]
-        listings = dict(zip(wave, read_ahead.ordered(io.list_names_deferred, wave, reads)))
+        listings = dict(zip(wave, read_ahead.ordered(io.list_files, wave, reads)))
         self._first_listing = {
             "branch": {posixpath.basename(b.rstrip("/")) for b in branches}}
         hints = (P.LATEST_HINT, P.EARLIEST_HINT)
         for meta_root in [root] + branches:
             for sub, parse in (("snapshot", P.parse_snapshot_id),
                                ("changelog", P.parse_changelog_id)):
-                listing = listings[io.join(meta_root, sub)].result()
-                out.append(pack(listing._replace(names=[
-                    n for n in listing.names if parse(n) is None and n not in hints]), sub))
+                out.append(pack(listings[io.join(meta_root, sub)].result(), sub,
+                                lambda n, parse=parse: parse(n) is None and n not in hints))
             # Only the temp files of interrupted writes here: everything else in these
             # directories is a record, not garbage. (pypaimon lists every file in tag/ as a
             # tag, so a stale temp file there breaks its tag listing.)
@@ -482,9 +491,21 @@ class OrphanFilesCleaner:
                     self._first_listing.setdefault(meta_root, set()).update(
                         n for n in listing.names
                         if not P.is_temp_file(n) and P.parse_tag_name(n) is not None)
-                out.append(pack(listing._replace(
-                    names=[n for n in listing.names if P.is_temp_file(n)]), "temp"))
+                out.append(pack(listing, "temp", P.is_temp_file))
         return out
+
+    def _list_roots_first(self) -> List[Listed]:
+        """A scoped run's first listing of branches and tags (as `_list_metadata_dirs` keeps
+        it, checked in phase 2); no candidates."""
+        io = self.io
+        branches = self._branch_roots()
+        self._first_listing = {
+            "branch": {posixpath.basename(b.rstrip("/")) for b in branches}}
+        for meta_root in [self.root] + branches:
+            self._first_listing[meta_root] = {
+                n for n in io.list_names(io.join(meta_root, "tag"))
+                if not P.is_temp_file(n) and P.parse_tag_name(n) is not None}
+        return []
 
     def _branch_roots(self) -> List[str]:
         roots = []
@@ -497,17 +518,41 @@ class OrphanFilesCleaner:
                          ) -> Tuple[List[FileStatus], List[FileStatus]]:
         """(bucket directories, all partition and bucket directories). Descends exactly the
         partition keys, in order, through `key=value` directories, then `bucket-*`
-        directories; anything else is never entered, and symlinks are not directories."""
+        directories; anything else is never entered, and symlinks are not directories. In a
+        scoped run, only the directories its patterns match (`orphan_scope`); the partition
+        directories it returns (whose empty ones are removed) are those inside the scope as a
+        whole, and every full partition listed is noted for reading the manifests."""
         keys = list(self.store.partition_keys)
-        level: List[FileStatus] = [FileStatus(self.root, "", 0, 0, True)]
+        scope = self.scope
+        everything: Tuple[int, ...] = scope.all() if scope is not None else ()
+        # (directory, the patterns it satisfies so far, its partition values so far)
+        level: List[Tuple[FileStatus, Tuple[int, ...], Tuple[str, ...]]] = [
+            (FileStatus(self.root, "", 0, 0, True), everything, ())]
         dirs: List[FileStatus] = []
-        for key in keys:
+        for depth, key in enumerate(keys, 1):
             prefix = P.escape_path_name(key) + "="
-            children = self._map_list(executor, level)
-            level = [st for sts in children for st in sts
-                     if st.is_dir and st.name.startswith(prefix)]
-            dirs.extend(level)
-        children = self._map_list(executor, level)
+            children = self._map_list(executor, [st for st, _, _ in level])
+            below = []
+            for (_, active, values), sts in zip(level, children):
+                for st in sts:
+                    if not st.is_dir or not st.name.startswith(prefix):
+                        continue
+                    value = st.name[len(prefix):]
+                    if scope is None:
+                        below.append((st, active, ()))
+                        continue
+                    matched = scope.match(key, value, active)
+                    if matched:
+                        below.append((st, matched, values + (value,)))
+                        if scope.decided_at(depth, matched):
+                            dirs.append(st)
+            level = below
+            if scope is None:
+                dirs.extend(st for st, _, _ in level)
+        if scope is not None:
+            for _, _, values in level:
+                scope.add_partition(values)
+        children = self._map_list(executor, [st for st, _, _ in level])
         buckets = [st for sts in children for st in sts
                    if st.is_dir and is_bucket_dir(st.name)]
         dirs.extend(buckets)
@@ -573,12 +618,15 @@ class OrphanFilesCleaner:
         OrphanCleanAborted if any of them cannot be read."""
         roots = self.roots()
         try:
-            reach = Reachability(self.store)
+            scope = self.scope
+            reach = Reachability(self.store, full_lists=scope is not None)
             reads = read_ahead.concurrency_of(self.io)
             reach.prefetch_lists((lst for r in roots for lst, _ in r.lists(reach.producer)),
                                  reads)
             names, manifests = reach.used_metadata(roots)
             used = UsedNames(names)
+            if scope is not None:
+                manifests = self._prune_manifests(reach, manifests)
             # A window of manifests at a time (several in flight on an object store), each
             # one's names dropped once added.
             for names_of in read_ahead.ordered(lambda mn: manifest_names(reach.mio, *mn),
@@ -591,6 +639,26 @@ class OrphanFilesCleaner:
             raise OrphanCleanAborted("the used-file set is empty although the table has "
                                      "snapshots; nothing was deleted")
         return used
+
+    def _prune_manifests(self, reach: Reachability, manifests: Dict[str, bool]
+                         ) -> Dict[str, bool]:
+        """A scoped run's manifests to read: those whose partition statistics (in the
+        manifest lists the roots name, read whole) can hold a partition that was listed.
+        A manifest the lists do not describe is read."""
+        scope = self.scope
+        stats: Dict[str, Any] = {}
+        for metas in reach._lists.values():
+            for m in metas:
+                st = getattr(m, "partition_stats", None)
+                if st is not None:
+                    stats.setdefault(m.file_name, st)
+        keep = {m: needed for m, needed in manifests.items()
+                if m not in stats or scope.may_hold(stats[m])}
+        self._manifests_pruned = (len(keep), len(manifests) - len(keep))
+        log.info("orphan clean of %s, partitions %s: %d partition(s) listed; reading %d of "
+                 "%d manifests", self.root, describe_patterns(scope.patterns),
+                 scope.partitions, len(keep), len(manifests))
+        return keep
 
     def _roots_of(self, meta_root: str) -> List[Root]:
         io = self.io
@@ -647,22 +715,12 @@ class OrphanFilesCleaner:
         return out
 
     # --- phase 3: select and delete ------------------------------------------------------
-    def _select(self, listed: List[Listed], used: UsedNames, result: OrphanCleanResult,
-                executor: Optional[Executor] = None) -> Found:
-        """The listed files no root uses (their status read now, on the I/O pool: see phase
-        1), then the age threshold and the veto (as `filter_unused`)."""
-        entries_of = self.io.entries_of_listed
-        result.candidates, tasks = stat_tasks(listed, used)
+    def _select(self, listed: List[Listed], used: UsedNames, result: OrphanCleanResult
+                ) -> Found:
+        """The listed files no root uses, with the status the listing returned, then the age
+        threshold and the veto (as `filter_unused`)."""
+        result.candidates, groups = select_unused(listed, used)
         result.used = len(used)
-
-        def stat(task: Tuple[NameListing, Optional[str]]):
-            listing, kind = task
-            return listing.directory, kind, entries_of(listing, listing.names)
-
-        if executor is None or len(tasks) < 2:
-            groups = [stat(task) for task in tasks]
-        else:   # in listing order: results are deterministic whatever the pool does
-            groups = list(executor.map(stat, tasks))
         found, young, vetoed = Found(groups).filter(
             self.ctx.older_than_ms, self._rel, self.ctx.should_be_retained)
         result.retained_young += young

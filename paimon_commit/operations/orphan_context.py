@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, \
+    Tuple
 
 from ..errors import OptionError, PaimonCommitError
 from ..format import paths as P
@@ -89,6 +90,11 @@ class CleanContext:
         allow_recent_cutoff: accept an `older_than_ms` newer than the floor (an hour before
             now, or the table's commit.timeout when longer; RecentCutoffError otherwise):
             only when no writer is running, whose uncommitted files it would delete.
+        partitions: only these partitions (`orphan_scope`): patterns of `key=glob` terms
+            joined by `/` (`["dt=2024-01-*", "dt=2024-02-01/hr=0?"]`, their union); the
+            matching partition directories are listed and only the manifests whose partition
+            statistics can hold them are read; metadata directories are left alone. None
+            (default): the whole table.
 
     Raises:
         OptionError: a bad threshold, option, callback or time limit.
@@ -106,9 +112,16 @@ class CleanContext:
     progress: Optional[Callable[[Any], None]] = None   # paimon_commit.progress callback
     max_duration_ms: Optional[int] = None
     allow_recent_cutoff: bool = False
+    partitions: Optional[Sequence[str]] = None
 
     def __post_init__(self) -> None:
         check_max_duration_ms(self.max_duration_ms)
+        # [{key: glob}] of each pattern, or None: the whole table (checked against the
+        # table's partition keys by the cleaner, before anything is listed)
+        self.partition_patterns: Optional[List[Dict[str, str]]] = None
+        if self.partitions is not None:
+            from .orphan_scope import parse_partition_patterns
+            self.partition_patterns = parse_partition_patterns(self.partitions)
         if not isinstance(self.table_path, str) and hasattr(self.table_path, "store"):
             # A Table: its storage (with the options it was opened with) and its path.
             table = self.table_path
@@ -162,6 +175,13 @@ class OrphanCleanResult:
     stopped_by: Optional[str] = None
     message: Optional[str] = None
     remaining: int = 0
+    # A partition-scoped run (CleanContext.partitions): its patterns, how many partition
+    # directories matched, and how many of the manifests the roots name were read / skipped
+    # by their partition statistics. None / 0 for a run over the whole table.
+    partitions: Optional[List[str]] = None
+    partitions_listed: int = 0
+    manifests_read: int = 0
+    manifests_skipped: int = 0
 
     @property
     def deleted_files(self) -> int:
@@ -186,6 +206,9 @@ class OrphanCleanResult:
                 "older_than_ms": self.older_than_ms,
                 "complete": self.complete, "stopped_by": self.stopped_by,
                 "message": self.message, "remaining": self.remaining,
+                "partitions": self.partitions, "partitions_listed": self.partitions_listed,
+                "manifests_read": self.manifests_read,
+                "manifests_skipped": self.manifests_skipped,
                 "seconds": {k: round(v, 6) for k, v in self.seconds.items()}}
 
 
