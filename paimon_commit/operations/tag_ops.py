@@ -10,7 +10,7 @@ from ..errors import CorruptMetadataError
 from ..format import paths as P
 from ..format.manifest import FileKind
 from ..format.snapshot import Snapshot, Tag
-from ..io.deletion import Deleter, StopDeleting
+from ..io.deletion import Deleter, StopDeleting, checkpoint
 from ..lease import maintenance_lease
 from ..reachability import Reachability, Root, Unreadable
 from ..snapshots import ChangelogManager
@@ -33,8 +33,9 @@ class TagDeleteResult:
     deleted_bytes: int = 0
     deleted_paths: List[str] = field(default_factory=list)
     skipped: List[str] = field(default_factory=list)
-    # False when the deletion stopped before deleting anything because the tag (or another
-    # tag, or its snapshot) changed while it was planned: `skipped` says how.
+    # False when the deletion stopped before deleting anything: the tag (or another tag, or
+    # its snapshot) changed while it was planned (`skipped` says how), or a safe point
+    # stopped it before the tag file went (`complete` False).
     deleted: bool = True
     # False when a safe point stopped it (a lost maintenance lease, an interrupt):
     # `stopped_by` is the cause, `message` what was done; delete_tag(name) again finishes.
@@ -149,6 +150,12 @@ class TagOperations:
                 now = tags.try_tag(name)
                 if now is not None and now.snapshot != current:
                     return self._stopped(result, self._tag_change(name, current, now.snapshot))
+            # One delete step (the tag file and the marker of an earlier interrupted
+            # deletion): like every step, only past a safe point, so that a holder that lost
+            # the lease (tag expiration loops over many such tags) deletes nothing more.
+            if not self._safe_point(result):
+                return result
+            if live is None:
                 self._delete_tag_file(name)
             tags.delete_deletion_marker(name)
             return result
@@ -170,6 +177,8 @@ class TagOperations:
             result.skipped.append(f"could not compute what else uses the tag's files "
                                   f"({e}); its files are left for orphan cleanup")
             log.warning("delete_tag %s: %s", name, result.skipped[-1])
+            if not self._safe_point(result):
+                return result
             if live is None:
                 self._delete_tag_file(name)
             tags.delete_deletion_marker(name)
@@ -180,7 +189,11 @@ class TagOperations:
             return self._stopped(result, why)
         if live is None:
             # Marker, then tag file: from here on nothing reads the files the tag alone
-            # referenced, and the marker is how a rerun finds them again.
+            # referenced, and the marker is how a rerun finds them again. The tag file is a
+            # delete step of its own (and writing the marker may replace a stale one):
+            # past a safe point, before anything is written.
+            if not self._safe_point(result):
+                return result
             tags.write_deletion_marker(tag)
             try:
                 self._delete_tag_file(name)
@@ -208,10 +221,7 @@ class TagOperations:
                     finished = d.files("tag", list(group), must_finish=True)
                 except StopDeleting as e:   # the marker stays: a rerun finishes from it
                     finished = False
-                    result.complete, result.stopped_by = False, e.cause
-                    result.message = (f"deleting tag {name!r} stopped before a delete step: "
-                                      f"{e.reason}; delete_tag({name!r}) again finishes it")
-                    log.warning("%s: %s", self.store.path, result.message)
+                    self._stopped_at_safe_point(result, e)
                     break
                 if not finished:
                     result.skipped.append(
@@ -226,6 +236,24 @@ class TagOperations:
         result.deleted_bytes = sum(sizes[p] for p in result.deleted_paths)
         result.deleted_files = len(result.deleted_paths)
         return result
+
+    def _safe_point(self, result: TagDeleteResult) -> bool:
+        """`checkpoint()` before a delete step outside the Deleter: False (the result then
+        says why it stopped, nothing of the step deleted) when the run must stop there."""
+        try:
+            checkpoint()
+        except StopDeleting as e:
+            result.deleted = False   # the tag file is still there (this is before it goes)
+            self._stopped_at_safe_point(result, e)
+            return False
+        return True
+
+    def _stopped_at_safe_point(self, result: TagDeleteResult, e: StopDeleting) -> None:
+        name = result.tag
+        result.complete, result.stopped_by = False, e.cause
+        result.message = (f"deleting tag {name!r} stopped before a delete step: "
+                          f"{e.reason}; delete_tag({name!r}) again finishes it")
+        log.warning("%s: %s", self.store.path, result.message)
 
     @staticmethod
     def _stopped(result: TagDeleteResult, why: str) -> TagDeleteResult:
