@@ -13,7 +13,7 @@ from ..format.snapshot import Snapshot, Tag
 from ..io.deletion import Deleter, StopDeleting, checkpoint
 from ..lease import maintenance_lease
 from ..reachability import Reachability, Root, Unreadable
-from ..snapshots import ChangelogManager
+from ..snapshots import EARLIEST, ChangelogManager
 from ..store import FileStore
 from ..tags import tag_manager, validate_tag_name
 from .expire_plan import tag_changes
@@ -295,6 +295,61 @@ class TagOperations:
                     f"deletion was planned); nothing is deleted")
         return None
 
+    def _check_tag_unchanged(self, name: str, tag: Tag, what: str) -> None:
+        """Refuse (ValueError) when tag `name` no longer holds `tag`'s snapshot (content, not
+        the name: deleted, or re-created on another snapshot)."""
+        again = self.tags.try_tag(name)
+        if again is None or again.snapshot != tag.snapshot:
+            raise ValueError(f"{what}: the tag changed while the rollback was prepared; "
+                             f"nothing was deleted")
+
+    def _restore(self, target: Snapshot):
+        """Write the expired snapshot `target` back from its tag and point EARLIEST at it.
+        Returns what an undo needs: whether this call created the snapshot file (only then
+        may the undo delete it) and the EARLIEST hint's bytes before (None: there was none)."""
+        sm = self.store.snapshots
+        hint = sm.io.join(sm.snapshot_dir, EARLIEST)
+        try:
+            earliest_before: Optional[bytes] = sm.io.read_bytes(hint)
+        except FileNotFoundError:
+            earliest_before = None
+        sm.io.mkdirs(sm.snapshot_dir)
+        created = sm.try_commit(target)
+        sm.commit_earliest_hint(target.id)
+        return created, earliest_before
+
+    def _undo_restore(self, target: Snapshot, created: bool,
+                      earliest_before: Optional[bytes]) -> Optional[str]:
+        """Take back what `_restore` wrote, and only that: the snapshot file if this call
+        created it and it still holds the tag's snapshot, and EARLIEST if it still says
+        `target` (another process may have moved it since: its value stands). Returns what
+        could not be undone, in the user's words, or None."""
+        sm, io = self.store.snapshots, self.store.io
+        left = None
+        path = sm.snapshot_path(target.id)
+        # (Local disk takes identical bytes at the name for our own create. Another
+        # rollback to this tag writes the same bytes: once it made the restored snapshot the
+        # latest it deletes every newer one, so a restored snapshot that is the latest is
+        # left alone.)
+        if created and sm.try_snapshot(target.id) == target and \
+                any(i > target.id for i in sm.list_snapshot_ids()):
+            if not io.delete_quietly(path) and io.exists(path):
+                left = (f"the snapshot {target.id} it restored from the tag could not be "
+                        f"removed again: it is {path}")
+        hint = io.join(sm.snapshot_dir, EARLIEST)
+        try:
+            ours = io.read_bytes(hint) == str(target.id).encode()
+        except FileNotFoundError:
+            ours = False
+        if ours:
+            if earliest_before is None:
+                io.delete_quietly(hint)
+            else:
+                sm.io.overwrite_atomic(hint, earliest_before)
+        log.info("rollback to snapshot %d refused: the restored snapshot file and the EARLIEST "
+                 "hint were taken back", target.id)
+        return left
+
     def _check_readable(self, snap, what: str) -> None:
         """Refuse a target snapshot whose manifest lists or index manifest cannot be read:
         an expiration killed in its list step leaves such half-expired snapshot files
@@ -411,6 +466,7 @@ class TagOperations:
     def _rollback_to(self, snapshot_id: Optional[int], tag: Optional[str]) -> RollbackResult:
         sm = self.store.snapshots
         t: Optional[Tag] = None
+        restored = None   # what restoring an expired target wrote (_restore), to undo
         if tag is not None:
             t = self.tags.try_tag(validate_tag_name(tag))
             if t is None:
@@ -420,10 +476,11 @@ class TagOperations:
             self._check_readable(target, what)
             expected = sm.try_snapshot(target.id)
             if expected is None:
-                # The tag outlived its snapshot: restore the snapshot file from the tag.
-                sm.io.mkdirs(sm.snapshot_dir)
-                sm.try_commit(target)
-                sm.commit_earliest_hint(target.id)
+                # The tag outlived its snapshot: restore the snapshot file from the tag. The
+                # tag is read again first (a refusal then has written nothing); one changed
+                # after this is refused below, and what the restore wrote is undone.
+                self._check_tag_unchanged(tag, t, what)
+                restored = self._restore(target)
                 expected = target
         else:
             target = sm.try_snapshot(snapshot_id)
@@ -436,17 +493,24 @@ class TagOperations:
         # expiration or another rollback that removed or re-created it meanwhile would leave
         # a table whose latest snapshot is gone or is not the one asked for. This narrows
         # the window, it does not close it (the maintenance lease does, for our operations).
-        now = sm.try_snapshot(target.id)
-        if now != expected:
-            raise ValueError(f"{what}: it changed while the rollback was prepared "
-                             f"({'it is gone' if now is None else 'it was replaced'}); "
-                             f"nothing was deleted")
-        self._check_readable(target, what)
-        if t is not None:
-            again = self.tags.try_tag(tag)
-            if again is None or again.snapshot != t.snapshot:
-                raise ValueError(f"{what}: the tag changed while the rollback was prepared; "
+        try:
+            now = sm.try_snapshot(target.id)
+            if now != expected:
+                raise ValueError(f"{what}: it changed while the rollback was prepared "
+                                 f"({'it is gone' if now is None else 'it was replaced'}); "
                                  f"nothing was deleted")
+            self._check_readable(target, what)
+            if t is not None:
+                self._check_tag_unchanged(tag, t, what)
+        except ValueError as e:
+            if restored is None:
+                raise
+            # Refused after restoring: "nothing was deleted" must also mean the table is as
+            # it was, so take back exactly what the restore wrote.
+            left = self._undo_restore(target, *restored)
+            if left is None:
+                raise
+            raise ValueError(f"{e}; {left}") from None
         # LATEST first, so that readers never resolve a snapshot about to disappear.
         sm.commit_latest_hint(target.id)
         # Every *listed* id above the target, newest first: hints can look valid after a
