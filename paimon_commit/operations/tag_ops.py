@@ -295,6 +295,11 @@ class TagOperations:
                     f"deletion was planned); nothing is deleted")
         return None
 
+    def _still_on(self, name: str, snapshot: Snapshot) -> bool:
+        """Whether tag `name` still points at `snapshot`."""
+        now = self.tags.try_tag(name)
+        return now is not None and now.snapshot == snapshot
+
     def _check_tag_unchanged(self, name: str, tag: Tag, what: str) -> None:
         """Refuse (ValueError) when tag `name` no longer holds `tag`'s snapshot (content, not
         the name: deleted, or re-created on another snapshot)."""
@@ -521,11 +526,17 @@ class TagOperations:
         cm = ChangelogManager(sm.io, self.store.root)
         newer = {sm.snapshot_path(i): i for i in sorted(
             (i for i in sm.list_snapshot_ids() if i > target.id), reverse=True)}
-        tags = {self.tags.tag_path(t.name): t.name for t in self.tags.tags() if t.id > target.id}
+        listed_tags = {t.name: t.snapshot for t in self.tags.tags() if t.id > target.id}
+        tags: Dict[str, str] = {}
         stopped: Optional[StopDeleting] = None
         with Deleter(self.store.io) as d:
             try:
                 d.in_order("snapshot", list(newer))
+                # Only a tag still on the snapshot it was listed with (content, not the
+                # name): one re-created under its name since, on a kept snapshot, is nobody's
+                # to delete; one moved to another newer snapshot is reported below.
+                tags = {self.tags.tag_path(n): n for n, snap in listed_tags.items()
+                        if self._still_on(n, snap)}
                 d.files("tag", list(tags))
                 d.in_order("changelog", [cm.snapshot_path(i) for i in sorted(
                     (i for i in cm.list_snapshot_ids() if i > target.id), reverse=True)])

@@ -38,9 +38,9 @@ def earliest(table_path):
     return (table_path / "snapshot" / "EARLIEST").read_bytes()
 
 
-def other_engine_deletes_the_tag(table_path):
+def other_engine_deletes_the_tag(table_path, name="t2"):
     other = Table.open(str(table_path))
-    other.store.io.delete_quietly(str(table_path / "tag" / "tag-t2"))
+    other.store.io.delete_quietly(str(table_path / "tag" / f"tag-{name}"))
 
 
 def test_a_tag_deleted_before_the_restore_leaves_the_table_as_it_was(
@@ -112,3 +112,27 @@ def test_an_undo_never_removes_a_snapshot_file_it_did_not_create(
     assert str(e.value) == REFUSED
     assert snapshot_2.read_bytes() == theirs[0]                 # not ours to remove
     assert earliest(table_path) == b"5"                         # ours taken back
+
+
+def test_rollback_keeps_a_newer_tag_re_created_on_a_kept_snapshot_meanwhile(
+        table, table_path, monkeypatch):
+    """rollback_to(3) listed tag t5 (snapshot 5) to delete; while it deleted the newer
+    snapshots, another engine re-created t5 on snapshot 2: that tag is nobody's to delete."""
+    from paimon_commit.io.deletion import Deleter
+    for i in range(1, 7):
+        write(table, make_rows([i]))
+    table.create_tag("t5", 5)
+    in_order, done = Deleter.in_order, []
+
+    def then_t5_moves_to_2(self, kind, paths):
+        n = in_order(self, kind, paths)
+        if kind == "snapshot" and not done:
+            done.append(True)
+            other_engine_deletes_the_tag(table_path, "t5")
+            Table.open(str(table_path)).create_tag("t5", 2)
+        return n
+    monkeypatch.setattr(Deleter, "in_order", then_t5_moves_to_2)
+    r = table.rollback_to(3)
+    assert done and r.deleted_snapshots == [4, 5, 6] and r.deleted_tags == []
+    assert [(t.name, t.id) for t in table.tags()] == [("t5", 2)]
+    assert_intact(table_path, {3: [1, 2, 3]}, {"t5": [1, 2]})
