@@ -42,7 +42,7 @@ from .operations.expire import ExpireConfig, ExpireResult, ExpireSnapshots
 from .option_names import check_table_option_names
 from .options import validate_options
 from .store import FileStore
-from .tags import ConsumerManager
+from .tags import ConsumerExpireResult, ConsumerManager
 from .writer import message_paths
 
 log = logging.getLogger(__name__)
@@ -60,7 +60,9 @@ class MaintenanceResult:
     """What one post-commit maintenance run did (TableCommit.last_maintenance)."""
 
     partitions: Any = None            # PartitionExpireResult or None
-    consumers_expired: List[str] = field(default_factory=list)
+    # The consumers removed (a list); `complete` False with `stopped_by` when a safe point
+    # stopped that step, `kept` those a reader wrote again after the listing.
+    consumers_expired: ConsumerExpireResult = field(default_factory=ConsumerExpireResult)
     snapshots: Optional[ExpireResult] = None
     seconds: float = 0.0
     tags: Any = None                  # TagLifecycleResult or None

@@ -483,8 +483,13 @@ def _table_steps(store, options, tag_config, expire_config, partition_expire,
     ttl = options["consumer.expiration-time"]
 
     def consumers() -> None:
-        result.consumers_expired = ConsumerManager(store.io, store.root).expire(
+        cr = ConsumerManager(store.io, store.root).expire(
             int(clock() * 1000) - ttl, dry_run=dry_run, lease=lease_manager(store))
+        result.consumers_expired = list(cr)
+        result.warnings.extend(cr.kept)
+        result.steps["consumers"] = cr.to_dict()
+        if limits is not None:   # a lost lease or an interrupt stopped it: incomplete
+            limits.stopped(maintenance_order.CONSUMERS, cr)
 
     def snapshots() -> None:
         limit = limits.remaining_ms() if limits is not None else None

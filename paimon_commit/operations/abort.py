@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
 
 from ..errors import PaimonCommitError
+from ..io.deletion import StopDeleting, checkpoint
 
 log = logging.getLogger(__name__)
 
@@ -78,12 +79,29 @@ def abort_files(store, paths: Sequence[str], *, handed_out: bool = True,
                                 "changelog names (committed after all?), e.g. %s",
                                 store.path, len(kept), kept[0])
                 paths = [p for p in paths if p not in set(kept)]
-                deleted = store.io.delete_files(paths)
-                return AbortResult(tuple(deleted), tuple(kept))
-        log.warning("abort on %s: deleting none of %d file(s): %s; orphan cleanup removes "
-                    "them once nothing can need them", store.path, len(paths), reason)
-        return AbortResult((), tuple(paths), reason)
-    return AbortResult(tuple(store.io.delete_files(paths)))
+                reason = _stop_reason()
+                if reason is None:
+                    deleted = store.io.delete_files(paths)
+                    return AbortResult(tuple(deleted), tuple(kept))
+                paths += kept
+    else:
+        reason = _stop_reason()
+        if reason is None:
+            return AbortResult(tuple(store.io.delete_files(paths)))
+    log.warning("abort on %s: deleting none of %d file(s): %s; orphan cleanup removes "
+                "them once nothing can need them", store.path, len(paths), reason)
+    return AbortResult((), tuple(paths), reason)
+
+
+def _stop_reason() -> Optional[str]:
+    """The abort's one delete step passes a safe point like every other (`checkpoint()`):
+    under the maintenance lease (compaction's abort) a holder that lost it deletes nothing,
+    and an interrupted process stops there. Why it must not delete, or None."""
+    try:
+        checkpoint()
+    except StopDeleting as e:
+        return f"stopped before deleting ({e.reason})"
+    return None
 
 
 def _published(store, commit_user: Optional[str], since: Optional[int],

@@ -188,11 +188,14 @@ class OrphanFilesCleaner:
                 with maintenance_lease(self.store, "remove-orphan-files"):
                     try:
                         orphans = self.delete(orphans, delete_executor)
+                        if self._stopped_by is None:   # a stopped run leaves the directories
+                            # (a delete step too: a holder that lost the lease after the
+                            # last batch removes no directory)
+                            checkpoint()
+                            result.deleted_dirs = [self._rel(d)
+                                                   for d in self._remove_empty_dirs(dirs)]
                     except StopDeleting as e:   # before a batch: what went before is gone
                         orphans = self._stopped_deleting(orphans, e)
-                    if self._stopped_by is None:   # a stopped run leaves the directories
-                        result.deleted_dirs = [self._rel(d)
-                                               for d in self._remove_empty_dirs(dirs)]
             result.seconds["delete"] = time.perf_counter() - t
         finally:
             for pool in pools:

@@ -380,7 +380,9 @@ class TagLifecycle:
         if old is not None and old.id == s.id:
             return result
         if old is not None:
-            delete_tag_into(store, name, result, "replaced")
+            # Only the tag read above: one replaced under its name since (a user, another
+            # engine) is nobody's to delete here; creating ours then finds the name taken.
+            delete_tag_into(store, name, result, "replaced", expected=old.snapshot)
         retained = self.config.default_time_retained_ms
         tag = Tag(name, s, local_now(self.clock) if retained else None, retained)
         try:
@@ -396,6 +398,8 @@ class TagLifecycle:
             batch = [t for t in readable_tags(tags)
                      if _BATCH_TAG.match(t.name) or t.name == custom]
             for t in batch[:max(0, len(batch) - limit)]:
-                if delete_tag_into(store, t.name, result, "deleted (tag.num-retained-max)"):
+                # (Only while it points at the snapshot it was counted with.)
+                if delete_tag_into(store, t.name, result, "deleted (tag.num-retained-max)",
+                                   expected=t.snapshot):
                     result.removed_by_count.append(t.name)
         return result
