@@ -320,7 +320,12 @@ class OrphanFilesCleaner(FromFileList):
             batch = paths[i:i + step]
             chunk = self._not_committed_since_plan(batch)
             if listed_status is not None:   # each candidate's status, read again now
-                chunk = self._still_as_listed(chunk, listed_status)
+                try:
+                    chunk = self._still_as_listed(chunk, listed_status)
+                except OSError as e:   # a stopped run: what went before is reported
+                    raise StopDeleting(f"reading the status of the file list's orphans again "
+                                       f"failed ({e}); nothing of this batch was deleted",
+                                       "recheck") from None
             t = time.perf_counter()
             deleted.update(self.io.delete_files(chunk, executor) if one_call else
                            run_deletions(self.io, chunk, executor))

@@ -231,6 +231,7 @@ def _parse_mtime(value: Any, where: str, shown: str) -> int:
             t = text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text
             # fromisoformat takes up to 6 fraction digits, 3 or 6 only before 3.11
             t = re.sub(r"\.(\d+)", lambda m: "." + (m.group(1) + "000000")[:6], t, count=1)
+            t = re.sub(r"([+-]\d\d)(\d\d)$", r"\1:\2", t)   # +0000 (find -printf %Tz)
             try:
                 dt = datetime.datetime.fromisoformat(t.replace(" ", "T", 1))
             except ValueError:

@@ -396,3 +396,20 @@ def test_the_python_api_refuses_before_any_io(history, table_path, tmp_path):
     with pytest.raises(OptionError, match="not both"):
         CleanContext(str(table_path), file_list=inv, file_list_time_ms=now_ms(),
                      file_list_manifest=inv)
+
+
+def test_a_file_list_is_refused_where_it_would_be_ignored(history, table_path, tmp_path,
+                                                          capsys):
+    """Distributed mode lists the table on the executors: a list would be ignored."""
+    inv = save(tmp_path, csv_list(entries(table_path)))
+    refused(capsys, table_path, ["remove-orphan-files", table_path, "--file-list", inv,
+                                 "--file-list-time", _recent(), "--mode", "distributed"],
+            "error: --file-list is not supported with --mode distributed (the executors list "
+            "the table themselves)")
+    from paimon_commit.spark.orphan import DistributedOrphanFilesCleaner
+    with pytest.raises(OptionError, match="not supported by the distributed orphan cleanup"):
+        DistributedOrphanFilesCleaner(CleanContext(str(table_path), file_list=inv,
+                                                   file_list_time_ms=now_ms() - 60_000))
+    refused(capsys, table_path, ["remove-orphan-files", table_path, "--file-list-time",
+                                 _recent()],
+            "error: --file-list-time describes a --file-list: give one")
