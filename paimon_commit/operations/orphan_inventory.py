@@ -187,10 +187,9 @@ class _Columns:
     def missing(self) -> str:
         if self.ambiguous:
             return "more than one location column (path, key, name): which one is meant?"
-        need = [what for what, i in (("a path (or key) column", self.location),
-                                     ("a size column", self.size),
-                                     ("a last-modified column", self.mtime)) if i is None]
-        return "no " + " and no ".join(need)
+        need = [what for what, i in (("path (or key)", self.location), ("size", self.size),
+                                     ("last-modified", self.mtime)) if i is None]
+        return "no " + ", no ".join(need) + " column"
 
 
 _HEADER_HELP = ("a CSV file list needs a header row naming its path (or key), size and "

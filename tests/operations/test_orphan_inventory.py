@@ -323,8 +323,8 @@ def test_a_path_outside_the_root_is_refused_with_its_line(history, table_path, t
 
 
 @pytest.mark.parametrize("body, line", [
-    (None, "error: file list {inv}, line 1: not a header row (no a path (or key) column and "
-           "no a size column and no a last-modified column); a CSV file list needs a header "
+    (None, "error: file list {inv}, line 1: not a header row (no path (or key), no size, "
+           "no last-modified column); a CSV file list needs a header "
            "row naming its path (or key), size and last-modified columns; an S3 Inventory CSV "
            "has none: give its manifest.json with --file-list-manifest (file_list_manifest=)"),
     ("path,size,last_modified\n{p},12,{t}\n{p2},twelve,{t}\n",
@@ -413,3 +413,7 @@ def test_a_file_list_is_refused_where_it_would_be_ignored(history, table_path, t
     refused(capsys, table_path, ["remove-orphan-files", table_path, "--file-list-time",
                                  _recent()],
             "error: --file-list-time describes a --file-list: give one")
+    refused(capsys, table_path, ["remove-orphan-files", str(table_path.parent / "*"),
+                                 "--file-list", inv, "--file-list-time", _recent()],
+            f"error: --file-list lists one table: give its path, not the pattern "
+            f"{str(table_path.parent / '*')!r}")
