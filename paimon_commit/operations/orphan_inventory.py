@@ -562,7 +562,8 @@ class FromFileList:
         from .orphan_context import OrphanCleanAborted
         inv = self._inventory
         cover, shown, io = inv["cover"], inv["shown"], self.io
-        refuse = f"file list {shown} is not a whole listing of {io.uri(self.root) if hasattr(io, 'uri') else self.root}"
+        table = io.uri(self.root) if hasattr(io, "uri") else self.root
+        refuse = f"file list {shown} is not a whole listing of {table}"
         ids = SchemaManager(io, io.root).list_ids()
         if ids and ids[0] not in cover["schema"]:
             raise FileListError(
