@@ -215,6 +215,9 @@ def _each_table(run: Callable) -> Callable:
         from ..warehouse import is_table_pattern, resolve_table_pattern
         if not is_table_pattern(args.table):
             return run(args)
+        if getattr(args, "file_list", None) is not None:
+            raise InvalidInput(f"--file-list lists one table: give its path, not the pattern "
+                               f"{args.table!r}")
         from ..errors import PaimonCommitError
         refs = resolve_table_pattern(args.table, storage_options=context.Run.storage_options())
         if not refs:

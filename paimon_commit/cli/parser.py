@@ -218,6 +218,18 @@ def build_parser() -> argparse.ArgumentParser:
                         "matches its date or Paimon's day number; only those partition "
                         "directories are listed and only the manifests whose partition "
                         "statistics can hold them are read; metadata files are left alone")
+    c.add_argument("--file-list", metavar="PATH",
+                   help="take the files from this list instead of listing the table: an S3 "
+                        "Inventory or GCS inventory report, or any CSV (with a header) or "
+                        "Parquet file with path (or key), size and last-modified columns; "
+                        "'-' reads stdin. Only files it shows are deleted, if it covers the "
+                        "table and is newer than the cutoff; each one's status is read "
+                        "again before it is deleted (local mode)")
+    c.add_argument("--file-list-time", type=past_timestamp_ms, metavar=TIMESTAMP_METAVAR,
+                   help="when the --file-list was taken (local time; in doubt, earlier)")
+    c.add_argument("--file-list-manifest", metavar="PATH",
+                   help="the S3 Inventory manifest.json of the --file-list: its columns "
+                        "(the CSV has no header), bucket and time (creationTimestamp)")
 
     c = command("create-tag", cmd_create_tag, "tag a snapshot (default: the latest)",
                 "paimon-commit create-tag /data/wh/db.db/events release-1 --snapshot 42")

@@ -39,6 +39,7 @@ from ..store import FileStore, SchemaManager
 from .limits import MAX_DURATION, MEMORY, OUT_OF_MEMORY, Deadline, is_out_of_memory
 from .orphan_context import (PLAUSIBLE_MS, Candidate, CleanContext, OrphanCleanAborted,
                              OrphanCleanResult, check_cutoff_floor, classify, is_bucket_dir)
+from .orphan_inventory import FromFileList
 from .orphan_scope import PartitionScope, describe_patterns
 from .orphan_select import Found, Listed, UsedNames, pack, select_unused
 
@@ -75,7 +76,7 @@ class _Stoppable(Executor):
         return self._pool.submit(unless_stopped)
 
 
-class OrphanFilesCleaner:
+class OrphanFilesCleaner(FromFileList):
     """Deletes files that no snapshot, tag, long-lived changelog, branch or consumer-held
     snapshot uses, older than the threshold: Paimon's orphan cleanup, run locally.
 
@@ -119,6 +120,11 @@ class OrphanFilesCleaner:
         # Branch and tag names seen with the candidates (phase 1), checked in phase 2.
         self._first_listing: Optional[Dict[str, Set[str]]] = None
         self.root = io.root.rstrip("/")
+        # An inventory-fed run (orphan_inventory): the whole list is read and checked here,
+        # before anything of the table is listed for candidates or deleted.
+        self._inventory: Optional[Dict[str, Any]] = None
+        if context.file_list is not None:
+            self._inventory = self._read_file_list()
 
     # --- public --------------------------------------------------------------------------
     def clean(self) -> OrphanCleanResult:
@@ -160,6 +166,11 @@ class OrphanFilesCleaner:
         result = self._result = OrphanCleanResult(ctx.dry_run, ctx.older_than_ms)
         if ctx.partition_patterns is not None:
             result.partitions = [describe_patterns([p]) for p in ctx.partition_patterns]
+        inv = self._inventory
+        if inv is not None:
+            result.file_list, result.file_list_rows = inv["shown"], inv["rows"]
+            result.file_list_time_ms = ctx.file_list_time_ms
+            result.file_list_time_source = ctx.file_list_time_source or "file_list_time_ms"
         pools = []
         list_executor = delete_executor = ctx.executor
         if ctx.executor is None:
@@ -180,6 +191,9 @@ class OrphanFilesCleaner:
             # Before planning: the delete phase reads what was committed since (audit a5).
             self._plan_mark = None if ctx.dry_run else self._snapshot_mark()
             orphans, dirs = self.find_orphans(list_executor, result)
+            if inv is not None and ctx.dry_run:   # (a real run reads it before each batch)
+                orphans = orphans.keep(set(self._still_as_listed(
+                    orphans.paths(), self._listed_status(orphans))))
             self._found = orphans
             t = time.perf_counter()
             if not ctx.dry_run:
@@ -270,6 +284,8 @@ class OrphanFilesCleaner:
         emit(progress, READING, 0, None)
         used = self.used_files()
         emit(progress, READING, len(used), len(used))
+        if self._inventory is not None:
+            self._check_covers()
         t2 = time.perf_counter()
         if self.scope is not None:
             result.partitions_listed = self.scope.partitions
@@ -295,6 +311,7 @@ class OrphanFilesCleaner:
         one_call = executor is not None and self.io.unlinks_recheck_dirs
         if executor is not None:
             executor = _Stoppable(executor)
+        listed_status = self._listed_status(orphans) if self._inventory is not None else None
         if paths:
             log.info("orphan clean of %s: deleting %d orphan file(s)", self.root, len(paths))
         i, step = 0, FIRST_BATCH
@@ -305,6 +322,13 @@ class OrphanFilesCleaner:
             checkpoint()   # an interrupt, a lost lease: stop before this batch
             batch = paths[i:i + step]
             chunk = self._not_committed_since_plan(batch)
+            if listed_status is not None:   # each candidate's status, read again now
+                try:
+                    chunk = self._still_as_listed(chunk, listed_status)
+                except OSError as e:   # a stopped run: what went before is reported
+                    raise StopDeleting(f"reading the status of the file list's orphans again "
+                                       f"failed ({e}); nothing of this batch was deleted",
+                                       "recheck") from None
             t = time.perf_counter()
             deleted.update(self.io.delete_files(chunk, executor) if one_call else
                            run_deletions(self.io, chunk, executor))
@@ -430,7 +454,12 @@ class OrphanFilesCleaner:
                         ) -> Tuple[List[Listed], List[FileStatus]]:
         """The listings whose files may be orphans, each with the kind of its files (None:
         by name, `manifest_kind`), in their compact form (`orphan_select`), and the
-        partition/bucket directories seen (with the mtime they had when listed)."""
+        partition/bucket directories seen (with the mtime they had when listed). An
+        inventory-fed run takes them from the file list (read when constructed) and lists
+        nothing but branch/ and tag/ (checked in phase 2, as a scoped run)."""
+        if self._inventory is not None:
+            self._list_roots_first()
+            return list(self._inventory["listed"]), []
         if self.scope is None and executor is not None \
                 and read_ahead.concurrency_of(self.io) > 1:
             # On an object store the metadata directories are listed while the partition
@@ -619,10 +648,10 @@ class OrphanFilesCleaner:
         """Names of every file reachable from any snapshot, tag, long-lived changelog or
         branch (`name in used`; held as hashes: a collision only keeps a file). Raises
         OrphanCleanAborted if any of them cannot be read."""
-        roots = self.roots()
+        roots = self._roots = self.roots()
         try:
             scope = self.scope
-            reach = Reachability(self.store, full_lists=scope is not None)
+            reach = self._reach = Reachability(self.store, full_lists=scope is not None)
             reads = read_ahead.concurrency_of(self.io)
             reach.prefetch_lists((lst for r in roots for lst, _ in r.lists(reach.producer)),
                                  reads)

@@ -87,6 +87,9 @@ def _shippable(io: FileIO) -> FileIO:
 
 class DistributedOrphanFilesCleaner(OrphanFilesCleaner):
     def __init__(self, context: CleanContext, spark=None, parallelism: Optional[int] = None):
+        if context.file_list is not None:   # (the executors list the table themselves)
+            raise OptionError("a file list (file_list=, --file-list) is not supported by the "
+                              "distributed orphan cleanup; run it locally")
         super().__init__(context)
         if spark is None:
             try:
