@@ -8,7 +8,8 @@ that), later pruned every record below its own, the record right after the old h
 included, and the old holder's next check passed: two holders deleting at once. Now the check
 also reads the holder's own record (pruning is ascending, so once n+1 is gone n is gone), and
 pruning removes only a prefix of the records, stopping at the first it keeps or fails to
-delete, so a record out of order in storage time or a failed delete never opens a gap.
+delete, so a record out of order in storage time or a failed delete never opens a gap; and it
+reads the record's token, since a paused holder's release may create a pruned name again.
 
 The skew is one holder's clock (LeaseManager's clock); the records are real files."""
 import os
@@ -17,7 +18,7 @@ import time
 
 from conftest import files_under, make_rows, write
 
-from paimon_commit.lease import LeaseManager, maintenance_lease
+from paimon_commit.lease import HeldLease, LeaseManager, maintenance_lease
 
 SKEW_MS = 3 * 3600 * 1000   # the taker's clock runs 3 h fast: more than PRUNE_AGE_MS (2 h)
 
@@ -141,3 +142,41 @@ def test_a_failed_delete_of_a_record_stops_pruning_before_a_gap(table, table_pat
     records = _records(table_path)
     assert records[0] == n and n + 1 in records
     assert b.number in records
+
+
+def test_a_paused_holder_releasing_under_a_pruned_name_does_not_vouch_for_another(
+        table, table_path, monkeypatch):
+    # X held record k and was paused past its lease (no renewer, no check); A took k+1; B,
+    # 3 h fast, took over from A and pruned k, k+1 and its own first records. X resumes and
+    # releases: a release creates the name after its own without looking, so record k+1
+    # exists again, X's. A's check must see that k+1 is not its own: record present is not
+    # enough.
+    monkeypatch.setattr(HeldLease, "start_renewer", lambda self: None)   # paused holders
+    _history(table)
+    before = files_under(table_path)
+    x_took, x_release = threading.Event(), threading.Event()
+
+    def x():
+        with maintenance_lease(table.store, "X", duration_ms=1):
+            x_took.set()
+            x_release.wait(60)
+    xt = threading.Thread(target=x, daemon=True)
+    xt.start()
+    assert x_took.wait(30)
+    time.sleep(0.05)                                      # X's lease expires
+    with maintenance_lease(table.store, "A", duration_ms=300_000, wait_s=5) as a:
+        n = a.record.number
+        b = SkewedTaker(table)
+        try:
+            assert n not in _records(table_path) and n + 1 not in _records(table_path)
+            x_release.set()
+            xt.join(30)
+            assert n in _records(table_path)              # X's release, under A's number
+            r = table.expire_snapshots(retain_max=1, retain_min=1)
+        finally:
+            b.release()
+    assert b.first == n + 1
+    assert not r.complete and r.stopped_by == "lease", r
+    assert "lost the maintenance lease" in r.message and "another holder's" in r.message
+    assert r.expired_snapshots == 0 and r.deleted_files == 0
+    assert files_under(table_path) == before
