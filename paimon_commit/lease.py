@@ -17,18 +17,23 @@ commit record's key: one however the table is spelled, s3a:// as s3://), the hol
   means someone took it over: the lease is lost. Renewed from the check when less than half
   of the duration is left, and from a daemon thread (planning can take minutes).
 - Still holds: before every delete step (`io.deletion.checkpoint`, through `guarded`), the
-  holder checks that no record newer than its own exists (one exists request). A holder that
-  lost the lease raises StopDeleting(cause="lease") there: nothing of that step is deleted.
-- Release: create lease-(n+1) with released=true. The holder deletes its own superseded
-  records (numbers below its current one) through the FileIO gate so they do not pile up.
+  holder checks that record n+1 does not exist and then that its own record n still exists
+  and is its own (two requests: a HEAD, then a GET). A holder that lost the lease raises
+  StopDeleting(cause="lease") there: nothing of that step is deleted.
+- Release: create lease-(n+1) with released=true.
+- Pruning: a taker deletes old superseded records below its own, through the FileIO gate, so
+  they do not pile up: lowest first, stopping at the first it keeps or fails to delete. So
+  a record is gone before any higher one is, and a holder whose successor was pruned finds
+  its own record gone (see `HeldLease._check_own_record`).
 - Re-entrant on one thread for one table: a nested operation joins the held lease (never
   across a fork: a forked child holds none of its parent's leases).
 - Names: records are numbered 1..MAX_NUMBER without leading zeros; any other entry named
   `lease-<digits>` (a directory, a symlink, 19 digits, ...) is refused naming it, and taking
   the lease is bounded however its races go: never a loop that ignores its wait.
 
-Clocks only decide when an expired lease may be taken over; whether a holder may delete is
-decided by the newer record, which it checks before every step. docs/safety.md, "The
+Clocks only decide when an expired lease may be taken over (and which records are old
+enough to prune, which safety does not rest on); whether a holder may delete is decided by
+the records, which it checks before every step. docs/safety.md, "The
 maintenance lease", states what a holder paused past its expiry can still do.
 """
 from __future__ import annotations
@@ -491,34 +496,50 @@ class LeaseManager:
                            now + duration_ms, released, _PROCESS, _MACHINE)
 
     def prune_below(self, number: int, listed: List[Tuple[int, int]]) -> None:
-        """Delete the records of `listed` numbered below `number` (superseded: only the
-        highest record decides anything) and written more than PRUNE_AGE_MS ago, through the
-        gate, once PRUNE_AT of them piled up (not after every take: post-commit maintenance
-        takes the lease after every commit, and each request counts on object stores). Best
-        effort: a record left is harmless.
+        """Delete the oldest records of `listed` numbered below `number` (superseded: only
+        the highest record decides anything) and written more than PRUNE_AGE_MS ago, through
+        the gate, once PRUNE_AT of them piled up (not after every take: post-commit
+        maintenance takes the lease after every commit, and each request counts on object
+        stores). Best effort: a record left is harmless.
 
-        Why the age: a holder checks for the record right after its own (one HEAD). Were that
-        record pruned while the holder was paused, the check would pass and its renewal could
-        create that name again. A record is pruned only long after any lease it superseded
-        expired (PRUNE_AGE_MS is twice the longest lease), and a holder whose own clock says
-        its lease expired lists the records before it renews (`HeldLease._renew_if_due`)."""
+        Safety rests on the order, not on the age: the records deleted are a prefix of the
+        listing (from the lowest number up to the first record below `number` that is not
+        old enough), deleted in ascending order, stopping at the first one not deleted (a
+        failed delete is logged and answered False like an absent file: either way, stop).
+        So a record is deleted only once every lower one is gone, which a holder's check
+        relies on (`HeldLease._check_own_record`): its successor gone means its own record
+        is gone. Storage times are not monotonic (an NTP step, another server of an object
+        store): filtering them one by one left a younger record n while deleting n+1.
+
+        The age is judged against this taker's clock, which may run hours ahead: it only
+        keeps recent records around (a paused holder then finds the record that superseded
+        it and names its holder), never proves anything."""
         cutoff = self.clock() - PRUNE_AGE_MS
-        old = [n for n, mtime in listed if n < number and mtime < cutoff]
+        old: List[int] = []
+        for n, mtime in listed:   # ascending
+            if n >= number or mtime >= cutoff:
+                break
+            old.append(n)
         if len(old) < PRUNE_AT:
             return
         for n in old:
             path = self.record_path(n)
             try:
-                if self.io.delete_quietly(path) and self.io.deletion_log is not None:
-                    # Bookkeeping, not what the user's run deleted (the CLI lists that log).
-                    try:
-                        self.io.deletion_log.remove(path)
-                    except ValueError:
-                        pass
+                deleted = self.io.delete_quietly(path)
             except OSError as e:
-                log.info("could not delete the superseded lease record %s: %s",
-                         path, e)
+                log.info("could not delete the superseded lease record %s (%s); pruning "
+                         "stops there", path, e)
                 return
+            if not deleted:
+                log.info("the superseded lease record %s was not deleted (already gone, or "
+                         "the delete failed); pruning stops there", path)
+                return
+            if self.io.deletion_log is not None:
+                # Bookkeeping, not what the user's run deleted (the CLI lists that log).
+                try:
+                    self.io.deletion_log.remove(path)
+                except ValueError:
+                    pass
 
     def break_lease(self) -> Optional[LeaseRecord]:
         """Supersede whatever the latest record says by creating the next one as released
@@ -596,6 +617,7 @@ class HeldLease:
                     self.record = newer
                     continue
                 self._lose(newer)
+            self._check_own_record()
             try:
                 self._renew_if_due()
             except LeaseRecordError as e:
@@ -610,6 +632,39 @@ class HeldLease:
                 self.lost = (f"could not renew the maintenance lease of {m.path} before it "
                              f"expired ({e}); stopped before the next delete")
                 raise StopDeleting(self.lost, cause="lease") from e
+
+    def _check_own_record(self) -> None:
+        """Lost unless our own record is still there, ours (one GET, after the HEAD of the
+        next record: that order matters, see below).
+
+        Why: a missing successor proves nothing by itself. Old records are pruned by a later
+        taker (only one numbered above ours: `prune_below` deletes below its own number),
+        judged by their storage time against *its* clock, and a taker whose clock runs hours
+        ahead may take over a live lease and prune its successor away (audit issue25b b1).
+        Pruning deletes a prefix of the records in ascending order and stops at the first it
+        does not delete, so by the time record n+1 is deleted, record n is gone. Hence: n+1
+        absent at the HEAD and n still ours at this later read means n+1 had not been
+        created at the HEAD, so no record above ours existed then: nobody else held the
+        lease. (Read in the other order, both could be pruned between the two requests.)
+        A GET, not a HEAD: an object store's FileIO answers a HEAD of a file it wrote from
+        its cache, and the token tells our record from one a paused holder's release created
+        again under a pruned name (a release creates the name after its own blindly)."""
+        m = self.manager
+        try:
+            own = m.read(self.record.number, check=False)
+        except FileNotFoundError:
+            own = None
+        except LeaseRecordError as e:
+            raise StopDeleting(self._unusable(e), cause="lease") from e
+        if own is not None and own.token == self.token:
+            return
+        what = "gone" if own is None else "another holder's"
+        self.lost = (f"lost the maintenance lease of {m.path} (its record "
+                     f"{m.io._describe(m.record_path(self.record.number))} is {what}: a later "
+                     f"holder took the lease over and pruned the records below its own); "
+                     f"stopped before the next delete")
+        log.warning("%s", self.lost)
+        raise StopDeleting(self.lost, cause="lease")
 
     def _unusable(self, e: LeaseRecordError) -> str:
         """Lost: a record that cannot be read or followed appeared among the records (a
