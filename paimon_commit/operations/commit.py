@@ -145,6 +145,7 @@ class FileStoreCommit:
         ident = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier
         entries = _entries_of(messages)
         adds = [e for e in entries if e.kind == FileKind.ADD]
+        self._refuse_repeated(adds)
         if adds:
             self.store.check_writable()
         has_deletes = len(adds) < len(entries)
@@ -161,6 +162,7 @@ class FileStoreCommit:
         """Replace partitions with the new files (Paimon semantics, see README)."""
         ident = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier
         adds = _entries_of(messages)
+        self._refuse_repeated([e for e in adds if e.kind == FileKind.ADD])
         store = self.store
         if adds:
             store.check_writable()
@@ -234,6 +236,11 @@ class FileStoreCommit:
     def filter_and_commit(self, by_identifier: Mapping[int, Sequence[CommitMessage]]
                           ) -> List[CommitResult]:
         """Re-commit, after a restart, only what is missing; refuse vanished files."""
+        # Across identifiers too, before the table is read: each identifier is its own
+        # commit, so a file under two of them would be published by the first and (as a
+        # live file) refused by the second only after that.
+        self._refuse_repeated([e for i in by_identifier for e in _entries_of(by_identifier[i])
+                               if e.kind == FileKind.ADD])
         pending = self.filter_committed(by_identifier.keys())
         for ident in pending:
             for m in by_identifier[ident]:
@@ -248,6 +255,23 @@ class FileStoreCommit:
         return [self.commit(by_identifier[i], i, check_append_conflicts=True) for i in pending]
 
     # --- committing each file once -------------------------------------------------------
+    def _refuse_repeated(self, adds: List[ManifestEntry]) -> None:
+        """CommitConflictError when one call ADDs a data file twice (the same CommitMessage
+        handed twice, e.g. a retried task whose first report was kept). Checked before the
+        table is read: a plain append checks nothing against the table, and a delta with two
+        ADDs of one file is read twice by pypaimon (Paimon Java refuses it when reading:
+        "Trying to add file ... which is already added"). By path: two entries naming one
+        file on disk are one file, whatever their level."""
+        seen: Set[str] = set()
+        for e in adds:
+            path = self.store.data_file_path(e)
+            if path in seen:
+                raise CommitConflictError(
+                    f"data file {path} is listed twice in the messages of one call (the same "
+                    f"CommitMessage handed twice?); refusing to commit it, as its rows would "
+                    f"be read twice. Nothing was committed: commit each message once")
+            seen.add(path)
+
     def _run_once(self, adds: List[ManifestEntry], kind: str, identifier: int,
                   run: Callable[[bool, "_AttemptState"], CommitResult]) -> CommitResult:
         """Screen the ADDs against what this process committed, run the commit

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from conftest import make_rows, write
+from conftest import D1, make_rows, write
 from invariants import assert_intact
 from oracle import pp_read
 
@@ -421,3 +421,60 @@ def test_a_repeat_racing_its_first_call_in_another_thread_waits_and_publishes_no
     assert snapshots_adding(table_path, msgs) == [2]
     assert ids_read(table_path) == [1, 2, 3]
     assert_intact(table_path, {2: [1, 2, 3]})
+
+
+# --- audit issue25b b2: one call handed the same message twice --------------------------------
+# A plain append checks nothing against the table, so `commit(msgs + msgs)` published one
+# snapshot whose delta ADDed the file twice: pypaimon read its rows twice (Paimon Java refuses
+# such a delta when reading). A file listed twice in one call is refused before the table is
+# read or written.
+
+def _listed_twice(table, msgs):
+    return (f"data file {data_path(table.path, msgs)} is listed twice in the messages of one call (the same "
+            f"CommitMessage handed twice?); refusing to commit it, as its rows would be read "
+            f"twice. Nothing was committed: commit each message once")
+
+
+@pytest.mark.parametrize("how", ["commit", "commit_identifier", "overwrite",
+                                 "overwrite_partition"])
+def test_a_message_listed_twice_in_one_call_is_refused_before_anything_is_written(
+        table, table_path, how):
+    write(table, make_rows([1, 2]))
+    before = sorted(os.listdir(table_path / "snapshot")), sorted(os.listdir(table_path /
+                                                                           "manifest"))
+    msgs = prepared(table, [10, 11, 12])
+    with table.new_commit(commit_user="job") as c:
+        with pytest.raises(CommitConflictError) as e:
+            if how == "commit":
+                c.commit(list(msgs) + list(msgs))
+            elif how == "commit_identifier":
+                c.commit(list(msgs) + list(msgs), commit_identifier=1)
+            elif how == "overwrite":
+                c.overwrite(list(msgs) + list(msgs))
+            else:
+                c.overwrite(list(msgs) + list(msgs), partition={"dt": D1, "hr": 1})
+    assert str(e.value) == _listed_twice(table, msgs)
+    # nothing written: no snapshot, no manifest; the table reads as before (ours and pypaimon)
+    assert (sorted(os.listdir(table_path / "snapshot")),
+            sorted(os.listdir(table_path / "manifest"))) == before
+    assert ids_read(table_path) == [1, 2]
+    # the messages, committed once, publish their rows once
+    with table.new_commit(commit_user="job") as c:
+        c.commit(msgs, commit_identifier=1)
+    assert ids_read(table_path) == [1, 2, 10, 11, 12]
+    assert_intact(table_path)
+
+
+def test_filter_and_commit_refuses_a_file_listed_twice_before_reading_the_table(
+        table, table_path):
+    a, b = prepared(table, [1, 2]), prepared(table, [3])
+    with table.new_commit(commit_user="job") as c:
+        # within one identifier, and the same message under two identifiers (each identifier
+        # is its own commit: the first would publish it before the second was refused)
+        for by in ({1: list(a) + list(a)}, {1: a, 2: list(b) + list(a)}):
+            with pytest.raises(CommitConflictError) as e:
+                c.filter_and_commit(by)
+            assert str(e.value) == _listed_twice(table, a)
+            assert snapshot_ids(table_path) == []
+        assert c.filter_and_commit({1: a, 2: b}) == [1, 2]
+    assert ids_read(table_path) == [1, 2, 3]
