@@ -478,3 +478,80 @@ def test_filter_and_commit_refuses_a_file_listed_twice_before_reading_the_table(
             assert snapshot_ids(table_path) == []
         assert c.filter_and_commit({1: a, 2: b}) == [1, 2]
     assert ids_read(table_path) == [1, 2, 3]
+
+
+# --- audit issue25b b3: filter_and_commit after the commit user's snapshots expired ----------
+# filter_committed decides from the user's latest retained snapshot (as Paimon's
+# filterCommitted). Once all of them expired, every identifier counts as not committed; a
+# compaction had replaced the job's file A (its rows are in A' now), a tag kept A on disk, so
+# the append conflict check (live files only) passed and A's rows were published again next
+# to A'. Now, when the table cannot tell, a pending file that a retained snapshot, tag or
+# changelog names is refused.
+
+def _restarted(monkeypatch):
+    """This process's commit record as a restarted job's: empty."""
+    from paimon_commit.operations import commit_record
+    monkeypatch.setattr(commit_record, "RECORD", commit_record.CommitRecord())
+
+
+def _expired_history(table_path, tag=True):
+    """The job commits rows 100, 101 (identifier 1) as snapshot 1, a tag keeps it; others
+    write, a compaction rewrites the job's file, expiration keeps the last 2 snapshots."""
+    t = Table.create(str(table_path), make_rows([]).schema, partition_keys=["dt", "hr"],
+                     options={"compaction.min.file-num": "2"})
+    msgs = prepared(t, [100, 101])
+    with t.new_commit(commit_user="job") as c:
+        assert c.commit(msgs, 1) == 1
+    if tag:
+        t.create_tag("daily", 1)
+    for i in (0, 10, 20):
+        write(t, make_rows([i]))
+    t.compact()
+    for i in (50, 60, 70):
+        write(t, make_rows([i]))
+    expire_keeping(table_path, 2)
+    return t, msgs
+
+
+def test_filter_and_commit_after_the_users_snapshots_expired_refuses_a_file_a_tag_keeps(
+        table_path, monkeypatch):
+    t, msgs = _expired_history(table_path)
+    assert os.path.exists(data_path(table_path, msgs))          # the tag keeps A
+    assert data_path(table_path, msgs).rpartition("/")[2] not in \
+        [n for s in t.snapshots() for n in [e.file.file_name for e in t.store.live_entries(s)]]
+    rows = [0, 10, 20, 50, 60, 70, 100, 101]
+    assert ids_read(table_path) == rows
+    before = snapshot_ids(table_path)
+    earliest = before[0]
+    _restarted(monkeypatch)
+    with Table.open(str(table_path)).new_commit(commit_user="job") as c:
+        assert c.filter_committed([1]) == [1]     # the limit: the table cannot tell
+        with pytest.raises(CommitConflictError) as e:
+            c.filter_and_commit({1: msgs})
+    assert str(e.value) == (
+        f"cannot re-commit identifier 1: commit user 'job' has no snapshot left in "
+        f"{table_path} and snapshots 1 to {earliest - 1} have expired, so whether it committed "
+        f"identifier 1 cannot be told from the table, and data file "
+        f"{data_path(table_path, msgs)} is named by a retained snapshot, tag or changelog of "
+        f"the table: it was committed (its rows may be in other files since, after a "
+        f"compaction or an overwrite); refusing to commit it again, as its rows could be read "
+        f"twice. Check whether the rows are in the table, and write them again with a new "
+        f"writer if they are missing")
+    assert snapshot_ids(table_path) == before
+    assert ids_read(table_path) == rows
+    assert sorted(pp_read(table_path, tag="daily").column("id").to_pylist()) == [100, 101]
+
+
+def test_filter_and_commit_after_expiry_publishes_files_nothing_names(table_path, monkeypatch):
+    # The other side: a job that wrote its messages and died before committing them, its
+    # user without any snapshot in a table whose early snapshots expired: nothing names its
+    # files, so the restart publishes them, once.
+    t, _ = _expired_history(table_path, tag=False)
+    pending = prepared(t, [200, 201])
+    latest = snapshot_ids(table_path)[-1]
+    _restarted(monkeypatch)
+    with Table.open(str(table_path)).new_commit(commit_user="late-job") as c:
+        assert c.filter_and_commit({1: pending}) == [latest + 1]
+        assert c.filter_and_commit({1: pending}) == []
+    assert ids_read(table_path) == [0, 10, 20, 50, 60, 70, 100, 101, 200, 201]
+    assert_intact(table_path)
