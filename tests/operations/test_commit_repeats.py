@@ -430,9 +430,9 @@ def test_a_repeat_racing_its_first_call_in_another_thread_waits_and_publishes_no
 # read or written.
 
 def _listed_twice(table, msgs):
-    return (f"data file {data_path(table.path, msgs)} is listed twice in the messages of one call (the same "
-            f"CommitMessage handed twice?); refusing to commit it, as its rows would be read "
-            f"twice. Nothing was committed: commit each message once")
+    return (f"data file {data_path(table.path, msgs)} is listed twice in the messages of one "
+            f"call (the same CommitMessage handed twice?); refusing to commit it, as its rows "
+            f"would be read twice. Nothing was committed: commit each message once")
 
 
 @pytest.mark.parametrize("how", ["commit", "commit_identifier", "overwrite",
