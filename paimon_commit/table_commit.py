@@ -227,7 +227,10 @@ class TableCommit:
             The snapshot ids of the commits made.
 
         Raises:
-            CommitConflictError: a data file of a pending commit has vanished.
+            CommitConflictError: a data file of a pending commit has vanished; a data file is
+                listed twice; or this commit user has no retained snapshot left (the table
+                cannot tell what it committed) and a retained snapshot, tag or changelog
+                still names a pending file (docs/commit.md, "Exactly-once").
         """
         self._start_call()
         results = self._commit.filter_and_commit(by_identifier)

@@ -71,7 +71,7 @@ def abort_files(store, paths: Sequence[str], *, handed_out: bool = True,
     if handed_out:
         reason = _published(store, commit_user, since_snapshot, commit_identifier)
         if reason is None:
-            used, reason = _used_names(store)
+            used, reason = used_names(store)
             if reason is None:
                 kept = [p for p in paths if posixpath.basename(p) in used]
                 if kept:
@@ -125,9 +125,11 @@ def _published(store, commit_user: Optional[str], since: Optional[int],
     return None
 
 
-def _used_names(store):
+def used_names(store):
     """(names of every file any snapshot, tag, long-lived changelog or branch uses, None),
-    or (None, why they cannot be known)."""
+    or (None, why they cannot be known). The one answer to "is this file used?" outside
+    orphan cleanup: abort, and filter_and_commit when the table cannot tell what a commit
+    user committed."""
     from .orphan import CleanContext, OrphanFilesCleaner
     try:
         return OrphanFilesCleaner(CleanContext(store.path, file_io=store.io)).used_files(), None

@@ -416,6 +416,8 @@ class OrphanFilesCleaner(FromFileList):
                             f"snapshot {sid} of {meta_root}, committed since the orphan files "
                             f"were planned, cannot be read; nothing of this batch was deleted",
                             "recheck")
+                    if self._probe_on(meta_root, top, sid):
+                        continue
                     break
                 if self._since_plan.get((meta_root, sid)) != ident:
                     self._committed_names |= self._published_by(Root(
@@ -424,11 +426,36 @@ class OrphanFilesCleaner(FromFileList):
                 sid += 1
         return self._committed_names
 
+    def _probe_on(self, meta_root: str, top: int, sid: int) -> bool:
+        """The probe found no snapshot `sid`: whether it is the end of the ids. Only if no
+        newer id exists: one that does means `sid` was committed since the plan and expired
+        before this re-check read it (nothing anchors the probe when the root had no
+        snapshot at the plan, top 0, or an expiration ran while it probed), and the commits
+        it and the expired ids below it published are seen by no snapshot read here (the
+        newer ones name them in their base lists, not their deltas): StopDeleting, never a
+        delete of what may be live. True: `sid` appeared since the probe (a commit): read on."""
+        ids = {i for i in (P.parse_snapshot_id(n) for n in self.io.list_names(
+            self.io.join(meta_root, "snapshot"))) if i is not None}
+        if not any(i > sid for i in ids):
+            return False
+        if sid in ids:
+            return True
+        newer = min(i for i in ids if i > sid)
+        gone = (f"snapshot {sid} of {meta_root} is" if newer == sid + 1 else
+                f"snapshots {sid} to {newer - 1} of {meta_root} are")
+        then = f"snapshot {top} was the newest" if top else "it had no snapshot"
+        raise StopDeleting(
+            f"{gone} gone while snapshot {newer} exists (when the orphan files were planned "
+            f"{then}): expired before this re-check read them, or a branch created since from "
+            f"a later snapshot, so what commits published since the plan cannot be told; "
+            f"nothing of this batch was deleted, a rerun plans again", "recheck")
+
     def _published_by(self, root: Root) -> Set[str]:
         """Names of what a snapshot's own commit published: its lists and their manifests,
         index and statistics files, and the files its delta (and changelog) list ADDs. Its
         base list holds nothing else new: what the plan's snapshots used, or what earlier
-        new snapshots published."""
+        new snapshots published (every id above the mark is read: a gap stops the run,
+        `_probe_on`)."""
         reach = Reachability(self.store)
         s = root.snapshot
         try:

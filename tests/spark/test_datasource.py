@@ -342,3 +342,37 @@ def test_a_near_miss_of_a_paimon_option_is_refused_before_any_file(sp, path):
     assert Table.open(str(path)).options["read.stream.maxFilesPerTrigger"] == "5"
     assert Table.open(str(path)).options["snapshot.num-retained.min"] == "3"
     assert ids_of(path) == [0, 1, 2]
+
+
+def test_a_task_message_handed_twice_to_the_driver_is_refused_and_aborted(path, monkeypatch):
+    # Audit issue25b b2: the driver's commit of a batch write whose task messages list one
+    # task twice (e.g. a retried task whose first report was kept) published that task's file
+    # twice in one delta. It is refused before the table is touched; Spark then aborts the
+    # write, which deletes the files (nothing was published). Driver side only: no session.
+    from pyspark.sql.types import DateType, IntegerType, LongType, StringType, StructField, \
+        StructType
+    from paimon_commit.errors import CommitConflictError
+    from paimon_commit.spark import datasource
+    monkeypatch.setattr(datasource, "RUN_SWEEP_GRACE_S", 0.0)
+    schema = StructType([StructField("id", LongType()), StructField("name", StringType()),
+                         StructField("dt", DateType()), StructField("hr", IntegerType())])
+    data = pa.Table.from_pylist([{"id": i, "name": f"n{i}", "dt": D[0], "hr": 0}
+                                 for i in range(3)],
+                                schema=pa.schema([("id", pa.int64()), ("name", pa.string()),
+                                                  ("dt", pa.date32()), ("hr", pa.int32())]))
+    opts = {"path": str(path), "partition-keys": "dt"}
+    w = datasource.PaimonBatchWriter(opts, schema, overwrite=False)
+    task = w.write(iter(data.to_batches()))
+    name = task.messages[0].new_files[0].file_name
+    with pytest.raises(CommitConflictError) as e:
+        w.commit([task, task])
+    assert str(e.value) == (
+        f"data file {path}/dt=19723/bucket-0/{name} is listed twice in the messages of "
+        f"one call (the same CommitMessage handed twice?); refusing to commit it, as its rows "
+        f"would be read twice. Nothing was committed: commit each message once")
+    assert Table.open(str(path)).snapshots() == []
+    w.abort([task, task])
+    assert data_files(path) == []
+    w = datasource.PaimonBatchWriter(opts, schema, overwrite=False)
+    w.commit([w.write(iter(data.to_batches()))])
+    assert ids_of(path) == [0, 1, 2]
