@@ -97,3 +97,26 @@ def edit_schema_options(table_path, **opts):
     doc.setdefault("options", {}).update(opts)
     with open(p, "w") as f:
         json.dump(doc, f)
+
+
+def plant_orphan(directory, name="data-00000000-0000-0000-0000-00000000dead-0.parquet"):
+    """An unreferenced file in `directory` (an orphan to be found), returned as its path."""
+    os.makedirs(directory, exist_ok=True)
+    p = os.path.join(directory, name)
+    with open(p, "wb") as f:
+        f.write(b"orphan")
+    return p
+
+
+def orphan_clean(path, *extra, stdin=None):
+    """`remove-orphan-files PATH --older-than-duration '1 d' EXTRA --json`; (rc, doc, err)."""
+    return cli_json("remove-orphan-files", path, "--older-than-duration", "1 d", *extra,
+                    stdin=stdin)
+
+
+def check_problems(path):
+    """`check --json`: (rc, [problem dicts])."""
+    rc, doc, err = cli_json("check", path)
+    if not isinstance(doc, dict):
+        return rc, [f"check output not JSON: {doc!r} {err[-300:]}"]
+    return rc, doc.get("problems", [])
