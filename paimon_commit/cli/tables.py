@@ -104,8 +104,8 @@ def cmd_remove_orphan_files(args) -> Dict[str, Any]:
         orphan_cutoff(flag, typed, older, allow, e.floor_ms)   # in the command line's words
         raise
     if args.mode != "distributed" and args.parallelism:
-        from concurrent.futures import ThreadPoolExecutor
-        ctx.executor = ThreadPoolExecutor(args.parallelism)
+        from ..io.metered import ContextExecutor   # its tasks' requests count for the run
+        ctx.executor = ContextExecutor(args.parallelism)
     try:
         r = cleaner.clean()
     finally:
