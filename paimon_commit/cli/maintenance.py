@@ -202,6 +202,7 @@ def _print_report(r: Dict[str, Any]) -> None:
     from ..report import small_files_text
     for line in small_files_text(r.get("small_files") or {}):
         print(line)
+    # (this run's requests: the `requests:` line the CLI prints after every operation)
     if r.get("html"):
         print(f"html report      {r['html']}")
 

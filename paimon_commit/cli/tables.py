@@ -370,7 +370,8 @@ def print_text(command: str, r: Dict[str, Any]) -> None:
         print(f"{'would expire' if r['dry_run'] else 'expired'} partitions: {parts}; "
               f"snapshots {r['snapshot_ids']}")
     elif command in ("delete-tag", "rollback-to"):
-        print(json.dumps({k: v for k, v in r.items() if k != "message"}, indent=2))
+        print(json.dumps({k: v for k, v in r.items() if k not in ("message", "requests")},
+                         indent=2))
         _print_stopped(r)
     elif command == "lease":
         rec = r["record"]
