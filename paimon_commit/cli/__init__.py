@@ -23,9 +23,9 @@ from ..errors import LeaseHeldError, OptionError, PaimonCommitError, TableNotFou
 from ..lease import lease_settings
 from ..io.object_store_config import check_storage_options
 from ..io.deletion import StopDeleting
-from ..io.metered import estimated_cost, format_bill, format_cost, load_prices, metering
+from ..io.metered import estimated_cost, load_prices, metering
 from .args import (EXIT_CLOSED_PIPE, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_INVALID,
-                   EXIT_LEASE_HELD, EXIT_OK, InvalidInput)
+                   EXIT_LEASE_HELD, EXIT_OK, InvalidInput, print_bill)
 from .context import Run
 from .interrupts import EXIT_SIGINT, INTERRUPTED_AGAIN, Interrupts, stop_at_safe_points
 from .parser import build_parser
@@ -186,8 +186,8 @@ def _run_command(args) -> int:
         print(json.dumps(result, default=str))
     else:
         args.print_text(result)
-        if billed:
-            _print_bill(result["requests"])
+        if billed and "requests" in result:   # (not printed before an `incomplete:` line)
+            print_bill(result["requests"])
     return getattr(args, "exit_code", EXIT_OK)
 
 
@@ -209,8 +209,4 @@ def _bill(args, meter) -> dict:
     return out
 
 
-def _print_bill(requests: dict) -> None:
-    print(format_bill(requests))
-    if "estimated_cost_usd" in requests:
-        print(f"estimated cost: {format_cost(requests['estimated_cost_usd'])} "
-              f"({requests['prices']} prices)")   # 1: a command that went on past failures
+   # 1: a command that went on past failures

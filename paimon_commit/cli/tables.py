@@ -15,7 +15,8 @@ from ..progress import terminal_progress
 from ..table import Table
 from ..tags import tag_manager
 from . import context
-from .args import EXIT_FAILED, InvalidInput, orphan_age, orphan_cutoff, stopped_exit_code
+from .args import EXIT_FAILED, InvalidInput, orphan_age, orphan_cutoff, print_incomplete, \
+    stopped_exit_code
 
 __all__ = ["cmd_snapshots", "cmd_tags", "cmd_info", "cmd_drop_partition",
            "cmd_expire_snapshots", "cmd_expire_partitions", "cmd_remove_orphan_files",
@@ -304,7 +305,7 @@ def _info_lines(r: Dict[str, Any]):
 def _print_stopped(r: Dict[str, Any]) -> None:
     """The one line of a run a limit stopped: what it did, and that a rerun continues."""
     if r.get("complete") is False:
-        print(f"incomplete: {r['message']}")
+        print_incomplete(r, f"incomplete: {r['message']}")
 
 
 def print_text(command: str, r: Dict[str, Any]) -> None:
