@@ -53,6 +53,7 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
+from .io.metered import in_context
 from .errors import AtomicCreateUnsupportedError, LeaseHeldError, LeaseRecordError, \
     OptionError
 from .io import FileIO
@@ -576,7 +577,8 @@ class HeldLease:
         return self.record.token
 
     def start_renewer(self) -> None:
-        self._renewer = threading.Thread(target=self._renew_loop, daemon=True,
+        # in_context: its renewals count for the operation holding the lease (io/metered.py)
+        self._renewer = threading.Thread(target=in_context(self._renew_loop), daemon=True,
                                          name=f"paimon-lease-{self.record.number}")
         self._renewer.start()
 

@@ -18,6 +18,8 @@ import datetime
 import html
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Sequence, Tuple
 
+from .io.metered import format_bill
+
 if TYPE_CHECKING:
     from .report import HealthReport
 
@@ -413,6 +415,8 @@ def render_html(rep: "HealthReport") -> str:
            f"<style>{_CSS}</style></head><body>",
            f"<h1>Paimon table health</h1><p class=\"sub\">{_e(rep.table)} &middot; generated "
            f"{_e(rep.generated_at)} &middot; {rep.records:,} records</p>",
+           f"<p class=\"sub\" id=\"requests\">this report's {_e(format_bill(rep.requests))}"
+           f"</p>",
            '<section id="summary"><div class="cards">']
     for name, big, small in cards:
         out.append(f'<div class="card"><span>{_e(name)}</span><b>{_e(big)}</b>'

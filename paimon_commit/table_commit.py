@@ -34,6 +34,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence
 
+from .io.metered import ContextExecutor, RequestBill, billed
 from .errors import AtomicCreateUnsupportedError, LeaseRecordError, PaimonCommitError
 from .format.commit_message import CommitMessage
 from .lease import lease_manager, maintenance_lease
@@ -72,6 +73,8 @@ class MaintenanceResult:
     # table's maintenance lease (the holder does the work), the storage cannot take it, or a
     # lease record cannot be used (the error, naming the file).
     lease_skipped: Optional[str] = None
+    # What the operation asked of the storage (io/metered.py).
+    requests: RequestBill = field(default_factory=RequestBill)
 
 
 class TableCommit:
@@ -306,7 +309,9 @@ class TableCommit:
             self._run_maintenance(identifier, written)
         elif self.async_mode:
             if self._executor is None:
-                self._executor = ThreadPoolExecutor(1, thread_name_prefix="paimon-maintenance")
+                # (Its requests count in its own MaintenanceResult, and in a meter the caller
+                # has open around this call; never in the commit's, closed by now.)
+                self._executor = ContextExecutor(1, thread_name_prefix="paimon-maintenance")
             self._last_future = self._executor.submit(self._guarded, identifier, written)
         else:
             self._guarded(identifier, written)
@@ -323,6 +328,7 @@ class TableCommit:
                 if self._error is None:
                     self._error = e
 
+    @billed   # result.requests: what it asked of the storage
     def _run_maintenance(self, identifier: Optional[int],
                          written: FrozenSet[bytes] = frozenset()) -> MaintenanceResult:
         from .operations import maintenance_order as order

@@ -230,8 +230,8 @@ class TableMaintenance:
                            allow_recent_cutoff=allow_recent_cutoff, partitions=partitions)
         ctx.progress = progress
         if parallelism:
-            from concurrent.futures import ThreadPoolExecutor
-            with ThreadPoolExecutor(parallelism) as pool:
+            from .io.metered import ContextExecutor
+            with ContextExecutor(parallelism) as pool:
                 ctx.executor = pool
                 return OrphanFilesCleaner(ctx).clean()
         return OrphanFilesCleaner(ctx).clean()

@@ -130,6 +130,10 @@ def build_parser() -> argparse.ArgumentParser:
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         c.add_argument("table", help=f"table path: {PATHS}")
         c.add_argument("--json", action="store_true", help="print one JSON object")
+        c.add_argument("--price", metavar="TABLE|FILE.json", default=None,
+                       help="add the estimated cost of the run's requests: "
+                            "s3-standard, gcs-standard, azure-hot, or a JSON file of USD per "
+                            "1,000 requests by kind (LIST, GET, HEAD, PUT, DELETE)")
         # Also after the command (`paimon-commit info TABLE -v`), where users put it.
         c.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
                        help="log progress to stderr")

@@ -15,7 +15,8 @@ from ..progress import terminal_progress
 from ..table import Table
 from ..tags import tag_manager
 from . import context
-from .args import EXIT_FAILED, InvalidInput, orphan_age, orphan_cutoff, stopped_exit_code
+from .args import EXIT_FAILED, InvalidInput, orphan_age, orphan_cutoff, print_incomplete, \
+    stopped_exit_code
 
 __all__ = ["cmd_snapshots", "cmd_tags", "cmd_info", "cmd_drop_partition",
            "cmd_expire_snapshots", "cmd_expire_partitions", "cmd_remove_orphan_files",
@@ -110,8 +111,8 @@ def cmd_remove_orphan_files(args) -> Dict[str, Any]:
         orphan_cutoff(flag, typed, older, allow, e.floor_ms)   # in the command line's words
         raise
     if args.mode != "distributed" and args.parallelism:
-        from concurrent.futures import ThreadPoolExecutor
-        ctx.executor = ThreadPoolExecutor(args.parallelism)
+        from ..io.metered import ContextExecutor   # its tasks' requests count for the run
+        ctx.executor = ContextExecutor(args.parallelism)
     try:
         r = cleaner.clean()
     finally:
@@ -342,7 +343,7 @@ def _info_lines(r: Dict[str, Any]):
 def _print_stopped(r: Dict[str, Any]) -> None:
     """The one line of a run a limit stopped: what it did, and that a rerun continues."""
     if r.get("complete") is False:
-        print(f"incomplete: {r['message']}")
+        print_incomplete(r, f"incomplete: {r['message']}")
 
 
 def print_text(command: str, r: Dict[str, Any]) -> None:
@@ -408,7 +409,8 @@ def print_text(command: str, r: Dict[str, Any]) -> None:
         print(f"{'would expire' if r['dry_run'] else 'expired'} partitions: {parts}; "
               f"snapshots {r['snapshot_ids']}")
     elif command in ("delete-tag", "rollback-to"):
-        print(json.dumps({k: v for k, v in r.items() if k != "message"}, indent=2))
+        print(json.dumps({k: v for k, v in r.items() if k not in ("message", "requests")},
+                         indent=2))
         _print_stopped(r)
     elif command == "lease":
         rec = r["record"]

@@ -10,6 +10,7 @@ from typing import Callable, Dict, List, Optional
 
 from ..errors import AtomicCreateUnsupportedError, UnsafePathError
 from .base import FileEntries, FileIO, FileStatus, LocalResolver, _temp_name, note_deleted
+from .metered import note as _bill
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +67,7 @@ class LocalFileIO(FileIO):
         # returns nothing: a short read is not taken for the end of the file, and a file
         # that grew meanwhile is read whole. One buffer of the file's size in the common
         # case (reading in chunks and joining them held the file twice).
+        _bill("local", "GET")   # (the request bill, io/metered.py)
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         try:
             first = os.read(fd, os.fstat(fd).st_size + 1)
@@ -75,18 +77,24 @@ class LocalFileIO(FileIO):
             while True:
                 part = os.read(fd, _READ_CHUNK)
                 if not part:
-                    return first if len(parts) == 1 else b"".join(parts)
+                    data = first if len(parts) == 1 else b"".join(parts)
+                    _bill("local", "GET", 0, read=len(data))
+                    return data
                 parts.append(part)
         finally:
             os.close(fd)
 
     def exists(self, path: str) -> bool:
+        _bill("local", "HEAD")
         return os.path.exists(path)
 
     def file_size(self, path: str) -> int:
+        _bill("local", "HEAD")
         return os.stat(path).st_size
 
     def list_status(self, directory: str) -> List[FileStatus]:
+        # One listing, the status of its entries included (as a LIST page returns sizes).
+        _bill("local", "LIST")
         out = []
         try:
             it = os.scandir(directory)
@@ -113,6 +121,7 @@ class LocalFileIO(FileIO):
         for a symlink meanwhile), and its symlinks are left out by the directory's own entry
         types (d_type: no stat), as are directories, sockets and pipes (no size)."""
         empty = FileEntries(directory, [], array("q"), array("q"))
+        _bill("local", "LIST")   # one listing, its stats included
         fd = self._open_listed_dir(directory)
         if fd is None:
             return empty   # absent, or a symlink: never entered
@@ -158,6 +167,7 @@ class LocalFileIO(FileIO):
         # inode + change time + size: a re-created file (temp file + link) is a new inode,
         # and a reused inode number comes with a new change time.
         out: Dict[str, str] = {}
+        _bill("local", "LIST")
         try:
             it = os.scandir(directory)
         except (FileNotFoundError, NotADirectoryError):
@@ -172,6 +182,7 @@ class LocalFileIO(FileIO):
         return out
 
     def list_names(self, directory: str) -> List[str]:
+        _bill("local", "LIST")
         try:
             return os.listdir(directory)
         except (FileNotFoundError, NotADirectoryError):
@@ -182,6 +193,7 @@ class LocalFileIO(FileIO):
         os.makedirs(directory, exist_ok=True)
 
     def write_new(self, path: str, data: bytes) -> None:
+        _bill("local", "PUT", written=len(data))
         try:
             f = open(path, "xb")
         except FileNotFoundError:
@@ -209,6 +221,7 @@ class LocalFileIO(FileIO):
         return tmp
 
     def overwrite_atomic(self, path: str, data: bytes) -> None:
+        _bill("local", "PUT", written=len(data))   # temp file + rename: one write
         tmp = self._write_temp(path, data, sync=False)
         try:
             os.replace(tmp, path)
@@ -219,8 +232,12 @@ class LocalFileIO(FileIO):
     def try_create_atomic(self, path: str, data: bytes,
                           precondition: Optional[Callable[[], bool]] = None,
                           single_writer: bool = False) -> bool:
+        # One stat, then one write (temp file + link + unlink of the temp; a read-back
+        # where the name was taken counts as a read).
+        _bill("local", "HEAD")
         if os.path.exists(path):
             return self._holds(path, data)
+        _bill("local", "PUT", written=len(data))
         tmp = self._write_temp(path, data, sync=True)
         try:
             if precondition is not None and not precondition():
@@ -258,6 +275,7 @@ class LocalFileIO(FileIO):
     def _holds(path: str, data: bytes) -> bool:
         """Whether ``path`` holds exactly ``data`` (our own earlier create), as the pyarrow and
         object-store storages decide after an ambiguous answer."""
+        _bill("local", "GET")
         try:
             with open(path, "rb") as f:
                 return f.read() == data
@@ -265,14 +283,17 @@ class LocalFileIO(FileIO):
             return False
 
     def open_input_file(self, path: str):
+        _bill("local", "GET")
         return open(path, "rb")
 
     def read_parquet(self, path: str):
+        _bill("local", "GET")
         import pyarrow.parquet as pq
         from pyarrow import fs as pafs
         return pq.read_table(path, filesystem=pafs.LocalFileSystem(), partitioning=None)
 
     def open_output_stream(self, path: str):
+        _bill("local", "PUT")   # (its bytes are not counted)
         try:
             return open(path, "xb")
         except FileNotFoundError:
@@ -290,6 +311,7 @@ class LocalFileIO(FileIO):
             target, dir_fd = norm[len(at[1]) + 1:], at[2]
         else:
             target, dir_fd = norm, None
+        _bill("local", "DELETE")
         try:
             os.unlink(target, dir_fd=dir_fd)
             return True
@@ -402,6 +424,7 @@ class LocalFileIO(FileIO):
     def _rmdir(self, norm: str) -> bool:
         if os.path.islink(norm):
             raise UnsafePathError(f"refusing to remove {norm}: it is a symlink")
+        _bill("local", "DELETE")
         try:
             os.rmdir(norm)  # rmdir(2) fails on a non-empty directory: never recursive
             return True

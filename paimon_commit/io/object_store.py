@@ -23,8 +23,9 @@ from typing import Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from ..errors import AtomicCreateUnsupportedError, ObjectStoreError, UnsafePathError
 from .base import FileIO, FileStatus
+from .metered import note as _bill
 from .object_store_config import build_store
-from .uri import parse_object_store_uri
+from .uri import AZURE_SCHEMES, GCS_SCHEMES, parse_object_store_uri
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,8 @@ _WRITER_BUFFER = 16 << 20     # data files up to this size are one PUT, larger o
 # GETs per second per prefix, and a store that throttles (503 SlowDown) is retried with
 # backoff by obstore.
 _READS_IN_FLIGHT = 32
+_LIST_PAGE = 1000             # keys and common prefixes per LIST page (S3, GCS, Azure)
+_MULTIPART_CHUNK = 5 << 20    # obstore.put's part size when use_multipart
 
 
 # --- the probe: once per table root and process ------------------------------------------
@@ -109,6 +112,11 @@ class _CountingWriter:
         if self._closed:
             return
         self._closed = True
+        # The request bill (io/metered.py): one PUT up to the buffer; above, a multipart
+        # upload of buffer-sized parts (create, the parts, complete: PUT-class requests).
+        n = self._n
+        _bill(self._owner.scheme, "PUT", 1 if n <= _WRITER_BUFFER else
+              2 + -(-n // _WRITER_BUFFER), written=n)
         try:
             self._w.close()
         except Exception as e:  # noqa: BLE001
@@ -193,8 +201,11 @@ class ObjectStoreFileIO(FileIO):
     # --- reading -------------------------------------------------------------------------
     def read_bytes(self, path: str) -> bytes:
         import obstore
+        _bill(self.scheme, "GET")   # counted when asked: a 404 is a request too
         try:
-            return bytes(obstore.get(self.store, self._key(path)).bytes())
+            data = bytes(obstore.get(self.store, self._key(path)).bytes())
+            _bill(self.scheme, "GET", 0, read=len(data))
+            return data
         except FileNotFoundError as e:
             if "NoSuchBucket" in str(e) or "ContainerNotFound" in str(e):
                 raise self._error("read", path, e) from None
@@ -204,6 +215,7 @@ class ObjectStoreFileIO(FileIO):
 
     def _head(self, path: str):
         import obstore
+        _bill(self.scheme, "HEAD")
         try:
             return obstore.head(self.store, self._key(path))
         except FileNotFoundError as e:
@@ -223,7 +235,7 @@ class ObjectStoreFileIO(FileIO):
             return False
         import obstore
         try:
-            page = obstore.list_with_delimiter(self.store, self._key(path.rstrip("/") + "/"))
+            page = self._list(self._key(path.rstrip("/") + "/"))
         except Exception as e:  # noqa: BLE001
             raise self._error("list", path + "/", e) from None
         return bool(page["objects"] or page["common_prefixes"])
@@ -242,7 +254,7 @@ class ObjectStoreFileIO(FileIO):
         directory = directory.rstrip("/")
         prefix = self._key(directory + "/") if directory != self.bucket else ""
         try:
-            listing = obstore.list_with_delimiter(self.store, prefix or None)
+            listing = self._list(prefix or None)
         except Exception as e:  # noqa: BLE001 - a missing bucket is 404 too: say so
             raise self._error("list", directory + "/", e) from None
         out = []
@@ -259,13 +271,25 @@ class ObjectStoreFileIO(FileIO):
                                   int(m["size"]), ms, False))
         return out
 
+    def _list(self, prefix: Optional[str]):
+        """One delimited listing (obstore pages it: one LIST per 1,000 entries, billed)."""
+        import obstore
+        try:
+            listing = obstore.list_with_delimiter(self.store, prefix)
+        except Exception:
+            _bill(self.scheme, "LIST")
+            raise
+        n = len(listing["objects"]) + len(listing["common_prefixes"])
+        _bill(self.scheme, "LIST", max(1, -(-n // _LIST_PAGE)))
+        return listing
+
     def file_versions(self, directory: str) -> Optional[Dict[str, str]]:
         """name -> ETag (else size and last-modified) of each object directly below."""
         import obstore
         directory = directory.rstrip("/")
         prefix = self._key(directory + "/") if directory != self.bucket else ""
         try:
-            listing = obstore.list_with_delimiter(self.store, prefix or None)
+            listing = self._list(prefix or None)
         except Exception as e:  # noqa: BLE001
             raise self._error("list", directory + "/", e) from None
         out: Dict[str, str] = {}
@@ -284,6 +308,8 @@ class ObjectStoreFileIO(FileIO):
     def _put(self, path: str, data: bytes, mode: Optional[str] = None) -> None:
         import obstore
         kwargs = {"use_multipart": len(data) > _SINGLE_PUT_MAX}
+        _bill(self.scheme, "PUT", 2 + -(-len(data) // _MULTIPART_CHUNK)
+              if kwargs["use_multipart"] else 1, written=len(data))
         if mode is not None:
             kwargs["mode"] = mode
         obstore.put(self.store, self._key(path), data, **kwargs)
@@ -402,9 +428,11 @@ class ObjectStoreFileIO(FileIO):
         and each seek on a remote file would be another request."""
         import obstore
         import pyarrow as pa
+        _bill(self.scheme, "GET")
         try:
-            return pa.BufferReader(pa.py_buffer(obstore.get(self.store,
-                                                            self._key(path)).bytes()))
+            data = obstore.get(self.store, self._key(path)).bytes()
+            _bill(self.scheme, "GET", 0, read=len(data))
+            return pa.BufferReader(pa.py_buffer(data))
         except FileNotFoundError:
             raise FileNotFoundError(f"{self.uri(path)} not found") from None
         except Exception as e:  # noqa: BLE001
@@ -423,6 +451,7 @@ class ObjectStoreFileIO(FileIO):
     def _unlink(self, norm: str) -> bool:
         """Delete one object. S3 answers 204 whether or not it existed: True either way."""
         import obstore
+        _bill(self.scheme, "DELETE")
         try:
             obstore.delete(self.store, self._key(norm))
         except FileNotFoundError:
@@ -433,6 +462,16 @@ class ObjectStoreFileIO(FileIO):
         self._sizes.pop(norm, None)
         return True
 
+    def _delete_requests(self, keys: int) -> int:
+        """Requests obstore makes to delete `keys` keys at once: S3 one DeleteObjects (a
+        POST) per batch, Azure one blob batch per 256, GCS one DELETE per key (object_store
+        has no batch delete for it)."""
+        if self.scheme in AZURE_SCHEMES:
+            return -(-keys // 256)
+        if self.scheme in GCS_SCHEMES:
+            return keys
+        return 1
+
     def _unlink_many(self, checked: List[str]) -> List[str]:
         """Up to 1,000 keys per request (the gate checked every path before the first
         request). On a failed batch, its keys are retried one by one."""
@@ -440,6 +479,7 @@ class ObjectStoreFileIO(FileIO):
         done: List[str] = []
         for i in range(0, len(checked), _DELETE_BATCH):
             chunk = checked[i:i + _DELETE_BATCH]
+            _bill(self.scheme, "DELETE", self._delete_requests(len(chunk)))
             try:
                 obstore.delete(self.store, [self._key(p) for p in chunk])
             except Exception as e:  # noqa: BLE001

@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import logging
 import posixpath
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional, Sequence, Tuple
 
+from ..io.metered import RequestBill, billed
 from ..errors import PaimonCommitError
 from ..io.deletion import StopDeleting, checkpoint
 
@@ -43,8 +44,11 @@ class AbortResult:
     deleted: Tuple[str, ...] = ()
     kept: Tuple[str, ...] = ()           # still named by the table, or not provably unused
     reason: Optional[str] = None         # why everything was kept, if it was
+    # What the operation asked of the storage (io/metered.py).
+    requests: RequestBill = field(default_factory=RequestBill)
 
 
+@billed   # result.requests: what it asked of the storage
 def abort_files(store, paths: Sequence[str], *, handed_out: bool = True,
                 commit_user: Optional[str] = None, since_snapshot: Optional[int] = None,
                 commit_identifier: Optional[int] = None) -> AbortResult:

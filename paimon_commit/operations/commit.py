@@ -26,6 +26,7 @@ from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence, S
 from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_delay, \
     stop_never
 
+from ..io.metered import RequestBill, billed
 from ..errors import AtomicCreateUnsupportedError, CommitConflictError, CommitFailedError
 from ..format.commit_message import CommitMessage
 from ..format.paths import validate_bare_file_name
@@ -75,6 +76,8 @@ class CommitResult:
     deleted_files: int = 0
     seconds: float = 0.0
     already_committed: bool = False  # a repeated call: snapshot_id is the earlier commit's
+    # What the operation asked of the storage (io/metered.py).
+    requests: RequestBill = field(default_factory=RequestBill)
 
 
 class _Stalled(Exception):
@@ -135,6 +138,7 @@ class FileStoreCommit:
         self.config = config or CommitConfig.from_options(store.options)
 
     # --- public operations ---------------------------------------------------------------
+    @billed   # result.requests: what it asked of the storage
     def commit(self, messages: Sequence[CommitMessage],
                commit_identifier: Optional[int] = None,
                check_append_conflicts: bool = False) -> CommitResult:
@@ -157,6 +161,7 @@ class FileStoreCommit:
             lambda latest: entries, kind, ident,
             check_conflicts=has_deletes or check_append_conflicts or check, state=state))
 
+    @billed   # result.requests: what it asked of the storage
     def overwrite(self, messages: Sequence[CommitMessage],
                   partition: Optional[Mapping[str, Any]] = None,
                   commit_identifier: Optional[int] = None) -> CommitResult:
@@ -193,6 +198,7 @@ class FileStoreCommit:
         return self._run_once(new, CommitKind.OVERWRITE, ident, lambda check, state: self._run(
             changes, CommitKind.OVERWRITE, ident, check_conflicts=True, state=state))
 
+    @billed   # result.requests: what it asked of the storage
     def drop_partitions(self, partitions: Sequence[Mapping[str, Any]],
                         commit_identifier: Optional[int] = None) -> CommitResult:
         """OVERWRITE snapshot with a DELETE for every live file of the matching partitions."""

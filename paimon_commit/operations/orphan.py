@@ -19,9 +19,11 @@ import logging
 import os
 import posixpath
 import time
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
+from ..io.metered import billed
+from ..io.metered import ContextExecutor
 from ..io import read_ahead
 from ..io.deletion import StopDeleting, checkpoint, remove_empty_dirs, run_deletions, \
     stop_requested
@@ -127,6 +129,7 @@ class OrphanFilesCleaner(FromFileList):
             self._inventory = self._read_file_list()
 
     # --- public --------------------------------------------------------------------------
+    @billed   # result.requests: what it asked of the storage
     def clean(self) -> OrphanCleanResult:
         """List candidates, read what is used, delete the unused ones older than the
         threshold, then empty partition/bucket directories.
@@ -183,9 +186,9 @@ class OrphanFilesCleaner(FromFileList):
             # On an object store a listing is a request of one round trip, not CPU work:
             # as many in flight as its reads (io/read_ahead.py).
             remote = read_ahead.concurrency_of(self.io)
-            list_executor = ThreadPoolExecutor(opt or (IO_THREADS if remote > 1 else
+            list_executor = ContextExecutor(opt or (IO_THREADS if remote > 1 else
                                                        os.cpu_count() or 1))
-            delete_executor = ThreadPoolExecutor(opt or IO_THREADS)
+            delete_executor = ContextExecutor(opt or IO_THREADS)
             pools = [list_executor, delete_executor]
         try:
             # Before planning: the delete phase reads what was committed since (audit a5).

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, \
     Tuple
 
+from ..io.metered import RequestBill
 from ..errors import OptionError, PaimonCommitError
 from ..format import paths as P
 from ..io import FileIO, FileStatus
@@ -253,6 +254,8 @@ class OrphanCleanResult:
     file_list_time_source: Optional[str] = None
     file_list_rows: int = 0
     file_list_changed: int = 0
+    # What the operation asked of the storage (io/metered.py).
+    requests: RequestBill = field(default_factory=RequestBill)
 
     @property
     def deleted_files(self) -> int:
@@ -268,7 +271,8 @@ class OrphanCleanResult:
         """The result as a JSON-ready dict (what the CLI prints with --json): each attribute
         and property under its own name (`deleted_dirs` is the list, as the attribute);
         `files` and `dirs` are the older names of `deleted_paths` and `deleted_dirs`."""
-        return {"deleted_files": self.deleted_files, "deleted_bytes": self.deleted_bytes,
+        return {"requests": self.requests.to_dict(),
+                "deleted_files": self.deleted_files, "deleted_bytes": self.deleted_bytes,
                 "deleted_paths": self.deleted_paths, "deleted_dirs": self.deleted_dirs,
                 "dry_run": self.dry_run, "files": self.deleted_paths, "dirs": self.deleted_dirs,
                 "by_kind": self.by_kind, "candidates": self.candidates, "used": self.used,

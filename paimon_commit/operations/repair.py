@@ -45,6 +45,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
 
+from ..io.metered import RequestBill, billed
 from ..errors import PaimonCommitError, UnsupportedTableError
 from ..format.manifest import ManifestEntry
 from ..format.snapshot import Snapshot
@@ -140,6 +141,8 @@ class RepairResult:
     check: CheckResult
     attempts: int = 0
     seconds: Mapping[str, float] = field(default_factory=dict)
+    # What the operation asked of the storage (io/metered.py).
+    requests: RequestBill = field(default_factory=RequestBill)
 
     @property
     def nothing_to_repair(self) -> bool:
@@ -184,7 +187,8 @@ class RepairResult:
     def to_dict(self) -> Dict[str, Any]:
         """The result as a JSON-ready dict (what the CLI prints with --json)."""
         c = self.check
-        return {"table": self.table, "dry_run": self.dry_run,
+        return {"requests": self.requests.to_dict(),
+                "table": self.table, "dry_run": self.dry_run,
                 "base_snapshot_id": self.base_snapshot_id, "snapshot_id": self.snapshot_id,
                 "nothing_to_repair": self.nothing_to_repair, "message": self.message,
                 "removed_files": len(self.files), "removed_records": self.records,
@@ -249,6 +253,7 @@ class _Repair:
         self.picked: List[ManifestEntry] = []
         self.picked_from: Optional[Snapshot] = None
 
+    @billed   # result.requests: what it asked of the storage
     def run(self) -> RepairResult:
         seconds: Dict[str, float] = {}
         t = time.perf_counter()

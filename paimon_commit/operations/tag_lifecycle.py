@@ -30,6 +30,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
+from ..io.metered import RequestBill, billed
 from ..errors import OptionError
 from ..format.snapshot import Snapshot, Tag
 from ..store import FileStore
@@ -184,10 +185,13 @@ class TagLifecycleResult:
     deleted_bytes: int = 0
     skipped: List[str] = field(default_factory=list)
     errors: List[str] = field(default_factory=list)   # tags that could not be deleted
+    # What the operation asked of the storage (io/metered.py).
+    requests: RequestBill = field(default_factory=RequestBill)
 
     def to_dict(self) -> Dict[str, Any]:
         """JSON-ready dict."""
-        return {"created": self.created, "expired": self.expired,
+        return {"requests": self.requests.to_dict(),
+                "created": self.created, "expired": self.expired,
                 "removed_by_count": self.removed_by_count, "deleted_files": self.deleted_files,
                 "deleted_bytes": self.deleted_bytes, "skipped": self.skipped,
                 "errors": self.errors}
@@ -235,6 +239,7 @@ class TagAutoCreation:
             return None
         return _in_zone(s.watermark, self.config.watermark_time_zone)
 
+    @billed   # result.requests: what it asked of the storage
     def run(self, result: Optional[TagLifecycleResult] = None) -> TagLifecycleResult:
         """Create the tags due for every snapshot not seen yet.
 

@@ -6,6 +6,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Set
 
+from ..io.metered import RequestBill, billed
 from ..errors import CorruptMetadataError
 from ..format import paths as P
 from ..format.manifest import FileKind
@@ -42,10 +43,13 @@ class TagDeleteResult:
     complete: bool = True
     stopped_by: Optional[str] = None
     message: Optional[str] = None
+    # What the operation asked of the storage (io/metered.py).
+    requests: RequestBill = field(default_factory=RequestBill)
 
     def to_dict(self) -> Dict:
         """The result as a JSON-ready dict (what the CLI prints with --json)."""
-        return {"tag": self.tag, "snapshot_id": self.snapshot_id,
+        return {"requests": self.requests.to_dict(),
+                "tag": self.tag, "snapshot_id": self.snapshot_id,
                 "deleted_files": self.deleted_files, "deleted_bytes": self.deleted_bytes,
                 "skipped": self.skipped, "complete": self.complete,
                 "stopped_by": self.stopped_by, "message": self.message}
@@ -64,10 +68,13 @@ class RollbackResult:
     complete: bool = True
     stopped_by: Optional[str] = None
     message: Optional[str] = None
+    # What the operation asked of the storage (io/metered.py).
+    requests: RequestBill = field(default_factory=RequestBill)
 
     def to_dict(self) -> Dict:
         """The result as a JSON-ready dict (what the CLI prints with --json)."""
-        return {"snapshot_id": self.snapshot_id, "deleted_snapshots": self.deleted_snapshots,
+        return {"requests": self.requests.to_dict(),
+                "snapshot_id": self.snapshot_id, "deleted_snapshots": self.deleted_snapshots,
                 "deleted_tags": self.deleted_tags, "complete": self.complete,
                 "stopped_by": self.stopped_by, "message": self.message}
 
@@ -95,6 +102,7 @@ class TagOperations:
             raise ValueError(f"tag {name!r} already exists")
         return tag
 
+    @billed   # result.requests: what it asked of the storage
     def delete_tag(self, name: str, expected: Optional[Snapshot] = None) -> TagDeleteResult:
         """Delete a tag. If its snapshot already expired, also delete the data files and
         manifests that only this tag kept alive. Running it again for a tag whose deletion
@@ -456,6 +464,7 @@ class TagOperations:
                     return False
         return not any(io.exists(p) for p in named - used_data)
 
+    @billed   # result.requests: what it asked of the storage
     def rollback_to(self, snapshot_id: Optional[int] = None, tag: Optional[str] = None
                     ) -> RollbackResult:
         """Make `snapshot_id` (or the tag's snapshot) the latest: newer snapshots and tags

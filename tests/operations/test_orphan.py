@@ -294,15 +294,15 @@ def test_cyclic_gc_is_restored_after_a_clean(busy, table_path):
 
 def test_context_options_are_used_not_only_validated(busy, table_path, monkeypatch):
     # Regression: CleanContext.options was validated, then ignored.
-    from concurrent.futures import ThreadPoolExecutor
+    from paimon_commit.io.metered import ContextExecutor
     import paimon_commit.operations.orphan as orphan_mod
     sizes = []
 
-    class Recording(ThreadPoolExecutor):
+    class Recording(ContextExecutor):
         def __init__(self, max_workers=None, *args, **kwargs):
             sizes.append(max_workers)
             super().__init__(max_workers, *args, **kwargs)
-    monkeypatch.setattr(orphan_mod, "ThreadPoolExecutor", Recording)
+    monkeypatch.setattr(orphan_mod, "ContextExecutor", Recording)
     OrphanFilesCleaner(CleanContext(str(table_path), dry_run=True,
                                     options={"file-operation.thread-num": "3"})).clean()
     # the listing pool and the I/O pool (statuses, deletes): the option, not the CPU count
