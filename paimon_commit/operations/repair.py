@@ -235,6 +235,7 @@ def repair_table(store: FileStore, apply: bool = False,
     problem = repair_refusal(store)
     if problem:
         raise UnsupportedTableError(problem)
+    store.check_layout("repair")
     with maintenance_lease(store, "repair") if apply else contextlib.nullcontext():
         return _Repair(store, apply, progress, commit_user).run()
 
