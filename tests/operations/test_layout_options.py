@@ -6,6 +6,7 @@ refused up front with one line; and repair never gives up the files of a bucket 
 that does not exist at all (audit/issue27 r1, r2, r4)."""
 import datetime
 import os
+import shutil
 
 import pyarrow as pa
 import pytest
@@ -18,6 +19,7 @@ from paimon_commit.cli import main as cli_main
 from paimon_commit.errors import UnsupportedTableError
 from paimon_commit.operations.expire import ExpireSnapshots
 from paimon_commit.operations.expire_config import ExpireConfig
+from paimon_commit.operations.repair import RepairError
 
 D1, D2 = datetime.date(2024, 1, 1), datetime.date(2024, 1, 2)
 DATES = pa.schema([("id", pa.int64()), ("dt", pa.date32())])
@@ -177,3 +179,32 @@ def test_a_path_directory_that_is_not_a_plain_name_is_refused(table, table_path,
                    f"directory name (e.g. 'data') that is not a metadata or bucket "
                    f"directory's\n")
     assert _touched(table_path) == before
+
+
+# --- repair: a bucket directory that does not exist is never given up -------------------------
+
+def test_repair_refuses_to_give_up_a_bucket_directory_that_does_not_exist(table, table_path,
+                                                                          capsys):
+    write(table, make_rows([1, 2], hr=0))
+    write(table, make_rows([3], hr=1))
+    # What a wrong path computation looks like: the directory the manifests name is absent
+    # (here moved away), while the table has other files.
+    shutil.move(str(table_path / "dt=19723" / "hr=0"), str(table_path.parent / "away"))
+    before = _touched(table_path)
+    code, out, err = cli(capsys, "repair", table_path, "--apply")
+    assert (code, out) == (1, "")
+    assert err == (f"error: cannot repair {table_path}: the bucket directory "
+                   f"dt=19723/hr=0/bucket-0 of 1 missing data file(s) live in snapshot 2 "
+                   f"does not exist at all; repair gives up a file only when its directory is "
+                   f"there and listed, since an absent directory may mean the table's paths "
+                   f"are computed wrongly. Nothing was written. Restore the files, or, if the "
+                   f"whole directory is really lost, recreate it empty and run repair again\n")
+    assert _touched(table_path) == before
+    with pytest.raises(RepairError):
+        Table.open(str(table_path)).repair()
+    # Recreated empty (the files really are lost): the repair goes ahead.
+    os.makedirs(table_path / "dt=19723" / "hr=0" / "bucket-0")
+    code, out, err = cli(capsys, "repair", table_path, "--apply")
+    assert (code, err) == (0, "")
+    assert out.startswith("committed snapshot 3 (OVERWRITE) without 1 missing data file(s)")
+    assert [r["id"] for r in rows(pp_read(table_path))] == [3]
