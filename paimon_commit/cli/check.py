@@ -31,6 +31,8 @@ def cmd_check(args) -> Dict[str, Any]:
     bar = terminal_progress(args.json)   # a live bar on a terminal only
     try:
         r = t.check(progress=bar, max_duration=args.max_duration)
+    except UnsupportedTableError as e:   # refused before anything was read: bad input
+        raise InvalidInput(str(e)) from None
     finally:
         if bar is not None:
             bar.close()

@@ -222,7 +222,13 @@ def _digest(data: bytes) -> bytes:
 
 def check_table(store: FileStore, progress: Optional[Callable[[Any], None]] = None,
                 max_duration_ms: Optional[int] = None) -> CheckResult:
-    """Check every file the table's roots need (see the module docstring)."""
+    """Check every file the table's roots need (see the module docstring).
+
+    Raises:
+        UnsupportedTableError: the table's layout options name data file paths this library
+            cannot compute (store.layout_refusal), before any I/O beyond the schema.
+    """
+    store.check_layout("check")
     return TableCheck(store, progress, max_duration_ms).run()
 
 

@@ -429,6 +429,8 @@ class ExpireSnapshots(ChangelogExpiration):
         Raises:
             OptionError: `max_duration_ms` is not an integer > 0 (before any I/O).
         """
+        # Data file paths (what the run deletes) must be computable, before any I/O.
+        self.store.check_layout("expire snapshots of")
         deadline = Deadline.after(max_duration_ms)
         own = None
         if self.executor is None and not dry_run:

@@ -144,6 +144,8 @@ class OrphanFilesCleaner(FromFileList):
         # Limits (operations/limits.py): the time limit is checked between batches of
         # deletions; running out of memory stops the run where it is. Either way nothing is
         # half done: a file is deleted or it is not, and a rerun finds the rest again.
+        # The used data files are named by the paths this library computes for them.
+        self.store.check_layout("clean orphan files of")
         self._deadline = Deadline.after(self.ctx.max_duration_ms)
         self._stopped_by: Optional[str] = None
         self._remaining = 0
