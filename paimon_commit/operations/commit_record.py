@@ -230,6 +230,23 @@ class InFlight:
 IN_FLIGHT = InFlight()
 
 
+def _after_fork_in_child() -> None:
+    """A forked child is another process, and no call of it is committing anything. Only the
+    forking thread survives a fork, but the claims of the parent's other threads were copied:
+    nothing in the child would ever release them, and a commit of those files in the child
+    waited for ever (audit issue25c c2). The claims are replaced, not emptied (a claim the
+    forking thread itself holds then releases nothing of the child's), and so are both
+    locks: another thread may have held one at the fork. What the parent committed before the
+    fork stays remembered: those files were handed to a commit, and a repeat of them in the
+    child is still one."""
+    IN_FLIGHT._lock, IN_FLIGHT._calls = threading.Lock(), {}
+    RECORD._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 class RepeatScreen:
     """What a commit call of `commit_user` does with ADDs this process may have committed
     before: nothing (a repeat), refuse, or check the table's live files."""
