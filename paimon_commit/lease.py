@@ -195,19 +195,22 @@ def table_identity(io: FileIO) -> str:
     (scheme family: s3, s3a and s3n are one; endpoint; bucket) and the key prefix. A table
     reached as s3a:// by one process and s3:// by another is one table with one lease: keyed
     by the spelling, each saw the other's live record as another table's and was told to
-    `--break` it."""
+    `--break` it. So is one endpoint however it is spelled (`normal_endpoint`: a trailing
+    `/`, a default port, the case of its host)."""
     known = io.__dict__.get("_lease_identity")
     if known is not None:   # once per FileIO: every operation asks (nested ones to join)
         return known
     # (Imported here: commit_record imports much of the library, which imports this.)
-    from .operations.commit_record import _SCHEME_FAMILY, table_identity as resolved
+    from .operations.commit_record import _SCHEME_FAMILY, normal_endpoint, \
+        table_identity as resolved
     store = getattr(io, "_identity", None)
     if isinstance(store, tuple) and len(store) == 3:
         # An object store's (scheme, endpoint, bucket), the key commit_record gives it, also
         # through a FileIO wrapping one that hands its attributes through (a wrapper keyed
         # by its class would call the store's own records another table's).
         scheme, endpoint, bucket = store
-        identity = f"{_SCHEME_FAMILY.get(scheme, scheme)}://{endpoint}|{bucket}|{io.root}"
+        identity = (f"{_SCHEME_FAMILY.get(scheme, scheme)}://{normal_endpoint(endpoint)}|"
+                    f"{bucket}|{io.root}")
     else:
         identity = resolved(io)
     io.__dict__["_lease_identity"] = identity
@@ -232,6 +235,20 @@ def _earlier_identities(io: FileIO) -> frozenset:
     if getattr(io, "fs", None) is not None:
         return frozenset([f"{type(io.fs).__name__}:{root}"])
     return frozenset([os.path.realpath(io.root)])
+
+
+def _same_table(recorded: str, identity: str, io: FileIO) -> bool:
+    """Whether a record's `table` names this table: our identity, an earlier one, or an
+    object store's identity written before the endpoint was spelled one way (audit issue25c
+    c4: `http://host:port/` and `http://host:port` are one endpoint), whatever its spelling."""
+    if recorded == identity or recorded in _earlier_identities(io):
+        return True
+    store, sep, rest = recorded.partition("://")
+    endpoint, bar, bucket_root = rest.partition("|")
+    if not sep or not bar or "|" not in bucket_root:
+        return False
+    from .operations.commit_record import normal_endpoint
+    return f"{store}://{normal_endpoint(endpoint)}|{bucket_root}" == identity
 
 
 @dataclass(frozen=True)
@@ -430,8 +447,7 @@ class LeaseManager:
     def _validate(self, path: str, record: LeaseRecord) -> None:
         if record.released or record.expiry_ms < self.clock():
             return   # claims nothing (a released or expired record copied along is harmless)
-        if record.table != self.identity and \
-                record.table not in _earlier_identities(self.io):
+        if not _same_table(record.table, self.identity, self.io):
             raise self._bad(path, f"this maintenance lease record belongs to table "
                                   f"{record.table}, not {self.identity} (a copied or moved "
                                   f"table?)")
