@@ -680,9 +680,11 @@ class HeldLease:
         the HEAD and n still ours at this later read means n+1 had not been created at the
         HEAD (had it been created and deleted by then, our n would have been deleted before
         it), so no record above ours existed then: nobody else held the lease. (Read in the
-        other order, both could be pruned between the two requests.) A GET, not a HEAD: an object store's FileIO answers a HEAD of a file it wrote from
-        its cache, and the token tells our record from one a paused holder's release created
-        again under a pruned name (a release creates the name after its own blindly)."""
+        other order, both could be pruned between the two requests.) A GET, not a HEAD: an
+        object store's FileIO answers a HEAD of a file it wrote from its cache, and the token
+        tells our record from one that another created again under a pruned name (a paused
+        holder's release creates the name after its own blindly; a paused take creates the
+        name it chose before the pause)."""
         m = self.manager
         try:
             own = m.read(self.record.number, check=False)
