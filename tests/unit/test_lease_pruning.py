@@ -16,9 +16,11 @@ import os
 import threading
 import time
 
+import pytest
 from conftest import files_under, make_rows, write
 
-from paimon_commit.lease import HeldLease, LeaseManager, maintenance_lease
+from paimon_commit.errors import LeaseHeldError
+from paimon_commit.lease import HeldLease, LeaseManager, lease_settings, maintenance_lease
 
 SKEW_MS = 3 * 3600 * 1000   # the taker's clock runs 3 h fast: more than PRUNE_AGE_MS (2 h)
 
@@ -180,3 +182,74 @@ def test_a_paused_holder_releasing_under_a_pruned_name_does_not_vouch_for_anothe
     assert "lost the maintenance lease" in r.message and "another holder's" in r.message
     assert r.expired_snapshots == 0 and r.deleted_files == 0
     assert files_under(table_path) == before
+
+
+def test_a_renewal_paused_between_its_listing_and_its_create_does_not_hold_a_pruned_name(
+        table, table_path, monkeypatch):
+    # Audit issue25c c1: A's renewal (from its expiration's check) listed the records (n
+    # highest), then was paused; meanwhile B, 3 h fast, took over and pruned n, n+1 and
+    # more. A's create of n+1 succeeded (the name was free again) and its check passed,
+    # the HEAD of n+2 and the GET of n+1 both fine, while B held a higher record. Now a
+    # renewal lists the records once more after its create: a record above means lost.
+    _history(table)
+    before = files_under(table_path)
+    offset = [0]
+    a_mgr = LeaseManager(table.store.io, table.store.path,
+                         clock=lambda: int(time.time() * 1000) + offset[0])
+    listing = a_mgr.numbers
+    paused = {}
+
+    def numbers():
+        out = listing()
+        if "armed" in paused and "b" not in paused:
+            paused["b"] = SkewedTaker(table)   # the pause: B takes over and prunes
+        return out
+    monkeypatch.setattr(a_mgr, "numbers", numbers)
+    with maintenance_lease(table.store, "A", manager=a_mgr, duration_ms=300_000) as a:
+        n = a.record.number
+        offset[0] = 200_000          # A's renewal is due at its first check
+        paused["armed"] = True
+        try:
+            r = table.expire_snapshots(retain_max=1, retain_min=1)
+        finally:
+            if "b" in paused:
+                paused["b"].release()
+    b = paused["b"]
+    assert b.first == n + 1 and n + 1 in _records(table_path)   # A's renewal re-created it
+    assert not r.complete and r.stopped_by == "lease", r
+    assert "lost the maintenance lease" in r.message and "B again" in r.message
+    assert r.expired_snapshots == 0 and r.deleted_files == 0
+    assert files_under(table_path) == before
+    assert [s.id for s in table.snapshots()] == [1, 2, 3, 4, 5]
+
+
+def test_a_take_paused_between_its_listing_and_its_create_does_not_take_a_pruned_name(
+        table, table_path, monkeypatch):
+    # Audit issue25c c3: A's take listed the records (the highest released: free), chose
+    # n+1, then was paused before creating it; meanwhile B, 3 h fast, took n+1, ran, and
+    # pruned every record below its own. A's create of n+1 succeeded and A's expiration
+    # deleted while B held the lease. Now a take lists the records once more after its
+    # create: a record above its own means not taken, and A waits for B as for any holder.
+    _history(table)
+    before = files_under(table_path)
+    create = LeaseManager.create
+    a_thread = threading.get_ident()
+    paused = {}
+
+    def paused_create(self, record):
+        if threading.get_ident() == a_thread and "b" not in paused:
+            paused["n"] = record.number
+            paused["b"] = SkewedTaker(table)   # the pause: B takes n+1, runs, prunes
+        return create(self, record)
+    monkeypatch.setattr(LeaseManager, "create", paused_create)
+    try:
+        with lease_settings(wait_s=0):
+            with pytest.raises(LeaseHeldError, match="B again"):
+                table.expire_snapshots(retain_max=1, retain_min=1)
+    finally:
+        if "b" in paused:
+            paused["b"].release()
+    n = paused["n"]
+    assert paused["b"].first == n and n in _records(table_path)   # A re-created B's first
+    assert files_under(table_path) == before
+    assert [s.id for s in table.snapshots()] == [1, 2, 3, 4, 5]
