@@ -314,3 +314,86 @@ def test_a_task_cancelled_mid_write_leaves_no_file_of_the_run(sp, path):
     assert len(Table.open(str(path)).snapshots()) == 1
     assert ids_of(path) == list(range(5))
     assert_intact(path)
+
+
+def test_a_failed_micro_batch_leaves_no_file_and_other_streams_go_on(sp, path, tmp_path):
+    # Stream A's batch 1 fails as the batch write above: task 0 has a file open on disk
+    # (more rows than a row group, in a partition nothing else writes) and stalls, task 1
+    # waits for that file and fails the batch. Spark cancels task 0, which never returns a
+    # message: the abort of batch 1 finds its file by the batch marker in its name. Stream B
+    # (its own checkpoint) writes the same table before and after; A, restarted, replays
+    # batch 1.
+    from paimon_commit.writer import ROW_GROUP_ROWS
+    schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("dt", pa.date32()),
+                        ("hr", pa.int32())])
+
+    def put(src, n, ids):
+        src.mkdir(exist_ok=True)
+        pq.write_table(pa.Table.from_pylist(
+            [{"id": i, "name": f"n{i}", "dt": D[i % 2], "hr": i % 2} for i in ids],
+            schema=schema), src / f"part-{n}.parquet")
+        os.utime(src / f"part-{n}.parquet", (1_700_000_000 + n, 1_700_000_000 + n))
+
+    src_a, src_b, fail = tmp_path / "src_a", tmp_path / "src_b", tmp_path / "fail"
+    put(src_a, 0, range(10))
+    put(src_a, 1, range(100, 110))          # batch 1 of A: fails while `fail` exists
+    put(src_b, 0, range(50, 60))
+    fail.touch()
+    stalled, rows_0 = f"{path}/dt={D[2]}/bucket-0", ROW_GROUP_ROWS + 1000
+
+    def stall_or_fail(batches):
+        import glob
+        import os as _os
+        import time as _t
+        import pyarrow as _pa
+        from pyspark import TaskContext
+        batches = list(batches)
+        if not _os.path.exists(fail) or \
+                not any(i >= 100 for b in batches for i in b.column(0).to_pylist()):
+            yield from batches
+            return
+        if TaskContext.get().partitionId() == 0:
+            ids = _pa.array(range(1000, 1000 + rows_0), _pa.int64())
+            yield _pa.RecordBatch.from_arrays(
+                [ids, _pa.array(["n"] * rows_0), _pa.array([D[2]] * rows_0, _pa.date32()),
+                 _pa.array([0] * rows_0, _pa.int32())], names=["id", "name", "dt", "hr"])
+            _t.sleep(120)   # cancelled long before
+            return
+        deadline = _t.time() + 60
+        while not glob.glob(f"{stalled}/data-*") and _t.time() < deadline:
+            _t.sleep(0.1)
+        raise ValueError("boom while task 0 is mid-write")
+
+    def run(src, ckpt):
+        q = (sp.readStream.schema("id long, name string, dt date, hr int")
+             .option("maxFilesPerTrigger", 1).parquet(str(src)).repartition(2)
+             .mapInArrow(stall_or_fail, "id long, name string, dt date, hr int")
+             .writeStream.format("paimon").option("checkpointLocation", str(tmp_path / ckpt))
+             .option("partition-keys", "dt").trigger(availableNow=True).start(str(path)))
+        q.awaitTermination()
+
+    def unreferenced():
+        live = {os.path.basename(f.path) for f in Table.open(str(path)).live_files()}
+        return sorted(p.name for p in path.rglob("*.parquet") if p.name not in live)
+
+    def our_ids():
+        return sorted(Table.open(str(path)).read_arrow().column("id").to_pylist())
+
+    run(src_b, "ckpt_b")
+    with pytest.raises(Exception, match="boom while task 0 is mid-write"):
+        run(src_a, "ckpt_a")
+    assert unreferenced() == []
+    expected = list(range(10)) + list(range(50, 60))
+    assert ids_of(path) == expected and our_ids() == expected
+    assert [s.commit_identifier for s in Table.open(str(path)).snapshots()] == [0, 0]
+    assert_intact(path)
+
+    put(src_b, 1, range(60, 70))            # the other stream goes on
+    run(src_b, "ckpt_b")
+    fail.unlink()                           # A, restarted, replays batch 1
+    run(src_a, "ckpt_a")
+    expected = sorted(expected + list(range(60, 70)) + list(range(100, 110)))
+    assert ids_of(path) == expected and our_ids() == expected
+    assert [s.commit_identifier for s in Table.open(str(path)).snapshots()] == [0, 0, 1, 1]
+    assert unreferenced() == []
+    assert_intact(path)
