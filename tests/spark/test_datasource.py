@@ -397,3 +397,54 @@ def test_a_failed_micro_batch_leaves_no_file_and_other_streams_go_on(sp, path, t
     assert [s.commit_identifier for s in Table.open(str(path)).snapshots()] == [0, 0, 1, 1]
     assert unreferenced() == []
     assert_intact(path)
+
+
+def test_stream_abort_deletes_only_its_own_batch(path, tmp_path, monkeypatch):
+    """The abort of a micro-batch, driven directly (no Spark job): it deletes that batch's
+    files of this stream, returned or not, and nothing of its earlier batches, nothing of
+    another stream's batch of the same id (here even with the same explicit commit user,
+    on another checkpoint), and nothing at all once the batch is published (a replay)."""
+    from pyspark.sql.types import (DateType, IntegerType, LongType, StringType, StructField,
+                                   StructType)
+    from paimon_commit.spark import datasource as ds
+    monkeypatch.setattr(ds, "RUN_SWEEP_GRACE_S", 0.0, raising=False)
+    schema = StructType([StructField("id", LongType()), StructField("name", StringType()),
+                         StructField("dt", DateType()), StructField("hr", IntegerType())])
+
+    def writer(ckpt):   # Spark builds one for the tasks and one for each commit and abort
+        return ds.PaimonStreamWriter({"path": str(path), "partition-keys": "dt",
+                                      "commit-user": "shared",
+                                      "checkpointLocation": str(tmp_path / ckpt)},
+                                     schema, False)
+
+    def task(w, batch_id, ids):   # a task of micro-batch `batch_id` (as its TaskContext says)
+        monkeypatch.setattr(ds, "_task_batch_id", lambda: batch_id, raising=False)
+        data = pa.RecordBatch.from_pylist(
+            [{"id": i, "name": f"n{i}", "dt": D[i % 2], "hr": 0} for i in ids],
+            schema=pa.schema([("id", pa.int64()), ("name", pa.string()),
+                              ("dt", pa.date32()), ("hr", pa.int32())]))
+        return w.write(iter([data]))
+
+    def on_disk():
+        return {p.name for p in path.rglob("*.parquet")}
+
+    writer("a").commit([task(writer("a"), 0, range(10))], 0)
+    committed = on_disk()
+    returned = task(writer("a"), 1, range(10, 20))
+    task(writer("a"), 1, range(20, 30))          # cancelled: its message never comes back
+    before = on_disk()
+    other = task(writer("b"), 1, range(50, 60))  # stream B's batch 1, not committed yet
+    of_b = on_disk() - before
+    writer("a").abort([returned, None], 1)
+    assert on_disk() == committed | of_b
+    writer("b").commit([other], 1)
+    assert ids_of(path) == list(range(10)) + list(range(50, 60))
+
+    published = task(writer("a"), 2, range(70, 80))
+    writer("a").commit([published], 2)
+    kept = on_disk()
+    task(writer("a"), 2, range(80, 90))          # a replay of batch 2, failing again
+    writer("a").abort([], 2)
+    assert on_disk() >= kept                     # published: nothing deleted
+    assert ids_of(path) == list(range(10)) + list(range(50, 60)) + list(range(70, 80))
+    assert_intact(path)
