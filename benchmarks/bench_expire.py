@@ -32,6 +32,13 @@ snapshot. A mismatch exits 1; missing a target only prints FAIL (exit 0).
 
     python benchmarks/bench_expire.py            # 1,000 snapshots; 1,000 / 20,000 live files
     python benchmarks/bench_expire.py --quick    # 200 snapshots; 500 / 5,000 live files
+
+Overwrite-heavy memory (issue 26 item 3), `--overwrite 100000,400000`: for each size N, an
+overwrite table of N data files (benchmarks/scale_tables.build_overwrite_table, 50 files per
+snapshot: every snapshot replaces every live file, so its delta DELETEs 50 files and ADDs 50)
+is expired down to 10 snapshots in a fresh subprocess per size; reported: its peak RSS
+(VmHWM) over its RSS after imports and Table.open, per data file of backlog, and the CPU
+seconds per file (linear time). Target: <= 500 B per file of backlog at every size.
 """
 from __future__ import annotations
 
@@ -402,6 +409,63 @@ def profile_ours(built: str, n: int) -> str:
 
 
 # --- main -------------------------------------------------------------------------------
+OVERWRITE_PER_SNAPSHOT = 50
+MEMORY_TARGET = 500   # bytes of peak RSS per data file of backlog (issue 26 item 3)
+
+
+def _vm(key: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key):
+                return int(line.split()[1])
+    return 0
+
+
+def overwrite_child(path: str) -> None:
+    """In a fresh process: expire all but 10 snapshots of `path`, print the figures."""
+    from paimon_commit import Table
+    from paimon_commit.operations.expire import ExpireConfig, ExpireSnapshots
+    t = Table.open(path)
+    base = _vm("VmRSS")
+    c0, t0 = time.process_time(), time.perf_counter()
+    r = ExpireSnapshots(t.store, ExpireConfig(retain_min=10, retain_max=10, time_retained_ms=0,
+                                              max_deletes=1 << 30)).expire()
+    print(json.dumps({"seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0,
+                      "expired_snapshots": r.expired_snapshots, "deleted_files": r.deleted_files,
+                      "data_files": r.by_kind.get("data", {}).get("files", 0),
+                      "rss_after_open_kb": base, "peak_rss_kb": _vm("VmHWM"),
+                      "skipped": r.skipped, "loadavg_1min": _loadavg()}))
+
+
+def overwrite_memory(sizes: List[int], parent: str) -> Dict[str, Any]:
+    import subprocess
+    from scale_tables import build_overwrite_table
+    out: Dict[str, Any] = {"per_snapshot": OVERWRITE_PER_SNAPSHOT, "retain": 10, "sizes": {}}
+    for n in sizes:
+        path = os.path.join(parent, f"overwrite_{n}")
+        print(f"  building an overwrite table of {n} files ...", flush=True)
+        build_overwrite_table(path, n, OVERWRITE_PER_SNAPSHOT)
+        proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--overwrite-child",
+                               path], capture_output=True, text=True, check=True)
+        m = json.loads(proc.stdout.strip().splitlines()[-1])
+        over = (m["peak_rss_kb"] - m["rss_after_open_kb"]) * 1024
+        m["bytes_per_file_of_backlog"] = over / max(1, m["data_files"])
+        m["cpu_us_per_file"] = m["cpu_seconds"] * 1e6 / max(1, m["data_files"])
+        out["sizes"][str(n)] = m
+        print(f"    {n} files: expired {m['expired_snapshots']} snapshots, {m['data_files']} "
+              f"data files; peak RSS +{over / 2**20:.1f} MB = "
+              f"{m['bytes_per_file_of_backlog']:.0f} B per file; {m['cpu_seconds']:.2f} s CPU "
+              f"({m['cpu_us_per_file']:.1f} us per file), load {m['loadavg_1min']}", flush=True)
+        shutil.rmtree(path, ignore_errors=True)
+    worst = max(v["bytes_per_file_of_backlog"] for v in out["sizes"].values())
+    out["target"] = {"metric": "peak RSS over baseline per data file of backlog (bytes), worst "
+                     "size", "value": worst, "target": MEMORY_TARGET,
+                     "pass": worst <= MEMORY_TARGET}
+    print(f"target memory (<= {MEMORY_TARGET} B per file of backlog): {worst:.0f}  "
+          f"{'PASS' if worst <= MEMORY_TARGET else 'FAIL'}")
+    return out
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--snapshots", type=int, default=None,
@@ -419,6 +483,10 @@ def parse_args(argv=None) -> argparse.Namespace:
                     help="parent directory for the run's warehouse (default: system temp)")
     ap.add_argument("--out", default=DEFAULT_OUT, help=f"JSON results (default {DEFAULT_OUT})")
     ap.add_argument("--keep", action="store_true", help="keep the built tables after the run")
+    ap.add_argument("--overwrite", default=None,
+                    help="only the overwrite-heavy memory measurement, at these comma-separated "
+                         "numbers of data files (e.g. 100000,400000)")
+    ap.add_argument("--overwrite-child", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.snapshots is None:
         a.snapshots = 200 if a.quick else 1000
@@ -433,6 +501,29 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.overwrite_child:
+        overwrite_child(args.overwrite_child)
+        return 0
+    if args.overwrite:
+        parent = tempfile.mkdtemp(prefix="bench_expire_ov_", dir=args.dir)
+        load_before = _loadavg()
+        res = overwrite_memory([int(x) for x in args.overwrite.split(",")], parent)
+        target = res.pop("target")
+        result = {"benchmark": "bench_expire_overwrite",
+                  "description": "peak memory of expiring an overwrite-heavy table down to 10 "
+                                 "snapshots, per data file of backlog, in a fresh subprocess "
+                                 "per size (memory does not depend on load; times do)",
+                  "timestamp_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                  "environment": {"paimon_commit": _ours_version(),
+                                  "python": platform.python_version(),
+                                  "cpu_count": os.cpu_count(),
+                                  "loadavg_1min_before": load_before,
+                                  "loadavg_1min_after": _loadavg()},
+                  "config": res, "targets": {"memory_per_file": target},
+                  "verdict": "PASS" if target["pass"] else "FAIL"}
+        out = args.out if args.out != DEFAULT_OUT else DEFAULT_OUT.replace(
+            ".json", "_overwrite.json")
+        return finish(result, out, parent, [], args.keep)
     import pypaimon  # noqa: F401  (fail early if the verifier is missing)
 
     n = args.snapshots

@@ -183,6 +183,9 @@ class Reachability:
     every entry it read."""
 
     MEMO_REFS = 200_000
+    # At most this many entries of the deltas a run expires in a later chunk are cached
+    # meanwhile (_later_fit): a few MB, whatever the backlog.
+    LATER_REFS = 20_000
 
     def __init__(self, store, full_lists: bool = False):
         self.store = store
@@ -600,11 +603,14 @@ class Reachability:
     def _later_fit(self, lineage: List[Tuple[int, Optional[Snapshot]]], until: int,
                    readds: ReAdds) -> bool:
         """Whether the entries of the later deltas still to scan fit the cache (their
-        lists' counts). Then all are cached, as for a run of one chunk; else only those the
-        next run reads again (`ReAdds.memo_from`): a backlog that does not fit is not
-        partly held."""
+        lists' counts): all of them within MEMO_REFS, and those this run expires in a later
+        chunk (below `ReAdds.memo_from`) within LATER_REFS. Then all are cached, as for a run
+        of one chunk; else only those the next run reads again: a backlog is held only while
+        it is small (a run's memory follows its chunk and the retained snapshots, not the
+        range: a delta expired in a later chunk is read again then, for its DELETE
+        manifests only)."""
         budget = self.MEMO_REFS - self._memo_refs
-        total = 0
+        total = expiring = 0
         for sid, s in lineage:
             if sid <= until or s is None or readds.scanned.get(sid) == s.delta_manifest_list:
                 continue
@@ -612,8 +618,13 @@ class Reachability:
                 refs = self.manifests(s.delta_manifest_list)
             except UNREADABLE:
                 continue   # reported when the delta itself is read
-            total += sum((getattr(m, "num_added_files", 0) or 0)
-                         + (getattr(m, "num_deleted_files", 0) or 0) for m in refs)
+            n = sum((getattr(m, "num_added_files", 0) or 0)
+                    + (getattr(m, "num_deleted_files", 0) or 0) for m in refs)
+            total += n
+            if readds.memo_from is not None and sid < readds.memo_from:
+                expiring += n
+                if expiring > self.LATER_REFS:
+                    return False
             if total > budget:
                 return False
         return True

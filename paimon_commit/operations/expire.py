@@ -52,7 +52,7 @@ from .limits import (MAX_DELETES, MAX_DURATION, MEMORY, OUT_OF_MEMORY, Deadline,
 # that each deletes about CHUNK_FILES files: what is held at once follows the chunk.
 FIRST_CHUNK = 100
 CHUNK_SNAPSHOTS = 2000
-CHUNK_FILES = 100_000
+CHUNK_FILES = 20_000
 
 log = logging.getLogger(__name__)
 
