@@ -412,14 +412,19 @@ def inline_pools():
     """Operations create thread pools for listing and deleting; in a simulation they run
     inline (a pool thread is no actor: its calls could not be scheduled)."""
     import paimon_commit.io.deletion as deletion
+    import paimon_commit.io.read_ahead as read_ahead
     import paimon_commit.operations.compact_pool as compact
+    import paimon_commit.operations.expire as expire
     import paimon_commit.operations.orphan as orphan
-    modules = (deletion, orphan, compact)
-    saved = [m.ThreadPoolExecutor for m in modules]
-    for m in modules:
-        m.ThreadPoolExecutor = InlineExecutor
+    # Every pool an operation makes is a ContextExecutor (io/metered.py: its threads count
+    # for the operation's request bill); each module's own name for it is replaced.
+    patched = [(m, name) for m in (deletion, orphan, compact, expire, read_ahead)
+               for name in ("ThreadPoolExecutor", "ContextExecutor") if hasattr(m, name)]
+    saved = [getattr(m, name) for m, name in patched]
+    for m, name in patched:
+        setattr(m, name, InlineExecutor)
     try:
         yield
     finally:
-        for m, real in zip(modules, saved):
-            m.ThreadPoolExecutor = real
+        for (m, name), real in zip(patched, saved):
+            setattr(m, name, real)
