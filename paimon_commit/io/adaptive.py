@@ -17,7 +17,10 @@ this process sends to one store:
   under the old limit);
 - after that, grow by one per window of `limit` successes (additive increase), and after a
   calm spell (no pushback for `calm_seconds`) double again, so that one bad minute does not
-  slow a long-running process for the rest of its life.
+  slow a long-running process for the rest of its life;
+- grow only while the limit binds (requests wait for a slot, or all slots are taken): a phase
+  that sends one request at a time proves nothing about the store, and a limit grown on it
+  would let the next parallel phase storm the store again.
 
 One limit per store (scheme, endpoint, bucket), shared by every FileIO and thread of the
 process (`limit_for`): the store throttles the process, not one operation.
@@ -58,9 +61,11 @@ class AdaptiveLimit:
         self.name = name
         self.calm_seconds = calm_seconds
         self._clock = clock
-        self._limit = float(min(maximum, max(minimum, initial or maximum)))
-        self._threshold = float(maximum)   # slow start below it (until the first cut)
+        self._limit = min(maximum, max(minimum, initial or maximum))
+        self._threshold = maximum          # slow start below it (until the first cut)
+        self._credit = 0                   # successes towards the next +1, above it
         self._in_flight = 0
+        self._waiting = 0                  # threads waiting for a slot
         self._epoch = 0                    # cuts so far: a request's token is the epoch it began in
         self._last_cut: Optional[float] = None
         self._cond = threading.Condition(threading.Lock())
@@ -71,7 +76,7 @@ class AdaptiveLimit:
     @property
     def limit(self) -> int:
         """Requests that may be in flight now."""
-        return max(self.minimum, int(self._limit))
+        return self._limit
 
     @property
     def in_flight(self) -> int:
@@ -86,8 +91,13 @@ class AdaptiveLimit:
     def acquire(self) -> int:
         """Wait for a slot; the token to hand to `release`."""
         with self._cond:
-            while self._in_flight >= self.limit:
-                self._cond.wait()
+            if self._in_flight >= self.limit:
+                self._waiting += 1
+                try:
+                    while self._in_flight >= self.limit:
+                        self._cond.wait()
+                finally:
+                    self._waiting -= 1
             self._in_flight += 1
             if self._in_flight > self.peak:
                 self.peak = self._in_flight
@@ -98,9 +108,11 @@ class AdaptiveLimit:
         pushed back (CONGESTED: throttled or timed out), or failed otherwise (RETRY, FAIL:
         says nothing about the store's load, the limit stays)."""
         with self._cond:
+            binding = self._waiting > 0 or self._in_flight >= self.limit
             self._in_flight -= 1
             if outcome is Verdict.DONE:
-                self._grow()
+                if binding:
+                    self._grow()
             elif outcome is Verdict.CONGESTED:
                 self._cut(token)
             self._cond.notify_all()
@@ -108,13 +120,16 @@ class AdaptiveLimit:
     def _grow(self) -> None:
         if self._last_cut is not None and self._threshold < self.maximum \
                 and self._clock() - self._last_cut >= self.calm_seconds:
-            self._threshold = float(self.maximum)   # calm again: slow start resumes
+            self._threshold = self.maximum          # calm again: slow start resumes
+        if self._limit >= self.maximum:
+            return
         if self._limit < self._threshold:
-            self._limit += 1.0                      # +1 per success: doubles per round trip
-        else:
-            self._limit += 1.0 / self._limit        # +1 per `limit` successes
-        if self._limit > self.maximum:
-            self._limit = float(self.maximum)
+            self._limit += 1                        # +1 per success: doubles per round trip
+            return
+        self._credit += 1
+        if self._credit >= self._limit:             # +1 per `limit` successes
+            self._limit += 1
+            self._credit = 0
 
     def _cut(self, token: int) -> None:
         now = self._clock()
@@ -124,8 +139,9 @@ class AdaptiveLimit:
             self._last_cut = now
             return
         before = self.limit
-        self._limit = max(float(self.minimum), self._limit / 2)
+        self._limit = max(self.minimum, self._limit // 2)
         self._threshold = self._limit
+        self._credit = 0
         self._epoch += 1
         self.cuts += 1
         self._last_cut = now
@@ -149,7 +165,7 @@ def limit_for(key: Hashable, maximum: int, initial: Optional[int] = None,
         elif maximum > lim.maximum:
             with lim._cond:
                 if lim._threshold >= lim.maximum:   # still in slow start: up to the new one
-                    lim._threshold = float(maximum)
+                    lim._threshold = maximum
                 lim.maximum = maximum
         return lim
 
