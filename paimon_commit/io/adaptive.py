@@ -115,7 +115,11 @@ class AdaptiveLimit:
                     self._grow()
             elif outcome is Verdict.CONGESTED:
                 self._cut(token)
-            self._cond.notify_all()
+            free = self.limit - self._in_flight
+            if free > 0 and self._waiting:
+                # As many as may start (not all 32 of a pool to fight over one slot; one that
+                # finds none free waits again, and the next release wakes another).
+                self._cond.notify(free)
 
     def _grow(self) -> None:
         if self._last_cut is not None and self._threshold < self.maximum \
@@ -212,6 +216,11 @@ def call(limit: AdaptiveLimit, fn: Callable[[], T], classify: Callable[[BaseExce
             limit.release(token, verdict)
             if verdict not in (Verdict.CONGESTED, Verdict.RETRY) \
                     or attempt >= policy.retries or clock() - started >= policy.timeout_s:
+                if attempt:
+                    try:   # for the message: the error is the last of several
+                        e.paimon_retries = attempt  # type: ignore[attr-defined]
+                    except AttributeError:
+                        pass
                 raise
             pause = policy.backoff(attempt)
             log.debug("%s: %s (%s); retry %d of %d in %.0f ms", what, verdict.value,

@@ -217,6 +217,9 @@ class ObjectStoreFileIO(FileIO):
 
     def _error(self, op: str, path: str, e: BaseException) -> ObjectStoreError:
         reason = _first_line(e)
+        retries = getattr(e, "paimon_retries", 0)
+        if retries:   # retried here, not in obstore (whose message counted them)
+            reason += f" (after {retries} retries)"
         if "NoSuchBucket" in str(e):
             reason = f"bucket {self.bucket!r} does not exist"
         elif "ContainerNotFound" in str(e):   # Azure
