@@ -318,6 +318,8 @@ def build_delta_live(path: str) -> None:
 
 
 def walk_files(root: str) -> Set[str]:
+    """Every file under root, relative; not the maintenance lease's records (`.maintenance/`
+    at the root: bookkeeping every real run of ours writes, not table files)."""
     out: Set[str] = set()
     stack = [(root, "")]
     while stack:
@@ -325,6 +327,8 @@ def walk_files(root: str) -> Set[str]:
         with os.scandir(d) as it:
             for e in it:
                 if e.is_dir(follow_symlinks=False):
+                    if not prefix and e.name == ".maintenance":
+                        continue
                     stack.append((e.path, prefix + e.name + "/"))
                 else:
                     out.add(prefix + e.name)

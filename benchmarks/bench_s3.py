@@ -36,7 +36,9 @@ Exit code: 1 when a correctness check fails *or a target is missed* (request cou
 exact, not noisy: a missed target is a regression), so `make bench` fails with it.
 
 Correctness (every run): the row count read back by pypaimon through its own S3 options,
-the snapshot ids left, and that every planted orphan is gone and nothing else is.
+the snapshot ids left, that every planted orphan is gone and nothing else is, and that each
+operation's own request bill (its result's `requests`, io/metered.py) equals what the
+server logged for it, kind by kind (`bill_vs_server`).
 
     python benchmarks/bench_s3.py            # 200 snapshots, 200 orphans
     python benchmarks/bench_s3.py --quick    # 60 snapshots, 50 orphans
@@ -85,9 +87,37 @@ def _kind(path: str) -> str:
     return "other"
 
 
+_BILLED = ("LIST", "GET", "HEAD", "PUT", "DELETE")
+
+
+def billed_kinds(reqs: List[Tuple[str, str, int]]) -> Dict[str, int]:
+    """The server's requests by the kind S3 bills them as (io/metered.py's kinds): a GET with
+    `list-type=2` is a LIST, a POST `?delete` a batched DELETE, a multipart POST a PUT."""
+    out = dict.fromkeys(_BILLED, 0)
+    for m, p, _ in reqs:
+        if m == "GET":
+            out["LIST" if "list-type=2" in p else "GET"] += 1
+        elif m == "POST":
+            out["DELETE" if "?delete" in p else "PUT"] += 1
+        elif m in out:
+            out[m] += 1
+    return out
+
+
 def summarize(reqs: List[Tuple[str, str, int]]) -> Dict[str, Any]:
     by = collections.Counter(f"{m} {_kind(p)}" for m, p, _ in reqs)
-    return {"requests": len(reqs), "by_kind": dict(sorted(by.items(), key=lambda kv: -kv[1]))}
+    return {"requests": len(reqs), "by_kind": dict(sorted(by.items(), key=lambda kv: -kv[1])),
+            "billed": billed_kinds(reqs)}
+
+
+def check_bill(name: str, measured: Dict[str, Any], bill: Any, errors: List[str]) -> None:
+    """The operation's own count (its result's `requests`) must be the server's, per kind."""
+    ours = {k: int(bill[k]) for k in _BILLED}
+    measured["result_requests"] = ours
+    measured["bill_vs_server"] = "equal" if ours == measured["billed"] else "DIFFERENT"
+    if ours != measured["billed"]:
+        errors.append(f"{name}: the result's requests {ours} are not the server's "
+                      f"{measured['billed']}")
 
 
 class Meter:
@@ -141,15 +171,27 @@ def bench_ours(server: MotoServer, bucket: str, n: int, orphans: int, errors: Li
     out["build_seconds"] = round(time.perf_counter() - t0, 2)
 
     # (a) write-only commit of one file: writer + commit, on a fresh commit object.
+    results = []
+
     def write_only():
         with t.new_commit(options={"write-only": "true"}) as c:
-            return _write_commit(t, n, c)
+            sid = _write_commit(t, n, c)
+            results.append(c.last_result)
+            return sid
     _, out["commit_write_only"] = meter.run(write_only)
+    # The commit's bill, and the one PUT of the data file the writer wrote before it.
+    bill = {k: results[0].requests[k] + (k == "PUT") for k in _BILLED}
+    check_bill("commit_write_only", out["commit_write_only"], bill, errors)
     # (b) a commit object in use, whose maintenance expires one snapshot per commit.
     opts = {"snapshot.num-retained.max": str(n), "snapshot.expire.limit": "10"}
     c = t.new_commit(options=opts)
     _write_commit(t, n + 1, c)              # warms the commit object (expires 2 snapshots)
     sid, out["commit_expire_one"] = meter.run(lambda: _write_commit(t, n + 2, c))
+    # (sync maintenance: the commit's bill and its maintenance's are the commit call's,
+    # but the data file the writer put first is neither's.)
+    both = {k: c.last_result.requests[k] + c.last_maintenance.requests[k] for k in _BILLED}
+    both["PUT"] += 1
+    check_bill("commit_expire_one", out["commit_expire_one"], both, errors)
     out["commit_expire_one"]["expired"] = [s.id for s in t.snapshots()][:1]
     c.close()
     first_id = t.snapshots()[0].id
@@ -158,6 +200,7 @@ def bench_ours(server: MotoServer, bucket: str, n: int, orphans: int, errors: Li
     r, out["cli_expire_one"] = meter.run(lambda: _cli(
         ["expire-snapshots", uri, "--retain-max", str(total - 1)], env))
     out["cli_expire_one"]["expired_snapshots"] = r["expired_snapshots"]
+    check_bill("cli_expire_one", out["cli_expire_one"], r["requests"], errors)
     if r["expired_snapshots"] != 1:
         errors.append(f"cli expire-one expired {r['expired_snapshots']} snapshots, not 1")
     # (d) orphan cleanup dry run (a fresh process), with planted orphans.
@@ -171,14 +214,17 @@ def bench_ours(server: MotoServer, bucket: str, n: int, orphans: int, errors: Li
     older = (datetime.datetime.now() - datetime.timedelta(seconds=1)).strftime(
         "%Y-%m-%d %H:%M:%S")
     r, out["cli_orphan_dry"] = meter.run(lambda: _cli(
-        ["remove-orphan-files", uri, "--dry-run", "--older-than", older], env))
+        ["remove-orphan-files", uri, "--dry-run", "--older-than", older,
+         "--allow-recent-cutoff"], env))
     out["cli_orphan_dry"]["would_delete"] = r["deleted_files"]
+    check_bill("cli_orphan_dry", out["cli_orphan_dry"], r["requests"], errors)
     if r["deleted_files"] != orphans:
         errors.append(f"orphan dry run found {r['deleted_files']} orphans, not {orphans}")
     # (d') the real run: requests per cleaned file.
     r, out["cli_orphan_real"] = meter.run(lambda: _cli(
-        ["remove-orphan-files", uri, "--older-than", older], env))
+        ["remove-orphan-files", uri, "--older-than", older, "--allow-recent-cutoff"], env))
     out["cli_orphan_real"]["deleted"] = r["deleted_files"]
+    check_bill("cli_orphan_real", out["cli_orphan_real"], r["requests"], errors)
     out["cli_orphan_real"]["requests_per_cleaned_file"] = round(
         out["cli_orphan_real"]["requests"] / max(1, r["deleted_files"]), 3)
     out["cli_orphan_real"]["metadata_floor"] = floor
@@ -192,6 +238,7 @@ def bench_ours(server: MotoServer, bucket: str, n: int, orphans: int, errors: Li
         ["expire-snapshots", uri, "--retain-max", "10", "--max-deletes", "100000"], env))
     out["cli_expire_all_but_10"]["expired_snapshots"] = r["expired_snapshots"]
     out["cli_expire_all_but_10"]["deleted_files"] = r["deleted_files"]
+    check_bill("cli_expire_all_but_10", out["cli_expire_all_but_10"], r["requests"], errors)
     out["cli_expire_all_but_10"]["requests_per_cleaned_file"] = round(
         out["cli_expire_all_but_10"]["requests"] / max(1, r["deleted_files"]), 3)
     again = Table.open(uri)

@@ -11,24 +11,35 @@ commit record's key: one however the table is spelled, s3a:// as s3://), the hol
 
 - Take: read the highest record n. None, expired (expiry < now) or released: create
   lease-(n+1) with the storage's create-if-absent, the primitive that publishes snapshots.
-  Losing that race means someone else holds it. Nothing is ever deleted and re-created, so
-  two takers of one free lease both try to create the same name and one of them wins.
-- Renew: the holder creates lease-(n+1) with its own token and a new expiry. A failed create
-  means someone took it over: the lease is lost. Renewed from the check when less than half
-  of the duration is left, and from a daemon thread (planning can take minutes).
+  Losing that race means someone else holds it. Two takers of one free lease both try to
+  create the same name and one of them wins. Then list the records once more: a record
+  above n+1 means ours re-created a name that was used and pruned while this take was
+  paused between its listing and its create; it is not taken (it waits or skips as if
+  held) and nothing is deleted. The highest record is never pruned, so nothing above n+1
+  proves that n+1 was new.
+- Renew: the holder lists the records and creates lease-(n+1) with its own token and a new
+  expiry. A failed create means someone took it over: the lease is lost. So does a record
+  above n+1 in the listing made after the create (as for a take). Renewed from the check
+  when less than half of the duration is left, and from a daemon thread (planning can take
+  minutes).
 - Still holds: before every delete step (`io.deletion.checkpoint`, through `guarded`), the
-  holder checks that no record newer than its own exists (one exists request). A holder that
-  lost the lease raises StopDeleting(cause="lease") there: nothing of that step is deleted.
-- Release: create lease-(n+1) with released=true. The holder deletes its own superseded
-  records (numbers below its current one) through the FileIO gate so they do not pile up.
+  holder checks that record n+1 does not exist and then that its own record n still exists
+  and is its own (two requests: a HEAD, then a GET). A holder that lost the lease raises
+  StopDeleting(cause="lease") there: nothing of that step is deleted.
+- Release: create lease-(n+1) with released=true.
+- Pruning: a taker deletes old superseded records below its own, through the FileIO gate, so
+  they do not pile up: lowest first, stopping at the first it keeps or fails to delete. So
+  a record is gone before any higher one is, and a holder whose successor was pruned finds
+  its own record gone (see `HeldLease._check_own_record`).
 - Re-entrant on one thread for one table: a nested operation joins the held lease (never
   across a fork: a forked child holds none of its parent's leases).
 - Names: records are numbered 1..MAX_NUMBER without leading zeros; any other entry named
   `lease-<digits>` (a directory, a symlink, 19 digits, ...) is refused naming it, and taking
   the lease is bounded however its races go: never a loop that ignores its wait.
 
-Clocks only decide when an expired lease may be taken over; whether a holder may delete is
-decided by the newer record, which it checks before every step. docs/safety.md, "The
+Clocks only decide when an expired lease may be taken over (and which records are old
+enough to prune, which safety does not rest on); whether a holder may delete is decided by
+the records, which it checks before every step. docs/safety.md, "The
 maintenance lease", states what a holder paused past its expiry can still do.
 """
 from __future__ import annotations
@@ -48,6 +59,7 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
+from .io.metered import in_context
 from .errors import AtomicCreateUnsupportedError, LeaseHeldError, LeaseRecordError, \
     OptionError
 from .io import FileIO
@@ -184,19 +196,22 @@ def table_identity(io: FileIO) -> str:
     (scheme family: s3, s3a and s3n are one; endpoint; bucket) and the key prefix. A table
     reached as s3a:// by one process and s3:// by another is one table with one lease: keyed
     by the spelling, each saw the other's live record as another table's and was told to
-    `--break` it."""
+    `--break` it. So is one endpoint however it is spelled (`normal_endpoint`: a trailing
+    `/`, a default port, the case of its host)."""
     known = io.__dict__.get("_lease_identity")
     if known is not None:   # once per FileIO: every operation asks (nested ones to join)
         return known
     # (Imported here: commit_record imports much of the library, which imports this.)
-    from .operations.commit_record import _SCHEME_FAMILY, table_identity as resolved
+    from .operations.commit_record import _SCHEME_FAMILY, normal_endpoint, \
+        table_identity as resolved
     store = getattr(io, "_identity", None)
     if isinstance(store, tuple) and len(store) == 3:
         # An object store's (scheme, endpoint, bucket), the key commit_record gives it, also
         # through a FileIO wrapping one that hands its attributes through (a wrapper keyed
         # by its class would call the store's own records another table's).
         scheme, endpoint, bucket = store
-        identity = f"{_SCHEME_FAMILY.get(scheme, scheme)}://{endpoint}|{bucket}|{io.root}"
+        identity = (f"{_SCHEME_FAMILY.get(scheme, scheme)}://{normal_endpoint(endpoint)}|"
+                    f"{bucket}|{io.root}")
     else:
         identity = resolved(io)
     io.__dict__["_lease_identity"] = identity
@@ -221,6 +236,20 @@ def _earlier_identities(io: FileIO) -> frozenset:
     if getattr(io, "fs", None) is not None:
         return frozenset([f"{type(io.fs).__name__}:{root}"])
     return frozenset([os.path.realpath(io.root)])
+
+
+def _same_table(recorded: str, identity: str, io: FileIO) -> bool:
+    """Whether a record's `table` names this table: our identity, an earlier one, or an
+    object store's identity written before the endpoint was spelled one way (audit issue25c
+    c4: `http://host:port/` and `http://host:port` are one endpoint), whatever its spelling."""
+    if recorded == identity or recorded in _earlier_identities(io):
+        return True
+    store, sep, rest = recorded.partition("://")
+    endpoint, bar, bucket_root = rest.partition("|")
+    if not sep or not bar or "|" not in bucket_root:
+        return False
+    from .operations.commit_record import normal_endpoint
+    return f"{store}://{normal_endpoint(endpoint)}|{bucket_root}" == identity
 
 
 @dataclass(frozen=True)
@@ -419,8 +448,7 @@ class LeaseManager:
     def _validate(self, path: str, record: LeaseRecord) -> None:
         if record.released or record.expiry_ms < self.clock():
             return   # claims nothing (a released or expired record copied along is harmless)
-        if record.table != self.identity and \
-                record.table not in _earlier_identities(self.io):
+        if not _same_table(record.table, self.identity, self.io):
             raise self._bad(path, f"this maintenance lease record belongs to table "
                                   f"{record.table}, not {self.identity} (a copied or moved "
                                   f"table?)")
@@ -491,34 +519,50 @@ class LeaseManager:
                            now + duration_ms, released, _PROCESS, _MACHINE)
 
     def prune_below(self, number: int, listed: List[Tuple[int, int]]) -> None:
-        """Delete the records of `listed` numbered below `number` (superseded: only the
-        highest record decides anything) and written more than PRUNE_AGE_MS ago, through the
-        gate, once PRUNE_AT of them piled up (not after every take: post-commit maintenance
-        takes the lease after every commit, and each request counts on object stores). Best
-        effort: a record left is harmless.
+        """Delete the oldest records of `listed` numbered below `number` (superseded: only
+        the highest record decides anything) and written more than PRUNE_AGE_MS ago, through
+        the gate, once PRUNE_AT of them piled up (not after every take: post-commit
+        maintenance takes the lease after every commit, and each request counts on object
+        stores). Best effort: a record left is harmless.
 
-        Why the age: a holder checks for the record right after its own (one HEAD). Were that
-        record pruned while the holder was paused, the check would pass and its renewal could
-        create that name again. A record is pruned only long after any lease it superseded
-        expired (PRUNE_AGE_MS is twice the longest lease), and a holder whose own clock says
-        its lease expired lists the records before it renews (`HeldLease._renew_if_due`)."""
+        Safety rests on the order, not on the age: the records deleted are a prefix of the
+        listing (from the lowest number up to the first record below `number` that is not
+        old enough), deleted in ascending order, stopping at the first one not deleted (a
+        failed delete is logged and answered False like an absent file: either way, stop).
+        So a record is deleted only once every lower one is gone, which a holder's check
+        relies on (`HeldLease._check_own_record`): its successor gone means its own record
+        is gone. Storage times are not monotonic (an NTP step, another server of an object
+        store): filtering them one by one left a younger record n while deleting n+1.
+
+        The age is judged against this taker's clock, which may run hours ahead: it only
+        keeps recent records around (a paused holder then finds the record that superseded
+        it and names its holder), never proves anything."""
         cutoff = self.clock() - PRUNE_AGE_MS
-        old = [n for n, mtime in listed if n < number and mtime < cutoff]
+        old: List[int] = []
+        for n, mtime in listed:   # ascending
+            if n >= number or mtime >= cutoff:
+                break
+            old.append(n)
         if len(old) < PRUNE_AT:
             return
         for n in old:
             path = self.record_path(n)
             try:
-                if self.io.delete_quietly(path) and self.io.deletion_log is not None:
-                    # Bookkeeping, not what the user's run deleted (the CLI lists that log).
-                    try:
-                        self.io.deletion_log.remove(path)
-                    except ValueError:
-                        pass
+                deleted = self.io.delete_quietly(path)
             except OSError as e:
-                log.info("could not delete the superseded lease record %s: %s",
-                         path, e)
+                log.info("could not delete the superseded lease record %s (%s); pruning "
+                         "stops there", path, e)
                 return
+            if not deleted:
+                log.info("the superseded lease record %s was not deleted (already gone, or "
+                         "the delete failed); pruning stops there", path)
+                return
+            if self.io.deletion_log is not None:
+                # Bookkeeping, not what the user's run deleted (the CLI lists that log).
+                try:
+                    self.io.deletion_log.remove(path)
+                except ValueError:
+                    pass
 
     def break_lease(self) -> Optional[LeaseRecord]:
         """Supersede whatever the latest record says by creating the next one as released
@@ -555,7 +599,8 @@ class HeldLease:
         return self.record.token
 
     def start_renewer(self) -> None:
-        self._renewer = threading.Thread(target=self._renew_loop, daemon=True,
+        # in_context: its renewals count for the operation holding the lease (io/metered.py)
+        self._renewer = threading.Thread(target=in_context(self._renew_loop), daemon=True,
                                          name=f"paimon-lease-{self.record.number}")
         self._renewer.start()
 
@@ -586,16 +631,24 @@ class HeldLease:
             if self.lost is not None:
                 raise StopDeleting(self.lost, cause="lease")
             m = self.manager
+            adopted = None
             while m.record_exists(self.record.number + 1):
                 try:
                     newer = m.read(self.record.number + 1, check=False)
                 except (FileNotFoundError, LeaseRecordError):
                     newer = None
                 if newer is not None and newer.token == self.token:
-                    # Our own renewal whose reply was lost: it is ours.
-                    self.record = newer
+                    # Our own renewal whose reply was lost: ours if nothing is above it
+                    # (its create may have landed late, under a pruned name).
+                    self.record = adopted = newer
                     continue
                 self._lose(newer)
+            if adopted is not None:
+                try:
+                    self._hold_if_newest(self.record)
+                except LeaseRecordError as e:
+                    raise StopDeleting(self._unusable(e), cause="lease") from e
+            self._check_own_record()
             try:
                 self._renew_if_due()
             except LeaseRecordError as e:
@@ -610,6 +663,46 @@ class HeldLease:
                 self.lost = (f"could not renew the maintenance lease of {m.path} before it "
                              f"expired ({e}); stopped before the next delete")
                 raise StopDeleting(self.lost, cause="lease") from e
+
+    def _check_own_record(self) -> None:
+        """Lost unless our own record is still there, ours (one GET, after the HEAD of the
+        next record: that order matters, see below).
+
+        Why: a missing successor proves nothing by itself. Old records are pruned by a later
+        taker (only one numbered above ours: `prune_below` deletes below its own number),
+        judged by their storage time against *its* clock, and a taker whose clock runs hours
+        ahead may take over a live lease and prune its successor away (audit issue25b b1).
+        Pruning deletes a prefix of the records in ascending order and stops at the first it
+        does not delete, so by the time record n+1 is deleted, record n is gone. And our
+        record n was the first ever created under its name: we hold it only after a listing
+        made after its create showed no record above it (`_take`, `_hold_if_newest`), and
+        the highest record is never pruned, so had the name been used and pruned before, a
+        record above it would have existed from then on. So every record above n was
+        created after ours, and we write our token under n only once. Hence: n+1 absent at
+        the HEAD and n still ours at this later read means n+1 had not been created at the
+        HEAD (had it been created and deleted by then, our n would have been deleted before
+        it), so no record above ours existed then: nobody else held the lease. (Read in the
+        other order, both could be pruned between the two requests.) A GET, not a HEAD: an
+        object store's FileIO answers a HEAD of a file it wrote from its cache, and the token
+        tells our record from one that another created again under a pruned name (a paused
+        holder's release creates the name after its own blindly; a paused take creates the
+        name it chose before the pause)."""
+        m = self.manager
+        try:
+            own = m.read(self.record.number, check=False)
+        except FileNotFoundError:
+            own = None
+        except LeaseRecordError as e:
+            raise StopDeleting(self._unusable(e), cause="lease") from e
+        if own is not None and own.token == self.token:
+            return
+        what = "gone" if own is None else "another holder's"
+        self.lost = (f"lost the maintenance lease of {m.path} (its record "
+                     f"{m.io._describe(m.record_path(self.record.number))} is {what}: a later "
+                     f"holder took the lease over and pruned the records below its own); "
+                     f"stopped before the next delete")
+        log.warning("%s", self.lost)
+        raise StopDeleting(self.lost, cause="lease")
 
     def _unusable(self, e: LeaseRecordError) -> str:
         """Lost: a record that cannot be read or followed appeared among the records (a
@@ -653,16 +746,40 @@ class HeldLease:
         new = m.new_record(self.record.number + 1, self.record.operation, self.duration_ms,
                            self.token, start_ms=self.record.start_ms)
         if m.create(new):
-            self.record = new
+            self._hold_if_newest(new)
             return
         try:
             newer = m.read(new.number, check=False)
         except (FileNotFoundError, LeaseRecordError):
             newer = None
         if newer is not None and newer.token == self.token:
-            self.record = newer
+            self._hold_if_newest(newer)   # our own renewal whose reply was lost
             return
         self._lose(newer)
+
+    def _hold_if_newest(self, record: LeaseRecord) -> None:
+        """Hold `record`, our renewal just created (or found: its reply was lost), only if
+        no record numbered above it exists: one listing. Lost otherwise, deleting nothing.
+
+        Why: a renewal lists the records, then creates its own number + 1. Paused between
+        the two (SIGSTOP, a VM or GC pause, a slow PUT), it may create a name that a later
+        holder used and pruned meanwhile (pruning deletes below the pruner's own record):
+        the create succeeds, and the HEAD of the next name and the GET of ours would then
+        both pass while that holder holds a higher record (audit issue25c c1). The highest
+        record is never pruned, so once a record above ours was created one exists from then
+        on: a listing after our create that shows none proves that our create was the first
+        of that name, which the check's argument rests on (`_check_own_record`)."""
+        m = self.manager
+        numbers = m.numbers()
+        if numbers and numbers[-1] > record.number:
+            try:
+                newer = m.read(numbers[-1], check=False)
+            except (FileNotFoundError, LeaseRecordError):
+                newer = None
+            if newer is None or newer.token != self.token:
+                self._lose(newer)
+            record = newer   # (our own, listed highest)
+        self.record = record
 
     def release(self) -> None:
         if os.getpid() != self.pid:
@@ -845,14 +962,29 @@ def _take(m: LeaseManager, operation: str, duration_ms: int, wait_s: float,
                     with _live_lock:
                         _live_tokens.discard(token)
             if created:
-                log.info("took the maintenance lease of %s (%s, record %d)", m.path,
-                         operation, n)
-                lease = HeldLease(m, record, duration_ms)
-                lease.listed = listed   # what maintenance_lease prunes, once it holds it
-                return lease
-            # Lost the race: read who won. Bounded by the wait like any other try: others
-            # taking and releasing it between our reading and our create, race after race,
-            # hold it as much as one holder does.
+                try:
+                    after = m.listing()
+                except BaseException:
+                    with _live_lock:   # (it expires on its own; nobody holds it here)
+                        _live_tokens.discard(token)
+                    raise
+                if not after or after[-1][0] <= n:
+                    log.info("took the maintenance lease of %s (%s, record %d)", m.path,
+                             operation, n)
+                    lease = HeldLease(m, record, duration_ms)
+                    lease.listed = after   # what maintenance_lease prunes, once it holds it
+                    return lease
+                # A record above ours exists: ours re-created a name that a later holder
+                # used and pruned while this take was paused between its listing and its
+                # create (see _stale). Not taken: someone else holds it or held it since;
+                # nothing is deleted, and the next listing shows who.
+                with _live_lock:
+                    _live_tokens.discard(token)
+                log.info("the maintenance lease record %d of %s that this take created is "
+                         "stale (record %d exists); not taken", n, m.path, after[-1][0])
+            # Lost the race (or created a stale record): read who won. Bounded by the wait
+            # like any other try: others taking and releasing it between our reading and our
+            # create, race after race, hold it as much as one holder does.
             tried, lost = n, lost + 1
             if lost >= _LOST_RACES and time.monotonic() >= deadline:
                 why = (f"the maintenance lease of {m.path} changed hands {lost} times while "

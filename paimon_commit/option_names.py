@@ -211,7 +211,8 @@ def closest_name(key: str, names: Iterable[str], cutoff: float = 0.85) -> Option
 def check_table_option_names(options: Optional[Mapping[str, Any]],
                              what: str = "table option",
                              consequence: str = "kept as given; nothing reads it",
-                             stacklevel: int = 3, strict: bool = False) -> List[str]:
+                             stacklevel: int = 3, strict: bool = False,
+                             prefix: str = "") -> List[str]:
     """Warn (warnings.warn, OptionNameWarning; the CLI routes warnings to its log) about each
     key of `options` that is no Paimon option but close to one: a typo such as
     'snapshot.num-retaind.min' would be stored and never acted on. Keys far from every name
@@ -220,7 +221,10 @@ def check_table_option_names(options: Optional[Mapping[str, Any]],
 
     strict: raise OptionError instead, where the user is typing the options now (Table.create,
     the Spark write that creates a table, --table-conf): the typo is fixed before it is
-    stored; options a table already carries only warn (another engine may have put them)."""
+    stored; options a table already carries only warn (another engine may have put them).
+
+    prefix: how the user spelled the keys ahead of the option name (the Spark data source's
+    'paimon.'): the key and the suggestion are named with it, as typed."""
     if not options:
         return []
     from .options import OPTIONS   # the ones this library acts on (may postdate this list)
@@ -235,8 +239,10 @@ def check_table_option_names(options: Optional[Mapping[str, Any]],
             continue
         if strict:
             from .errors import OptionError
-            raise OptionError(f"{what} {k!r} is not a Paimon option: did you mean {near!r}?")
-        message = (f"{what} {k!r} is not a Paimon option: did you mean {near!r}? "
+            raise OptionError(f"{what} {prefix + k!r} is not a Paimon option: did you mean "
+                              f"{prefix + near!r}?")
+        message = (f"{what} {prefix + k!r} is not a Paimon option: did you mean "
+                   f"{prefix + near!r}? "
                    f"({consequence})")
         # Only warnings.warn: logging it as well printed it twice in a script (logging's
         # last-resort handler and the warning), and twice in the CLI.

@@ -184,8 +184,12 @@ class Reachability:
 
     MEMO_REFS = 200_000
 
-    def __init__(self, store):
+    def __init__(self, store, full_lists: bool = False):
         self.store = store
+        # Manifest lists decoded whole (ManifestFileMeta, with partition statistics), not as
+        # bare references: what a partition-scoped orphan cleanup prunes manifests by.
+        self._read_list = store.manifests.read_list if full_lists \
+            else store.manifests.read_list_refs
         self.io = store.io
         self.mio = store.manifests
         self._lists: Dict[str, list] = {}
@@ -234,7 +238,7 @@ class Reachability:
 
     def manifests(self, list_name: str) -> list:
         """(file_name, file_size) of each manifest a list names. Raises if unreadable."""
-        return self._read(self._lists, list_name, self.mio.read_list_refs)
+        return self._read(self._lists, list_name, self._read_list)
 
     def entries(self, list_name: str, memo: bool = True) -> List[FileRef]:
         """Every entry (as a FileRef) of every manifest of a list, in order. Raises if

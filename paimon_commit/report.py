@@ -11,8 +11,8 @@
   * `dropped partitions pinned by tags`: data files of partitions no longer in the latest
     snapshot that only tags keep (deleting or expiring those tags frees them);
   * `other files pinned by tags`: the rest of what only tags keep;
-- history: live bytes, live data files and records of each retained snapshot, by its commit
-  time (inline-SVG charts, one point per snapshot);
+- history: live bytes, live data files and records of each retained snapshot, with its id,
+  commit time and kind (inline-SVG charts in snapshot order: report_html.py);
 - small files: data files per partition, their average size, how many are below compaction's
   small-file size, and how many files a compaction would remove (the compaction planner's dry
   run, with the table's options);
@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from .format.manifest import FileKind
+from .io.metered import RequestBill, billed
 from .progress import LISTING, READING, ProgressCallback, Throttle
 
 log = logging.getLogger(__name__)
@@ -61,10 +62,15 @@ class HealthReport:
     tags: List[Dict[str, Any]] = field(default_factory=list)
     small_files: Dict[str, Any] = field(default_factory=dict)
     notes: List[str] = field(default_factory=list)
+    # What building this report asked of the storage (io/metered.py): the report reads the
+    # whole table's metadata and lists every file, and says what that cost.
+    requests: RequestBill = field(default_factory=RequestBill)
 
     def to_dict(self) -> Dict[str, Any]:
         """JSON-ready dict."""
-        return dict(self.__dict__)
+        out = dict(self.__dict__)
+        out["requests"] = self.requests.to_dict()
+        return out
 
 
 def _partition_label(values: Sequence[Any], keys: Sequence[str]) -> str:
@@ -84,6 +90,7 @@ def _small_file_size(options: Dict[str, str]) -> Optional[int]:
         return None
 
 
+@billed   # rep.requests: what building it asked of the storage
 def build_report(table, progress: Optional[ProgressCallback] = None,
                  clock=time.time, orphans: bool = True) -> HealthReport:
     """Build the health report of `table` (read only: expiration and orphan cleanup run as

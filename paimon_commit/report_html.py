@@ -1,16 +1,24 @@
 """The health report as one self-contained static HTML page (inline CSS and SVG; no script, no
 network), from a `report.HealthReport`.
 
-Charts are drawn only from the report's numbers: one point per retained snapshot at its commit
-time, and each point carries its values (`data-snapshot`, `data-time`, `data-value`) so a test
-(or a reader's tool) can check the picture against the table. A chart whose values are all zero
+Charts are drawn only from the report's numbers. The history charts put the retained snapshots
+in snapshot order along x (evenly, so five commits within a second are five places and a long
+pause squeezes nothing), label a few ticks with commit times, mark OVERWRITE and COMPACT
+snapshots, and shade the ids expired before the first retained snapshot or missing between two.
+Each point carries its values (`data-snapshot`, `data-time`, `data-value`, `data-kind`) so a test
+(or a reader's tool) can check the picture against the table. With more snapshots than 2-pixel
+columns, each column draws its lowest and highest value (and its first OVERWRITE), and marked
+snapshots of one column share one marker (`data-count`): the page stays small for any history,
+and no OVERWRITE goes unmarked. A chart whose values are all zero
 is replaced by one sentence saying so, and an empty section says that it is empty.
 """
 from __future__ import annotations
 
 import datetime
 import html
-from typing import TYPE_CHECKING, Any, Callable, List, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Sequence, Tuple
+
+from .io.metered import format_bill
 
 if TYPE_CHECKING:
     from .report import HealthReport
@@ -30,8 +38,24 @@ font-variant-numeric:tabular-nums}.cards{display:flex;gap:12px;flex-wrap:wrap}
 svg text{font:11px system-ui,sans-serif;fill:#5b6776}.note{color:#8a5a00}.empty{color:#5b6776}
 """
 
-# Time formats from coarse to fine: the axis uses the first that tells its two ends apart.
+# Time formats from coarse to fine: the axis uses the first that tells its labels apart.
 _TIME_FORMATS = ("%Y-%m-%d", "%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M:%S.%f")
+
+#: Snapshots the history charts mark, by commit kind: (css class, colour, legend text). Every
+#: other kind (APPEND, ANALYZE) is a plain point on the line.
+_MARKED_KINDS = {"OVERWRITE": ("overwrite", "#d62f2f", "OVERWRITE"),
+                 "COMPACT": ("compact", "#1f9d55", "COMPACT")}
+_LINE = "#2f6fd6"
+_GAP_FILL = "#e3e7ed"
+#: With more snapshots than there are columns of this many pixels, each column draws only its
+#: lowest and highest value and its first OVERWRITE (the line keeps its spikes and drops) and
+#: one marker per kind for all its marked snapshots: the SVG's size is bounded by its width.
+_COLUMN_PX = 2.0
+_MAX_TICKS = 6
+_PAD_L, _PAD_R = 78, 24   # room for the y labels; the right margin
+_CHAR_PX = 6.4   # an 11px axis label's character, a little generous
+_MIN_GAP_PX = 10.0   # a band of expired or missing ids is at least this wide ...
+_MAX_GAPS_SHARE = 0.2   # ... unless the bands would take more than this share of the width
 
 
 def _fmt_bytes(n: float) -> str:
@@ -67,51 +91,243 @@ def time_axis_labels(x0: float, x1: float) -> List[str]:
     return [a, b]
 
 
-def _line_chart(chart_id: str, title: str, points: Sequence[Tuple[int, float, float]],
-                fmt: Callable[[float], str], width: int = 980, height: int = 220) -> str:
-    """An inline SVG line chart of (snapshot id, epoch ms, value), x = commit time; or one
-    sentence when there is nothing to draw."""
+def time_tick_labels(times: Sequence[float]) -> Tuple[List[str], str]:
+    """Labels for commit times (epoch ms) at ticks along the snapshot axis: the coarsest
+    format that tells neighbouring ticks of different times apart (to the second for one
+    instant). When every tick is on the same day the labels are times of day and that day
+    is returned apart; else ''."""
+    exact = [_time(t, _TIME_FORMATS[-1]) for t in times]
+    fmt = _TIME_FORMATS[-1]
+    for f in _TIME_FORMATS[:-1]:
+        labels = [_time(t, f) for t in times]
+        if all(labels[k] != labels[k + 1] for k in range(len(times) - 1)
+               if exact[k] != exact[k + 1]):
+            fmt = f
+            break
+    if len(set(exact)) == 1:
+        fmt = _TIME_FORMATS[2]
+    days = {_time(t, _TIME_FORMATS[0]) for t in times}
+    if fmt != _TIME_FORMATS[0] and len(days) == 1:
+        return [_time(t, fmt[len("%Y-%m-%d "):]) for t in times], days.pop()
+    return [_time(t, fmt) for t in times], ""
+
+
+def _exact(v: float) -> str:
+    """A value for a data attribute, exactly (`:g` wrote 1234567 bytes as 1.23457e+06)."""
+    return str(int(v)) if v == int(v) else repr(v)
+
+
+def _id_range(a: int, b: int) -> str:
+    return f"{a:,}" if a == b else f"{a:,}–{b:,}"
+
+
+def snapshot_x_positions(ids: Sequence[int], left: float, right: float
+                         ) -> Tuple[List[float], List[Tuple[float, float, int, int]]]:
+    """The x of each snapshot (`ids` ascending) in snapshot order, spread evenly between
+    `left` and `right` whatever their commit times, and the bands of ids that are not
+    retained: those before the first (expired; ids start at 1) and each gap, one slot wide
+    but at least _MIN_GAP_PX (together at most _MAX_GAPS_SHARE of the width unless they are
+    that many slots). Returns (xs, [(x0, x1, first id missing, last id missing)])."""
+    gaps: List[Tuple[int, int, int]] = []   # (before point i, first missing, last missing)
+    if ids and ids[0] > 1:
+        gaps.append((0, 1, ids[0] - 1))
+    for i in range(1, len(ids)):
+        if ids[i] > ids[i - 1] + 1:
+            gaps.append((i, ids[i - 1] + 1, ids[i] - 1))
+    plot = right - left
+    n, g = len(ids), len(gaps)
+    unit = plot / (n + g)
+    gap_w = max(unit, min(_MIN_GAP_PX, plot * _MAX_GAPS_SHARE / g)) if g else 0.0
+    point_w = (plot - g * gap_w) / n
+    xs: List[float] = []
+    bands: List[Tuple[float, float, int, int]] = []
+    x, gi = left, 0
+    for i in range(n):
+        while gi < g and gaps[gi][0] == i:
+            bands.append((x, x + gap_w, gaps[gi][1], gaps[gi][2]))
+            x += gap_w
+            gi += 1
+        xs.append(x + point_w / 2)
+        x += point_w
+    return xs, bands
+
+
+def _columns_of(width: int) -> float:
+    """How many points a chart of `width` draws before it draws columns (_drawn)."""
+    return (width - _PAD_L - _PAD_R) / _COLUMN_PX
+
+
+def _columns(xs: Sequence[float], left: float) -> List[int]:
+    return [int((x - left) / _COLUMN_PX) for x in xs]
+
+
+def _drawn(values: Sequence[float], kinds: Sequence[str], cols: Sequence[int]) -> List[int]:
+    """Indices of the points the line is drawn through when there are more points than
+    columns: the first and last, and per column its lowest, its highest and its first
+    OVERWRITE."""
+    keep = {0, len(values) - 1}
+    best: Dict[int, List[int]] = {}
+    for i, c in enumerate(cols):
+        b = best.get(c)
+        if b is None:
+            best[c] = [i, i, i if kinds[i] == "OVERWRITE" else -1]
+            continue
+        if values[i] < values[b[0]]:
+            b[0] = i
+        if values[i] > values[b[1]]:
+            b[1] = i
+        if b[2] < 0 and kinds[i] == "OVERWRITE":
+            b[2] = i
+    for b in best.values():
+        keep.update(i for i in b if i >= 0)
+    return sorted(keep)
+
+
+def _marker_shape(css: str, x: float, y: float, colour: str, attrs: str, title: str) -> str:
+    if css == "overwrite":   # a diamond
+        return (f'<path class="marker {css}" d="M{x:.1f},{y - 7:.1f}l7,7l-7,7l-7,-7z" '
+                f'fill="{colour}" stroke="#fff" {attrs}><title>{title}</title></path>')
+    return (f'<rect class="marker {css}" x="{x - 4.5:.1f}" y="{y - 4.5:.1f}" width="9" '
+            f'height="9" fill="{colour}" stroke="#fff" {attrs}><title>{title}</title></rect>')
+
+
+def _line_chart(chart_id: str, title: str, points: Sequence[Tuple[int, float, float, str]],
+                fmt: Callable[[float], str], width: int = 980, height: int = 252) -> str:
+    """An inline SVG line chart of (snapshot id, epoch ms, value, commit kind): x is the
+    snapshot order (each retained snapshot its own place, however close their commit times),
+    labelled with commit times at a few ticks; OVERWRITE and COMPACT snapshots marked; ids
+    expired before the first retained one, or missing between two, shaded. One sentence when
+    there is nothing to draw."""
     if not points:
         return f'<p class="empty" id="{chart_id}">{_e(title)}: no snapshots</p>'
-    if not any(v for _, _, v in points):
+    if not any(v for _, _, v, _ in points):
         return (f'<p class="empty" id="{chart_id}">{_e(title)}: 0 in every retained snapshot '
                 f'(no chart)</p>')
-    pad_l, pad_r, pad_t, pad_b = 78, 24, 24, 34
-    xs = [p[1] for p in points]
-    x0, x1 = min(xs), max(xs)
-    top = max(v for _, _, v in points)
-    span = (x1 - x0) or 1
-
-    def sx(x: float) -> float:
-        if x1 == x0:   # one instant: the point in the middle
-            return (pad_l + width - pad_r) / 2
-        return pad_l + (x - x0) / span * (width - pad_l - pad_r)
+    pad_l, pad_r, pad_t, pad_b = _PAD_L, _PAD_R, 40, 40
+    left, right, bottom = pad_l, width - pad_r, height - pad_b
+    ids = [p[0] for p in points]
+    times = [p[1] for p in points]
+    values = [p[2] for p in points]
+    kinds = [p[3] for p in points]
+    n = len(points)
+    top = max(values) or 1   # all-negative values do not occur (sizes and counts)
+    xs, bands = snapshot_x_positions(ids, left, right)
+    cols = _columns(xs, left)
+    sampled = n > _columns_of(width)
+    drawn = _drawn(values, kinds, cols) if sampled else list(range(n))
 
     def sy(y: float) -> float:
-        return pad_t + (1 - y / top) * (height - pad_t - pad_b)
-    parts = [f'<svg id="{chart_id}" role="img" aria-label="{_e(title)}" '
-             f'viewBox="0 0 {width} {height}" width="100%" xmlns="http://www.w3.org/2000/svg">',
+        return pad_t + (1 - y / top) * (bottom - pad_t)
+    caption = f"{title}, by snapshot (ids {_id_range(ids[0], ids[-1])}"
+    if bands and bands[0][2] == 1:
+        caption += f"; {_id_range(1, bands[0][3])} expired"
+    caption += ")"
+    ticks = list(range(n)) if n <= _MAX_TICKS else \
+        sorted({round(k * (n - 1) / (_MAX_TICKS - 1)) for k in range(_MAX_TICKS)})
+    while True:   # as many ticks as fit side by side
+        labels, day = time_tick_labels([times[i] for i in ticks])
+        room = (right - left) / max(len(ticks) - 1, 1)
+        if len(ticks) <= 2 or max(map(len, labels)) * _CHAR_PX + 16 <= room:
+            break
+        k = len(ticks) - 1
+        ticks = sorted({round(j * (n - 1) / (k - 1)) for j in range(k)})
+    if day:
+        caption += f", commit times of {day}"
+    parts = [f'<svg id="{chart_id}" class="history" role="img" aria-label="{_e(title)}" '
+             f'viewBox="0 0 {width} {height}" width="100%" xmlns="http://www.w3.org/2000/svg" '
+             f'data-snapshots="{n}" data-drawn="{len(drawn)}">',
              f'<title>{_e(title)}</title>',
-             f'<text x="{pad_l}" y="14">{_e(title)}, by snapshot commit time</text>']
+             f'<text class="caption" x="{pad_l}" y="14">{_e(caption)}</text>']
+    # legend (right-aligned, under the caption): only what this chart shows
+    legend = []
+    present = set(kinds)
+    for kind, (css, colour, text) in _MARKED_KINDS.items():
+        if kind in present:
+            legend.append((css, colour, text))
+    if bands:
+        legend.append(("gap", _GAP_FILL, "expired or missing ids"))
+    if legend:
+        legend.insert(0, ("point", _LINE, "snapshot"))
+        x = right
+        items = []
+        for css, colour, text in reversed(legend):
+            x -= len(text) * _CHAR_PX
+            items.append(f'<g class="legend-item" data-kind="{css}">'
+                         f'<rect x="{x - 14:.1f}" y="21" width="10" height="10" '
+                         f'fill="{colour}"/><text x="{x:.1f}" y="30">{_e(text)}</text></g>')
+            x -= 28
+        parts.append('<g class="legend">' + "".join(reversed(items)) + "</g>")
+    # bands of ids not retained; neighbours closer than a column are drawn as one
+    merged: List[List[Any]] = []
+    for x0, x1, a, b in bands:
+        if merged and x0 - merged[-1][1] < _COLUMN_PX:
+            m = merged[-1]
+            m[1], m[3], m[4], m[5] = x1, b, m[4] + 1, m[5] + b - a + 1
+        else:
+            merged.append([x0, x1, a, b, 1, b - a + 1])
+    for x0, x1, a, b, ranges, count in merged:
+        what = "expired" if a == 1 else "missing"
+        text = (f"snapshots {_id_range(a, b)} {what}" if ranges == 1 else
+                f"{count:,} snapshot ids between {a:,} and {b:,} not retained, in {ranges:,} "
+                f"ranges")
+        parts.append(f'<rect class="gap" x="{x0:.1f}" y="{pad_t}" width="{x1 - x0:.1f}" '
+                     f'height="{bottom - pad_t}" fill="{_GAP_FILL}" data-first="{a}" '
+                     f'data-last="{b}"><title>{_e(text)}</title></rect>')
+        if x1 - x0 >= 60:
+            parts.append(f'<text class="gap-label" x="{(x0 + x1) / 2:.1f}" y="{pad_t + 14}" '
+                         f'text-anchor="middle">{_e(what)}</text>')
     for frac in (0, 0.5, 1):
         y = sy(top * frac)
-        parts.append(f'<line x1="{pad_l}" x2="{width - pad_r}" y1="{y:.1f}" y2="{y:.1f}" '
+        parts.append(f'<line x1="{pad_l}" x2="{right}" y1="{y:.1f}" y2="{y:.1f}" '
                      f'stroke="#eef1f4"/><text class="y-label" x="{pad_l - 6}" y="{y + 4:.1f}" '
                      f'text-anchor="end">{_e(fmt(top * frac))}</text>')
-    labels = time_axis_labels(x0, x1)
-    ends = [(x0, "start"), (x1, "end")] if len(labels) == 2 else [(x0, "middle")]
-    for (x, anchor), label in zip(ends, labels):
-        parts.append(f'<text class="x-label" x="{sx(x):.1f}" y="{height - 10}" '
-                     f'text-anchor="{anchor}">{_e(label)}</text>')
-    path = " ".join(f"{'M' if i == 0 else 'L'}{sx(x):.1f},{sy(y):.1f}"
-                    for i, (_, x, y) in enumerate(points))
-    parts.append(f'<path d="{path}" fill="none" stroke="#2f6fd6" stroke-width="2"/>')
-    for sid, x, y in points:
-        when = _time(x, _TIME_FORMATS[2])
-        parts.append(f'<circle class="point" cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="2.5" '
-                     f'fill="#2f6fd6" data-snapshot="{sid}" data-time="{int(x)}" '
-                     f'data-value="{y:g}"><title>snapshot {sid}, {_e(when)}: '
-                     f'{_e(fmt(y))}</title></circle>')
+    for j, (i, label) in enumerate(zip(ticks, labels)):
+        anchor = "middle"
+        if len(ticks) > 1 and j == 0:
+            anchor = "start" if xs[i] - left < len(label) * _CHAR_PX / 2 else "middle"
+        if len(ticks) > 1 and j == len(ticks) - 1:
+            anchor = "end" if right - xs[i] < len(label) * _CHAR_PX / 2 else "middle"
+        parts.append(f'<line class="tick" x1="{xs[i]:.1f}" x2="{xs[i]:.1f}" y1="{bottom}" '
+                     f'y2="{bottom + 4}" stroke="#9aa5b1"/>'
+                     f'<text class="x-label" x="{xs[i]:.1f}" y="{bottom + 17}" '
+                     f'text-anchor="{anchor}" data-snapshot="{ids[i]}">{_e(label)}</text>'
+                     f'<text class="x-id" x="{xs[i]:.1f}" y="{bottom + 31}" '
+                     f'text-anchor="{anchor}">#{ids[i]}</text>')
+    # OVERWRITE: a line across the plot too, so a dropped partition stands out at any size
+    groups: Dict[Tuple[str, int], List[int]] = {}
+    for i, kind in enumerate(kinds):
+        if kind in _MARKED_KINDS:
+            groups.setdefault((kind, cols[i] if sampled else i), []).append(i)
+    for (kind, _), members in groups.items():
+        if kind == "OVERWRITE":
+            x = xs[members[0]]
+            parts.append(f'<line class="overwrite-line" x1="{x:.1f}" x2="{x:.1f}" '
+                         f'y1="{pad_t}" y2="{bottom}" stroke="{_MARKED_KINDS[kind][1]}" '
+                         f'stroke-dasharray="3,3" stroke-opacity="0.6"/>')
+    path = " ".join(f"{'M' if j == 0 else 'L'}{xs[i]:.1f},{sy(values[i]):.1f}"
+                    for j, i in enumerate(drawn))
+    parts.append(f'<path class="line" d="{path}" fill="none" stroke="{_LINE}" '
+                 f'stroke-width="2"/>')
+    for i in drawn:
+        attrs = (f'data-snapshot="{ids[i]}" data-time="{int(times[i])}" '
+                 f'data-value="{_exact(values[i])}" data-kind="{_e(kinds[i])}"')
+        if sampled:   # thousands of points: no hover text each (the SVG stays small)
+            parts.append(f'<circle class="point" cx="{xs[i]:.1f}" cy="{sy(values[i]):.1f}" '
+                         f'r="1.5" fill="{_LINE}" {attrs}/>')
+            continue
+        when = _time(times[i], _TIME_FORMATS[3])
+        parts.append(f'<circle class="point" cx="{xs[i]:.1f}" cy="{sy(values[i]):.1f}" '
+                     f'r="2.5" fill="{_LINE}" {attrs}><title>snapshot {ids[i]} '
+                     f'({_e(kinds[i])}), {_e(when)}: {_e(fmt(values[i]))}</title></circle>')
+    for (kind, _), members in groups.items():
+        css, colour, _text = _MARKED_KINDS[kind]
+        i = members[0]
+        title_text = (f"snapshot {ids[i]} ({kind}), {_time(times[i], _TIME_FORMATS[3])}: "
+                      f"{fmt(values[i])}" if len(members) == 1 else
+                      f"{len(members)} {kind} snapshots, {_id_range(ids[i], ids[members[-1]])}")
+        attrs = (f'data-kind="{kind}" data-snapshot="{ids[i]}" data-count="{len(members)}" '
+                 f'data-time="{int(times[i])}" data-value="{_exact(values[i])}"')
+        parts.append(_marker_shape(css, xs[i], sy(values[i]), colour, attrs, _e(title_text)))
     parts.append("</svg>")
     return "".join(parts)
 
@@ -199,6 +415,8 @@ def render_html(rep: "HealthReport") -> str:
            f"<style>{_CSS}</style></head><body>",
            f"<h1>Paimon table health</h1><p class=\"sub\">{_e(rep.table)} &middot; generated "
            f"{_e(rep.generated_at)} &middot; {rep.records:,} records</p>",
+           f"<p class=\"sub\" id=\"requests\">this report's {_e(format_bill(rep.requests))}"
+           f"</p>",
            '<section id="summary"><div class="cards">']
     for name, big, small in cards:
         out.append(f'<div class="card"><span>{_e(name)}</span><b>{_e(big)}</b>'
@@ -223,12 +441,20 @@ def render_html(rep: "HealthReport") -> str:
 
     out.append('<section id="history"><h2>Retained snapshots over time</h2>')
     if rep.history:
-        out.append(f'<p>{len(rep.history):,} retained snapshot(s), one point each at its '
-                   f'commit time.</p>')
+        sampled = len(rep.history) > _columns_of(980)
+        out.append(f'<p>{len(rep.history):,} retained snapshot(s), in snapshot order (each '
+                   f'its own place, however close their commit times; the labels are commit '
+                   f'times). OVERWRITE snapshots (a dropped or overwritten partition) and '
+                   f'COMPACT snapshots are marked; expired or missing snapshot ids are '
+                   f'shaded.' + (f' With more snapshots than the width can show, each '
+                                 f'{_COLUMN_PX:g}-pixel column draws its lowest and highest '
+                                 f'value and one marker per kind for its OVERWRITE and COMPACT '
+                                 f'snapshots (hover for how many).' if sampled else '')
+                   + '</p>')
     for key, chart_title, fmt in (("live_bytes", "live bytes", _fmt_bytes),
                                   ("live_files", "live data files", _fmt_count),
                                   ("records", "records", _fmt_count)):
-        pts = [(h["id"], h["time_millis"], h[key]) for h in rep.history]
+        pts = [(h["id"], h["time_millis"], h[key], h.get("kind") or "") for h in rep.history]
         out.append(_line_chart(f"chart-{key.replace('_', '-')}", chart_title, pts, fmt))
     out.append("</section>")
 

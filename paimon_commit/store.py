@@ -3,6 +3,7 @@ options, snapshot and manifest managers, file paths), and the live-file view of 
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -11,6 +12,7 @@ from .io import FileIO
 from .io import for_path as file_io_for_path
 from .format import paths as P
 from .format import types as ptypes
+from .format.atomic_types import as_atomic
 from .format.manifest import ManifestEntry, avro_codec
 from .format.schema import TableSchema
 from .format.snapshot import Snapshot
@@ -109,6 +111,53 @@ _LAYOUT_OPTIONS = ("data-file.path-directory", "data-file.external-paths",
 _UNSUPPORTED_FLAGS = ("row-tracking.enabled", "data-evolution.enabled")
 
 
+# A `data-file.path-directory` value this library joins to the table root as Java and pypaimon
+# do: relative, '/'-separated names of letters, digits, '_', '-', '.' (none '.' or '..', none
+# starting with '.'). Anything else (absolute, a URI, '..', spaces, characters a path escapes)
+# is refused rather than guessed.
+# (Nor one whose first name is a metadata directory or looks like a bucket directory: orphan
+# cleanup would list files there as something else.)
+_RESERVED_TOP_DIRS = frozenset({P.SCHEMA_DIR, P.SNAPSHOT_DIR, P.MANIFEST_DIR, P.TAG_DIR,
+                                P.CONSUMER_DIR, P.CHANGELOG_DIR, P.BRANCH_DIR, P.INDEX_DIR,
+                                P.STATISTICS_DIR})
+_PATH_DIRECTORY_RE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9_-][A-Za-z0-9._-]*)*")
+
+
+def legacy_partition_name(schema: TableSchema) -> bool:
+    """The table's `partition.legacy-name` (default true)."""
+    return str(schema.options.get("partition.legacy-name", "true")).strip().lower() != "false"
+
+
+def layout_refusal(schema: TableSchema) -> Optional[str]:
+    """Why this library cannot compute where the table's data files are, or None.
+
+    Honoured: `partition.legacy-name = false` for STRING/CHAR/VARCHAR, integer, BOOLEAN and
+    DATE (`2024-01-01`) partition keys, and a plain relative `data-file.path-directory`
+    (paths.py, FileStore.data_root). Any other type or value is refused, never guessed: a
+    wrong path makes check report every file missing, repair give them up, expiration and
+    orphan cleanup miss or delete the wrong files."""
+    raw = schema.options
+    value = raw.get("partition.legacy-name", "true")
+    if str(value).strip().lower() not in ("true", "false"):
+        return f"option 'partition.legacy-name' = {value!r} is neither 'true' nor 'false'"
+    if not legacy_partition_name(schema):
+        for key, t in zip(schema.partition_keys, schema.partition_types):
+            if not P.non_legacy_name_supported(t):
+                return (f"option 'partition.legacy-name' = 'false' with partition key {key!r} "
+                        f"of type {as_atomic(t).type_string()}: this library cannot "
+                        f"spell that directory name with certainty (only STRING, integer, "
+                        f"BOOLEAN and DATE keys)")
+    if "data-file.path-directory" in raw:
+        d = str(raw["data-file.path-directory"])
+        first = d.split("/")[0]
+        if not _PATH_DIRECTORY_RE.fullmatch(d) or first in _RESERVED_TOP_DIRS or \
+                first.startswith(P.BUCKET_PREFIX):
+            return (f"option 'data-file.path-directory' = {d!r}: this library places data "
+                    f"files only under a plain relative directory name (e.g. 'data') that "
+                    f"is not a metadata or bucket directory's")
+    return None
+
+
 def write_refusal(schema: TableSchema, options: Mapping[str, Any]) -> Optional[str]:
     """Why data files written by this library must not go into this table, or None."""
     raw = schema.options
@@ -180,7 +229,9 @@ class FileStore:
 
     def check_readable(self, snapshot: Optional[Snapshot]) -> None:
         """Raise UnsupportedTableError when reading the live files of `snapshot` as plain
-        rows would be wrong: primary-key tables need a merge, deletion vectors hide rows."""
+        rows would be wrong: primary-key tables need a merge, deletion vectors hide rows,
+        data file paths this library cannot compute (layout_refusal)."""
+        self.check_layout("read")
         if self.schema.primary_keys:
             raise UnsupportedTableError(
                 f"cannot read {self.path}: it is a {self.table_kind}, whose rows need a "
@@ -192,6 +243,25 @@ class FileStore:
                 f"library does not apply them")
 
     # --- layout --------------------------------------------------------------------------
+    def layout_refusal(self) -> Optional[str]:
+        """Why the paths of this table's data files cannot be computed (store.layout_refusal)."""
+        return layout_refusal(self.schema)
+
+    def check_layout(self, action: str) -> None:
+        """Raise UnsupportedTableError, one line naming the option, unless data file paths
+        can be computed. Called up front by every operation that computes them (check,
+        repair, expiration, orphan cleanup, compaction, reads) and again by bucket_dir."""
+        problem = self.layout_refusal()
+        if problem:
+            raise UnsupportedTableError(f"cannot {action} {self.path}: {problem}")
+
+    @property
+    def data_root(self) -> str:
+        """Where partition directories start: the table root, or below it the table's
+        `data-file.path-directory` (Java `new Path(root, dir)`, pypaimon `resolve_path`)."""
+        d = self.schema.options.get("data-file.path-directory")
+        return self.io.join(self.root, str(d)) if d else self.root
+
     @property
     def partition_keys(self) -> Tuple[str, ...]:
         return self.schema.partition_keys
@@ -207,10 +277,12 @@ class FileStore:
         return dict(zip(self.partition_keys, values))
 
     def bucket_dir(self, partition_values: Sequence[Any], bucket: int) -> str:
+        self.check_layout("compute data file paths of")
         rel = P.data_dir(P.partition_path(self.partition_keys, partition_values,
                                           self.schema.partition_types,
-                                          self.default_partition_name), bucket)
-        return self.io.join(self.root, rel)
+                                          self.default_partition_name,
+                                          legacy_partition_name(self.schema)), bucket)
+        return self.io.join(self.data_root, rel)
 
     def data_file_path(self, entry: ManifestEntry) -> str:
         if entry.file.external_path:

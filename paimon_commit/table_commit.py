@@ -34,6 +34,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence
 
+from .io.metered import ContextExecutor, RequestBill, billed
 from .errors import AtomicCreateUnsupportedError, LeaseRecordError, PaimonCommitError
 from .format.commit_message import CommitMessage
 from .lease import lease_manager, maintenance_lease
@@ -42,7 +43,7 @@ from .operations.expire import ExpireConfig, ExpireResult, ExpireSnapshots
 from .option_names import check_table_option_names
 from .options import validate_options
 from .store import FileStore
-from .tags import ConsumerManager
+from .tags import ConsumerExpireResult, ConsumerManager
 from .writer import message_paths
 
 log = logging.getLogger(__name__)
@@ -60,7 +61,9 @@ class MaintenanceResult:
     """What one post-commit maintenance run did (TableCommit.last_maintenance)."""
 
     partitions: Any = None            # PartitionExpireResult or None
-    consumers_expired: List[str] = field(default_factory=list)
+    # The consumers removed (a list); `complete` False with `stopped_by` when a safe point
+    # stopped that step, `kept` those a reader wrote again after the listing.
+    consumers_expired: ConsumerExpireResult = field(default_factory=ConsumerExpireResult)
     snapshots: Optional[ExpireResult] = None
     seconds: float = 0.0
     tags: Any = None                  # TagLifecycleResult or None
@@ -70,6 +73,8 @@ class MaintenanceResult:
     # table's maintenance lease (the holder does the work), the storage cannot take it, or a
     # lease record cannot be used (the error, naming the file).
     lease_skipped: Optional[str] = None
+    # What the operation asked of the storage (io/metered.py).
+    requests: RequestBill = field(default_factory=RequestBill)
 
 
 class TableCommit:
@@ -225,7 +230,10 @@ class TableCommit:
             The snapshot ids of the commits made.
 
         Raises:
-            CommitConflictError: a data file of a pending commit has vanished.
+            CommitConflictError: a data file of a pending commit has vanished; a data file is
+                listed twice; or this commit user has no retained snapshot left (the table
+                cannot tell what it committed) and a retained snapshot, tag or changelog
+                still names a pending file (docs/commit.md, "Exactly-once").
         """
         self._start_call()
         results = self._commit.filter_and_commit(by_identifier)
@@ -301,7 +309,9 @@ class TableCommit:
             self._run_maintenance(identifier, written)
         elif self.async_mode:
             if self._executor is None:
-                self._executor = ThreadPoolExecutor(1, thread_name_prefix="paimon-maintenance")
+                # (Its requests count in its own MaintenanceResult, and in a meter the caller
+                # has open around this call; never in the commit's, closed by now.)
+                self._executor = ContextExecutor(1, thread_name_prefix="paimon-maintenance")
             self._last_future = self._executor.submit(self._guarded, identifier, written)
         else:
             self._guarded(identifier, written)
@@ -318,6 +328,7 @@ class TableCommit:
                 if self._error is None:
                     self._error = e
 
+    @billed   # result.requests: what it asked of the storage
     def _run_maintenance(self, identifier: Optional[int],
                          written: FrozenSet[bytes] = frozenset()) -> MaintenanceResult:
         from .operations import maintenance_order as order

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime
 import time
-from typing import Any, Optional, Union
+from typing import Any, Optional, Sequence, Union
 
 from .errors import OptionError
 from .format.python_values import parse_iso_datetime
@@ -187,7 +187,8 @@ class TableMaintenance:
     def remove_orphan_files(self, *, older_than: Cutoff = None,
                             older_than_duration: Duration = None, dry_run: bool = False,
                             parallelism: Optional[int] = None, progress=None,
-                            max_duration: Duration = None, allow_recent_cutoff: bool = False):
+                            max_duration: Duration = None, allow_recent_cutoff: bool = False,
+                            partitions: Optional[Sequence[str]] = None):
         """Delete files no snapshot, tag, branch, changelog or consumer uses
         (`remove-orphan-files`), if older than a day (or `older_than` / `older_than_duration`).
 
@@ -202,6 +203,11 @@ class TableMaintenance:
             allow_recent_cutoff: accept a cutoff less than an hour (or the table's
                 commit.timeout) before now, which is refused otherwise: only when no writer
                 is running, whose files not yet committed it would delete.
+            partitions: only the partitions matching these patterns (`--partition`):
+                `key=glob` terms joined by `/`, e.g. `["dt=2024-01-*", "dt=2024-02-01/hr=0?"]`
+                (their union); only those partition directories are listed, only the
+                manifests whose partition statistics can hold them are read, and no metadata
+                file is a candidate (operations/orphan_scope.py).
 
         Returns:
             OrphanCleanResult (deleted_paths, deleted_dirs, deleted_files, deleted_bytes, ...).
@@ -221,11 +227,11 @@ class TableMaintenance:
         int_at_least(parallelism, "parallelism", 1)
         limit = max_duration_arg(max_duration)
         ctx = CleanContext(self, older_than_ms=older, dry_run=dry_run, max_duration_ms=limit,
-                           allow_recent_cutoff=allow_recent_cutoff)
+                           allow_recent_cutoff=allow_recent_cutoff, partitions=partitions)
         ctx.progress = progress
         if parallelism:
-            from concurrent.futures import ThreadPoolExecutor
-            with ThreadPoolExecutor(parallelism) as pool:
+            from .io.metered import ContextExecutor
+            with ContextExecutor(parallelism) as pool:
                 ctx.executor = pool
                 return OrphanFilesCleaner(ctx).clean()
         return OrphanFilesCleaner(ctx).clean()

@@ -13,7 +13,7 @@ from .format.snapshot import Consumer, Tag
 
 log = logging.getLogger(__name__)
 
-__all__ = ["TagManager", "ConsumerManager", "validate_tag_name"]
+__all__ = ["TagManager", "ConsumerManager", "ConsumerExpireResult", "validate_tag_name"]
 
 # Not in tag/: pypaimon lists every file there as a tag. Paimon's own tools never enter an
 # unknown directory at the table root.
@@ -149,6 +149,24 @@ class TagManager:
         return sorted(n for n in names if n is not None)
 
 
+class ConsumerExpireResult(list):
+    """The ids of the consumers an expiration removed (a list, as it always was), and how the
+    run ended: `complete` False when a safe point stopped it (a lost maintenance lease, an
+    interrupt: `stopped_by`, `message`); `kept`: stale consumers kept because their reader
+    wrote them again after the listing."""
+
+    def __init__(self, *a):
+        super().__init__(*a)
+        self.complete: bool = True
+        self.stopped_by: Optional[str] = None
+        self.message: Optional[str] = None
+        self.kept: List[str] = []
+
+    def to_dict(self) -> dict:
+        return {"expired": list(self), "kept": self.kept, "complete": self.complete,
+                "stopped_by": self.stopped_by, "message": self.message}
+
+
 class ConsumerManager:
     def __init__(self, io: FileIO, root: str):
         self.io = io
@@ -176,28 +194,77 @@ class ConsumerManager:
         ids = [c.next_snapshot for c in self.consumers()]
         return min(ids) if ids else None
 
-    def expire(self, older_than_ms: int, dry_run: bool = False, lease=None) -> List[str]:
+    def expire(self, older_than_ms: int, dry_run: bool = False, lease=None
+               ) -> "ConsumerExpireResult":
         """Remove consumers whose file was last modified before `older_than_ms`, readable or
         not (a damaged file of a dead reader must not block expiration forever). Under the
         table's maintenance lease (`lease`: a LeaseManager; lease.py), checked before each
         removal; a dry run takes none. A lost lease (or an interrupt) stops it there: the
-        consumers removed so far are returned, a rerun removes the rest."""
+        result (a list of the consumers removed) then says `complete` False, `stopped_by`
+        and `message`; a rerun removes the rest.
+
+        Readers (Flink, Java, any engine) advance their consumer without the lease: right
+        before each removal the file is looked at again (its status and its bytes), and a
+        consumer that changed since the listing, or is no longer older than the cutoff, is
+        kept (`kept` says which): its reader is alive and its position is what snapshot
+        expiration must stop at."""
         from .lease import LeaseManager, maintenance_lease
+        result = ConsumerExpireResult()
         if dry_run:
-            return [cid for cid, st in self._statuses() if st.mtime_ms < older_than_ms]
+            result.extend(cid for cid, st in self._statuses() if st.mtime_ms < older_than_ms)
+            return result
         manager = lease if lease is not None else LeaseManager(self.io, self.io.root)
-        gone: List[str] = []
         with maintenance_lease(None, "expire-consumers", manager=manager):
             try:
-                for cid, st in self._statuses():
-                    if st.mtime_ms < older_than_ms:
-                        checkpoint()
-                        if self.io.delete_quietly(st.path):
-                            gone.append(cid)
+                # What each stale consumer was when chosen: its status and its bytes.
+                stale = [(cid, st, self._bytes(st.path)) for cid, st in self._statuses()
+                         if st.mtime_ms < older_than_ms]
+                for cid, st, data in stale:
+                    if data is None:
+                        continue   # removed since the listing (another expirer)
+                    checkpoint()
+                    why = self._changed(st, data, older_than_ms)
+                    if why is not None:
+                        result.kept.append(f"consumer {cid} kept: {why}")
+                        log.info("consumer expiration of %s: %s", self.io.root,
+                                 result.kept[-1])
+                        continue
+                    if self.io.delete_quietly(st.path):
+                        result.append(cid)
             except StopDeleting as e:
-                log.warning("consumer expiration of %s stopped: %s; removed %s", self.io.root,
-                            e.reason, gone)
-        return gone
+                result.complete, result.stopped_by = False, e.cause
+                result.message = (f"stopped before removing a consumer: {e.reason}; removed "
+                                  f"{len(result)} consumer(s); a rerun continues")
+                log.warning("consumer expiration of %s: %s", self.io.root, result.message)
+        return result
+
+    def _bytes(self, path: str) -> Optional[bytes]:
+        try:
+            return self.io.read_bytes(path)
+        except FileNotFoundError:
+            return None
+
+    def _changed(self, listed, data: bytes, older_than_ms: int) -> Optional[str]:
+        """Why the consumer at `listed` (a FileStatus, `data` its bytes when chosen) must be
+        kept, read right before its removal; None if it is still the stale file chosen. This
+        narrows the window a reader has to advance it, it does not close it (readers never
+        take the lease)."""
+        now = self._status(listed.name)
+        if now is None:
+            return "it was removed since the listing"
+        if now.mtime_ms != listed.mtime_ms or now.mtime_ms >= older_than_ms:
+            return "its reader wrote it again since the listing"
+        if self._bytes(listed.path) != data:
+            return "its position changed since the listing"
+        return None
+
+    def _status(self, name: str):
+        """The file's status now (one file's stat where the storage has it, else a listing
+        of consumer/: consumers are few), or None if it is gone."""
+        of = getattr(self.io, "list_status_of", None)
+        found = of(self.consumer_dir, [name]) if of is not None else \
+            [st for st in self.io.list_status(self.consumer_dir) if st.name == name]
+        return found[0] if found else None
 
     def write(self, consumer_id: str, next_snapshot: int) -> None:
         self.io.mkdirs(self.consumer_dir)

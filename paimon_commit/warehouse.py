@@ -46,6 +46,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from .io.metered import ContextExecutor, RequestBill, billed, credit
 from .errors import (CorruptMetadataError, LeaseHeldError, OptionError, PaimonCommitError,
                      TableNotFoundError, UnsupportedTableError)
 from .io import FileIO
@@ -107,6 +108,8 @@ class TableMaintenanceResult:
     steps: Dict[str, Any] = field(default_factory=dict)
     warnings: List[str] = field(default_factory=list)   # e.g. partitions kept: no time
     stopped_by: Optional[str] = None   # incomplete: "max-duration" or "memory"
+    # What the operation asked of the storage (io/metered.py).
+    requests: RequestBill = field(default_factory=RequestBill)
 
     @property
     def ok(self) -> bool:
@@ -125,7 +128,8 @@ class TableMaintenanceResult:
 
     def to_dict(self) -> Dict[str, Any]:
         """JSON-ready dict."""
-        return {"table": self.table, "path": self.path, "status": self.status,
+        return {"requests": self.requests.to_dict(),
+                "table": self.table, "path": self.path, "status": self.status,
                 "reason": self.reason, "dry_run": self.dry_run,
                 "tags_expired": self.tags_expired,
                 "partitions_expired": self.partitions_expired,
@@ -222,6 +226,7 @@ def resolve_table_pattern(pattern: str, file_io: Optional[FileIO] = None,
 
 # --- one table -----------------------------------------------------------------------------
 
+@billed   # result.requests: what it asked of the storage
 def maintain_table(path: str, name: Optional[str] = None, orphans: bool = False,
                    older_than_ms: Optional[int] = None, dry_run: bool = False,
                    clock: Callable[[], float] = time.time,
@@ -483,8 +488,13 @@ def _table_steps(store, options, tag_config, expire_config, partition_expire,
     ttl = options["consumer.expiration-time"]
 
     def consumers() -> None:
-        result.consumers_expired = ConsumerManager(store.io, store.root).expire(
+        cr = ConsumerManager(store.io, store.root).expire(
             int(clock() * 1000) - ttl, dry_run=dry_run, lease=lease_manager(store))
+        result.consumers_expired = list(cr)
+        result.warnings.extend(cr.kept)
+        result.steps["consumers"] = cr.to_dict()
+        if limits is not None:   # a lost lease or an interrupt stopped it: incomplete
+            limits.stopped(maintenance_order.CONSUMERS, cr)
 
     def snapshots() -> None:
         limit = limits.remaining_ms() if limits is not None else None
@@ -715,7 +725,7 @@ def maintain_warehouse(warehouse: str, database: Optional[str] = None,
                                     deadline_at=deadline_at,
                                     allow_recent_cutoff=allow_recent_cutoff))
     elif workers == "thread":
-        with concurrent.futures.ThreadPoolExecutor(parallelism) as pool:
+        with ContextExecutor(parallelism) as pool:
             futures = [pool.submit(_maintain_in_time, ref.path, ref.full_name, orphans,
                                    older_than_ms, dry_run, clock, None, storage_options,
                                    compact, deadline_at=deadline_at, first=i < parallelism,
@@ -759,7 +769,9 @@ def maintain_warehouse(warehouse: str, database: Optional[str] = None,
                     for f in done:
                         ref = futures[f]
                         try:
-                            finished(TableMaintenanceResult(**f.result()))
+                            r = TableMaintenanceResult(**f.result())
+                            credit(r.requests)   # the worker's requests, in this run's total
+                            finished(r)
                         except Exception as e:  # noqa: BLE001 - a dead worker fails its table
                             finished(TableMaintenanceResult(ref.full_name, ref.path, "failed",
                                                             f"worker failed: {e!r}", dry_run))

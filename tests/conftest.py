@@ -70,3 +70,13 @@ def spark():
     s.sparkContext.setLogLevel("ERROR")
     yield s
     s.stop()
+
+
+def without_bill(out):
+    """A command's text output without the run's trailing `requests:` line (and its
+    `estimated cost:` line): tests that compare the rest of the text exactly drop it here
+    (tests/operations/test_request_bill.py checks the line itself)."""
+    lines = out.splitlines(keepends=True)
+    while lines and lines[-1].startswith(("requests: ", "estimated cost: ")):
+        lines.pop()
+    return "".join(lines)

@@ -23,8 +23,9 @@ from ..errors import LeaseHeldError, OptionError, PaimonCommitError, TableNotFou
 from ..lease import lease_settings
 from ..io.object_store_config import check_storage_options
 from ..io.deletion import StopDeleting
+from ..io.metered import estimated_cost, load_prices, metering
 from .args import (EXIT_CLOSED_PIPE, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_INVALID,
-                   EXIT_LEASE_HELD, EXIT_OK, InvalidInput)
+                   EXIT_LEASE_HELD, EXIT_OK, InvalidInput, print_bill)
 from .context import Run
 from .interrupts import EXIT_SIGINT, INTERRUPTED_AGAIN, Interrupts, stop_at_safe_points
 from .parser import build_parser
@@ -117,6 +118,10 @@ def _run(args) -> int:
         check_storage_options(dict(args.option), strict=True, what="--option")
     except OptionError as e:
         return _fail(args, e, EXIT_INVALID)
+    try:   # a price table that is not there: refused before any I/O too
+        args.prices = load_prices(args.price) if getattr(args, "price", None) else None
+    except ValueError as e:
+        return _fail(args, e, EXIT_INVALID)
     got = Interrupts()
     try:
         with stop_at_safe_points() if args.command in DESTRUCTIVE else \
@@ -159,8 +164,10 @@ def _stopped(args, stop: StopDeleting) -> int:
 def _run_command(args) -> int:
     wait = getattr(args, "lease_wait", None)
     try:
+        # Everything the command asks of the storage, its worker threads' and (maintain)
+        # worker processes' requests included: the run's request bill.
         with lease_settings(None if wait is None else wait / 1000.0,
-                            getattr(args, "lease_duration", None)):
+                            getattr(args, "lease_duration", None)), metering() as meter:
             result = args.run(args)
     except LeaseHeldError as e:   # another process maintains the table: nothing was done
         return _fail(args, e, EXIT_LEASE_HELD)
@@ -172,8 +179,34 @@ def _run_command(args) -> int:
         return _fail(args, e, EXIT_FAILED if Run.deleted else EXIT_INVALID)
     except (PaimonCommitError, OSError) as e:
         return _fail(args, e, EXIT_FAILED)
+    billed = args.command in BILLED and isinstance(result, dict)
+    if billed:
+        result["requests"] = _bill(args, meter)
     if args.json:
         print(json.dumps(result, default=str))
     else:
         args.print_text(result)
-    return getattr(args, "exit_code", EXIT_OK)   # 1: a command that went on past failures
+        if billed and "requests" in result:   # (not printed before an `incomplete:` line)
+            print_bill(result["requests"])
+    return getattr(args, "exit_code", EXIT_OK)
+
+
+# Commands that report what they asked of the storage (`requests:`, JSON `requests`): the
+# operations; the listings (snapshots, tags, info, lease) do not.
+BILLED = DESTRUCTIVE | {"check", "repair", "report"}
+
+
+def _bill(args, meter) -> dict:
+    """The run's bill as JSON: counts by kind, bytes, total, storage; with --price, the
+    estimated cost and the price table it used."""
+    bill = meter.bill()
+    out = bill.to_dict()
+    prices = getattr(args, "prices", None)
+    if prices is not None:
+        name, table = prices
+        out["estimated_cost_usd"] = round(estimated_cost(bill, table), 9)
+        out["prices"] = name
+    return out
+
+
+   # 1: a command that went on past failures

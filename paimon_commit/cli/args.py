@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import time
-from typing import Callable, Tuple
+from typing import Any, Callable, Dict, Tuple
 
 from ..errors import OptionError
 from ..options import parse_duration_ms
@@ -167,3 +167,27 @@ def int_at_least(minimum: int) -> Callable[[str], int]:
             raise argparse.ArgumentTypeError(f"{text!r} must be >= {minimum}")
         return v
     return parse
+
+
+def print_bill(requests: Dict[str, Any]) -> None:
+    """The run's `requests:` line (and, with --price, its `estimated cost:` line)."""
+    from ..io.metered import format_bill, format_cost
+    print(format_bill(requests))
+    if "estimated_cost_usd" in requests:
+        print(f"estimated cost: {format_cost(requests['estimated_cost_usd'])} "
+              f"({requests['prices']} prices)")
+
+
+def print_totals(r: Dict[str, Any], line: str) -> None:
+    """The totals line of a run over several tables (and the `incomplete:` line after it,
+    if any, ends the text): the run's request bill goes before it."""
+    print_incomplete(r, line)
+
+
+def print_incomplete(r: Dict[str, Any], line: str) -> None:
+    """The `incomplete:` line a stopped run's text ends with: the run's request bill goes
+    before it (taken out of `r`, so that the CLI does not print it again after)."""
+    requests = r.pop("requests", None)
+    if isinstance(requests, dict) and "total" in requests:
+        print_bill(requests)
+    print(line)

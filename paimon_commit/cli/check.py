@@ -18,7 +18,8 @@ from typing import Any, Dict
 from ..errors import UnsupportedTableError
 from ..progress import terminal_progress
 from . import context
-from .args import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, InvalidInput, time_limit
+from .args import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, InvalidInput, print_incomplete, \
+    time_limit
 
 __all__ = ["add_check_command", "cmd_check", "add_repair_command", "cmd_repair", "SHOWN"]
 
@@ -30,6 +31,8 @@ def cmd_check(args) -> Dict[str, Any]:
     bar = terminal_progress(args.json)   # a live bar on a terminal only
     try:
         r = t.check(progress=bar, max_duration=args.max_duration)
+    except UnsupportedTableError as e:   # refused before anything was read: bad input
+        raise InvalidInput(str(e)) from None
     finally:
         if bar is not None:
             bar.close()
@@ -62,7 +65,7 @@ def _print_check(r: Dict[str, Any]) -> None:
             print("healthy: every file the snapshots, tags and changelogs use is there, "
                   "with the size the metadata records")
         else:
-            print(f"incomplete: {r['message']}")
+            print_incomplete(r, f"incomplete: {r['message']}")
         return
     print(f"{len(problems)} problem(s); broken: {', '.join(r['broken'])}")
     for p in problems[:SHOWN]:
@@ -70,7 +73,7 @@ def _print_check(r: Dict[str, Any]) -> None:
     if len(problems) > SHOWN:
         print(f"  ... and {len(problems) - SHOWN} more: use --json for all")
     if not r["complete"]:
-        print(f"incomplete: {r['message']}")
+        print_incomplete(r, f"incomplete: {r['message']}")
 
 
 def _describe(p: Dict[str, Any]) -> str:

@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, List
 from ..progress import terminal_progress
 from . import context
 from .args import (EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, InvalidInput, duration,
-                   int_at_least, key_value, lease_duration, orphan_age, orphan_cutoff,
+                   print_incomplete, print_totals, int_at_least, key_value, lease_duration, orphan_age, orphan_cutoff,
                    orphan_duration, past_timestamp_ms, time_limit)
 
 __all__ = ["add_commands", "cmd_expire_tags", "cmd_maintain", "cmd_report"]
@@ -51,7 +51,7 @@ def _print_expire_tags(r: Dict[str, Any]) -> None:
     for e in r["errors"]:
         print(f"error: {e}")
     if r.get("complete") is False:
-        print(f"incomplete: {r['message']}")
+        print_incomplete(r, f"incomplete: {r['message']}")
 
 
 # --- maintain ------------------------------------------------------------------------------
@@ -161,9 +161,9 @@ def _print_maintain(r: Dict[str, Any]) -> None:
             print(f"{'':<32} compact  {c['message']}")
         for w in t["warnings"]:
             print(f"{'':<32} warning  {w}")
-    print(f"{len(r['tables'])} table(s): {r['ok']} ok, {r['failed']} failed, "
-          f"{r['skipped']} skipped, {r['incomplete']} incomplete; {verb} "
-          f"{r['deleted_files']} file(s), {r['deleted_bytes']} bytes")
+    print_totals(r, f"{len(r['tables'])} table(s): {r['ok']} ok, {r['failed']} failed, "
+                    f"{r['skipped']} skipped, {r['incomplete']} incomplete; {verb} "
+                    f"{r['deleted_files']} file(s), {r['deleted_bytes']} bytes")
     if r["incomplete"]:
         what = "an interrupt" if any(t["stopped_by"] == "interrupt" for t in r["tables"]) \
             else "a limit"
@@ -202,6 +202,7 @@ def _print_report(r: Dict[str, Any]) -> None:
     from ..report import small_files_text
     for line in small_files_text(r.get("small_files") or {}):
         print(line)
+    # (this run's requests: the `requests:` line the CLI prints after every operation)
     if r.get("html"):
         print(f"html report      {r['html']}")
 
@@ -215,6 +216,9 @@ def _each_table(run: Callable) -> Callable:
         from ..warehouse import is_table_pattern, resolve_table_pattern
         if not is_table_pattern(args.table):
             return run(args)
+        if getattr(args, "file_list", None) is not None:
+            raise InvalidInput(f"--file-list lists one table: give its path, not the pattern "
+                               f"{args.table!r}")
         from ..errors import PaimonCommitError
         refs = resolve_table_pattern(args.table, storage_options=context.Run.storage_options())
         if not refs:
@@ -271,7 +275,8 @@ def _print_each(r: Dict[str, Any]) -> None:
               f"{x.get('deleted_bytes', 0)} bytes")
         if x.get("complete") is False:
             print(f"{'':<32} incomplete: {x['message']}")
-    print(f"{len(r['tables'])} table(s), {r['failed']} failed, {r['incomplete']} incomplete")
+    print_totals(r, f"{len(r['tables'])} table(s), {r['failed']} failed, {r['incomplete']} "
+                    f"incomplete")
 
 
 # --- registration --------------------------------------------------------------------------

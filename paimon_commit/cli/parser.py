@@ -130,6 +130,10 @@ def build_parser() -> argparse.ArgumentParser:
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         c.add_argument("table", help=f"table path: {PATHS}")
         c.add_argument("--json", action="store_true", help="print one JSON object")
+        c.add_argument("--price", metavar="TABLE|FILE.json", default=None,
+                       help="add the estimated cost of the run's requests: "
+                            "s3-standard, gcs-standard, azure-hot, or a JSON file of USD per "
+                            "1,000 requests by kind (LIST, GET, HEAD, PUT, DELETE)")
         # Also after the command (`paimon-commit info TABLE -v`), where users put it.
         c.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
                        help="log progress to stderr")
@@ -212,6 +216,24 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--list-files", action="store_true",
                    help="print every path (a terminal otherwise gets a summary of a long "
                         "list; a pipe and --json get every path)")
+    c.add_argument("--partition", action="append", metavar="KEY=GLOB[/KEY=GLOB]",
+                   help="clean only the partitions matching this pattern (repeatable: their "
+                        "union), e.g. 'dt=2024-01-*' or 'dt=2024-01-*/hr=0?'; a DATE key "
+                        "matches its date or Paimon's day number; only those partition "
+                        "directories are listed and only the manifests whose partition "
+                        "statistics can hold them are read; metadata files are left alone")
+    c.add_argument("--file-list", metavar="PATH",
+                   help="take the files from this list instead of listing the table: an S3 "
+                        "Inventory or GCS inventory report, or any CSV (with a header) or "
+                        "Parquet file with path (or key), size and last-modified columns; "
+                        "'-' reads stdin. Only files it shows are deleted, if it covers the "
+                        "table and is newer than the cutoff; each one's status is read "
+                        "again before it is deleted (local mode)")
+    c.add_argument("--file-list-time", type=past_timestamp_ms, metavar=TIMESTAMP_METAVAR,
+                   help="when the --file-list was taken (local time; in doubt, earlier)")
+    c.add_argument("--file-list-manifest", metavar="PATH",
+                   help="the S3 Inventory manifest.json of the --file-list: its columns "
+                        "(the CSV has no header), bucket and time (creationTimestamp)")
 
     c = command("create-tag", cmd_create_tag, "tag a snapshot (default: the latest)",
                 "paimon-commit create-tag /data/wh/db.db/events release-1 --snapshot 42")

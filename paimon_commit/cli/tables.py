@@ -15,7 +15,8 @@ from ..progress import terminal_progress
 from ..table import Table
 from ..tags import tag_manager
 from . import context
-from .args import EXIT_FAILED, InvalidInput, orphan_age, orphan_cutoff, stopped_exit_code
+from .args import EXIT_FAILED, InvalidInput, orphan_age, orphan_cutoff, print_incomplete, \
+    stopped_exit_code
 
 __all__ = ["cmd_snapshots", "cmd_tags", "cmd_info", "cmd_drop_partition",
            "cmd_expire_snapshots", "cmd_expire_partitions", "cmd_remove_orphan_files",
@@ -84,6 +85,7 @@ def cmd_remove_orphan_files(args) -> Dict[str, Any]:
     if args.mode == "distributed" and args.max_duration is not None:
         raise InvalidInput("--max-duration is not supported with --mode distributed (the "
                            "executors delete in one job)")
+    _check_file_list_args(args)
     older, flag, typed = args.older_than, "--older-than", args.older_than
     if args.older_than_duration is not None:
         older = int(time.time() * 1000) - args.older_than_duration
@@ -92,7 +94,12 @@ def cmd_remove_orphan_files(args) -> Dict[str, Any]:
     orphan_cutoff(flag, typed, older, allow)   # the hour's floor, before any I/O
     ctx = CleanContext(args.table, older_than_ms=older, dry_run=args.dry_run,
                        file_io=context.open_io(args.table), max_duration_ms=args.max_duration,
-                       allow_recent_cutoff=allow)
+                       allow_recent_cutoff=allow, partitions=args.partition,
+                       file_list=args.file_list, file_list_time_ms=args.file_list_time,
+                       file_list_manifest=args.file_list_manifest,
+                       file_list_time_source=(
+                           None if args.file_list_time is None else
+                           f"--file-list-time {args.file_list_time.text!r}"))
     ctx.progress = terminal_progress(args.json)   # a live bar on a terminal only
     try:   # the table's commit.timeout, when longer than the hour, is checked on opening
         if args.mode == "distributed":
@@ -104,8 +111,8 @@ def cmd_remove_orphan_files(args) -> Dict[str, Any]:
         orphan_cutoff(flag, typed, older, allow, e.floor_ms)   # in the command line's words
         raise
     if args.mode != "distributed" and args.parallelism:
-        from concurrent.futures import ThreadPoolExecutor
-        ctx.executor = ThreadPoolExecutor(args.parallelism)
+        from ..io.metered import ContextExecutor   # its tasks' requests count for the run
+        ctx.executor = ContextExecutor(args.parallelism)
     try:
         r = cleaner.clean()
     finally:
@@ -116,6 +123,28 @@ def cmd_remove_orphan_files(args) -> Dict[str, Any]:
     return r.to_dict()
 
 
+def _check_file_list_args(args) -> None:
+    """--file-list and its time, in the command line's words, before any I/O."""
+    if args.file_list is None:
+        for flag, value in (("--file-list-time", args.file_list_time),
+                            ("--file-list-manifest", args.file_list_manifest)):
+            if value is not None:
+                raise InvalidInput(f"{flag} describes a --file-list: give one")
+        return
+    if args.mode == "distributed":
+        raise InvalidInput("--file-list is not supported with --mode distributed (the "
+                           "executors list the table themselves)")
+    if args.file_list_time is not None and args.file_list_manifest is not None:
+        raise InvalidInput("give --file-list-time or --file-list-manifest (whose "
+                           "creationTimestamp is the list's time), not both")
+    if args.file_list_time is None and args.file_list_manifest is None:
+        raise InvalidInput(
+            "--file-list needs the time the list was taken: --file-list-time "
+            "'YYYY-MM-DD HH:MM:SS' (local time; in doubt, earlier), or the S3 Inventory's "
+            "--file-list-manifest manifest.json (the newest last-modified time in a list is "
+            "only a lower bound of it; in doubt, nothing is deleted)")
+
+
 # A terminal gets at most this many paths of a file list (a pipe or --list-files gets all).
 SHOWN_ON_TERMINAL = 5
 
@@ -124,8 +153,18 @@ def print_orphans(r: Dict[str, Any], list_all: bool = False) -> None:
     """remove-orphan-files' text: every path for a pipe or with --list-files; on a
     terminal, a long list is summarised (bytes by kind, the first paths)."""
     verb = "would delete" if r["dry_run"] else "deleted"
+    scope = ""
+    if r.get("partitions"):
+        scope = (f" in {r['partitions_listed']} partition(s) matching "
+                 f"{', '.join(r['partitions'])} (read {r['manifests_read']} of "
+                 f"{r['manifests_read'] + r['manifests_skipped']} manifests)")
+    if r.get("file_list"):
+        scope += (f" from the file list {r['file_list']} taken at {r['file_list_time']} "
+                  f"({r['file_list_time_source']})")
+        if r["file_list_changed"]:
+            scope += f", keeping {r['file_list_changed']} changed since"
     print(f"{verb} {r['deleted_files']} file(s), {r['deleted_bytes']} bytes, "
-          f"{len(r['deleted_dirs'])} empty dir(s)")
+          f"{len(r['deleted_dirs'])} empty dir(s){scope}")
     files = r["files"]
     if list_all or not sys.stdout.isatty() or len(files) <= 2 * SHOWN_ON_TERMINAL:
         for f in files:
@@ -304,7 +343,7 @@ def _info_lines(r: Dict[str, Any]):
 def _print_stopped(r: Dict[str, Any]) -> None:
     """The one line of a run a limit stopped: what it did, and that a rerun continues."""
     if r.get("complete") is False:
-        print(f"incomplete: {r['message']}")
+        print_incomplete(r, f"incomplete: {r['message']}")
 
 
 def print_text(command: str, r: Dict[str, Any]) -> None:
@@ -370,7 +409,8 @@ def print_text(command: str, r: Dict[str, Any]) -> None:
         print(f"{'would expire' if r['dry_run'] else 'expired'} partitions: {parts}; "
               f"snapshots {r['snapshot_ids']}")
     elif command in ("delete-tag", "rollback-to"):
-        print(json.dumps({k: v for k, v in r.items() if k != "message"}, indent=2))
+        print(json.dumps({k: v for k, v in r.items() if k not in ("message", "requests")},
+                         indent=2))
         _print_stopped(r)
     elif command == "lease":
         rec = r["record"]

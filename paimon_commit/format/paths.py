@@ -34,7 +34,7 @@ __all__ = [
     "MANIFEST_PREFIX", "MANIFEST_LIST_PREFIX", "INDEX_MANIFEST_PREFIX", "BUCKET_PREFIX",
     "DATA_FILE_PREFIX",
     "escape_path_name", "unescape_path_name",
-    "partition_value_string", "partition_path", "bucket_dir", "data_dir",
+    "partition_value_string", "non_legacy_name_supported", "partition_path", "bucket_dir", "data_dir",
     "snapshot_file_name", "parse_snapshot_id",
     "schema_file_name", "parse_schema_id",
     "changelog_file_name", "parse_changelog_id",
@@ -194,10 +194,30 @@ def _java_decimal_plain_string(unscaled: int, scale: int) -> str:
     return "-" + digits if unscaled < 0 else digits
 
 
+# Partition types whose directory value `partition.legacy-name = false` spells with certainty
+# (Java casts the value to a string, pypaimon 2.1.0 `cast_value_to_string`): the same as the
+# legacy name for strings, integers and BOOLEAN; DATE as ISO `yyyy-MM-dd`. Every other type
+# (TIMESTAMP, TIMESTAMP_LTZ in the JVM's time zone, TIME, DECIMAL, FLOAT/DOUBLE, ...) is refused
+# by FileStore.layout_refusal rather than guessed.
+NON_LEGACY_DATE = "DATE"
+
+
+def non_legacy_name_supported(t: Union[str, AtomicType]) -> bool:
+    """Whether partition_value_string(..., legacy=False) can spell a value of type `t`."""
+    root = as_atomic(t).root
+    return root in STRING_ROOTS or root in INTEGER_RANGES or root in ("BOOLEAN", NON_LEGACY_DATE)
+
+
 def partition_value_string(value: Any, t: Union[str, AtomicType],
                            default_name: str = DEFAULT_PARTITION_NAME,
-                           what: str = "partition value") -> str:
-    """The unescaped directory value of one partition field (legacy naming).
+                           what: str = "partition value", legacy: bool = True) -> str:
+    """The unescaped directory value of one partition field.
+
+    With ``legacy=False`` (table option ``partition.legacy-name = false``) only the types of
+    non_legacy_name_supported are spelled: as below, except DATE as ``2024-01-01``; any other
+    type raises ValueError.
+
+    Legacy naming:
 
     Java's ``toString()`` of the internal value: strings as themselves, integers in decimal,
     BOOLEAN ``true``/``false``, DATE as days since 1970-01-01, TIME as milliseconds of the day,
@@ -211,10 +231,15 @@ def partition_value_string(value: Any, t: Union[str, AtomicType],
     Python's ``b'..'`` repr), and strings Java and Python disagree are blank.
     """
     a = as_atomic(t)
+    if not legacy and not non_legacy_name_supported(a):
+        raise ValueError("%s of type %s: this library cannot spell its directory name under "
+                         "option 'partition.legacy-name' = 'false'" % (what, a.type_string()))
     if value is None:
         return default_name
     check_python_value(value, a.with_nullable(True), what)
     root = a.root
+    if not legacy and root == NON_LEGACY_DATE:
+        return "%04d-%02d-%02d" % (value.year, value.month, value.day)
     if root in STRING_ROOTS:
         return default_name if _is_blank(value) else value
     if root in INTEGER_RANGES:
@@ -245,14 +270,15 @@ def partition_value_string(value: Any, t: Union[str, AtomicType],
 
 
 def partition_path(keys: Sequence[str], values: Sequence[Any], types: Sequence[Union[str, AtomicType]],
-                   default_name: str = DEFAULT_PARTITION_NAME) -> str:
-    """``k1=v1/k2=v2`` (escaped), or ``""`` for an unpartitioned table."""
+                   default_name: str = DEFAULT_PARTITION_NAME, legacy: bool = True) -> str:
+    """``k1=v1/k2=v2`` (escaped), or ``""`` for an unpartitioned table. ``legacy``: the
+    table's ``partition.legacy-name`` (partition_value_string)."""
     if not len(keys) == len(values) == len(types):
         raise ValueError("partition_path got %d keys, %d values and %d types"
                          % (len(keys), len(values), len(types)))
     return "/".join(
         "%s=%s" % (escape_path_name(k), escape_path_name(
-            partition_value_string(v, t, default_name, "partition key %r" % (k,))))
+            partition_value_string(v, t, default_name, "partition key %r" % (k,), legacy)))
         for k, v, t in zip(keys, values, types))
 
 

@@ -16,16 +16,18 @@ import posixpath
 import threading
 import uuid
 from abc import ABC, abstractmethod
+from array import array
 from concurrent.futures import as_completed
 from contextlib import contextmanager, nullcontext
 from typing import Callable, ContextManager, Dict, Iterable, Iterator, List, NamedTuple, \
-    Optional, Tuple
+    Optional, Sequence, Tuple
 
 from ..errors import UnsafePathError
 
 log = logging.getLogger(__name__)
 
-__all__ = ["FileStatus", "NameListing", "FileIO", "walk_files", "check_path_shape"]
+__all__ = ["FileStatus", "FileEntries", "FileIO", "walk_files", "check_path_shape",
+           "file_entries"]
 
 
 class FileStatus(NamedTuple):
@@ -38,16 +40,26 @@ class FileStatus(NamedTuple):
     is_symlink: bool = False
 
 
-class NameListing(NamedTuple):
-    """One directory listed for a select-then-stat pass (orphan cleanup): the names of its
-    entries now, the status of the few that turn out to matter later
-    (`FileIO.status_of_listed`). `statuses` holds what the listing itself returned where it
-    returns metadata anyway (object stores, pyarrow.fs: then `names` are files only), and is
-    None where names are cheaper than their status (local disk: `names` may include
-    directories and symlinks, which `status_of_listed` leaves out)."""
+class FileEntries(NamedTuple):
+    """The regular files directly in one directory (no directories, no symlinks), with their
+    size and modification time, from one listing (`FileIO.list_files`): parallel sequences,
+    not an object per file (orphan cleanup holds the listing of the whole table)."""
     directory: str
     names: List[str]
-    statuses: Optional[Dict[str, FileStatus]]
+    sizes: Sequence[int]
+    mtimes_ms: Sequence[int]
+
+
+def file_entries(directory: str, statuses: Iterable[FileStatus]) -> FileEntries:
+    """The FileEntries of a `list_status` of `directory`."""
+    names: List[str] = []
+    sizes, mtimes = array("q"), array("q")
+    for st in statuses:
+        if not st.is_dir and not st.is_symlink:
+            names.append(st.name)
+            sizes.append(st.size)
+            mtimes.append(st.mtime_ms)
+    return FileEntries(directory, names, sizes, mtimes)
 
 
 def check_path_shape(path: str, root: str, describe: Callable[[str], str] = str) -> str:
@@ -177,27 +189,11 @@ class FileIO(ABC):
         """Names of the children of a directory; [] when it does not exist."""
         return [s.name for s in self.list_status(directory)]
 
-    def list_names_deferred(self, directory: str) -> NameListing:
-        """The names of a directory's files, their status to be asked for later with
-        `status_of_listed` ([] names when it does not exist). Here: one `list_status`, the
-        files' status kept (no further request later); storages where a name costs much
-        less than its status (local disk) list names only."""
-        files = {st.name: st for st in self.list_status(directory)
-                 if not st.is_dir and not st.is_symlink}
-        return NameListing(directory, list(files), files)
-
-    def status_of_listed(self, listing: NameListing, names: Iterable[str]) -> List[FileStatus]:
-        """The status of those `names` of `listing` that are regular files (not directories,
-        not symlinks); a name gone since the listing is left out. No I/O where the listing
-        kept the status."""
-        kept = listing.statuses or {}
-        return [kept[n] for n in names if n in kept]
-
-    def entries_of_listed(self, listing: NameListing, names: Iterable[str]
-                          ) -> List[Tuple[str, int, int]]:
-        """`status_of_listed` as (name, size, mtime_ms) tuples: no object per file beyond
-        the tuple (orphan cleanup asks this of every unused file, millions in a big one)."""
-        return [(st.name, st.size, st.mtime_ms) for st in self.status_of_listed(listing, names)]
+    def list_files(self, directory: str) -> FileEntries:
+        """The regular files directly in a directory with their size and modification time,
+        in one listing (no request per file); directories and symlinks are left out, and a
+        directory that does not exist has none. Here: one `list_status`."""
+        return file_entries(directory, self.list_status(directory))
 
     # --- writing -------------------------------------------------------------------------
     @abstractmethod

@@ -20,6 +20,8 @@ import threading
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence
 
+from .metered import ContextExecutor
+
 log = logging.getLogger(__name__)
 
 __all__ = ["Deleter", "run_deletions", "still_there", "remove_empty_dirs", "StopDeleting",
@@ -204,7 +206,7 @@ class Deleter:
 
     def _pool(self) -> Executor:
         if self._executor is None:
-            self._own = self._executor = ThreadPoolExecutor(self._threads)
+            self._own = self._executor = ContextExecutor(self._threads)
         return self._executor
 
     def files(self, kind: str, paths: Sequence[str], must_finish: bool = False) -> bool:

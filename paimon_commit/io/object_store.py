@@ -33,8 +33,9 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 from ..errors import AtomicCreateUnsupportedError, ObjectStoreError, UnsafePathError
 from . import adaptive
 from .base import FileIO, FileStatus
+from .metered import note as _bill
 from .object_store_config import build_store
-from .uri import parse_object_store_uri
+from .uri import AZURE_SCHEMES, GCS_SCHEMES, parse_object_store_uri
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +65,8 @@ _REQUESTS_IN_FLIGHT_START = 16
 _OBSTORE_RETRY_DEFAULTS = adaptive.RetryPolicy(retries=10, timeout_s=180.0, init_s=0.1,
                                                max_s=15.0, base=2.0)
 _T = TypeVar("_T")
+_LIST_PAGE = 1000             # keys and common prefixes per LIST page (S3, GCS, Azure)
+_MULTIPART_CHUNK = 5 << 20    # obstore.put's part size when use_multipart
 
 
 # --- the probe: once per table root and process ------------------------------------------
@@ -128,6 +131,11 @@ class _CountingWriter:
         if self._closed:
             return
         self._closed = True
+        # The request bill (io/metered.py): one PUT up to the buffer; above, a multipart
+        # upload of buffer-sized parts (create, the parts, complete: PUT-class requests).
+        n = self._n
+        _bill(self._owner.scheme, "PUT", 1 if n <= _WRITER_BUFFER else
+              2 + -(-n // _WRITER_BUFFER), written=n)
         try:
             self._w.close()
         except Exception as e:  # noqa: BLE001
@@ -246,10 +254,12 @@ class ObjectStoreFileIO(FileIO):
     # --- reading -------------------------------------------------------------------------
     def read_bytes(self, path: str) -> bytes:
         import obstore
+        _bill(self.scheme, "GET")   # counted when asked: a 404 is a request too
         try:
             key = self._key(path)
-            return self._request("read", path,
-                                 lambda st: bytes(obstore.get(st, key).bytes()))
+            data = self._request("read", path, lambda st: bytes(obstore.get(st, key).bytes()))
+            _bill(self.scheme, "GET", 0, read=len(data))
+            return data
         except FileNotFoundError as e:
             if "NoSuchBucket" in str(e) or "ContainerNotFound" in str(e):
                 raise self._error("read", path, e) from None
@@ -259,6 +269,7 @@ class ObjectStoreFileIO(FileIO):
 
     def _head(self, path: str):
         import obstore
+        _bill(self.scheme, "HEAD")
         key = self._key(path)
         try:
             return self._request("check", path, lambda st: obstore.head(st, key))
@@ -280,8 +291,7 @@ class ObjectStoreFileIO(FileIO):
         import obstore
         key = self._key(path.rstrip("/") + "/")
         try:
-            page = self._request("list", path + "/",
-                                 lambda st: obstore.list_with_delimiter(st, key))
+            page = self._list(path + "/", key)
         except Exception as e:  # noqa: BLE001
             raise self._error("list", path + "/", e) from None
         return bool(page["objects"] or page["common_prefixes"])
@@ -300,8 +310,7 @@ class ObjectStoreFileIO(FileIO):
         directory = directory.rstrip("/")
         prefix = self._key(directory + "/") if directory != self.bucket else ""
         try:
-            listing = self._request("list", directory + "/",
-                                    lambda st: obstore.list_with_delimiter(st, prefix or None))
+            listing = self._list(directory + "/", prefix or None)
         except Exception as e:  # noqa: BLE001 - a missing bucket is 404 too: say so
             raise self._error("list", directory + "/", e) from None
         out = []
@@ -318,14 +327,26 @@ class ObjectStoreFileIO(FileIO):
                                   int(m["size"]), ms, False))
         return out
 
+    def _list(self, directory: str, prefix: Optional[str]):
+        """One delimited listing (obstore pages it: one LIST per 1,000 entries, billed)."""
+        import obstore
+        try:
+            listing = self._request("list", directory,
+                                    lambda st: obstore.list_with_delimiter(st, prefix))
+        except Exception:
+            _bill(self.scheme, "LIST")
+            raise
+        n = len(listing["objects"]) + len(listing["common_prefixes"])
+        _bill(self.scheme, "LIST", max(1, -(-n // _LIST_PAGE)))
+        return listing
+
     def file_versions(self, directory: str) -> Optional[Dict[str, str]]:
         """name -> ETag (else size and last-modified) of each object directly below."""
         import obstore
         directory = directory.rstrip("/")
         prefix = self._key(directory + "/") if directory != self.bucket else ""
         try:
-            listing = self._request("list", directory + "/",
-                                    lambda st: obstore.list_with_delimiter(st, prefix or None))
+            listing = self._list(directory + "/", prefix or None)
         except Exception as e:  # noqa: BLE001
             raise self._error("list", directory + "/", e) from None
         out: Dict[str, str] = {}
@@ -345,6 +366,8 @@ class ObjectStoreFileIO(FileIO):
         import obstore
         key = self._key(path)
         multipart = len(data) > _SINGLE_PUT_MAX
+        _bill(self.scheme, "PUT", 2 + -(-len(data) // _MULTIPART_CHUNK)
+              if multipart else 1, written=len(data))
         if mode is not None or multipart:
             # obstore retries these, as before: a conditional create's outcome after a lost
             # answer is the caller's to establish (try_create_atomic reads the object back),
@@ -472,10 +495,12 @@ class ObjectStoreFileIO(FileIO):
         and each seek on a remote file would be another request."""
         import obstore
         import pyarrow as pa
+        _bill(self.scheme, "GET")
         key = self._key(path)
         try:
-            return pa.BufferReader(pa.py_buffer(self._request(
-                "read", path, lambda st: obstore.get(st, key).bytes())))
+            data = self._request("read", path, lambda st: obstore.get(st, key).bytes())
+            _bill(self.scheme, "GET", 0, read=len(data))
+            return pa.BufferReader(pa.py_buffer(data))
         except FileNotFoundError:
             raise FileNotFoundError(f"{self.uri(path)} not found") from None
         except Exception as e:  # noqa: BLE001
@@ -494,6 +519,7 @@ class ObjectStoreFileIO(FileIO):
     def _unlink(self, norm: str) -> bool:
         """Delete one object. S3 answers 204 whether or not it existed: True either way."""
         import obstore
+        _bill(self.scheme, "DELETE")
         key = self._key(norm)
         try:
             self._request("delete", norm, lambda st: obstore.delete(st, key))
@@ -505,6 +531,16 @@ class ObjectStoreFileIO(FileIO):
         self._sizes.pop(norm, None)
         return True
 
+    def _delete_requests(self, keys: int) -> int:
+        """Requests obstore makes to delete `keys` keys at once: S3 one DeleteObjects (a
+        POST) per batch, Azure one blob batch per 256, GCS one DELETE per key (object_store
+        has no batch delete for it)."""
+        if self.scheme in AZURE_SCHEMES:
+            return -(-keys // 256)
+        if self.scheme in GCS_SCHEMES:
+            return keys
+        return 1
+
     def _unlink_many(self, checked: List[str]) -> List[str]:
         """Up to 1,000 keys per request (the gate checked every path before the first
         request). On a failed batch, its keys are retried one by one."""
@@ -512,6 +548,7 @@ class ObjectStoreFileIO(FileIO):
         done: List[str] = []
         for i in range(0, len(checked), _DELETE_BATCH):
             chunk = checked[i:i + _DELETE_BATCH]
+            _bill(self.scheme, "DELETE", self._delete_requests(len(chunk)))
             keys = [self._key(p) for p in chunk]
             try:
                 self._request("delete", self.root + "/",

@@ -19,8 +19,10 @@ half as many in flight, not the same number again after each thread's own backof
 from __future__ import annotations
 
 import collections
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Callable, Deque, Iterable, Iterator, Optional, TypeVar
+
+from .metered import ContextExecutor
 
 __all__ = ["ordered", "concurrency_of"]
 
@@ -55,7 +57,7 @@ def ordered(fn: Callable[[T], R], items: Iterable[T], workers: int,
         return
     window = max(workers, window or 2 * workers)
     pending: Deque["Future[R]"] = collections.deque()
-    pool = ThreadPoolExecutor(workers, thread_name_prefix="paimon-read")
+    pool = ContextExecutor(workers, thread_name_prefix="paimon-read")
     try:
         for item in items:
             pending.append(pool.submit(fn, item))

@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import logging
 import posixpath
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional, Sequence, Tuple
 
+from ..io.metered import RequestBill, billed
 from ..errors import PaimonCommitError
+from ..io.deletion import StopDeleting, checkpoint
 
 log = logging.getLogger(__name__)
 
@@ -42,8 +44,11 @@ class AbortResult:
     deleted: Tuple[str, ...] = ()
     kept: Tuple[str, ...] = ()           # still named by the table, or not provably unused
     reason: Optional[str] = None         # why everything was kept, if it was
+    # What the operation asked of the storage (io/metered.py).
+    requests: RequestBill = field(default_factory=RequestBill)
 
 
+@billed   # result.requests: what it asked of the storage
 def abort_files(store, paths: Sequence[str], *, handed_out: bool = True,
                 commit_user: Optional[str] = None, since_snapshot: Optional[int] = None,
                 commit_identifier: Optional[int] = None) -> AbortResult:
@@ -70,7 +75,7 @@ def abort_files(store, paths: Sequence[str], *, handed_out: bool = True,
     if handed_out:
         reason = _published(store, commit_user, since_snapshot, commit_identifier)
         if reason is None:
-            used, reason = _used_names(store)
+            used, reason = used_names(store)
             if reason is None:
                 kept = [p for p in paths if posixpath.basename(p) in used]
                 if kept:
@@ -78,12 +83,29 @@ def abort_files(store, paths: Sequence[str], *, handed_out: bool = True,
                                 "changelog names (committed after all?), e.g. %s",
                                 store.path, len(kept), kept[0])
                 paths = [p for p in paths if p not in set(kept)]
-                deleted = store.io.delete_files(paths)
-                return AbortResult(tuple(deleted), tuple(kept))
-        log.warning("abort on %s: deleting none of %d file(s): %s; orphan cleanup removes "
-                    "them once nothing can need them", store.path, len(paths), reason)
-        return AbortResult((), tuple(paths), reason)
-    return AbortResult(tuple(store.io.delete_files(paths)))
+                reason = _stop_reason()
+                if reason is None:
+                    deleted = store.io.delete_files(paths)
+                    return AbortResult(tuple(deleted), tuple(kept))
+                paths += kept
+    else:
+        reason = _stop_reason()
+        if reason is None:
+            return AbortResult(tuple(store.io.delete_files(paths)))
+    log.warning("abort on %s: deleting none of %d file(s): %s; orphan cleanup removes "
+                "them once nothing can need them", store.path, len(paths), reason)
+    return AbortResult((), tuple(paths), reason)
+
+
+def _stop_reason() -> Optional[str]:
+    """The abort's one delete step passes a safe point like every other (`checkpoint()`):
+    under the maintenance lease (compaction's abort) a holder that lost it deletes nothing,
+    and an interrupted process stops there. Why it must not delete, or None."""
+    try:
+        checkpoint()
+    except StopDeleting as e:
+        return f"stopped before deleting ({e.reason})"
+    return None
 
 
 def _published(store, commit_user: Optional[str], since: Optional[int],
@@ -107,9 +129,11 @@ def _published(store, commit_user: Optional[str], since: Optional[int],
     return None
 
 
-def _used_names(store):
+def used_names(store):
     """(names of every file any snapshot, tag, long-lived changelog or branch uses, None),
-    or (None, why they cannot be known)."""
+    or (None, why they cannot be known). The one answer to "is this file used?" outside
+    orphan cleanup: abort, and filter_and_commit when the table cannot tell what a commit
+    user committed."""
     from .orphan import CleanContext, OrphanFilesCleaner
     try:
         return OrphanFilesCleaner(CleanContext(store.path, file_io=store.io)).used_files(), None

@@ -40,7 +40,6 @@ import itertools
 import logging
 import time
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Set, \
     Tuple
@@ -50,7 +49,7 @@ from ..format import paths as P
 from ..format.manifest import FileKind, decode_index_manifest_files
 from ..format.snapshot import Tag
 from ..io import FileStatus
-from ..io.metered import MeteredReadOnlyIO
+from ..io.metered import ContextExecutor, MeteredReadOnlyIO, billed
 from ..progress import LISTING, READING, Throttle, emit
 from ..reachability import (APPEND_SOURCE, UNREADABLE, Reachability, Root,
                             collector_paused)
@@ -223,7 +222,13 @@ def _digest(data: bytes) -> bytes:
 
 def check_table(store: FileStore, progress: Optional[Callable[[Any], None]] = None,
                 max_duration_ms: Optional[int] = None) -> CheckResult:
-    """Check every file the table's roots need (see the module docstring)."""
+    """Check every file the table's roots need (see the module docstring).
+
+    Raises:
+        UnsupportedTableError: the table's layout options name data file paths this library
+            cannot compute (store.layout_refusal), before any I/O beyond the schema.
+    """
+    store.check_layout("check")
     return TableCheck(store, progress, max_duration_ms).run()
 
 
@@ -268,6 +273,7 @@ class TableCheck:
         self.threads = store.options.get("file-operation.thread-num") or IO_THREADS
 
     # --- the run -------------------------------------------------------------------------
+    @billed   # result.requests: what it asked of the storage
     def run(self) -> CheckResult:
         seconds: Dict[str, float] = {}
         stopped = False
@@ -349,7 +355,7 @@ class TableCheck:
                     continue
                 yield x, value, None
             return
-        pool = ThreadPoolExecutor(min(self.threads, len(items)))
+        pool = ContextExecutor(min(self.threads, len(items)))
         try:
             it = iter(items)
             pending = deque((x, pool.submit(read, x)) for x in itertools.islice(it, self.threads))

@@ -20,11 +20,13 @@ import random
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence, Set
+from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence, Set, \
+    Tuple
 
 from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_delay, \
     stop_never
 
+from ..io.metered import RequestBill, billed
 from ..errors import AtomicCreateUnsupportedError, CommitConflictError, CommitFailedError
 from ..format.commit_message import CommitMessage
 from ..format.paths import validate_bare_file_name
@@ -74,6 +76,8 @@ class CommitResult:
     deleted_files: int = 0
     seconds: float = 0.0
     already_committed: bool = False  # a repeated call: snapshot_id is the earlier commit's
+    # What the operation asked of the storage (io/metered.py).
+    requests: RequestBill = field(default_factory=RequestBill)
 
 
 class _Stalled(Exception):
@@ -134,6 +138,7 @@ class FileStoreCommit:
         self.config = config or CommitConfig.from_options(store.options)
 
     # --- public operations ---------------------------------------------------------------
+    @billed   # result.requests: what it asked of the storage
     def commit(self, messages: Sequence[CommitMessage],
                commit_identifier: Optional[int] = None,
                check_append_conflicts: bool = False) -> CommitResult:
@@ -145,6 +150,7 @@ class FileStoreCommit:
         ident = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier
         entries = _entries_of(messages)
         adds = [e for e in entries if e.kind == FileKind.ADD]
+        self._refuse_repeated(adds)
         if adds:
             self.store.check_writable()
         has_deletes = len(adds) < len(entries)
@@ -155,12 +161,14 @@ class FileStoreCommit:
             lambda latest: entries, kind, ident,
             check_conflicts=has_deletes or check_append_conflicts or check, state=state))
 
+    @billed   # result.requests: what it asked of the storage
     def overwrite(self, messages: Sequence[CommitMessage],
                   partition: Optional[Mapping[str, Any]] = None,
                   commit_identifier: Optional[int] = None) -> CommitResult:
         """Replace partitions with the new files (Paimon semantics, see README)."""
         ident = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier
         adds = _entries_of(messages)
+        self._refuse_repeated([e for e in adds if e.kind == FileKind.ADD])
         store = self.store
         if adds:
             store.check_writable()
@@ -190,6 +198,7 @@ class FileStoreCommit:
         return self._run_once(new, CommitKind.OVERWRITE, ident, lambda check, state: self._run(
             changes, CommitKind.OVERWRITE, ident, check_conflicts=True, state=state))
 
+    @billed   # result.requests: what it asked of the storage
     def drop_partitions(self, partitions: Sequence[Mapping[str, Any]],
                         commit_identifier: Optional[int] = None) -> CommitResult:
         """OVERWRITE snapshot with a DELETE for every live file of the matching partitions."""
@@ -225,16 +234,39 @@ class FileStoreCommit:
 
     def filter_committed(self, identifiers: Iterable[int]) -> List[int]:
         """Identifiers this commit user has not committed yet (needs increasing ids)."""
-        last = self.store.snapshots.latest_snapshot_of_user(self.commit_user)
+        return self._filter_committed(identifiers)[0]
+
+    def _filter_committed(self, identifiers: Iterable[int]) -> Tuple[List[int], Optional[str]]:
+        """(the identifiers not committed yet, why the table cannot tell or None). Like
+        Paimon's filterCommitted, from the user's latest retained snapshot; when the user has
+        none and snapshots have expired, its commits may have expired with them (then every
+        identifier counts as not committed: filter_and_commit checks the files)."""
+        sm = self.store.snapshots
+        last = sm.latest_snapshot_of_user(self.commit_user)
         ids = sorted(set(identifiers))
-        if last is None:
-            return ids
-        return [i for i in ids if i > last.commit_identifier]
+        if last is not None:
+            return [i for i in ids if i > last.commit_identifier], None
+        earliest = sm.earliest_snapshot_id()
+        if not ids or earliest is None or earliest <= 1:
+            return ids, None   # the whole history is retained: the user never committed
+        what = f"identifier {ids[0]}" if len(ids) == 1 else \
+            f"identifiers {', '.join(map(str, ids))}"
+        why = (f"commit user {self.commit_user!r} has no snapshot left in {self.store.root} "
+               f"and {'snapshot 1 has' if earliest == 2 else f'snapshots 1 to {earliest - 1} have'}"
+               f" expired, so whether it committed {what} cannot be told from the table")
+        log.warning("filter_committed: %s; counting them as not committed", why)
+        return ids, why
 
     def filter_and_commit(self, by_identifier: Mapping[int, Sequence[CommitMessage]]
                           ) -> List[CommitResult]:
-        """Re-commit, after a restart, only what is missing; refuse vanished files."""
-        pending = self.filter_committed(by_identifier.keys())
+        """Re-commit, after a restart, only what is missing; refuse vanished files, and when
+        the table cannot tell what this user committed, files the table still names."""
+        # Across identifiers too, before the table is read: each identifier is its own
+        # commit, so a file under two of them would be published by the first and (as a
+        # live file) refused by the second only after that.
+        self._refuse_repeated([e for i in by_identifier for e in _entries_of(by_identifier[i])
+                               if e.kind == FileKind.ADD])
+        pending, undecided = self._filter_committed(by_identifier.keys())
         for ident in pending:
             for m in by_identifier[ident]:
                 for f in m.new_files:
@@ -245,9 +277,59 @@ class FileStoreCommit:
                         raise CommitConflictError(
                             f"cannot re-commit identifier {ident}: data file {path} no longer "
                             f"exists (deleted by orphan cleanup or abort?)")
+        if pending and undecided is not None:
+            self._refuse_named(pending, by_identifier, undecided)
         return [self.commit(by_identifier[i], i, check_append_conflicts=True) for i in pending]
 
+    def _refuse_named(self, pending: List[int],
+                      by_identifier: Mapping[int, Sequence[CommitMessage]], why: str) -> None:
+        """The user's snapshots expired: its pending identifiers may have been committed.
+        A file the table still names (a retained snapshot, a tag, a long-lived changelog, of
+        any branch: the used set of orphan cleanup and abort, `reachability.py`) was
+        committed, and perhaps compacted or overwritten since (its rows then live in other
+        files; the conflict check, which sees only live files, passed it and the rows were
+        read twice): CommitConflictError. A file nothing names is published (it may still
+        have been committed once, its snapshots and tags all expired since, as in Paimon
+        Java; docs/safety.md §3b). Reads the metadata of the whole table, on this rare path
+        only."""
+        from .abort import used_names
+        used, unreadable = used_names(self.store)
+        for ident in pending:
+            for m in by_identifier[ident]:
+                for f in m.new_files:
+                    if used is not None and f.file_name not in used:
+                        continue
+                    path = self.store.data_file_path(ManifestEntry(
+                        FileKind.ADD, m.partition_bytes, m.bucket, m.total_buckets, f))
+                    named = (f"{unreadable}, so whether data file {path} is named cannot be "
+                             f"told" if used is None else
+                             f"data file {path} is named by a retained snapshot, tag or "
+                             f"changelog of the table: it was committed (its rows may be in "
+                             f"other files since, after a compaction or an overwrite)")
+                    raise CommitConflictError(
+                        f"cannot re-commit identifier {ident}: {why}, and {named}; refusing "
+                        f"to commit it again, as its rows could be read twice. Check whether "
+                        f"the rows are in the table, and write them again with a new writer "
+                        f"if they are missing")
+
     # --- committing each file once -------------------------------------------------------
+    def _refuse_repeated(self, adds: List[ManifestEntry]) -> None:
+        """CommitConflictError when one call ADDs a data file twice (the same CommitMessage
+        handed twice, e.g. a retried task whose first report was kept). Checked before the
+        table is read: a plain append checks nothing against the table, and a delta with two
+        ADDs of one file is read twice by pypaimon (Paimon Java refuses it when reading:
+        "Trying to add file ... which is already added"). By path: two entries naming one
+        file on disk are one file, whatever their level."""
+        seen: Set[str] = set()
+        for e in adds:
+            path = self.store.data_file_path(e)
+            if path in seen:
+                raise CommitConflictError(
+                    f"data file {path} is listed twice in the messages of one call (the same "
+                    f"CommitMessage handed twice?); refusing to commit it, as its rows would "
+                    f"be read twice. Nothing was committed: commit each message once")
+            seen.add(path)
+
     def _run_once(self, adds: List[ManifestEntry], kind: str, identifier: int,
                   run: Callable[[bool, "_AttemptState"], CommitResult]) -> CommitResult:
         """Screen the ADDs against what this process committed, run the commit

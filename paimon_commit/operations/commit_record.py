@@ -21,6 +21,7 @@ import contextlib
 import logging
 import os
 import threading
+import urllib.parse
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
@@ -50,20 +51,53 @@ _SCHEME_FAMILY = {**{s: "s3" for s in S3_SCHEMES}, **{s: "gs" for s in GCS_SCHEM
                   **{s: "az" for s in AZURE_SCHEMES}}
 
 
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def normal_endpoint(endpoint: str) -> str:
+    """One spelling of an object store's endpoint URL: scheme and host in lower case, no
+    default port (80 for http, 443 for https), no trailing `/`. `http://127.0.0.1:9000`,
+    `http://127.0.0.1:9000/` and `HTTP://LOCALHOST:80` spelled like that reach one server
+    each; keyed as given, one table was two to the commit record (a repeat through the other
+    spelling was published again) and to the lease (a live holder's record was another
+    table's, audit issue25c c4). Anything it cannot parse is kept as given, less a trailing
+    `/`. The path is kept (Azure's emulator endpoint names the account there)."""
+    e = endpoint.strip()
+    if "://" not in e:   # a bare host[:port] (with a path: kept as given)
+        e = e.rstrip("/")
+        return e if "/" in e else e.lower()
+    try:
+        u = urllib.parse.urlsplit(e)
+        scheme, host, port = u.scheme.lower(), u.hostname, u.port
+    except ValueError:   # (a port out of range, a bracket unclosed)
+        return e.rstrip("/")
+    if not host:
+        return e.rstrip("/")
+    if ":" in host:
+        host = f"[{host}]"   # IPv6
+    userinfo = u.netloc.rpartition("@")[0]
+    netloc = (f"{userinfo}@" if userinfo else "") + host
+    if port is not None and port != _DEFAULT_PORTS.get(scheme):
+        netloc += f":{port}"
+    return urllib.parse.urlunsplit((scheme, netloc, u.path.rstrip("/"), u.query, u.fragment))
+
+
 def table_identity(io: FileIO) -> str:
     """The table `io` is rooted at, as one string however its path was spelled: the record
     is keyed by it, so that the same messages committed through a symlink, `a/../a`, a
     trailing slash or `file://` are seen as the repeat they are (keyed by the spelling, they
     were published twice). Locally the physical path (realpath, resolved per call: a link
     may be re-pointed); on an object store the store (scheme family, endpoint, bucket) and
-    the key prefix as is (`a/./b` and `a/b` are two prefixes there). Two tables never share
+    the key prefix as is (`a/./b` and `a/b` are two prefixes there), the endpoint in one
+    spelling (`normal_endpoint`). Two tables never share
     a key only by accident of spelling; and a key two tables did share could not fake a
     repeat, as a remembered snapshot counts only if it ADDs these very files."""
     if isinstance(io, LocalFileIO):
         return "file://" + os.path.realpath(io.root)
     if isinstance(io, ObjectStoreFileIO):
         scheme, endpoint, bucket = io._identity   # (scheme, endpoint, bucket) of the store
-        return f"{_SCHEME_FAMILY.get(scheme, scheme)}://{endpoint}|{bucket}|{io.root}"
+        return f"{_SCHEME_FAMILY.get(scheme, scheme)}://{normal_endpoint(endpoint)}|{bucket}|" \
+               f"{io.root}"
     if isinstance(io, PyArrowFileIO):
         kind = getattr(io.fs, "type_name", type(io.fs).__name__)
         if kind == "local":
@@ -228,6 +262,23 @@ class InFlight:
 
 
 IN_FLIGHT = InFlight()
+
+
+def _after_fork_in_child() -> None:
+    """A forked child is another process, and no call of it is committing anything. Only the
+    forking thread survives a fork, but the claims of the parent's other threads were copied:
+    nothing in the child would ever release them, and a commit of those files in the child
+    waited for ever (audit issue25c c2). The claims are replaced, not emptied (a claim the
+    forking thread itself holds then releases nothing of the child's), and so are both
+    locks: another thread may have held one at the fork. What the parent committed before the
+    fork stays remembered: those files were handed to a commit, and a repeat of them in the
+    child is still one."""
+    IN_FLIGHT._lock, IN_FLIGHT._calls = threading.Lock(), {}
+    RECORD._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class RepeatScreen:

@@ -27,6 +27,7 @@ import uuid
 from dataclasses import replace
 from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
+from ..io.metered import billed
 from ..errors import AtomicCreateUnsupportedError, CommitConflictError, CommitFailedError, \
     LeaseHeldError, LeaseRecordError, OptionError, PublishOutcomeUnknownError
 from ..format.manifest import FileKind, ManifestEntry
@@ -330,6 +331,7 @@ class AppendCompaction:
         return None
 
     # --- all of it -----------------------------------------------------------------------
+    @billed   # result.requests: what it asked of the storage
     def run(self, dry_run: bool = False) -> CompactResult:
         t0 = time.monotonic()
         # Planning and committing decode and encode an entry per input file (allocation

@@ -24,6 +24,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence
 
+from ..io.metered import ContextExecutor
 from ..format.manifest import DataFileMeta
 from ..store import FileStore
 from .compact_plan import CompactTask
@@ -72,8 +73,8 @@ def _rewrite_in_threads(rewriter: BinRewriter, tasks: Sequence[CompactTask], wor
                         done: List[Rewritten], on_files: Callable[[int], None]) -> None:
     ratio = Ratio()
     rewriter.on_file = on_files
-    io_pool = ThreadPoolExecutor(_read_threads(rewriter.store))
-    bin_pool = ThreadPoolExecutor(workers) if workers > 1 else None
+    io_pool = ContextExecutor(_read_threads(rewriter.store))
+    bin_pool = ContextExecutor(workers) if workers > 1 else None
 
     def one(task: CompactTask) -> None:
         out = Rewritten(task, [], [])
@@ -184,7 +185,7 @@ def _worker_rewrite(index: int, ratio: Ratio, name: str) -> _BinOutcome:
     global _WORKER_IO
     if _WORKER_IO is None:
         # One thread reads and parses the next files while this one writes.
-        _WORKER_IO = ThreadPoolExecutor(1)
+        _WORKER_IO = ContextExecutor(1)
     try:
         rewriter.rewrite_task(task, _Combined(ratio, learned), out, _WORKER_IO, name)
         result.files, result.paths = out.files, out.paths

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
+from ..io.metered import RequestBill
 from ..errors import CommitConflictError, PaimonCommitError
 
 __all__ = ["CompactResult", "PartitionCompaction", "CompactionConflictError",
@@ -67,6 +68,8 @@ class CompactResult:
     skipped: Tuple[Tuple[str, str], ...] = ()  # (file name, why it was left alone)
     seconds: Mapping[str, float] = field(default_factory=dict)
     attempts: int = 0                    # commit attempts
+    # What the operation asked of the storage (io/metered.py).
+    requests: RequestBill = field(default_factory=RequestBill)
 
     @property
     def nothing_to_compact(self) -> bool:
@@ -93,7 +96,8 @@ class CompactResult:
 
     def to_dict(self) -> Dict[str, Any]:
         """JSON-ready (what the CLI will print with --json)."""
-        return {"table": self.table, "dry_run": self.dry_run,
+        return {"requests": self.requests.to_dict(),
+                "table": self.table, "dry_run": self.dry_run,
                 "estimated": self.dry_run,
                 "base_snapshot_id": self.base_snapshot_id, "snapshot_id": self.snapshot_id,
                 "nothing_to_compact": self.nothing_to_compact, "message": self.message,

@@ -25,9 +25,11 @@ import contextlib
 import logging
 import os
 import time
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor
 from typing import Dict, List, Optional, Set, Tuple
 
+from ..io.metered import billed
+from ..io.metered import ContextExecutor
 from ..dynamic_options import refuse_other_changelog_producer
 from ..io.deletion import Deleter, StopDeleting
 from ..lease import maintenance_lease
@@ -405,6 +407,7 @@ class ExpireSnapshots(ChangelogExpiration):
         return [Root(cm.snapshot_path(cid), c, "changelog") for cid, c in read if c]
 
     # --- acting --------------------------------------------------------------------------
+    @billed   # result.requests: what it asked of the storage
     def expire(self, dry_run: bool = False, max_duration_ms: Optional[int] = None
                ) -> ExpireResult:
         """Expire snapshots and then, when the lifecycle is decoupled, changelogs. Returns
@@ -426,13 +429,15 @@ class ExpireSnapshots(ChangelogExpiration):
         Raises:
             OptionError: `max_duration_ms` is not an integer > 0 (before any I/O).
         """
+        # Data file paths (what the run deletes) must be computable, before any I/O.
+        self.store.check_layout("expire snapshots of")
         deadline = Deadline.after(max_duration_ms)
         own = None
         if self.executor is None and not dry_run:
             # One pool for every chunk (not one each): its threads start once, at the first
             # chunk. A thread that cannot start once memory is short hangs the pool in
             # CPython (the start waits for a bootstrap that died of a MemoryError).
-            own = self.executor = ThreadPoolExecutor(self.config.thread_num or
+            own = self.executor = ContextExecutor(self.config.thread_num or
                                                      os.cpu_count() or 1)
         self._totals, self._running = ExpireTotals(), None
         out_of_memory = False

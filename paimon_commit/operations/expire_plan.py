@@ -6,6 +6,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
+from ..io.metered import RequestBill
+
 log = logging.getLogger("paimon_commit.operations.expire")   # (the expirer's log)
 
 __all__ = ["ExpirePlan", "ExpireResult", "ExpireTotals", "KINDS", "tag_changes"]
@@ -129,10 +131,13 @@ class ExpireResult:
     # What the run changed of the table's settings for itself (a retain_max below the
     # table's minimum lowers the minimum: TableCommit.expire_snapshots).
     notes: List[str] = field(default_factory=list)
+    # What the operation asked of the storage (io/metered.py).
+    requests: RequestBill = field(default_factory=RequestBill)
 
     def to_dict(self) -> Dict[str, Any]:
         """The result as a JSON-ready dict (what the CLI prints with --json)."""
-        return {"expired_snapshots": self.expired_snapshots, "expired_ids": self.expired_ids,
+        return {"requests": self.requests.to_dict(),
+                "expired_snapshots": self.expired_snapshots, "expired_ids": self.expired_ids,
                 "expired_changelogs": self.expired_changelogs,
                 "deleted_files": self.deleted_files, "deleted_bytes": self.deleted_bytes,
                 "by_kind": self.by_kind, "earliest": self.earliest, "latest": self.latest,

@@ -19,9 +19,11 @@ import logging
 import os
 import posixpath
 import time
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
+from ..io.metered import billed
+from ..io.metered import ContextExecutor
 from ..io import read_ahead
 from ..io.deletion import StopDeleting, checkpoint, remove_empty_dirs, run_deletions, \
     stop_requested
@@ -29,7 +31,6 @@ from ..lease import maintenance_lease
 from ..progress import DELETING, LISTING, READING, Throttle, emit
 from ..errors import CorruptMetadataError, TableNotFoundError
 from ..io import FileStatus
-from ..io.base import NameListing
 from ..io import for_path as file_io_for_path
 from ..format import paths as P
 from ..format.snapshot import Tag
@@ -40,7 +41,9 @@ from ..store import FileStore, SchemaManager
 from .limits import MAX_DURATION, MEMORY, OUT_OF_MEMORY, Deadline, is_out_of_memory
 from .orphan_context import (PLAUSIBLE_MS, Candidate, CleanContext, OrphanCleanAborted,
                              OrphanCleanResult, check_cutoff_floor, classify, is_bucket_dir)
-from .orphan_select import Found, Listed, UsedNames, pack, stat_tasks
+from .orphan_inventory import FromFileList
+from .orphan_scope import PartitionScope, describe_patterns
+from .orphan_select import Found, Listed, UsedNames, pack, select_unused
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +78,7 @@ class _Stoppable(Executor):
         return self._pool.submit(unless_stopped)
 
 
-class OrphanFilesCleaner:
+class OrphanFilesCleaner(FromFileList):
     """Deletes files that no snapshot, tag, long-lived changelog, branch or consumer-held
     snapshot uses, older than the threshold: Paimon's orphan cleanup, run locally.
 
@@ -108,13 +111,25 @@ class OrphanFilesCleaner:
                                "pass allow_recent_cutoff=True",
                                self.options["commit.timeout"])
         self.io = io
+        # A partition-scoped run (orphan_scope): its patterns checked against the table's
+        # partition keys here, before anything is listed.
+        self.scope: Optional[PartitionScope] = None
+        if context.partition_patterns is not None:
+            self.scope = PartitionScope(
+                context.partition_patterns, self.store.partition_keys,
+                self.store.schema.partition_types, self.store.default_partition_name,
+                str(context.table_path))
         # Branch and tag names seen with the candidates (phase 1), checked in phase 2.
         self._first_listing: Optional[Dict[str, Set[str]]] = None
-        # Where the unused candidates' status is read (clean() sets its I/O pool).
-        self._stat_executor: Optional[Executor] = None
         self.root = io.root.rstrip("/")
+        # An inventory-fed run (orphan_inventory): the whole list is read and checked here,
+        # before anything of the table is listed for candidates or deleted.
+        self._inventory: Optional[Dict[str, Any]] = None
+        if context.file_list is not None:
+            self._inventory = self._read_file_list()
 
     # --- public --------------------------------------------------------------------------
+    @billed   # result.requests: what it asked of the storage
     def clean(self) -> OrphanCleanResult:
         """List candidates, read what is used, delete the unused ones older than the
         threshold, then empty partition/bucket directories.
@@ -129,6 +144,8 @@ class OrphanFilesCleaner:
         # Limits (operations/limits.py): the time limit is checked between batches of
         # deletions; running out of memory stops the run where it is. Either way nothing is
         # half done: a file is deleted or it is not, and a rerun finds the rest again.
+        # The used data files are named by the paths this library computes for them.
+        self.store.check_layout("clean orphan files of")
         self._deadline = Deadline.after(self.ctx.max_duration_ms)
         self._stopped_by: Optional[str] = None
         self._remaining = 0
@@ -152,26 +169,36 @@ class OrphanFilesCleaner:
     def _clean(self) -> OrphanCleanResult:
         ctx = self.ctx
         result = self._result = OrphanCleanResult(ctx.dry_run, ctx.older_than_ms)
+        if ctx.partition_patterns is not None:
+            result.partitions = [describe_patterns([p]) for p in ctx.partition_patterns]
+        inv = self._inventory
+        if inv is not None:
+            result.file_list, result.file_list_rows = inv["shown"], inv["rows"]
+            result.file_list_time_ms = ctx.file_list_time_ms
+            result.file_list_time_source = ctx.file_list_time_source or "file_list_time_ms"
         pools = []
         list_executor = delete_executor = ctx.executor
         if ctx.executor is None:
-            # Listing cached directories is CPU work (more threads than CPUs only contend for
-            # the GIL: measured 2x slower with 16 on 2 CPUs); a status or an unlink waits on
-            # the disk (old files' inodes are rarely cached), where many requests in flight
-            # pay off (16 threads ~5x faster than 2), and releases the GIL meanwhile.
+            # Listing is CPU work (the status of cached inodes; more threads than CPUs only
+            # contend: stat'ing 100k files from 16 Python threads took 0.79 s on 2 CPUs, from
+            # 2 0.29 s); an unlink waits on the disk (old files' inodes are rarely cached),
+            # where many requests in flight pay off (16 threads ~5x faster than 2), and
+            # releases the GIL meanwhile.
             opt = self.options["file-operation.thread-num"]
             # On an object store a listing is a request of one round trip, not CPU work:
             # as many in flight as its reads (io/read_ahead.py).
             remote = read_ahead.concurrency_of(self.io)
-            list_executor = ThreadPoolExecutor(opt or (IO_THREADS if remote > 1 else
+            list_executor = ContextExecutor(opt or (IO_THREADS if remote > 1 else
                                                        os.cpu_count() or 1))
-            delete_executor = ThreadPoolExecutor(opt or IO_THREADS)
+            delete_executor = ContextExecutor(opt or IO_THREADS)
             pools = [list_executor, delete_executor]
-        self._stat_executor = delete_executor
         try:
             # Before planning: the delete phase reads what was committed since (audit a5).
             self._plan_mark = None if ctx.dry_run else self._snapshot_mark()
             orphans, dirs = self.find_orphans(list_executor, result)
+            if inv is not None and ctx.dry_run:   # (a real run reads it before each batch)
+                orphans = orphans.keep(set(self._still_as_listed(
+                    orphans.paths(), self._listed_status(orphans))))
             self._found = orphans
             t = time.perf_counter()
             if not ctx.dry_run:
@@ -180,15 +207,16 @@ class OrphanFilesCleaner:
                 with maintenance_lease(self.store, "remove-orphan-files"):
                     try:
                         orphans = self.delete(orphans, delete_executor)
+                        if self._stopped_by is None:   # a stopped run leaves the directories
+                            # (a delete step too: a holder that lost the lease after the
+                            # last batch removes no directory)
+                            checkpoint()
+                            result.deleted_dirs = [self._rel(d)
+                                                   for d in self._remove_empty_dirs(dirs)]
                     except StopDeleting as e:   # before a batch: what went before is gone
                         orphans = self._stopped_deleting(orphans, e)
-                    if self._stopped_by is None:   # a stopped run leaves the directories
-                        result.deleted_dirs = [self._rel(d)
-                                               for d in self._remove_empty_dirs(dirs)]
             result.seconds["delete"] = time.perf_counter() - t
         finally:
-            # (not left pointing at a pool shut down: find_orphans may be called again)
-            self._stat_executor = None
             for pool in pools:
                 pool.shutdown(wait=True)
         # (distributed mode selects and deletes Candidates)
@@ -261,8 +289,13 @@ class OrphanFilesCleaner:
         emit(progress, READING, 0, None)
         used = self.used_files()
         emit(progress, READING, len(used), len(used))
+        if self._inventory is not None:
+            self._check_covers()
         t2 = time.perf_counter()
-        orphans = self._select(listed, used, result, self._stat_executor or executor)
+        if self.scope is not None:
+            result.partitions_listed = self.scope.partitions
+            result.manifests_read, result.manifests_skipped = self._manifests_pruned
+        orphans = self._select(listed, used, result)
         result.seconds.update({"list": t1 - t0, "read_used": t2 - t1,
                                "select": time.perf_counter() - t2})
         return orphans, dirs
@@ -283,6 +316,7 @@ class OrphanFilesCleaner:
         one_call = executor is not None and self.io.unlinks_recheck_dirs
         if executor is not None:
             executor = _Stoppable(executor)
+        listed_status = self._listed_status(orphans) if self._inventory is not None else None
         if paths:
             log.info("orphan clean of %s: deleting %d orphan file(s)", self.root, len(paths))
         i, step = 0, FIRST_BATCH
@@ -293,6 +327,13 @@ class OrphanFilesCleaner:
             checkpoint()   # an interrupt, a lost lease: stop before this batch
             batch = paths[i:i + step]
             chunk = self._not_committed_since_plan(batch)
+            if listed_status is not None:   # each candidate's status, read again now
+                try:
+                    chunk = self._still_as_listed(chunk, listed_status)
+                except OSError as e:   # a stopped run: what went before is reported
+                    raise StopDeleting(f"reading the status of the file list's orphans again "
+                                       f"failed ({e}); nothing of this batch was deleted",
+                                       "recheck") from None
             t = time.perf_counter()
             deleted.update(self.io.delete_files(chunk, executor) if one_call else
                            run_deletions(self.io, chunk, executor))
@@ -380,6 +421,8 @@ class OrphanFilesCleaner:
                             f"snapshot {sid} of {meta_root}, committed since the orphan files "
                             f"were planned, cannot be read; nothing of this batch was deleted",
                             "recheck")
+                    if self._probe_on(meta_root, top, sid):
+                        continue
                     break
                 if self._since_plan.get((meta_root, sid)) != ident:
                     self._committed_names |= self._published_by(Root(
@@ -388,11 +431,36 @@ class OrphanFilesCleaner:
                 sid += 1
         return self._committed_names
 
+    def _probe_on(self, meta_root: str, top: int, sid: int) -> bool:
+        """The probe found no snapshot `sid`: whether it is the end of the ids. Only if no
+        newer id exists: one that does means `sid` was committed since the plan and expired
+        before this re-check read it (nothing anchors the probe when the root had no
+        snapshot at the plan, top 0, or an expiration ran while it probed), and the commits
+        it and the expired ids below it published are seen by no snapshot read here (the
+        newer ones name them in their base lists, not their deltas): StopDeleting, never a
+        delete of what may be live. True: `sid` appeared since the probe (a commit): read on."""
+        ids = {i for i in (P.parse_snapshot_id(n) for n in self.io.list_names(
+            self.io.join(meta_root, "snapshot"))) if i is not None}
+        if not any(i > sid for i in ids):
+            return False
+        if sid in ids:
+            return True
+        newer = min(i for i in ids if i > sid)
+        gone = (f"snapshot {sid} of {meta_root} is" if newer == sid + 1 else
+                f"snapshots {sid} to {newer - 1} of {meta_root} are")
+        then = f"snapshot {top} was the newest" if top else "it had no snapshot"
+        raise StopDeleting(
+            f"{gone} gone while snapshot {newer} exists (when the orphan files were planned "
+            f"{then}): expired before this re-check read them, or a branch created since from "
+            f"a later snapshot, so what commits published since the plan cannot be told; "
+            f"nothing of this batch was deleted, a rerun plans again", "recheck")
+
     def _published_by(self, root: Root) -> Set[str]:
         """Names of what a snapshot's own commit published: its lists and their manifests,
         index and statistics files, and the files its delta (and changelog) list ADDs. Its
         base list holds nothing else new: what the plan's snapshots used, or what earlier
-        new snapshots published."""
+        new snapshots published (every id above the mark is read: a gap stops the run,
+        `_probe_on`)."""
         reach = Reachability(self.store)
         s = root.snapshot
         try:
@@ -405,22 +473,27 @@ class OrphanFilesCleaner:
         return names
 
     # --- phase 1: candidates -------------------------------------------------------------
-    # Candidates are listed by name (Paimon compares names too); the status (size, mtime) of
-    # a file is read in phase 3, and only for names no root uses. On local disk that is one
-    # lstat per unused file instead of one per listed file, and no Python object but the
-    # name per used one; where a listing returns the status anyway (object stores), it is
-    # kept from the listing and nothing is asked again. Reading a file's mtime after the used
-    # set does not weaken the order that makes a concurrent commit safe: what decides is that
-    # the *names* are listed before the used set is read (a file written later is not a
-    # candidate); a candidate committed after the used set was read is still young (files
-    # are never rewritten in place, so a later look at its mtime sees the same or a younger
-    # time), and one removed meanwhile is simply gone.
+    # Each candidate directory is listed once, with every file's size and modification time
+    # (`FileIO.list_files`: on local disk the stats are made in C++ off the interpreter lock,
+    # on object stores they come with the LIST anyway); nothing is asked per file later.
+    # Listing (names and times) before the used set is read is what makes a concurrent commit
+    # safe: a file written later is not a candidate, and one listed old but committed since is
+    # in the used set. Directories are descended by this code, not by a recursive listing of
+    # the root: only partition keys in order, then bucket directories, are entered (never
+    # hidden or underscore directories, `.maintenance/`, or a symlink; pyarrow's recursive
+    # listing follows symlinks).
     def list_candidates(self, executor: Optional[Executor] = None
                         ) -> Tuple[List[Listed], List[FileStatus]]:
         """The listings whose files may be orphans, each with the kind of its files (None:
         by name, `manifest_kind`), in their compact form (`orphan_select`), and the
-        partition/bucket directories seen (with the mtime they had when listed)."""
-        if executor is not None and read_ahead.concurrency_of(self.io) > 1:
+        partition/bucket directories seen (with the mtime they had when listed). An
+        inventory-fed run takes them from the file list (read when constructed) and lists
+        nothing but branch/ and tag/ (checked in phase 2, as a scoped run)."""
+        if self._inventory is not None:
+            self._list_roots_first()
+            return list(self._inventory["listed"]), []
+        if self.scope is None and executor is not None \
+                and read_ahead.concurrency_of(self.io) > 1:
             # On an object store the metadata directories are listed while the partition
             # tree is (each listing a round trip; neither needs the other).
             meta = executor.submit(self._list_metadata_dirs)
@@ -431,9 +504,12 @@ class OrphanFilesCleaner:
                 raise
             listed = meta.result()
         else:
-            listed = self._list_metadata_dirs()
+            # A scoped run lists no metadata directory for candidates (only branch/ and tag/,
+            # for the check that reading the roots lost none of them).
+            listed = self._list_metadata_dirs() if self.scope is None \
+                else self._list_roots_first()
             buckets, dirs = self.list_bucket_dirs(executor)
-        list_one = self.io.list_names_deferred
+        list_one = self.io.list_files
         # Packed on the listing thread: a directory's list of names lives only while it is
         # listed, however many directories are held.
         listed.extend(self._map_list(executor, buckets, lambda d: pack(list_one(d), "data")))
@@ -442,10 +518,8 @@ class OrphanFilesCleaner:
     def list_metadata_candidates(self) -> List[Candidate]:
         """Candidates outside the partition tree, with their status (distributed mode lists
         these on the driver): see `_list_metadata_dirs`."""
-        status_of = self.io.status_of_listed
         return [Candidate(st, classify(st.name, d.kind)) for d in self._list_metadata_dirs()
-                for st in status_of(NameListing(d.directory, d.names(), d.statuses),
-                                    d.names())]
+                for st in d.statuses()]
 
     def _list_metadata_dirs(self) -> List[Listed]:
         """manifest/, index/, statistics/, leftovers (not snapshot/changelog files or hints)
@@ -457,22 +531,21 @@ class OrphanFilesCleaner:
         # Two waves of listings, each with several in flight on an object store: these
         # directories and branch/, then each branch's own.
         subs = (("manifest", None), ("index", "index"), ("statistics", "statistics"))
-        first = read_ahead.ordered(lambda sub: io.list_names_deferred(io.join(root, sub)),
+        first = read_ahead.ordered(lambda sub: io.list_files(io.join(root, sub)),
                                    [sub for sub, _ in subs], reads)
         out.extend(pack(listing.result(), kind) for (_, kind), listing in zip(subs, first))
         branches = self._branch_roots()
         wave = [io.join(meta_root, sub) for meta_root in [root] + branches
                 for sub in ("snapshot", "changelog", "tag", "consumer", "schema")]
-        listings = dict(zip(wave, read_ahead.ordered(io.list_names_deferred, wave, reads)))
+        listings = dict(zip(wave, read_ahead.ordered(io.list_files, wave, reads)))
         self._first_listing = {
             "branch": {posixpath.basename(b.rstrip("/")) for b in branches}}
         hints = (P.LATEST_HINT, P.EARLIEST_HINT)
         for meta_root in [root] + branches:
             for sub, parse in (("snapshot", P.parse_snapshot_id),
                                ("changelog", P.parse_changelog_id)):
-                listing = listings[io.join(meta_root, sub)].result()
-                out.append(pack(listing._replace(names=[
-                    n for n in listing.names if parse(n) is None and n not in hints]), sub))
+                out.append(pack(listings[io.join(meta_root, sub)].result(), sub,
+                                lambda n, parse=parse: parse(n) is None and n not in hints))
             # Only the temp files of interrupted writes here: everything else in these
             # directories is a record, not garbage. (pypaimon lists every file in tag/ as a
             # tag, so a stale temp file there breaks its tag listing.)
@@ -482,9 +555,21 @@ class OrphanFilesCleaner:
                     self._first_listing.setdefault(meta_root, set()).update(
                         n for n in listing.names
                         if not P.is_temp_file(n) and P.parse_tag_name(n) is not None)
-                out.append(pack(listing._replace(
-                    names=[n for n in listing.names if P.is_temp_file(n)]), "temp"))
+                out.append(pack(listing, "temp", P.is_temp_file))
         return out
+
+    def _list_roots_first(self) -> List[Listed]:
+        """A scoped run's first listing of branches and tags (as `_list_metadata_dirs` keeps
+        it, checked in phase 2); no candidates."""
+        io = self.io
+        branches = self._branch_roots()
+        self._first_listing = {
+            "branch": {posixpath.basename(b.rstrip("/")) for b in branches}}
+        for meta_root in [self.root] + branches:
+            self._first_listing[meta_root] = {
+                n for n in io.list_names(io.join(meta_root, "tag"))
+                if not P.is_temp_file(n) and P.parse_tag_name(n) is not None}
+        return []
 
     def _branch_roots(self) -> List[str]:
         roots = []
@@ -497,17 +582,41 @@ class OrphanFilesCleaner:
                          ) -> Tuple[List[FileStatus], List[FileStatus]]:
         """(bucket directories, all partition and bucket directories). Descends exactly the
         partition keys, in order, through `key=value` directories, then `bucket-*`
-        directories; anything else is never entered, and symlinks are not directories."""
+        directories; anything else is never entered, and symlinks are not directories. In a
+        scoped run, only the directories its patterns match (`orphan_scope`); the partition
+        directories it returns (whose empty ones are removed) are those inside the scope as a
+        whole, and every full partition listed is noted for reading the manifests."""
         keys = list(self.store.partition_keys)
-        level: List[FileStatus] = [FileStatus(self.root, "", 0, 0, True)]
+        scope = self.scope
+        everything: Tuple[int, ...] = scope.all() if scope is not None else ()
+        # (directory, the patterns it satisfies so far, its partition values so far)
+        level: List[Tuple[FileStatus, Tuple[int, ...], Tuple[str, ...]]] = [
+            (FileStatus(self.root, "", 0, 0, True), everything, ())]
         dirs: List[FileStatus] = []
-        for key in keys:
+        for depth, key in enumerate(keys, 1):
             prefix = P.escape_path_name(key) + "="
-            children = self._map_list(executor, level)
-            level = [st for sts in children for st in sts
-                     if st.is_dir and st.name.startswith(prefix)]
-            dirs.extend(level)
-        children = self._map_list(executor, level)
+            children = self._map_list(executor, [st for st, _, _ in level])
+            below = []
+            for (_, active, values), sts in zip(level, children):
+                for st in sts:
+                    if not st.is_dir or not st.name.startswith(prefix):
+                        continue
+                    value = st.name[len(prefix):]
+                    if scope is None:
+                        below.append((st, active, ()))
+                        continue
+                    matched = scope.match(key, value, active)
+                    if matched:
+                        below.append((st, matched, values + (value,)))
+                        if scope.decided_at(depth, matched):
+                            dirs.append(st)
+            level = below
+            if scope is None:
+                dirs.extend(st for st, _, _ in level)
+        if scope is not None:
+            for _, _, values in level:
+                scope.add_partition(values)
+        children = self._map_list(executor, [st for st, _, _ in level])
         buckets = [st for sts in children for st in sts
                    if st.is_dir and is_bucket_dir(st.name)]
         dirs.extend(buckets)
@@ -571,14 +680,17 @@ class OrphanFilesCleaner:
         """Names of every file reachable from any snapshot, tag, long-lived changelog or
         branch (`name in used`; held as hashes: a collision only keeps a file). Raises
         OrphanCleanAborted if any of them cannot be read."""
-        roots = self.roots()
+        roots = self._roots = self.roots()
         try:
-            reach = Reachability(self.store)
+            scope = self.scope
+            reach = self._reach = Reachability(self.store, full_lists=scope is not None)
             reads = read_ahead.concurrency_of(self.io)
             reach.prefetch_lists((lst for r in roots for lst, _ in r.lists(reach.producer)),
                                  reads)
             names, manifests = reach.used_metadata(roots)
             used = UsedNames(names)
+            if scope is not None:
+                manifests = self._prune_manifests(reach, manifests)
             # A window of manifests at a time (several in flight on an object store), each
             # one's names dropped once added.
             for names_of in read_ahead.ordered(lambda mn: manifest_names(reach.mio, *mn),
@@ -591,6 +703,26 @@ class OrphanFilesCleaner:
             raise OrphanCleanAborted("the used-file set is empty although the table has "
                                      "snapshots; nothing was deleted")
         return used
+
+    def _prune_manifests(self, reach: Reachability, manifests: Dict[str, bool]
+                         ) -> Dict[str, bool]:
+        """A scoped run's manifests to read: those whose partition statistics (in the
+        manifest lists the roots name, read whole) can hold a partition that was listed.
+        A manifest the lists do not describe is read."""
+        scope = self.scope
+        stats: Dict[str, Any] = {}
+        for metas in reach._lists.values():
+            for m in metas:
+                st = getattr(m, "partition_stats", None)
+                if st is not None:
+                    stats.setdefault(m.file_name, st)
+        keep = {m: needed for m, needed in manifests.items()
+                if m not in stats or scope.may_hold(stats[m])}
+        self._manifests_pruned = (len(keep), len(manifests) - len(keep))
+        log.info("orphan clean of %s, partitions %s: %d partition(s) listed; reading %d of "
+                 "%d manifests", self.root, describe_patterns(scope.patterns),
+                 scope.partitions, len(keep), len(manifests))
+        return keep
 
     def _roots_of(self, meta_root: str) -> List[Root]:
         io = self.io
@@ -647,22 +779,12 @@ class OrphanFilesCleaner:
         return out
 
     # --- phase 3: select and delete ------------------------------------------------------
-    def _select(self, listed: List[Listed], used: UsedNames, result: OrphanCleanResult,
-                executor: Optional[Executor] = None) -> Found:
-        """The listed files no root uses (their status read now, on the I/O pool: see phase
-        1), then the age threshold and the veto (as `filter_unused`)."""
-        entries_of = self.io.entries_of_listed
-        result.candidates, tasks = stat_tasks(listed, used)
+    def _select(self, listed: List[Listed], used: UsedNames, result: OrphanCleanResult
+                ) -> Found:
+        """The listed files no root uses, with the status the listing returned, then the age
+        threshold and the veto (as `filter_unused`)."""
+        result.candidates, groups = select_unused(listed, used)
         result.used = len(used)
-
-        def stat(task: Tuple[NameListing, Optional[str]]):
-            listing, kind = task
-            return listing.directory, kind, entries_of(listing, listing.names)
-
-        if executor is None or len(tasks) < 2:
-            groups = [stat(task) for task in tasks]
-        else:   # in listing order: results are deterministic whatever the pool does
-            groups = list(executor.map(stat, tasks))
         found, young, vetoed = Found(groups).filter(
             self.ctx.older_than_ms, self._rel, self.ctx.should_be_retained)
         result.retained_young += young

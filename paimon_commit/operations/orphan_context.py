@@ -5,8 +5,10 @@ from __future__ import annotations
 import time
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, \
+    Tuple
 
+from ..io.metered import RequestBill
 from ..errors import OptionError, PaimonCommitError
 from ..format import paths as P
 from ..io import FileIO, FileStatus
@@ -89,6 +91,21 @@ class CleanContext:
         allow_recent_cutoff: accept an `older_than_ms` newer than the floor (an hour before
             now, or the table's commit.timeout when longer; RecentCutoffError otherwise):
             only when no writer is running, whose uncommitted files it would delete.
+        partitions: only these partitions (`orphan_scope`): patterns of `key=glob` terms
+            joined by `/` (`["dt=2024-01-*", "dt=2024-02-01/hr=0?"]`, their union); the
+            matching partition directories are listed and only the manifests whose partition
+            statistics can hold them are read; metadata directories are left alone. None
+            (default): the whole table.
+        file_list: a file list (an S3 Inventory or GCS inventory report, CSV or Parquet:
+            `orphan_inventory`) that replaces the listing: a path, "-" (stdin) or a binary
+            file object. Only files it shows are candidates; it must be newer than the
+            cutoff and cover the table, and each candidate's status is read again right
+            before it is deleted. Needs `file_list_time_ms` or `file_list_manifest`.
+        file_list_time_ms: when the list was taken (epoch ms; at or before its first
+            entry was read); in doubt, an earlier time.
+        file_list_manifest: an S3 Inventory manifest.json: the list's columns (`fileSchema`,
+            its CSV has no header), its bucket and its time (`creationTimestamp`).
+        file_list_time_source: how the time was given, for messages (the CLI's flag).
 
     Raises:
         OptionError: a bad threshold, option, callback or time limit.
@@ -106,9 +123,21 @@ class CleanContext:
     progress: Optional[Callable[[Any], None]] = None   # paimon_commit.progress callback
     max_duration_ms: Optional[int] = None
     allow_recent_cutoff: bool = False
+    partitions: Optional[Sequence[str]] = None
+    file_list: Any = None
+    file_list_time_ms: Optional[int] = None
+    file_list_manifest: Optional[str] = None
+    file_list_time_source: Optional[str] = None
 
     def __post_init__(self) -> None:
         check_max_duration_ms(self.max_duration_ms)
+        self._check_file_list_args()
+        # [{key: glob}] of each pattern, or None: the whole table (checked against the
+        # table's partition keys by the cleaner, before anything is listed)
+        self.partition_patterns: Optional[List[Dict[str, str]]] = None
+        if self.partitions is not None:
+            from .orphan_scope import parse_partition_patterns
+            self.partition_patterns = parse_partition_patterns(self.partitions)
         if not isinstance(self.table_path, str) and hasattr(self.table_path, "store"):
             # A Table: its storage (with the options it was opened with) and its path.
             table = self.table_path
@@ -138,6 +167,54 @@ class CleanContext:
                                "pass allow_recent_cutoff=True")
         if self.should_be_retained is not None and not callable(self.should_be_retained):
             raise OptionError("should_be_retained must be callable")
+        if self.file_list is not None:
+            self._check_file_list_time(now_ms)
+
+    def _check_file_list_args(self) -> None:
+        """The file list's arguments, before any I/O: a list needs its time."""
+        self.manifest = None
+        if self.file_list is None:
+            if self.file_list_time_ms is not None or self.file_list_manifest is not None:
+                raise OptionError("file_list_time_ms and file_list_manifest describe a "
+                                  "file_list: give one")
+            return
+        if self.file_list_time_ms is not None and self.file_list_manifest is not None:
+            raise OptionError("give file_list_time_ms or file_list_manifest (whose "
+                              "creationTimestamp is the list's time), not both")
+        if self.file_list_time_ms is None and self.file_list_manifest is None:
+            raise OptionError(
+                "a file list needs the time it was taken: file_list_time_ms=, or the "
+                "inventory's manifest.json as file_list_manifest= (the newest last-modified "
+                "time in a list is only a lower bound of it; in doubt, nothing is deleted)")
+        if self.file_list_time_ms is not None and (
+                isinstance(self.file_list_time_ms, bool)
+                or not isinstance(self.file_list_time_ms, int)):
+            raise OptionError(f"file_list_time_ms must be an integer, got "
+                              f"{self.file_list_time_ms!r}")
+
+    def _check_file_list_time(self, now_ms: int) -> None:
+        """The list must be newer than the cutoff (and not from the future): reads the
+        manifest, if one is given (a local file, nothing of the table)."""
+        from .orphan_inventory import FileListError, format_utc, read_manifest
+        if self.file_list_manifest is not None:
+            self.manifest = read_manifest(self.file_list_manifest)
+            self.file_list_time_ms = self.manifest.time_ms
+            self.file_list_time_source = (self.file_list_time_source or
+                                          f"creationTimestamp of {self.file_list_manifest}")
+        t = self.file_list_time_ms
+        source = self.file_list_time_source or f"file_list_time_ms = {t}"
+        if t < PLAUSIBLE_MS:
+            raise FileListError(f"{source} looks like seconds, not milliseconds")
+        if t > now_ms:
+            raise FileListError(f"the file list's time {format_utc(t)} ({source}) is in the "
+                                f"future (now {format_utc(now_ms)}): a list cannot describe "
+                                f"files it has not seen; nothing was deleted")
+        if t <= self.older_than_ms:
+            raise FileListError(
+                f"the file list was taken at {format_utc(t)} ({source}), not after the cutoff "
+                f"{format_utc(self.older_than_ms)}: a stale list (a file it shows old may have "
+                f"been committed since, and a file newer than it is not in it); take a newer "
+                f"inventory or an older cutoff; nothing was deleted")
 
 
 @dataclass
@@ -162,6 +239,23 @@ class OrphanCleanResult:
     stopped_by: Optional[str] = None
     message: Optional[str] = None
     remaining: int = 0
+    # A partition-scoped run (CleanContext.partitions): its patterns, how many partition
+    # directories matched, and how many of the manifests the roots name were read / skipped
+    # by their partition statistics. None / 0 for a run over the whole table.
+    partitions: Optional[List[str]] = None
+    partitions_listed: int = 0
+    manifests_read: int = 0
+    manifests_skipped: int = 0
+    # An inventory-fed run (CleanContext.file_list): the list (a path, or "stdin"), the time
+    # it was taken (epoch ms; UTC text) and how that time is known, the rows it had, and how
+    # many candidates were kept because their status changed (or they went) since it.
+    file_list: Optional[str] = None
+    file_list_time_ms: Optional[int] = None
+    file_list_time_source: Optional[str] = None
+    file_list_rows: int = 0
+    file_list_changed: int = 0
+    # What the operation asked of the storage (io/metered.py).
+    requests: RequestBill = field(default_factory=RequestBill)
 
     @property
     def deleted_files(self) -> int:
@@ -177,7 +271,8 @@ class OrphanCleanResult:
         """The result as a JSON-ready dict (what the CLI prints with --json): each attribute
         and property under its own name (`deleted_dirs` is the list, as the attribute);
         `files` and `dirs` are the older names of `deleted_paths` and `deleted_dirs`."""
-        return {"deleted_files": self.deleted_files, "deleted_bytes": self.deleted_bytes,
+        return {"requests": self.requests.to_dict(),
+                "deleted_files": self.deleted_files, "deleted_bytes": self.deleted_bytes,
                 "deleted_paths": self.deleted_paths, "deleted_dirs": self.deleted_dirs,
                 "dry_run": self.dry_run, "files": self.deleted_paths, "dirs": self.deleted_dirs,
                 "by_kind": self.by_kind, "candidates": self.candidates, "used": self.used,
@@ -186,7 +281,21 @@ class OrphanCleanResult:
                 "older_than_ms": self.older_than_ms,
                 "complete": self.complete, "stopped_by": self.stopped_by,
                 "message": self.message, "remaining": self.remaining,
+                "partitions": self.partitions, "partitions_listed": self.partitions_listed,
+                "manifests_read": self.manifests_read,
+                "manifests_skipped": self.manifests_skipped,
+                "file_list": self.file_list, "file_list_time_ms": self.file_list_time_ms,
+                "file_list_time": (None if self.file_list_time_ms is None else
+                                   _utc(self.file_list_time_ms)),
+                "file_list_time_source": self.file_list_time_source,
+                "file_list_rows": self.file_list_rows,
+                "file_list_changed": self.file_list_changed,
                 "seconds": {k: round(v, 6) for k, v in self.seconds.items()}}
+
+
+def _utc(ms: int) -> str:
+    from .orphan_inventory import format_utc
+    return format_utc(ms)
 
 
 class Candidate(NamedTuple):

@@ -2,43 +2,56 @@
 
 A table with millions of live files is listed before its used set is read (Paimon's order),
 so the whole listing is held while the manifests are read. Per directory it is one string
-(the names joined by '/', which no name contains) instead of a list of strings: ~55 bytes per
-name instead of ~110. The used set is the hashes of the used names (`UsedNames`). The status
-of a file (size, modification time) is asked for only once its name is known to be unused,
-on the I/O pool, one task per directory or slice of one (`stat_tasks`).
+(the names joined by '/', which no name contains) instead of a list of strings, ~55 bytes per
+name instead of ~110, and the sizes and modification times the listing returned as two arrays
+of 8-byte ints (`FileIO.list_files`: one listing with the status, no request per file). The
+used set is the hashes of the used names (`UsedNames`).
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, Iterable, List, NamedTuple, Optional, Set, Tuple
+from array import array
+from typing import Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 from ..io import FileStatus
-from ..io.base import NameListing
+from ..io.base import FileEntries
 from .orphan_context import PLAUSIBLE_MS, Candidate, OrphanCleanAborted, classify
 
-__all__ = ["Listed", "UsedNames", "Found", "pack", "stat_tasks", "STAT_SLICE"]
+__all__ = ["Listed", "UsedNames", "Found", "pack", "select_unused"]
 
 SEP = "/"          # never part of a file name, on any storage
-STAT_SLICE = 2048  # names per status task: enough to amortise a task, small enough to spread
 
 
 class Listed(NamedTuple):
-    """One listed directory: its candidate names (joined by '/'), how many, the kind of its
-    files (None: by name), and the statuses the listing returned where it returns them
-    anyway (object stores; None on local disk, where names cost much less)."""
+    """One listed directory: its candidate files' names (joined by '/'), how many, the kind
+    of its files (None: by name), and their sizes and modification times (in name order)."""
     directory: str
     joined: str
     count: int
     kind: Optional[str]
-    statuses: Optional[Dict[str, FileStatus]]
+    sizes: Sequence[int]
+    mtimes_ms: Sequence[int]
 
     def names(self) -> List[str]:
         return self.joined.split(SEP) if self.count else []
 
+    def statuses(self) -> List[FileStatus]:
+        prefix = self.directory.rstrip("/") + "/"
+        return [FileStatus(prefix + n, n, size, mtime, False)
+                for n, size, mtime in zip(self.names(), self.sizes, self.mtimes_ms)]
 
-def pack(listing: NameListing, kind: Optional[str]) -> Listed:
-    """A listing in its compact form (the list of names is dropped)."""
-    names = listing.names
-    return Listed(listing.directory, SEP.join(names), len(names), kind, listing.statuses)
+
+def pack(listing: FileEntries, kind: Optional[str],
+         keep: Optional[Callable[[str], bool]] = None) -> Listed:
+    """A listing in its compact form (the list of names is dropped); with `keep`, only the
+    files whose name it accepts."""
+    names, sizes, mtimes = listing.names, listing.sizes, listing.mtimes_ms
+    if keep is not None:
+        picked = [i for i, n in enumerate(names) if keep(n)]
+        if len(picked) != len(names):
+            names = [names[i] for i in picked]
+            sizes = array("q", [sizes[i] for i in picked])
+            mtimes = array("q", [mtimes[i] for i in picked])
+    return Listed(listing.directory, SEP.join(names), len(names), kind, sizes, mtimes)
 
 
 class UsedNames:
@@ -67,21 +80,20 @@ class UsedNames:
         return [n for n in names if hash(n) not in hashes]
 
 
-def stat_tasks(listed: Iterable[Listed], used: UsedNames
-               ) -> Tuple[int, List[Tuple[NameListing, Optional[str]]]]:
-    """(names listed, the status requests to make): per directory, its unused names, in
-    slices of at most STAT_SLICE so that one big directory spreads over the pool."""
+def select_unused(listed: Iterable[Listed], used: UsedNames
+                  ) -> Tuple[int, List[Tuple[str, Optional[str], List["Entry"]]]]:
+    """(names listed, per directory (directory, kind, entries of its unused files)): the
+    status comes from the listing, nothing is asked of the storage."""
     total = 0
-    tasks: List[Tuple[NameListing, Optional[str]]] = []
+    hashes = used._hashes
+    groups: List[Tuple[str, Optional[str], List[Entry]]] = []
     for d in listed:
         total += d.count
-        if not d.count:
-            continue
-        unused = used.unused(d.names())
-        for i in range(0, len(unused), STAT_SLICE):
-            tasks.append((NameListing(d.directory, unused[i:i + STAT_SLICE], d.statuses),
-                          d.kind))
-    return total, tasks
+        if d.count:
+            groups.append((d.directory, d.kind,
+                           [e for e in zip(d.names(), d.sizes, d.mtimes_ms)
+                            if hash(e[0]) not in hashes]))
+    return total, groups
 
 
 # (name, size, mtime_ms) of one file: a plain tuple, not a FileStatus and a Candidate (three

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ..io.metered import RequestBill, billed
 from ..errors import OptionError
 from ..format import paths as P
 from ..format.types import TIMESTAMP_ROOTS, as_atomic
@@ -182,9 +183,12 @@ class PartitionExpireResult:
     dry_run: bool = False
     seconds: float = 0.0
     cutoff: Optional[datetime.datetime] = None  # local wall clock; older partitions expire
+    # What the operation asked of the storage (io/metered.py).
+    requests: RequestBill = field(default_factory=RequestBill)
 
     def to_dict(self) -> Dict[str, Any]:
-        return {
+        return {"requests": self.requests.to_dict(),
+                
             "checked": self.checked,
             "dry_run": self.dry_run,
             "cutoff": self.cutoff.isoformat() if self.cutoff else None,
@@ -233,6 +237,7 @@ class PartitionExpire:
     def enabled(self) -> bool:
         return bool(self._keys) and self.config.expiration_time_ms is not None
 
+    @billed   # result.requests: what it asked of the storage
     def expire(self, commit_identifier: Optional[int] = None, force: bool = False,
                dry_run: bool = False) -> PartitionExpireResult:
         """Drop the expired partitions if a check is due (always when `force`).

@@ -19,6 +19,10 @@ What it does not do:
   expiring those snapshots and deleting those tags removes them;
 - give up a file that is there: a data file of the wrong size, unreadable, or a missing extra
   file (a file index) of a data file that is there, is listed in `unrepaired`;
+- give up the files of a bucket directory that does not exist at all: that is what a wrong
+  path computation looks like, and it would drop a whole partition (RepairError; paths are
+  computed by FileStore.bucket_dir, which honours `partition.legacy-name` and
+  `data-file.path-directory` and refuses what it cannot spell: store.layout_refusal);
 - repair the latest snapshot's own metadata (a missing manifest list or manifest): it cannot
   know its files; RepairError names the damage (roll back to an intact snapshot instead).
 
@@ -45,6 +49,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
 
+from ..io.metered import RequestBill, billed
 from ..errors import PaimonCommitError, UnsupportedTableError
 from ..format.manifest import ManifestEntry
 from ..format.snapshot import Snapshot
@@ -64,7 +69,8 @@ _METADATA = ("snapshot", "schema", "manifest-list", "manifest")
 
 class RepairError(PaimonCommitError):
     """The latest snapshot cannot be repaired by removing data files (its own metadata is
-    damaged). Nothing was written."""
+    damaged, or a bucket directory of missing files does not exist at all). Nothing was
+    written."""
 
 
 @dataclass(frozen=True)
@@ -140,6 +146,8 @@ class RepairResult:
     check: CheckResult
     attempts: int = 0
     seconds: Mapping[str, float] = field(default_factory=dict)
+    # What the operation asked of the storage (io/metered.py).
+    requests: RequestBill = field(default_factory=RequestBill)
 
     @property
     def nothing_to_repair(self) -> bool:
@@ -184,7 +192,8 @@ class RepairResult:
     def to_dict(self) -> Dict[str, Any]:
         """The result as a JSON-ready dict (what the CLI prints with --json)."""
         c = self.check
-        return {"table": self.table, "dry_run": self.dry_run,
+        return {"requests": self.requests.to_dict(),
+                "table": self.table, "dry_run": self.dry_run,
                 "base_snapshot_id": self.base_snapshot_id, "snapshot_id": self.snapshot_id,
                 "nothing_to_repair": self.nothing_to_repair, "message": self.message,
                 "removed_files": len(self.files), "removed_records": self.records,
@@ -235,6 +244,7 @@ def repair_table(store: FileStore, apply: bool = False,
     problem = repair_refusal(store)
     if problem:
         raise UnsupportedTableError(problem)
+    store.check_layout("repair")
     with maintenance_lease(store, "repair") if apply else contextlib.nullcontext():
         return _Repair(store, apply, progress, commit_user).run()
 
@@ -249,6 +259,7 @@ class _Repair:
         self.picked: List[ManifestEntry] = []
         self.picked_from: Optional[Snapshot] = None
 
+    @billed   # result.requests: what it asked of the storage
     def run(self) -> RepairResult:
         seconds: Dict[str, float] = {}
         t = time.perf_counter()
@@ -302,6 +313,7 @@ class _Repair:
         store, io = self.store, self.store.io
         found: List[ManifestEntry] = []
         listed: Dict[str, Set[str]] = {}
+        absent: Dict[str, int] = {}   # bucket directory that does not exist -> files in it
         for e in live:
             if e.file.external_path:
                 continue   # outside the table root: check does not check it
@@ -312,10 +324,29 @@ class _Repair:
             names = listed.get(directory)
             if names is None:
                 names = listed[directory] = {st.name for st in io.list_status(directory)}
+                if not names and not io.exists(directory):
+                    absent[directory] = 0
             if name in names:
                 log.info("repair of %s: %s is there again; kept", store.path, path)
                 continue
+            if directory in absent:
+                absent[directory] += 1
+                continue
             found.append(e)
+        if absent:
+            # Defence in depth: a file is given up only when its own bucket directory was
+            # listed. A whole directory the manifests name being absent is what a wrong path
+            # computation looks like (a layout option misread): every file of the partition
+            # would be dropped. Refused, whatever else there is to repair.
+            directory, n = sorted(absent.items())[0]
+            more = f" (and {len(absent) - 1} more)" if len(absent) > 1 else ""
+            raise RepairError(
+                f"cannot repair {store.path}: the bucket directory {self._rel(directory)}"
+                f"{more} of {n} missing data file(s) live in snapshot {latest.id} does not "
+                f"exist at all; repair gives up a file only when its directory is there and "
+                f"listed, since an absent directory may mean the table's paths are computed "
+                f"wrongly. Nothing was written. Restore the files, or, if the whole "
+                f"directory is really lost, recreate it empty and run repair again")
         if found and latest.index_manifest:
             raise UnsupportedTableError(
                 f"cannot repair {store.path}: snapshot {latest.id} has an index manifest "

@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from ..io.metered import RequestBill, billed
 from ..errors import CorruptMetadataError
 from ..format import paths as P
 from ..format.snapshot import Tag
@@ -69,10 +70,13 @@ class TagExpireResult:
     complete: bool = True
     stopped_by: Optional[str] = None
     message: Optional[str] = None
+    # What the operation asked of the storage (io/metered.py).
+    requests: RequestBill = field(default_factory=RequestBill)
 
     def to_dict(self) -> Dict[str, Any]:
         """JSON-ready dict (paths are left to the caller, which knows the table root)."""
-        return {"expired_tags": self.expired_tags, "snapshot_ids": self.snapshot_ids,
+        return {"requests": self.requests.to_dict(),
+                "expired_tags": self.expired_tags, "snapshot_ids": self.snapshot_ids,
                 "finished_deletions": self.finished_deletions,
                 "deleted_files": self.deleted_files, "deleted_bytes": self.deleted_bytes,
                 "dry_run": self.dry_run, "skipped": self.skipped, "errors": self.errors,
@@ -201,6 +205,7 @@ def _retention_over(tag: Tag, now: datetime.datetime) -> bool:
         now > tag.create_time + datetime.timedelta(milliseconds=tag.time_retained_ms)
 
 
+@billed   # result.requests: what it asked of the storage
 def expire_tags(store: FileStore, older_than_ms: Optional[int] = None, dry_run: bool = False,
                 clock: Callable[[], float] = time.time,
                 finish_pending: bool = True,

@@ -30,6 +30,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
+from ..io.metered import RequestBill, billed
 from ..errors import OptionError
 from ..format.snapshot import Snapshot, Tag
 from ..store import FileStore
@@ -184,10 +185,13 @@ class TagLifecycleResult:
     deleted_bytes: int = 0
     skipped: List[str] = field(default_factory=list)
     errors: List[str] = field(default_factory=list)   # tags that could not be deleted
+    # What the operation asked of the storage (io/metered.py).
+    requests: RequestBill = field(default_factory=RequestBill)
 
     def to_dict(self) -> Dict[str, Any]:
         """JSON-ready dict."""
-        return {"created": self.created, "expired": self.expired,
+        return {"requests": self.requests.to_dict(),
+                "created": self.created, "expired": self.expired,
                 "removed_by_count": self.removed_by_count, "deleted_files": self.deleted_files,
                 "deleted_bytes": self.deleted_bytes, "skipped": self.skipped,
                 "errors": self.errors}
@@ -235,6 +239,7 @@ class TagAutoCreation:
             return None
         return _in_zone(s.watermark, self.config.watermark_time_zone)
 
+    @billed   # result.requests: what it asked of the storage
     def run(self, result: Optional[TagLifecycleResult] = None) -> TagLifecycleResult:
         """Create the tags due for every snapshot not seen yet.
 
@@ -380,7 +385,9 @@ class TagLifecycle:
         if old is not None and old.id == s.id:
             return result
         if old is not None:
-            delete_tag_into(store, name, result, "replaced")
+            # Only the tag read above: one replaced under its name since (a user, another
+            # engine) is nobody's to delete here; creating ours then finds the name taken.
+            delete_tag_into(store, name, result, "replaced", expected=old.snapshot)
         retained = self.config.default_time_retained_ms
         tag = Tag(name, s, local_now(self.clock) if retained else None, retained)
         try:
@@ -396,6 +403,8 @@ class TagLifecycle:
             batch = [t for t in readable_tags(tags)
                      if _BATCH_TAG.match(t.name) or t.name == custom]
             for t in batch[:max(0, len(batch) - limit)]:
-                if delete_tag_into(store, t.name, result, "deleted (tag.num-retained-max)"):
+                # (Only while it points at the snapshot it was counted with.)
+                if delete_tag_into(store, t.name, result, "deleted (tag.num-retained-max)",
+                                   expected=t.snapshot):
                     result.removed_by_count.append(t.name)
         return result

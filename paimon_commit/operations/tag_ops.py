@@ -6,14 +6,15 @@ import logging
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Set
 
+from ..io.metered import RequestBill, billed
 from ..errors import CorruptMetadataError
 from ..format import paths as P
 from ..format.manifest import FileKind
 from ..format.snapshot import Snapshot, Tag
-from ..io.deletion import Deleter, StopDeleting
+from ..io.deletion import Deleter, StopDeleting, checkpoint
 from ..lease import maintenance_lease
 from ..reachability import Reachability, Root, Unreadable
-from ..snapshots import ChangelogManager
+from ..snapshots import EARLIEST, ChangelogManager
 from ..store import FileStore
 from ..tags import tag_manager, validate_tag_name
 from .expire_plan import tag_changes
@@ -33,18 +34,22 @@ class TagDeleteResult:
     deleted_bytes: int = 0
     deleted_paths: List[str] = field(default_factory=list)
     skipped: List[str] = field(default_factory=list)
-    # False when the deletion stopped before deleting anything because the tag (or another
-    # tag, or its snapshot) changed while it was planned: `skipped` says how.
+    # False when the deletion stopped before deleting anything: the tag (or another tag, or
+    # its snapshot) changed while it was planned (`skipped` says how), or a safe point
+    # stopped it before the tag file went (`complete` False).
     deleted: bool = True
     # False when a safe point stopped it (a lost maintenance lease, an interrupt):
     # `stopped_by` is the cause, `message` what was done; delete_tag(name) again finishes.
     complete: bool = True
     stopped_by: Optional[str] = None
     message: Optional[str] = None
+    # What the operation asked of the storage (io/metered.py).
+    requests: RequestBill = field(default_factory=RequestBill)
 
     def to_dict(self) -> Dict:
         """The result as a JSON-ready dict (what the CLI prints with --json)."""
-        return {"tag": self.tag, "snapshot_id": self.snapshot_id,
+        return {"requests": self.requests.to_dict(),
+                "tag": self.tag, "snapshot_id": self.snapshot_id,
                 "deleted_files": self.deleted_files, "deleted_bytes": self.deleted_bytes,
                 "skipped": self.skipped, "complete": self.complete,
                 "stopped_by": self.stopped_by, "message": self.message}
@@ -63,10 +68,13 @@ class RollbackResult:
     complete: bool = True
     stopped_by: Optional[str] = None
     message: Optional[str] = None
+    # What the operation asked of the storage (io/metered.py).
+    requests: RequestBill = field(default_factory=RequestBill)
 
     def to_dict(self) -> Dict:
         """The result as a JSON-ready dict (what the CLI prints with --json)."""
-        return {"snapshot_id": self.snapshot_id, "deleted_snapshots": self.deleted_snapshots,
+        return {"requests": self.requests.to_dict(),
+                "snapshot_id": self.snapshot_id, "deleted_snapshots": self.deleted_snapshots,
                 "deleted_tags": self.deleted_tags, "complete": self.complete,
                 "stopped_by": self.stopped_by, "message": self.message}
 
@@ -94,6 +102,7 @@ class TagOperations:
             raise ValueError(f"tag {name!r} already exists")
         return tag
 
+    @billed   # result.requests: what it asked of the storage
     def delete_tag(self, name: str, expected: Optional[Snapshot] = None) -> TagDeleteResult:
         """Delete a tag. If its snapshot already expired, also delete the data files and
         manifests that only this tag kept alive. Running it again for a tag whose deletion
@@ -149,6 +158,12 @@ class TagOperations:
                 now = tags.try_tag(name)
                 if now is not None and now.snapshot != current:
                     return self._stopped(result, self._tag_change(name, current, now.snapshot))
+            # One delete step (the tag file and the marker of an earlier interrupted
+            # deletion): like every step, only past a safe point, so that a holder that lost
+            # the lease (tag expiration loops over many such tags) deletes nothing more.
+            if not self._safe_point(result):
+                return result
+            if live is None:
                 self._delete_tag_file(name)
             tags.delete_deletion_marker(name)
             return result
@@ -170,6 +185,8 @@ class TagOperations:
             result.skipped.append(f"could not compute what else uses the tag's files "
                                   f"({e}); its files are left for orphan cleanup")
             log.warning("delete_tag %s: %s", name, result.skipped[-1])
+            if not self._safe_point(result):
+                return result
             if live is None:
                 self._delete_tag_file(name)
             tags.delete_deletion_marker(name)
@@ -180,7 +197,11 @@ class TagOperations:
             return self._stopped(result, why)
         if live is None:
             # Marker, then tag file: from here on nothing reads the files the tag alone
-            # referenced, and the marker is how a rerun finds them again.
+            # referenced, and the marker is how a rerun finds them again. The tag file is a
+            # delete step of its own (and writing the marker may replace a stale one):
+            # past a safe point, before anything is written.
+            if not self._safe_point(result):
+                return result
             tags.write_deletion_marker(tag)
             try:
                 self._delete_tag_file(name)
@@ -208,10 +229,7 @@ class TagOperations:
                     finished = d.files("tag", list(group), must_finish=True)
                 except StopDeleting as e:   # the marker stays: a rerun finishes from it
                     finished = False
-                    result.complete, result.stopped_by = False, e.cause
-                    result.message = (f"deleting tag {name!r} stopped before a delete step: "
-                                      f"{e.reason}; delete_tag({name!r}) again finishes it")
-                    log.warning("%s: %s", self.store.path, result.message)
+                    self._stopped_at_safe_point(result, e)
                     break
                 if not finished:
                     result.skipped.append(
@@ -226,6 +244,24 @@ class TagOperations:
         result.deleted_bytes = sum(sizes[p] for p in result.deleted_paths)
         result.deleted_files = len(result.deleted_paths)
         return result
+
+    def _safe_point(self, result: TagDeleteResult) -> bool:
+        """`checkpoint()` before a delete step outside the Deleter: False (the result then
+        says why it stopped, nothing of the step deleted) when the run must stop there."""
+        try:
+            checkpoint()
+        except StopDeleting as e:
+            result.deleted = False   # the tag file is still there (this is before it goes)
+            self._stopped_at_safe_point(result, e)
+            return False
+        return True
+
+    def _stopped_at_safe_point(self, result: TagDeleteResult, e: StopDeleting) -> None:
+        name = result.tag
+        result.complete, result.stopped_by = False, e.cause
+        result.message = (f"deleting tag {name!r} stopped before a delete step: "
+                          f"{e.reason}; delete_tag({name!r}) again finishes it")
+        log.warning("%s: %s", self.store.path, result.message)
 
     @staticmethod
     def _stopped(result: TagDeleteResult, why: str) -> TagDeleteResult:
@@ -266,6 +302,66 @@ class TagOperations:
             return (f"snapshot {tag.id} of tag {name} exists again (restored while the "
                     f"deletion was planned); nothing is deleted")
         return None
+
+    def _still_on(self, name: str, snapshot: Snapshot) -> bool:
+        """Whether tag `name` still points at `snapshot`."""
+        now = self.tags.try_tag(name)
+        return now is not None and now.snapshot == snapshot
+
+    def _check_tag_unchanged(self, name: str, tag: Tag, what: str) -> None:
+        """Refuse (ValueError) when tag `name` no longer holds `tag`'s snapshot (content, not
+        the name: deleted, or re-created on another snapshot)."""
+        again = self.tags.try_tag(name)
+        if again is None or again.snapshot != tag.snapshot:
+            raise ValueError(f"{what}: the tag changed while the rollback was prepared; "
+                             f"nothing was deleted")
+
+    def _restore(self, target: Snapshot):
+        """Write the expired snapshot `target` back from its tag and point EARLIEST at it.
+        Returns what an undo needs: whether this call created the snapshot file (only then
+        may the undo delete it) and the EARLIEST hint's bytes before (None: there was none)."""
+        sm = self.store.snapshots
+        hint = sm.io.join(sm.snapshot_dir, EARLIEST)
+        try:
+            earliest_before: Optional[bytes] = sm.io.read_bytes(hint)
+        except FileNotFoundError:
+            earliest_before = None
+        sm.io.mkdirs(sm.snapshot_dir)
+        created = sm.try_commit(target)
+        sm.commit_earliest_hint(target.id)
+        return created, earliest_before
+
+    def _undo_restore(self, target: Snapshot, created: bool,
+                      earliest_before: Optional[bytes]) -> Optional[str]:
+        """Take back what `_restore` wrote, and only that: the snapshot file if this call
+        created it and it still holds the tag's snapshot, and EARLIEST if it still says
+        `target` (another process may have moved it since: its value stands). Returns what
+        could not be undone, in the user's words, or None."""
+        sm, io = self.store.snapshots, self.store.io
+        left = None
+        path = sm.snapshot_path(target.id)
+        # (Local disk takes identical bytes at the name for our own create. Another
+        # rollback to this tag writes the same bytes: once it made the restored snapshot the
+        # latest it deletes every newer one, so a restored snapshot that is the latest is
+        # left alone.)
+        if created and sm.try_snapshot(target.id) == target and \
+                any(i > target.id for i in sm.list_snapshot_ids()):
+            if not io.delete_quietly(path) and io.exists(path):
+                left = (f"the snapshot {target.id} it restored from the tag could not be "
+                        f"removed again: it is {path}")
+        hint = io.join(sm.snapshot_dir, EARLIEST)
+        try:
+            ours = io.read_bytes(hint) == str(target.id).encode()
+        except FileNotFoundError:
+            ours = False
+        if ours:
+            if earliest_before is None:
+                io.delete_quietly(hint)
+            else:
+                sm.io.overwrite_atomic(hint, earliest_before)
+        log.info("rollback to snapshot %d refused: the restored snapshot file and the EARLIEST "
+                 "hint were taken back", target.id)
+        return left
 
     def _check_readable(self, snap, what: str) -> None:
         """Refuse a target snapshot whose manifest lists or index manifest cannot be read:
@@ -368,6 +464,7 @@ class TagOperations:
                     return False
         return not any(io.exists(p) for p in named - used_data)
 
+    @billed   # result.requests: what it asked of the storage
     def rollback_to(self, snapshot_id: Optional[int] = None, tag: Optional[str] = None
                     ) -> RollbackResult:
         """Make `snapshot_id` (or the tag's snapshot) the latest: newer snapshots and tags
@@ -383,6 +480,7 @@ class TagOperations:
     def _rollback_to(self, snapshot_id: Optional[int], tag: Optional[str]) -> RollbackResult:
         sm = self.store.snapshots
         t: Optional[Tag] = None
+        restored = None   # what restoring an expired target wrote (_restore), to undo
         if tag is not None:
             t = self.tags.try_tag(validate_tag_name(tag))
             if t is None:
@@ -392,10 +490,11 @@ class TagOperations:
             self._check_readable(target, what)
             expected = sm.try_snapshot(target.id)
             if expected is None:
-                # The tag outlived its snapshot: restore the snapshot file from the tag.
-                sm.io.mkdirs(sm.snapshot_dir)
-                sm.try_commit(target)
-                sm.commit_earliest_hint(target.id)
+                # The tag outlived its snapshot: restore the snapshot file from the tag. The
+                # tag is read again first (a refusal then has written nothing); one changed
+                # after this is refused below, and what the restore wrote is undone.
+                self._check_tag_unchanged(tag, t, what)
+                restored = self._restore(target)
                 expected = target
         else:
             target = sm.try_snapshot(snapshot_id)
@@ -408,17 +507,24 @@ class TagOperations:
         # expiration or another rollback that removed or re-created it meanwhile would leave
         # a table whose latest snapshot is gone or is not the one asked for. This narrows
         # the window, it does not close it (the maintenance lease does, for our operations).
-        now = sm.try_snapshot(target.id)
-        if now != expected:
-            raise ValueError(f"{what}: it changed while the rollback was prepared "
-                             f"({'it is gone' if now is None else 'it was replaced'}); "
-                             f"nothing was deleted")
-        self._check_readable(target, what)
-        if t is not None:
-            again = self.tags.try_tag(tag)
-            if again is None or again.snapshot != t.snapshot:
-                raise ValueError(f"{what}: the tag changed while the rollback was prepared; "
+        try:
+            now = sm.try_snapshot(target.id)
+            if now != expected:
+                raise ValueError(f"{what}: it changed while the rollback was prepared "
+                                 f"({'it is gone' if now is None else 'it was replaced'}); "
                                  f"nothing was deleted")
+            self._check_readable(target, what)
+            if t is not None:
+                self._check_tag_unchanged(tag, t, what)
+        except ValueError as e:
+            if restored is None:
+                raise
+            # Refused after restoring: "nothing was deleted" must also mean the table is as
+            # it was, so take back exactly what the restore wrote.
+            left = self._undo_restore(target, *restored)
+            if left is None:
+                raise
+            raise ValueError(f"{e}; {left}") from None
         # LATEST first, so that readers never resolve a snapshot about to disappear.
         sm.commit_latest_hint(target.id)
         # Every *listed* id above the target, newest first: hints can look valid after a
@@ -429,11 +535,17 @@ class TagOperations:
         cm = ChangelogManager(sm.io, self.store.root)
         newer = {sm.snapshot_path(i): i for i in sorted(
             (i for i in sm.list_snapshot_ids() if i > target.id), reverse=True)}
-        tags = {self.tags.tag_path(t.name): t.name for t in self.tags.tags() if t.id > target.id}
+        listed_tags = {t.name: t.snapshot for t in self.tags.tags() if t.id > target.id}
+        tags: Dict[str, str] = {}
         stopped: Optional[StopDeleting] = None
         with Deleter(self.store.io) as d:
             try:
                 d.in_order("snapshot", list(newer))
+                # Only a tag still on the snapshot it was listed with (content, not the
+                # name): one re-created under its name since, on a kept snapshot, is nobody's
+                # to delete; one moved to another newer snapshot is reported below.
+                tags = {self.tags.tag_path(n): n for n, snap in listed_tags.items()
+                        if self._still_on(n, snap)}
                 d.files("tag", list(tags))
                 d.in_order("changelog", [cm.snapshot_path(i) for i in sorted(
                     (i for i in cm.list_snapshot_ids() if i > target.id), reverse=True)])

@@ -5,9 +5,19 @@ CommitMessages; the driver hands them to one TableCommit, so post-commit mainten
 every write with the table's options. A task that raises deletes its own files; `abort()`
 deletes the files of the tasks that did finish and, found by the write's run marker in their
 names (`data-file.prefix` + `spark-<run id>-`), those of tasks cancelled mid-write, which
-return nothing. Streaming writes commit each micro-batch with
-its batch id as the commit identifier and a commit user kept in the checkpoint, so a replayed
-batch is recognised and not committed twice. Reads prune partitions with pushed filters.
+return nothing.
+
+Streaming writes commit each micro-batch with its batch id as the commit identifier and a
+commit user kept in the checkpoint, so a replayed batch is recognised and not committed twice.
+Each file of a micro-batch is named with the stream's batch marker (`data-file.prefix` +
+`spark-stream-<stream tag>-<batch id>-`; the tag is a hash of the commit user and the
+checkpoint location, the batch id the one Spark gives the task as `streaming.sql.batchId`), so
+the abort of a failed micro-batch also deletes the files of its tasks cancelled mid-write.
+Spark builds the stream writer anew for the tasks and for every commit and every abort (never
+one instance per query), so the marker is derived from what each of them knows: the options,
+the checkpoint and the batch id.
+
+Reads prune partitions with pushed filters.
 
 Options:
   partition-keys       "dt,hr": partition keys when the write creates the table
@@ -18,6 +28,9 @@ Options:
                        snapshot.num-retained.min
   snapshot-id / tag    time travel for reads
   streaming-read-overwrite  streaming reads also read OVERWRITE snapshots' new files
+A near miss of a Paimon option name, with or without 'paimon.', is refused on the driver
+before any I/O ("option 'paimon.snapshot.num-retained.mn' is not a Paimon option: did you mean
+'paimon.snapshot.num-retained.min'?").
 
 Streaming reads (`spark.readStream.format("paimon").load(PATH)`): stream_source.py.
 """
@@ -43,6 +56,8 @@ from ..io.object_store_config import storage_options
 from ..format import types as ptypes
 from ..format.commit_message import CommitMessage
 from ..dynamic_options import check_branch_options, check_commit_options, is_storage_option
+from ..option_names import CORE_OPTION_NAMES, OTHER_PAIMON_OPTION_NAMES, \
+    check_table_option_names
 from ..options import OPTIONS, validate_options
 from ..table import Table
 from ..writer import SchemaMismatchError, message_paths
@@ -77,8 +92,25 @@ def _from_arrow_schema(schema: pa.Schema) -> StructType:
     return from_arrow_schema(schema)
 
 
+#: The data source's own option names (module docstring; stream_source.py), as Spark hands
+#: them over: lower case.
+_OWN_OPTIONS = frozenset({"path", "paths", "partition-keys", "overwrite-partition",
+                          "commit-user", "snapshot-id", "tag", "checkpointlocation"})
+
+
+def _paimon_name(key: str) -> str:
+    """Paimon's spelling of an option name Spark lower-cased (its option keys are case
+    insensitive; Paimon's are not: 'variant.shreddingSchema'); other keys unchanged."""
+    return _MIXED_CASE_NAMES.get(key.lower(), key)
+
+
+_MIXED_CASE_NAMES = {n.lower(): n for n in CORE_OPTION_NAMES | OTHER_PAIMON_OPTION_NAMES
+                     | set(OPTIONS) if n != n.lower()}
+
+
 def _table_options(options: Mapping[str, str]) -> Dict[str, str]:
-    table = {k[len("paimon."):]: v for k, v in options.items() if k.startswith("paimon.")}
+    table = {_paimon_name(k[len("paimon."):]): v for k, v in options.items()
+             if k.startswith("paimon.")}
     for key in table:
         if is_storage_option(key):
             # Table options are stored in the schema, readable by every reader of the table.
@@ -89,14 +121,22 @@ def _table_options(options: Mapping[str, str]) -> Dict[str, str]:
 
 
 def _check_options(options: Mapping[str, str]) -> None:
-    """Before any I/O: no branch (this library acts on main only), no credential stored."""
-    _table_options(options)
+    """Before any I/O: no branch (this library acts on main only), no credential stored, no
+    near miss of a Paimon option name (a typo such as 'paimon.snapshot.num-retained.mn' would
+    be stored in the table it creates and never acted on; 'snapshot.num-retained.mn' as a
+    per-write option would be ignored): an OptionError with the suggestion, named as typed."""
+    check_table_option_names(_table_options(options), "option", strict=True, prefix="paimon.")
+    check_table_option_names(
+        {_paimon_name(k): v for k, v in options.items()
+         if not k.startswith("paimon.") and k.lower() not in _OWN_OPTIONS
+         and not is_storage_option(k)}, "option", strict=True)
     check_branch_options(options, "the paimon data source", prefix="paimon.")
 
 
 def _write_options(options: Mapping[str, str]) -> Dict[str, str]:
     """Per-write overrides: options named like a table option."""
-    return {k: v for k, v in options.items() if k in OPTIONS}
+    named = {_paimon_name(k): v for k, v in options.items()}
+    return {k: v for k, v in named.items() if k in OPTIONS}
 
 
 def _parse_spec(text: str, table: Table) -> Dict[str, Any]:
@@ -312,9 +352,23 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
         self.storage = storage_options(options, options.get("path"))  # s3.endpoint, ...
         self.commit_user = options.get("commit-user") or \
             _checkpoint_commit_user(options.get("checkpointLocation"))
+        # The start of every file name of this stream; a task adds its batch id (see
+        # _batch_marker). The same in every instance: Spark builds this writer anew for the
+        # tasks, for each commit and for each abort.
+        tag = _stream_tag(self.commit_user, options.get("checkpointLocation"))
+        self.stream_marker = f"{table.store.options['data-file.prefix']}spark-stream-{tag}-"
+
+    def _batch_marker(self, batch_id: int) -> str:
+        return f"{self.stream_marker}{int(batch_id)}-"
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PaimonWriterMessage:
-        return _write_task(self.path, iterator, self.storage)
+        batch_id = _task_batch_id()
+        if batch_id is None:   # not run by a micro-batch as we know it: unmarked, as before
+            log.warning("stream write to %s: the task has no %s; its files are not named by "
+                        "batch, and a failed batch's cancelled tasks leave theirs to orphan "
+                        "cleanup", self.path, BATCH_ID_KEY)
+        return _write_task(self.path, iterator, self.storage,
+                           self._batch_marker(batch_id) if batch_id is not None else None)
 
     def commit(self, messages, batchId: int) -> None:
         table = Table.open(self.path, storage_options=self.storage)
@@ -330,7 +384,37 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
             _commit_then_maintain(lambda: c.commit(msgs, commit_identifier=batchId), c)
 
     def abort(self, messages, batchId: int) -> None:
-        _abort(self.path, messages, self.commit_user, self.storage, batch_id=batchId)
+        """Delete the failed micro-batch's files: those of the tasks that returned and, by
+        the batch marker in their names, those of tasks cancelled mid-write. Only files of
+        this batch id of this stream carry the marker: earlier batches' files (committed,
+        maybe compacted and expired since) never match it. Nothing is deleted if this commit
+        user already committed `batchId` (a replay of a published batch), nor any file a
+        snapshot, tag or changelog names (the one abort). Not under the maintenance lease:
+        docs/safety.md, finding 9."""
+        _abort(self.path, messages, self.commit_user, self.storage, batch_id=batchId,
+               marker=self._batch_marker(batchId))
+
+
+#: The local property Spark's micro-batch execution sets on the jobs of a batch
+#: (MicroBatchExecution.BATCH_ID_KEY); tasks read it from their TaskContext.
+BATCH_ID_KEY = "streaming.sql.batchId"
+
+
+def _task_batch_id() -> Optional[int]:
+    """The micro-batch id of the running Spark task, or None outside one."""
+    from pyspark import TaskContext
+    ctx = TaskContext.get()
+    value = ctx.getLocalProperty(BATCH_ID_KEY) if ctx is not None else None
+    return int(value) if value is not None and value.isdigit() else None
+
+
+def _stream_tag(commit_user: str, checkpoint: Optional[str]) -> str:
+    """16 hex digits naming one stream (its commit user and checkpoint): the files of two
+    streams never share a batch marker, even with one explicit commit user, while a restart
+    of a stream (same checkpoint) keeps its tag, so its abort of a replayed batch also finds
+    what the crashed run wrote for that batch."""
+    import hashlib
+    return hashlib.sha256(f"{commit_user}\n{checkpoint or ''}".encode()).hexdigest()[:16]
 
 
 def _checkpoint_commit_user(checkpoint: Optional[str]) -> str:

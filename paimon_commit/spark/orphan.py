@@ -24,7 +24,7 @@ from ..io import FileIO, FileStatus
 from ..io.deletion import checkpoint
 from ..operations.orphan import OrphanFilesCleaner
 from ..operations.orphan_context import (
-    Candidate, CleanContext, OrphanCleanAborted, OrphanCleanResult, classify, is_symlink,
+    Candidate, CleanContext, OrphanCleanAborted, OrphanCleanResult, classify,
 )
 from ..reachability import Reachability, Unreadable, manifest_names
 
@@ -57,9 +57,10 @@ _Row = Tuple[str, str, int, int, str]  # path, name, size, mtime_ms, kind
 
 def _list_bucket_files(io: FileIO, dirs: Iterable[str]) -> Iterator[_Row]:
     for d in dirs:
-        for st in io.list_status(d):
-            if not st.is_dir and not is_symlink(st):
-                yield st.path, st.name, st.size, st.mtime_ms, classify(st.name, "data")
+        listing = io.list_files(d)   # regular files only, with their status
+        prefix = d.rstrip("/") + "/"
+        for name, size, mtime in zip(listing.names, listing.sizes, listing.mtimes_ms):
+            yield prefix + name, name, size, mtime, classify(name, "data")
 
 
 def _used_names_of_manifests(table_path: str, io: FileIO,
@@ -86,6 +87,9 @@ def _shippable(io: FileIO) -> FileIO:
 
 class DistributedOrphanFilesCleaner(OrphanFilesCleaner):
     def __init__(self, context: CleanContext, spark=None, parallelism: Optional[int] = None):
+        if context.file_list is not None:   # (the executors list the table themselves)
+            raise OptionError("a file list (file_list=, --file-list) is not supported by the "
+                              "distributed orphan cleanup; run it locally")
         super().__init__(context)
         if spark is None:
             try:
@@ -121,9 +125,13 @@ class DistributedOrphanFilesCleaner(OrphanFilesCleaner):
         sc, path, n = self.spark.sparkContext, self.ctx.table_path, self.parallelism
         io = _shippable(self.io)
         t0 = time.perf_counter()
-        # 1. Candidates first. Metadata directories are few and small: the driver lists them.
-        meta = [(c.status.path, c.status.name, c.status.size, c.status.mtime_ms, c.kind)
-                for c in self.list_metadata_candidates()]
+        # 1. Candidates first. Metadata directories are few and small: the driver lists them
+        # (a partition-scoped run lists none: only branch/ and tag/, for the roots check).
+        if self.scope is None:
+            meta = [(c.status.path, c.status.name, c.status.size, c.status.mtime_ms, c.kind)
+                    for c in self.list_metadata_candidates()]
+        else:
+            meta = self._list_roots_first()
         buckets, dirs = self.list_bucket_dirs(executor)
         bucket_paths = [b.path for b in buckets]
         data = sc.parallelize(bucket_paths, max(1, min(n, len(bucket_paths)))) \
@@ -141,10 +149,15 @@ class DistributedOrphanFilesCleaner(OrphanFilesCleaner):
         # 2. Used names: roots and lists on the driver, manifests on executors.
         roots = self.roots()
         try:
-            names, manifests = Reachability(self.store).used_metadata(roots)
+            reach = Reachability(self.store, full_lists=self.scope is not None)
+            names, manifests = reach.used_metadata(roots)
         except Unreadable as e:
             candidates.unpersist()
             raise OrphanCleanAborted(f"{e}; nothing was deleted") from None
+        if self.scope is not None:   # only the manifests that can hold a listed partition
+            manifests = self._prune_manifests(reach, manifests)
+            result.partitions_listed = self.scope.partitions
+            result.manifests_read, result.manifests_skipped = self._manifests_pruned
         manifest_list = sorted(manifests.items())
         try:
             used_rdd = sc.parallelize(sorted(names), 1).union(

@@ -6,7 +6,7 @@ Kinds (the method names are LocalFileIO's operations):
     publish  try_create_atomic          (Paimon's rename / link step)
     delete   _unlink, _rmdir          (what the gate calls for each file / directory, whether
                                       through delete_quietly, delete_files or delete_empty_dir)
-    list     list_status, list_names, list_status_of
+    list     list_status, list_names, list_files
     read     read_bytes, open_input_file, exists, file_size
 
 Modes:
@@ -40,10 +40,12 @@ import errno
 import os
 import threading
 import types
+from array import array
 from collections import Counter
 from typing import Dict, List, Optional, Tuple
 
 import paimon_commit.io.local as _fileio
+from paimon_commit.io.base import FileEntries
 from paimon_commit.io.local import LocalFileIO
 
 from faults.faulty_io import Crash
@@ -54,7 +56,7 @@ KINDS: Dict[str, Tuple[str, ...]] = {
     "write": ("write_new", "overwrite_atomic", "open_output_stream", "mkdirs"),
     "publish": ("try_create_atomic",),
     "delete": ("_unlink", "_rmdir"),
-    "list": ("list_status", "list_names", "list_status_of"),
+    "list": ("list_status", "list_names", "list_files"),
     "read": ("read_bytes", "open_input_file", "exists", "file_size"),
 }
 KIND_OF: Dict[str, str] = {m: k for k, ms in KINDS.items() for m in ms}
@@ -195,7 +197,8 @@ def _wrap(method: str):
             raise InjectedIOError(errno.EIO, f"injected I/O error at {kind} op {self.at}: "
                                              f"{method}", path)
         if mode == "empty":
-            return []
+            return FileEntries(path, [], array("q"), array("q")) if method == "list_files" \
+                else []
         if mode == "unlink":
             with _ArmedOs(PermissionError(errno.EACCES, "injected: permission denied", path)):
                 return base(self, path, *args, **kwargs)

@@ -7,7 +7,7 @@ class Crash(BaseException):
     """Not an Exception: nothing in the library may swallow it."""
 
 
-OPS = ("read_bytes", "exists", "list_status", "list_names", "list_status_of", "mkdirs", "write_new",
+OPS = ("read_bytes", "exists", "list_status", "list_names", "list_files", "mkdirs", "write_new",
        "overwrite_atomic", "try_create_atomic", "open_output_stream", "_unlink",
        "_rmdir", "file_size", "open_input_file")
 

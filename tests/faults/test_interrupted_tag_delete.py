@@ -71,7 +71,7 @@ def delete(op, path, io=None):
     """Delete the tag the way `op` does, with the batches of parallel steps last first."""
     store = FileStore.open(path, io=io) if io else FileStore.open(path)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(deletion, "ThreadPoolExecutor", _Pool)
+        mp.setattr(deletion, "ContextExecutor", _Pool)
         if op == "delete-tag":
             r = Table(store).delete_tag(TAG)
             assert not r.skipped, r.skipped

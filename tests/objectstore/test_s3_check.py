@@ -42,5 +42,6 @@ def test_check_on_s3_lists_each_directory_once_and_writes_nothing(s3, capsys):
     size = {g: s3.client.head_object(Bucket=s3.name, Key=g.split("/", 2)[2])["ContentLength"]
             for g in set(gets)}
     assert r.requests == {"LIST": len(lists), "GET": len(gets), "HEAD": 0, "PUT": 0,
-                          "DELETE": 0, "bytes_read": sum(size[g] for g in gets)}
+                          "DELETE": 0, "bytes_written": 0,
+                          "bytes_read": sum(size[g] for g in gets)}
     assert main(["check", s3.table_uri(), "--json"]) == 1

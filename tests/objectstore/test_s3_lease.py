@@ -95,3 +95,55 @@ def test_a_live_record_of_an_earlier_version_spelled_s3a_is_honoured_through_s3(
     with lease_settings(wait_s=0.3), pytest.raises(
             LeaseHeldError, match=r"is being maintained by elsewhere pid 1 \(expire-snapshots"):
         t.expire_snapshots(retain_max=1, retain_min=1)
+
+
+def test_one_table_reached_through_two_spellings_of_its_endpoint_has_one_lease(s3):
+    # Audit issue25c c4: the lease named its table by the endpoint as given. A holder whose
+    # s3.endpoint ends in `/` wrote a live record that a run through AWS_ENDPOINT_URL (no `/`)
+    # called another table's, with the advice to `lease --break` it.
+    uri = s3.table_uri("db.db/t")
+    t = Table.create(uri, SCHEMA, ["dt", "hr"], {"snapshot.num-retained.min": "1"})
+    for i in range(1, 4):
+        write(t, make_rows([i]))
+    taken, done = threading.Event(), threading.Event()
+
+    def hold():
+        other = Table.open(uri, storage_options={"s3.endpoint": s3.server.url + "/"})
+        with maintenance_lease(other.store, "held-via-slash"):
+            taken.set()
+            done.wait(60)
+    holder = threading.Thread(target=hold, daemon=True)
+    holder.start()
+    assert taken.wait(60)
+    try:
+        before = s3.keys()
+        with lease_settings(wait_s=0.3), pytest.raises(LeaseHeldError,
+                                                       match=r"is being maintained by .* \("
+                                                             r"held-via-slash since "):
+            t.expire_snapshots(retain_max=1, retain_min=1)
+        assert s3.keys() == before                        # nothing deleted
+    finally:
+        done.set()
+        holder.join(60)
+    assert t.expire_snapshots(retain_max=1, retain_min=1).expired_snapshots == 2
+
+
+def test_a_live_record_of_an_earlier_version_naming_another_endpoint_spelling_is_honoured(s3):
+    # A record written before the endpoint was spelled one way names the endpoint as that
+    # holder was given it (here with a trailing `/` and in upper case): still this table's.
+    import json
+    import time
+    uri = s3.table_uri("db.db/t")
+    t = Table.create(uri, SCHEMA, ["dt", "hr"], {"snapshot.num-retained.min": "1"})
+    for i in range(1, 3):
+        write(t, make_rows([i]))
+    now = int(time.time() * 1000)
+    keys = sorted(k for k in s3.keys() if k.startswith("db.db/t/.maintenance/lease-"))
+    n = max(int(k.rsplit("-", 1)[1]) for k in keys) + 1
+    record = {"table": f"s3://{s3.server.url.upper()}/|{s3.name}|{s3.name}/db.db/t",
+              "host": "elsewhere", "pid": 1, "token": "t", "operation": "expire-snapshots",
+              "startMillis": now, "expiryMillis": now + 60_000, "released": False}
+    s3.put(f"db.db/t/.maintenance/lease-{n}", json.dumps(record).encode())
+    with lease_settings(wait_s=0.3), pytest.raises(
+            LeaseHeldError, match=r"is being maintained by elsewhere pid 1 \(expire-snapshots"):
+        t.expire_snapshots(retain_max=1, retain_min=1)

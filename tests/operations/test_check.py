@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from conftest import make_rows, write
+from conftest import make_rows, without_bill, write
 
 from paimon_commit import Table
 from paimon_commit.cli import main as cli_main
@@ -86,7 +86,7 @@ def tree(path):
 def run_cli(capsys, *args):
     code = cli_main(["check", *map(str, args)])
     out = capsys.readouterr()
-    return code, out.out, out.err
+    return code, without_bill(out.out), out.err
 
 
 # --- a healthy table ---------------------------------------------------------------------------
@@ -253,6 +253,7 @@ def test_one_listing_per_directory_and_one_read_per_file(five, table_path):
     assert not [p for p in io.read if p.endswith(".parquet")]   # data files: listed only
     # The request bill, by kind: only listings and reads, and the bytes those reads returned.
     assert r.requests == {"LIST": 8, "GET": r.reads, "HEAD": 0, "PUT": 0, "DELETE": 0,
+                          "bytes_written": 0,
                           "bytes_read": sum(os.path.getsize(p) * n
                                             for p, n in io.read.items())}
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import SCHEMA, files_under, make_rows, write
+from conftest import SCHEMA, files_under, make_rows, without_bill, write
 from invariants import assert_intact
 from oracle import pp_read, rows
 from .test_progress import _run_on_pty
@@ -23,7 +23,7 @@ OPTS = {"target-file-size": "64 kb", "source.split.open-file-cost": "1 b"}
 def run(capsys, *argv):
     code = main([str(a) for a in argv])
     out, err = capsys.readouterr()
-    return code, out, err
+    return code, without_bill(out), err
 
 
 @pytest.fixture

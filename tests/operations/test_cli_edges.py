@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import files_under, make_rows, write
+from conftest import files_under, make_rows, without_bill, write
 
 from paimon_commit.cli import main
 
@@ -17,7 +17,7 @@ from paimon_commit.cli import main
 def run(capsys, *argv):
     code = main([str(a) for a in argv])
     out, err = capsys.readouterr()
-    return code, out, err
+    return code, without_bill(out), err
 
 
 @pytest.fixture
@@ -178,7 +178,7 @@ def on_a_terminal(*argv):
         chunks.append(data)
     p.wait()
     os.close(master)
-    return p.returncode, b"".join(chunks).decode().replace("\r\n", "\n")
+    return p.returncode, without_bill(b"".join(chunks).decode().replace("\r\n", "\n"))
 
 
 def test_a_long_file_list_is_summarised_on_a_terminal(twelve, table_path):
@@ -198,7 +198,7 @@ def test_a_pipe_gets_every_path(twelve, table_path):
     names = orphans(table_path, 30)
     r = cli("remove-orphan-files", table_path, "--dry-run")
     assert r.returncode == 0
-    assert sorted(x.strip() for x in r.stdout.splitlines()[1:]) == names
+    assert sorted(x.strip() for x in without_bill(r.stdout).splitlines()[1:]) == names
 
 
 @pytest.mark.parametrize("argv", [["remove-orphan-files", "{t}", "--dry-run"],

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from conftest import make_rows, write
+from conftest import D1, make_rows, write
 from invariants import assert_intact
 from oracle import pp_read
 
@@ -421,3 +421,137 @@ def test_a_repeat_racing_its_first_call_in_another_thread_waits_and_publishes_no
     assert snapshots_adding(table_path, msgs) == [2]
     assert ids_read(table_path) == [1, 2, 3]
     assert_intact(table_path, {2: [1, 2, 3]})
+
+
+# --- audit issue25b b2: one call handed the same message twice --------------------------------
+# A plain append checks nothing against the table, so `commit(msgs + msgs)` published one
+# snapshot whose delta ADDed the file twice: pypaimon read its rows twice (Paimon Java refuses
+# such a delta when reading). A file listed twice in one call is refused before the table is
+# read or written.
+
+def _listed_twice(table, msgs):
+    return (f"data file {data_path(table.path, msgs)} is listed twice in the messages of one "
+            f"call (the same CommitMessage handed twice?); refusing to commit it, as its rows "
+            f"would be read twice. Nothing was committed: commit each message once")
+
+
+@pytest.mark.parametrize("how", ["commit", "commit_identifier", "overwrite",
+                                 "overwrite_partition"])
+def test_a_message_listed_twice_in_one_call_is_refused_before_anything_is_written(
+        table, table_path, how):
+    write(table, make_rows([1, 2]))
+    before = sorted(os.listdir(table_path / "snapshot")), sorted(os.listdir(table_path /
+                                                                           "manifest"))
+    msgs = prepared(table, [10, 11, 12])
+    with table.new_commit(commit_user="job") as c:
+        with pytest.raises(CommitConflictError) as e:
+            if how == "commit":
+                c.commit(list(msgs) + list(msgs))
+            elif how == "commit_identifier":
+                c.commit(list(msgs) + list(msgs), commit_identifier=1)
+            elif how == "overwrite":
+                c.overwrite(list(msgs) + list(msgs))
+            else:
+                c.overwrite(list(msgs) + list(msgs), partition={"dt": D1, "hr": 1})
+    assert str(e.value) == _listed_twice(table, msgs)
+    # nothing written: no snapshot, no manifest; the table reads as before (ours and pypaimon)
+    assert (sorted(os.listdir(table_path / "snapshot")),
+            sorted(os.listdir(table_path / "manifest"))) == before
+    assert ids_read(table_path) == [1, 2]
+    # the messages, committed once, publish their rows once
+    with table.new_commit(commit_user="job") as c:
+        c.commit(msgs, commit_identifier=1)
+    assert ids_read(table_path) == [1, 2, 10, 11, 12]
+    assert_intact(table_path)
+
+
+def test_filter_and_commit_refuses_a_file_listed_twice_before_reading_the_table(
+        table, table_path):
+    a, b = prepared(table, [1, 2]), prepared(table, [3])
+    with table.new_commit(commit_user="job") as c:
+        # within one identifier, and the same message under two identifiers (each identifier
+        # is its own commit: the first would publish it before the second was refused)
+        for by in ({1: list(a) + list(a)}, {1: a, 2: list(b) + list(a)}):
+            with pytest.raises(CommitConflictError) as e:
+                c.filter_and_commit(by)
+            assert str(e.value) == _listed_twice(table, a)
+            assert snapshot_ids(table_path) == []
+        assert c.filter_and_commit({1: a, 2: b}) == [1, 2]
+    assert ids_read(table_path) == [1, 2, 3]
+
+
+# --- audit issue25b b3: filter_and_commit after the commit user's snapshots expired ----------
+# filter_committed decides from the user's latest retained snapshot (as Paimon's
+# filterCommitted). Once all of them expired, every identifier counts as not committed; a
+# compaction had replaced the job's file A (its rows are in A' now), a tag kept A on disk, so
+# the append conflict check (live files only) passed and A's rows were published again next
+# to A'. Now, when the table cannot tell, a pending file that a retained snapshot, tag or
+# changelog names is refused.
+
+def _restarted(monkeypatch):
+    """This process's commit record as a restarted job's: empty."""
+    from paimon_commit.operations import commit_record
+    monkeypatch.setattr(commit_record, "RECORD", commit_record.CommitRecord())
+
+
+def _expired_history(table_path, tag=True):
+    """The job commits rows 100, 101 (identifier 1) as snapshot 1, a tag keeps it; others
+    write, a compaction rewrites the job's file, expiration keeps the last 2 snapshots."""
+    t = Table.create(str(table_path), make_rows([]).schema, partition_keys=["dt", "hr"],
+                     options={"compaction.min.file-num": "2"})
+    msgs = prepared(t, [100, 101])
+    with t.new_commit(commit_user="job") as c:
+        assert c.commit(msgs, 1) == 1
+    if tag:
+        t.create_tag("daily", 1)
+    for i in (0, 10, 20):
+        write(t, make_rows([i]))
+    t.compact()
+    for i in (50, 60, 70):
+        write(t, make_rows([i]))
+    expire_keeping(table_path, 2)
+    return t, msgs
+
+
+def test_filter_and_commit_after_the_users_snapshots_expired_refuses_a_file_a_tag_keeps(
+        table_path, monkeypatch):
+    t, msgs = _expired_history(table_path)
+    assert os.path.exists(data_path(table_path, msgs))          # the tag keeps A
+    assert data_path(table_path, msgs).rpartition("/")[2] not in \
+        [n for s in t.snapshots() for n in [e.file.file_name for e in t.store.live_entries(s)]]
+    rows = [0, 10, 20, 50, 60, 70, 100, 101]
+    assert ids_read(table_path) == rows
+    before = snapshot_ids(table_path)
+    earliest = before[0]
+    _restarted(monkeypatch)
+    with Table.open(str(table_path)).new_commit(commit_user="job") as c:
+        assert c.filter_committed([1]) == [1]     # the limit: the table cannot tell
+        with pytest.raises(CommitConflictError) as e:
+            c.filter_and_commit({1: msgs})
+    assert str(e.value) == (
+        f"cannot re-commit identifier 1: commit user 'job' has no snapshot left in "
+        f"{table_path} and snapshots 1 to {earliest - 1} have expired, so whether it committed "
+        f"identifier 1 cannot be told from the table, and data file "
+        f"{data_path(table_path, msgs)} is named by a retained snapshot, tag or changelog of "
+        f"the table: it was committed (its rows may be in other files since, after a "
+        f"compaction or an overwrite); refusing to commit it again, as its rows could be read "
+        f"twice. Check whether the rows are in the table, and write them again with a new "
+        f"writer if they are missing")
+    assert snapshot_ids(table_path) == before
+    assert ids_read(table_path) == rows
+    assert sorted(pp_read(table_path, tag="daily").column("id").to_pylist()) == [100, 101]
+
+
+def test_filter_and_commit_after_expiry_publishes_files_nothing_names(table_path, monkeypatch):
+    # The other side: a job that wrote its messages and died before committing them, its
+    # user without any snapshot in a table whose early snapshots expired: nothing names its
+    # files, so the restart publishes them, once.
+    t, _ = _expired_history(table_path, tag=False)
+    pending = prepared(t, [200, 201])
+    latest = snapshot_ids(table_path)[-1]
+    _restarted(monkeypatch)
+    with Table.open(str(table_path)).new_commit(commit_user="late-job") as c:
+        assert c.filter_and_commit({1: pending}) == [latest + 1]
+        assert c.filter_and_commit({1: pending}) == []
+    assert ids_read(table_path) == [0, 10, 20, 50, 60, 70, 100, 101, 200, 201]
+    assert_intact(table_path)

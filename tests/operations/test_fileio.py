@@ -199,31 +199,34 @@ def test_temp_files_of_the_storages_are_removed_inside_the_root_only(tmp_path):
     lambda root: LocalFileIO(root),
     lambda root: PyArrowFileIO(pafs.LocalFileSystem(), root),
 ], ids=["local", "pyarrow"])
-def test_status_of_listed_names_is_regular_files_only(tmp_path, make_io):
-    # Orphan cleanup lists names first and asks for the status of the unused ones later:
-    # directories, symlinks and files removed in between never come back as files.
+def test_list_files_is_regular_files_with_their_status(tmp_path, make_io):
+    # Orphan cleanup lists each directory once, with the status: directories never come back
+    # as files, nor (on local disk) symlinks, to a file, to a directory or dangling.
     root = tmp_path / "t"
     d = root / "bucket-0"
     (d / "sub").mkdir(parents=True)
     (d / "a").write_text("aaa")
-    (d / "b").write_text("b")
-    (d / "gone").write_text("g")
+    (d / ".b.tmp").write_text("b")
     (tmp_path / "outside").write_text("precious")
+    (tmp_path / "outside-dir").mkdir()
+    (tmp_path / "outside-dir" / "f").write_text("precious")
     os.symlink(tmp_path / "outside", d / "link")
+    os.symlink(tmp_path / "outside-dir", d / "dlink")
+    os.symlink(tmp_path / "nowhere", d / "dangling")
     io = make_io(str(root))
-    listing = io.list_names_deferred(str(d))
-    assert {"a", "b", "gone"} <= set(listing.names) <= {"a", "b", "gone", "sub", "link"}
-    os.unlink(d / "gone")
-    got = io.status_of_listed(listing, listing.names)
-    if listing.statuses is None:      # local: status read now, the removed file is gone
-        assert sorted(st.name for st in got) == ["a", "b"]
-    else:   # pyarrow: the listing's own status, no second look (pyarrow.fs's local listing
-        # stats through symlinks, so the link shows as the file it points to: as before)
-        assert {"a", "b", "gone"} <= {st.name for st in got} <= {"a", "b", "gone", "link"}
-    a = next(st for st in got if st.name == "a")
-    assert (a.path, a.size, a.is_dir, a.is_symlink) == (str(d / "a"), 3, False, False)
-    assert abs(a.mtime_ms - os.stat(d / "a").st_mtime_ns // 1_000_000) <= 1
-    assert io.list_names_deferred(str(root / "missing")).names == []
+    got = io.list_files(str(d))
+    entries = sorted(zip(got.names, got.sizes, got.mtimes_ms))
+    if isinstance(io, LocalFileIO):
+        assert [e[0] for e in entries] == [".b.tmp", "a"]
+    else:   # pyarrow.fs's local listing stats through symlinks: the link shows as its file
+        assert [e[0] for e in entries] == [".b.tmp", "a", "link"]
+    a = entries[1]
+    assert a[1] == 3 and abs(a[2] - os.stat(d / "a").st_mtime_ns // 1_000_000) <= 1
+    assert got.directory == str(d)
+    assert io.list_files(str(root / "missing")).names == []
+    if isinstance(io, LocalFileIO):   # a symlinked directory is never listed
+        os.symlink(tmp_path / "outside-dir", root / "bucket-1")
+        assert io.list_files(str(root / "bucket-1")).names == []
 
 
 def test_local_read_bytes_reads_whole_files_of_any_size(tmp_path):

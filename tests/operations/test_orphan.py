@@ -294,15 +294,15 @@ def test_cyclic_gc_is_restored_after_a_clean(busy, table_path):
 
 def test_context_options_are_used_not_only_validated(busy, table_path, monkeypatch):
     # Regression: CleanContext.options was validated, then ignored.
-    from concurrent.futures import ThreadPoolExecutor
+    from paimon_commit.io.metered import ContextExecutor
     import paimon_commit.operations.orphan as orphan_mod
     sizes = []
 
-    class Recording(ThreadPoolExecutor):
+    class Recording(ContextExecutor):
         def __init__(self, max_workers=None, *args, **kwargs):
             sizes.append(max_workers)
             super().__init__(max_workers, *args, **kwargs)
-    monkeypatch.setattr(orphan_mod, "ThreadPoolExecutor", Recording)
+    monkeypatch.setattr(orphan_mod, "ContextExecutor", Recording)
     OrphanFilesCleaner(CleanContext(str(table_path), dry_run=True,
                                     options={"file-operation.thread-num": "3"})).clean()
     # the listing pool and the I/O pool (statuses, deletes): the option, not the CPU count
@@ -312,78 +312,93 @@ def test_context_options_are_used_not_only_validated(busy, table_path, monkeypat
             "file-operation.thread-num": "0"}))
 
 
-class _StatRecording(LocalFileIO):
-    """Records which names the cleaner asks the status of, and which directories it lists
-    with their status."""
+class _Recording(LocalFileIO):
+    """Records every directory listed (with the method that listed it) and every per-file
+    status request."""
 
     def __init__(self, root):
         super().__init__(root)
-        self.statted, self.listed_with_status = [], []
+        self.listed, self.per_file = [], []
 
-    def entries_of_listed(self, listing, names):
-        names = list(names)
-        self.statted.extend(names)
-        return super().entries_of_listed(listing, names)
+    def list_files(self, directory):
+        self.listed.append(("list_files", directory))
+        return super().list_files(directory)
 
     def list_status(self, directory):
-        self.listed_with_status.append(directory)
+        self.listed.append(("list_status", directory))
         return super().list_status(directory)
 
+    def list_names(self, directory):
+        self.listed.append(("list_names", directory))
+        return super().list_names(directory)
 
-def test_only_unused_files_are_statted(busy, table_path):
-    # Candidates are listed by name; only names no root uses are stat'ed (after the used
-    # set is read), so the cost of a clean follows the orphans, not the table.
+    def file_size(self, path):
+        self.per_file.append(path)
+        return super().file_size(path)
+
+    def exists(self, path):
+        self.per_file.append(path)
+        return super().exists(path)
+
+
+def test_each_candidate_directory_is_listed_once_with_its_status(busy, table_path):
+    # One listing per directory returns every file's size and modification time: nothing is
+    # asked per candidate afterwards, and the result (sizes included) is the same.
     planted = plant(table_path)
+    for i in range(50):
+        (table_path / "dt=19723" / "hr=1" / "bucket-0" / f"data-more-{i}.parquet").write_bytes(
+            b"d" * i)
+    planted = sorted(planted + [f"dt=19723/hr=1/bucket-0/data-more-{i}.parquet"
+                                for i in range(50)])
     age(table_path)
-    io = _StatRecording(str(table_path))
-    r = OrphanFilesCleaner(CleanContext(str(table_path), file_io=io)).clean()
+    size = {rel: os.path.getsize(table_path / rel) for rel in planted}
+    io = _Recording(str(table_path))
+    r = OrphanFilesCleaner(CleanContext(str(table_path), file_io=io, dry_run=True)).clean()
     assert r.deleted_paths == planted
-    used = {os.path.basename(p) for p in referenced_files(busy)}
-    assert used and not used & set(io.statted)
-    assert {os.path.basename(p) for p in planted} <= set(io.statted)
-    assert not [d for d in io.listed_with_status if os.path.basename(d).startswith("bucket-")]
+    assert r.deleted_bytes == sum(size.values())
+    buckets = {os.path.join(root, d) for root, dirs, _ in os.walk(table_path) for d in dirs
+               if d.startswith("bucket-")}
+    by_files = [d for how, d in io.listed if how == "list_files"]
+    assert sorted(d for d in by_files if d in buckets) == sorted(buckets)   # once each
+    assert not [d for how, d in io.listed if how != "list_files" and d in buckets]
+    assert not [p for p in io.per_file if "/bucket-" in p or "/manifest/" in p]
     assert_intact(table_path)
 
 
 class _ChangesAfterListing(LocalFileIO):
-    """Between the listing of a bucket directory and the status of its unused files: one
-    orphan is removed (a concurrent cleaner), one is replaced by a symlink to a file outside
-    the table, one is rewritten (young again)."""
+    """Right after the listing of a bucket directory: one orphan is removed (a concurrent
+    cleaner), one is replaced by a symlink to a file outside the table."""
 
     def __init__(self, root, outside):
         super().__init__(root)
         self.outside = outside
 
-    def entries_of_listed(self, listing, names):
-        names = list(names)
-        for name in names:
-            path = os.path.join(listing.directory, name)
+    def list_files(self, directory):
+        listing = super().list_files(directory)
+        for name in listing.names:
+            path = os.path.join(directory, name)
             if name == "data-gone-0.parquet":
                 os.unlink(path)
             elif name == "data-link-0.parquet":
                 os.unlink(path)
                 os.symlink(self.outside, path)
-            elif name == "data-young-0.parquet":
-                with open(path, "w") as f:
-                    f.write("rewritten")
-        return super().entries_of_listed(listing, names)
+        return listing
 
 
-def test_files_changed_between_listing_and_status(busy, table_path, tmp_path):
+def test_files_changed_after_listing(busy, table_path, tmp_path):
+    # A candidate removed after the listing is not reported deleted; one replaced by a
+    # symlink never costs its target. (That a file changed after the listing is left alone
+    # is the delete phase's re-check before each batch, not the listing's.)
     outside = tmp_path / "precious.parquet"
     outside.write_text("precious")
     bucket = table_path / "dt=19723" / "hr=1" / "bucket-0"
-    for name in ("data-gone-0.parquet", "data-link-0.parquet", "data-young-0.parquet",
-                 "data-stray-0.parquet"):
+    for name in ("data-gone-0.parquet", "data-link-0.parquet", "data-stray-0.parquet"):
         (bucket / name).write_text("x")
     age(table_path)
     io = _ChangesAfterListing(str(table_path), str(outside))
     r = OrphanFilesCleaner(CleanContext(str(table_path), file_io=io)).clean()
-    # Only the orphan that stayed an old regular file is deleted; the rewritten one is young
-    # now and stays, the symlink is not a file (and its target is untouched).
-    assert r.deleted_paths == ["dt=19723/hr=1/bucket-0/data-stray-0.parquet"]
-    assert r.retained_young == 1
-    assert (bucket / "data-young-0.parquet").read_text() == "rewritten"
-    assert os.path.islink(bucket / "data-link-0.parquet")
+    assert "dt=19723/hr=1/bucket-0/data-stray-0.parquet" in r.deleted_paths
+    assert "dt=19723/hr=1/bucket-0/data-gone-0.parquet" not in r.deleted_paths
+    assert not (bucket / "data-stray-0.parquet").exists()
     assert outside.read_text() == "precious"
     assert_intact(table_path)

@@ -200,3 +200,145 @@ def test_a_rollback_between_the_plan_and_the_delete_stops_the_run(table, table_p
     again = OrphanFilesCleaner(CleanContext(str(table_path), older_than_ms=_cutoff())).clean()
     assert again.complete and "dt=19723/hr=1/bucket-0/data-stray.parquet" in again.deleted_paths
     assert ids_read(table_path) == [1, 2]
+
+
+# --- audit issue25b b5: snapshots committed since the plan and expired before the re-check ----
+# The re-check probes upwards from the newest id the plan saw and stopped at the first absent
+# id. When the table had no snapshot at the plan nothing anchored that probe: snapshot 1,
+# committed and expired meanwhile, ended it, the snapshots above it (whose base lists hold
+# what it published) were never read, and the job's old file, live in the latest snapshot,
+# was deleted. Any gap in the ids above the mark now stops the run before deleting.
+
+def _expire_keeping(table_path, keep):
+    from paimon_commit import ExpireConfig, ExpireSnapshots
+    cfg = ExpireConfig(retain_min=keep, retain_max=keep, time_retained_ms=0, max_deletes=100)
+    return ExpireSnapshots(Table.open(str(table_path)).store, cfg).expire()
+
+
+def test_a_first_commit_expired_before_the_recheck_stops_the_run(table, table_path):
+    # Regression (audit issue25b b5): no snapshot at the plan; the job commits its 3-day-old
+    # file F as snapshot 1, others commit 2-4, an expiration removes 1-3. The probe stopped at
+    # 1 and F was deleted: "FileNotFoundError ... data-....parquet" reading the table.
+    w = table.new_writer()
+    w.write_arrow(make_rows([1, 2]))
+    msgs = w.prepare_commit()
+    age_everything(table_path)
+    f = data_file(table_path, msgs)
+
+    def commit_and_expire():
+        with Table.open(str(table_path)).new_commit(commit_user="job") as c:
+            c.commit(msgs, 1)
+        for i in (10, 11, 12):
+            write(table, make_rows([i]))
+        _expire_keeping(table_path, 1)
+
+    cleaner = _AfterPlan(CleanContext(str(table_path), older_than_ms=_cutoff()),
+                         commit_and_expire)
+    r = cleaner.clean()
+    assert f in cleaner.planned                      # an orphan when planned
+    assert sorted(os.listdir(table_path / "snapshot")) == ["EARLIEST", "LATEST", "snapshot-4"]
+    assert not r.complete and r.stopped_by == "recheck" and r.deleted_paths == []
+    assert r.message.startswith(
+        f"stopped before a batch of deletions: snapshots 1 to 3 of {table.path} are gone while "
+        f"snapshot 4 exists (when the orphan files were planned it had no snapshot): expired "
+        f"before this re-check read them, or a branch created since from a later snapshot, so "
+        f"what commits published since the plan cannot be told; nothing of this batch was "
+        f"deleted, a rerun plans again; deleted 0 orphan file(s)")
+    assert os.path.exists(f)
+    assert ids_read(table_path) == [1, 2, 10, 11, 12]
+    assert_intact(table_path, {4: [1, 2, 10, 11, 12]})
+    # A rerun plans from snapshot 4, which uses F: kept, and the run completes.
+    again = OrphanFilesCleaner(CleanContext(str(table_path), older_than_ms=_cutoff())).clean()
+    assert again.complete and os.path.exists(f)
+    assert ids_read(table_path) == [1, 2, 10, 11, 12]
+
+
+class _ExpiresWhileProbing(LocalFileIO):
+    """Another process's expiration (Paimon Java's: it does not know our lease) removes
+    snapshots 1-3 right after the delete phase's probe read snapshot 2."""
+
+    def __init__(self, root, table_path):
+        super().__init__(root)
+        self.table_path, self.armed, self.fired = table_path, False, False
+
+    def read_bytes(self, path):
+        data = super().read_bytes(path)
+        if self.armed and not self.fired and path.endswith("/snapshot/snapshot-2"):
+            self.fired = True
+            for sid in (1, 2, 3):
+                os.remove(self.table_path / "snapshot" / f"snapshot-{sid}")
+        return data
+
+
+def test_an_expiration_while_the_recheck_probes_stops_the_run(table, table_path):
+    # The same gap with a mark (snapshot 1): the probe read 2, then 1-3 expired; 3 (the job's
+    # commit of F) was gone when the probe reached it, and 4, whose base list holds F, was
+    # never read: F was deleted.
+    write(table, make_rows([1]))
+    w = table.new_writer()
+    w.write_arrow(make_rows([2]))
+    msgs = w.prepare_commit()
+    age_everything(table_path)
+    f = data_file(table_path, msgs)
+    io = _ExpiresWhileProbing(str(table_path), table_path)
+
+    def commits():
+        write(table, make_rows([10]))                                    # 2
+        with Table.open(str(table_path)).new_commit(commit_user="job") as c:
+            assert c.commit(msgs, 1) == 3
+        write(table, make_rows([11]))                                    # 4
+        io.armed = True
+
+    cleaner = _AfterPlan(CleanContext(str(table_path), older_than_ms=_cutoff(), file_io=io),
+                         commits)
+    r = cleaner.clean()
+    assert f in cleaner.planned and io.fired
+    assert not r.complete and r.stopped_by == "recheck" and r.deleted_paths == []
+    assert r.message.startswith(
+        f"stopped before a batch of deletions: snapshot 3 of {table.path} is gone while "
+        f"snapshot 4 exists (when the orphan files were planned snapshot 1 was the newest): "
+        f"expired before this re-check read them")
+    assert os.path.exists(f)
+    assert ids_read(table_path) == [1, 2, 10, 11]
+
+
+def test_a_branch_created_since_the_plan_stops_the_run(table, table_path):
+    # The same for branches: a branch created between the plan and the delete from the job's
+    # new snapshot 2 (a copy of it, as Paimon's createBranch makes), then main rolled back to
+    # 1: only the branch names F. The branch was not in the mark, so its probe started at 1,
+    # found nothing, and F was deleted; the branch named a missing file.
+    import shutil
+    write(table, make_rows([1]))
+    w = table.new_writer()
+    w.write_arrow(make_rows([2]))
+    msgs = w.prepare_commit()
+    age_everything(table_path)
+    f = data_file(table_path, msgs)
+    branch = table_path / "branch" / "branch-b1"
+
+    def commit_branch_rollback():
+        with Table.open(str(table_path)).new_commit(commit_user="job") as c:
+            assert c.commit(msgs, 1) == 2
+        (branch / "snapshot").mkdir(parents=True)
+        shutil.copytree(table_path / "schema", branch / "schema")
+        shutil.copy(table_path / "snapshot" / "snapshot-2", branch / "snapshot" / "snapshot-2")
+        Table.open(str(table_path)).rollback_to(snapshot_id=1)
+
+    cleaner = _AfterPlan(CleanContext(str(table_path), older_than_ms=_cutoff()),
+                         commit_branch_rollback)
+    r = cleaner.clean()
+    assert f in cleaner.planned
+    assert not r.complete and r.stopped_by == "recheck" and r.deleted_paths == []
+    assert r.message.startswith(
+        f"stopped before a batch of deletions: snapshot 1 of {branch} is gone while snapshot 2 "
+        f"exists (when the orphan files were planned it had no snapshot): expired before this "
+        f"re-check read them, or a branch created since from a later snapshot")
+    assert os.path.exists(f)
+    assert ids_read(table_path) == [1]
+    # `check` reads every branch: the branch's snapshot 2 finds every file it names
+    checked = Table.open(str(table_path)).check()
+    assert checked.healthy, checked.problems
+    # The rerun plans with the branch: it keeps F.
+    again = OrphanFilesCleaner(CleanContext(str(table_path), older_than_ms=_cutoff())).clean()
+    assert again.complete and os.path.exists(f)
+    assert Table.open(str(table_path)).check().healthy

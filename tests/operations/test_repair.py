@@ -10,7 +10,7 @@ import socket
 
 import pytest
 
-from conftest import D1, make_rows, write
+from conftest import D1, make_rows, without_bill, write
 from oracle import pp_read, rows
 
 from paimon_commit import Table
@@ -61,7 +61,7 @@ def tree(path):
 def run_cli(capsys, *args):
     code = cli_main(["repair", *map(str, args)])
     out = capsys.readouterr()
-    return code, out.out, out.err
+    return code, without_bill(out.out), out.err
 
 
 def ids(table_path, snapshot_id=None):

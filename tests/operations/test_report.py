@@ -244,3 +244,180 @@ def test_cli_report_text_small_files_of_an_empty_table(table_path, capsys):
     Table.create(str(table_path), SCHEMA, ["dt"])
     assert main(["report", str(table_path)]) == 0
     assert "small files      no live data files" in capsys.readouterr().out.splitlines()
+
+
+# --- the history charts: snapshot order along x, marked kinds, expired ids, any size ---------
+
+T0 = datetime.datetime(2024, 3, 1, 12, 0, 5).timestamp() * 1000
+
+
+class Chart(HTMLParser):
+    """The elements of one history chart: each as (tag, attributes), and the text of its
+    x-axis labels."""
+
+    def __init__(self, chart_id):
+        super().__init__()
+        self.chart_id, self.inside, self.elements, self.labels = chart_id, False, [], []
+        self._label = False
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "svg" and a.get("id") == self.chart_id:
+            self.inside = True
+        if self.inside:
+            self.elements.append((tag, a))
+            self._label = "x-label" in a.get("class", "").split()
+
+    def handle_endtag(self, tag):
+        if tag == "svg":
+            self.inside = False
+
+    def handle_data(self, data):
+        if self.inside and self._label:
+            self.labels.append(data)
+            self._label = False
+
+    def of_class(self, css):
+        return [a for _, a in self.elements if css in a.get("class", "").split()]
+
+    def points(self):
+        """(snapshot id, x, value) of each point drawn, in document order."""
+        return [(int(a["data-snapshot"]), float(a["cx"]), float(a["data-value"]))
+                for a in self.of_class("point")]
+
+
+def chart_of(page: str, chart_id: str = "chart-live-bytes") -> Chart:
+    c = Chart(chart_id)
+    c.feed(page)
+    c.close()
+    assert c.elements, f"no svg {chart_id}"
+    return c
+
+
+def synthetic_report(n, first=1, step_ms=100, overwrites=(), compacts=(), missing=(),
+                     spike=None):
+    """A report whose history is `n` snapshots from id `first` (skipping the ids in
+    `missing`), `step_ms` apart; live bytes grow by 1000 a snapshot, an OVERWRITE drops a
+    third of them, snapshot `spike` has ten times the bytes of its neighbours."""
+    from paimon_commit.report import HealthReport
+    hist, live, sid = [], 0, first
+    while len(hist) < n:
+        if sid in missing:
+            sid += 1
+            continue
+        kind = "OVERWRITE" if sid in overwrites else "COMPACT" if sid in compacts else "APPEND"
+        live = live * 2 // 3 if kind == "OVERWRITE" else live + 1000
+        value = live * 10 if sid == spike else live
+        hist.append({"id": sid, "time_millis": T0 + len(hist) * step_ms, "records": sid,
+                     "live_bytes": value, "live_files": sid, "kind": kind})
+        sid += 1
+    return HealthReport("/t", "now", snapshots=n, earliest=hist[0]["id"],
+                        latest=hist[-1]["id"], history=hist)
+
+
+def test_history_x_is_the_snapshot_order_not_the_commit_time():
+    """Snapshots a day apart, then five within 4 ms, then one 7 minutes later: every snapshot
+    gets its own place, evenly spaced in snapshot order (on a time axis the five were one
+    point and the first ones were squeezed to the left edge)."""
+    rep = synthetic_report(3, step_ms=86400_000)
+    last = rep.history[-1]
+    for k in range(5):
+        rep.history.append(dict(last, id=4 + k, time_millis=last["time_millis"] + 86400_000 + k))
+    rep.history.append(dict(last, id=9, time_millis=rep.history[-1]["time_millis"] + 420_000))
+    points = chart_of(render_html(rep)).points()
+    assert [p[0] for p in points] == list(range(1, 10))
+    xs = [p[1] for p in points]
+    steps = [b - a for a, b in zip(xs, xs[1:])]
+    assert min(steps) > 0 and max(steps) - min(steps) < 0.2, xs
+
+
+def test_history_marks_overwrite_and_compact_with_a_legend(built):
+    """The table's dropped partition (snapshot 4, OVERWRITE) is marked and in the legend;
+    a table with no OVERWRITE and no COMPACT has no marker and no legend."""
+    page = render_html(build_report(built))
+    for chart_id in ("chart-live-bytes", "chart-live-files", "chart-records"):
+        c = chart_of(page, chart_id)
+        [marker] = c.of_class("marker")
+        assert (marker["data-kind"], marker["data-snapshot"], marker["data-count"]) == \
+            ("OVERWRITE", "4", "1")
+        assert [a["data-kind"] for a in c.of_class("legend-item")] == ["point", "overwrite"]
+        assert len(c.of_class("overwrite-line")) == 1
+    rep = synthetic_report(5, compacts={3})
+    c = chart_of(render_html(rep))
+    assert [(a["data-kind"], a["data-snapshot"]) for a in c.of_class("marker")] == \
+        [("COMPACT", "3")]
+    assert [a["data-kind"] for a in c.of_class("legend-item")] == ["point", "compact"]
+    c = chart_of(render_html(synthetic_report(5)))
+    assert c.of_class("marker") == [] and c.of_class("legend") == []
+
+
+def test_history_shades_expired_and_missing_ids(built):
+    """After expiration the ids before the first retained snapshot are a band left of the
+    first point, named in the caption; ids missing between two retained ones are a band
+    between their points."""
+    with built.new_commit() as c:
+        c.expire_snapshots(retain_min=2)
+    page = render_html(build_report(built))
+    c = chart_of(page)
+    [band] = c.of_class("gap")
+    assert (band["data-first"], band["data-last"]) == ("1", "2")
+    assert float(band["x"]) + float(band["width"]) <= c.points()[0][1]
+    assert "live bytes, by snapshot (ids 3–4; 1–2 expired)" in page
+    c = chart_of(render_html(synthetic_report(6, first=1, missing={3, 4})))
+    [band] = c.of_class("gap")
+    (_, x2, _), (_, x5, _) = [p for p in c.points() if p[0] in (2, 5)]
+    assert (band["data-first"], band["data-last"]) == ("3", "4")
+    assert x2 < float(band["x"]) and float(band["x"]) + float(band["width"]) < x5
+
+
+def test_history_ticks_are_distinct_commit_times():
+    """Five snapshots 100 ms apart: five ticks, times of day to the millisecond, the day in
+    the caption once."""
+    page = render_html(synthetic_report(5))
+    c = chart_of(page)
+    assert c.labels == ["12:00:05.000", "12:00:05.100", "12:00:05.200", "12:00:05.300",
+                        "12:00:05.400"]
+    assert "commit times of 2024-03-01" in page
+    from paimon_commit.report_html import time_tick_labels
+    day = 86400_000
+    assert time_tick_labels([T0, T0 + day, T0 + 2 * day]) == (
+        ["2024-03-01", "2024-03-02", "2024-03-03"], "")
+    assert time_tick_labels([T0, T0 + 60_000]) == (["12:00", "12:01"], "2024-03-01")
+    assert time_tick_labels([T0]) == (["12:00:05"], "2024-03-01")
+    assert time_tick_labels([T0, T0]) == (["12:00:05", "12:00:05"], "2024-03-01")
+    # 5,000 snapshots: at most six ticks, none the same
+    c = chart_of(render_html(synthetic_report(5000)))
+    assert 2 <= len(c.labels) <= 6 and len(set(c.labels)) == len(c.labels)
+
+
+@pytest.mark.parametrize("n", [5000, 50000])
+def test_many_snapshots_stay_small_and_keep_every_overwrite(n):
+    """Thousands of snapshots: the SVG's size does not grow with them; the drawn points are
+    in snapshot order with the table's values; each OVERWRITE is under a marker (one per
+    column, with how many it stands for) and a single-snapshot spike is still drawn."""
+    overwrites = {n // 3, n // 3 + 1, n // 3 + 2, n - 7}
+    compacts = set(range(1550, n, 500)) - set(range(2000, 2100))
+    rep = synthetic_report(n, first=1000, overwrites=overwrites, compacts=compacts,
+                           missing=set(range(2000, 2100)), spike=n // 2)
+    page = render_html(rep)
+    svg = page[page.index('<svg id="chart-live-bytes"'):]
+    svg = svg[:svg.index("</svg>")]
+    assert len(svg) < 250_000
+    c = chart_of(page)
+    values = {h["id"]: h["live_bytes"] for h in rep.history}
+    points = c.points()
+    assert all(v == values[i] for i, _, v in points)
+    assert [p[0] for p in points] == sorted(p[0] for p in points)
+    xs = [x for _, x, _ in points]   # a column's lowest and highest share its x
+    assert xs == sorted(xs) and len(set(xs)) > 400
+    assert max(v for _, _, v in points) == max(values.values())   # the spike
+    marked = c.of_class("overwrite")
+    covered = set()
+    for m in marked:
+        start = sorted(i for i in overwrites if i >= int(m["data-snapshot"]))
+        covered.update(start[:int(m["data-count"])])
+    assert covered == overwrites
+    assert sum(int(m["data-count"]) for m in c.of_class("compact")) == len(compacts)
+    [leading, middle] = c.of_class("gap")
+    assert (leading["data-first"], leading["data-last"]) == ("1", "999")
+    assert (middle["data-first"], middle["data-last"]) == ("2000", "2099")

@@ -451,3 +451,67 @@ def test_batch_tag_replacement_finishes_an_unfinished_deletion_first(
     assert t.unfinished_tag_deletions() == []
     assert not (table_path / first[0]).exists() and len(parquet()) == 1   # snapshot 3's
     assert_intact(table_path, {3: [3]}, {name: [3]})
+
+
+def _retag_before_its_deletion(monkeypatch, table_path, name, snapshot_id):
+    """Another handle (a user, an engine that does not take the lease) re-creates tag `name`
+    on `snapshot_id` right after a policy chose the tag and before its deletion runs."""
+    from paimon_commit.operations.tag_ops import TagOperations
+    delete, done = TagOperations.delete_tag, []
+
+    def retag_then_delete(self, tag, expected=None):
+        if tag == name and not done:
+            done.append(True)
+            other = Table.open(str(table_path))
+            other.store.io.delete_quietly(str(table_path / "tag" / f"tag-{name}"))
+            other.create_tag(name, snapshot_id)
+        return delete(self, tag, expected)
+    monkeypatch.setattr(TagOperations, "delete_tag", retag_then_delete)
+    return done
+
+
+def test_batch_tag_retention_keeps_a_tag_replaced_after_it_was_counted(
+        table_path, clock, monkeypatch):
+    """Issue 25 a12: tag.num-retained-max of batch tags chose the day-1 tag (snapshot 1);
+    re-created on snapshot 3 before its deletion, it is a tag nobody chose: kept."""
+    t = Table.create(str(table_path), SCHEMA, ["dt", "hr"],
+                     {"tag.automatic-creation": "batch", "tag.num-retained-max": "2"})
+    for day in (1, 2):
+        clock.set(datetime.datetime(2024, 1, day, 12, 0))
+        with TableCommit(t.store, "job", clock=clock) as c:
+            commit_rows(t, c, [day])
+    with TableCommit(t.store, "job", clock=clock) as c:
+        commit_rows(t, c, [3], 3)                     # streaming: snapshot 3, no batch tag
+    ran = _retag_before_its_deletion(monkeypatch, table_path, "batch-write-2024-01-01", 3)
+    clock.set(datetime.datetime(2024, 1, 3, 12, 0))
+    with TableCommit(t.store, "job", clock=clock) as c:
+        commit_rows(t, c, [4])                        # day 3: tags 4, then counts
+        r = c.last_maintenance.tags
+    assert ran
+    assert tag_ids(t) == {"batch-write-2024-01-01": 3, "batch-write-2024-01-02": 2,
+                          "batch-write-2024-01-03": 4}
+    assert r.created == ["batch-write-2024-01-03"] and r.removed_by_count == []
+    assert r.skipped == ["tag batch-write-2024-01-01: tag batch-write-2024-01-01 changed while "
+                         "its deletion was planned (it now points at snapshot 3, was 1); "
+                         "nothing is deleted"]
+    assert_intact(table_path, expected_by_tag={"batch-write-2024-01-01": [1, 2, 3]})
+
+
+def test_batch_tag_replacement_keeps_a_tag_replaced_meanwhile(table_path, clock, monkeypatch):
+    """Issue 25 a12: a batch commit replaces the day's batch tag (snapshot 1); re-created on
+    snapshot 2 by someone else in between, it is not deleted, and not overwritten."""
+    t = Table.create(str(table_path), SCHEMA, ["dt", "hr"], {"tag.automatic-creation": "batch"})
+    name = "batch-write-2024-01-01"
+    clock.set(datetime.datetime(2024, 1, 1, 12, 0))
+    with TableCommit(t.store, "job", clock=clock) as c:
+        commit_rows(t, c, [1])                        # snapshot 1, tagged
+        commit_rows(t, c, [2], 2)                     # streaming: snapshot 2, no batch tag
+    ran = _retag_before_its_deletion(monkeypatch, table_path, name, 2)
+    with TableCommit(t.store, "job", clock=clock) as c:
+        commit_rows(t, c, [3])                        # replaces the tag of snapshot 1
+        r = c.last_maintenance.tags
+    assert ran
+    assert tag_ids(t) == {name: 2} and r.created == []
+    assert r.skipped == [f"tag {name}: tag {name} changed while its deletion was planned (it "
+                         f"now points at snapshot 2, was 1); nothing is deleted"]
+    assert_intact(table_path, expected_by_tag={name: [1, 2]})

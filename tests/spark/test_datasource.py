@@ -314,3 +314,199 @@ def test_a_task_cancelled_mid_write_leaves_no_file_of_the_run(sp, path):
     assert len(Table.open(str(path)).snapshots()) == 1
     assert ids_of(path) == list(range(5))
     assert_intact(path)
+
+
+def test_a_near_miss_of_a_paimon_option_is_refused_before_any_file(sp, path):
+    """Issue 28 item 5: a typo of a Paimon option name in the write that creates the table
+    ('paimon.<key>', which Table.create stores) or as a per-write option (which would be
+    ignored) fails on the driver with one line naming the option as typed and the
+    suggestion, before any file. Spark lower-cases option keys: Paimon's mixed-case names
+    are stored as Paimon spells them, not refused as a typo of themselves."""
+    def one_line(e, message):
+        assert any(line.endswith(message) for line in str(e.value).splitlines()), str(e.value)
+    with pytest.raises(Exception) as e:
+        frame(sp, range(3)).write.format("paimon").option("partition-keys", "dt") \
+            .option("paimon.snapshot.num-retained.mn", "3").mode("append").save(str(path))
+    one_line(e, "option 'paimon.snapshot.num-retained.mn' is not a Paimon option: did you "
+                "mean 'paimon.snapshot.num-retained.min'?")
+    assert not path.exists()
+    with pytest.raises(Exception) as e:
+        frame(sp, range(3)).write.format("paimon").option("snapshot.num-retained.mn", "3") \
+            .mode("append").save(str(path))
+    one_line(e, "option 'snapshot.num-retained.mn' is not a Paimon option: did you mean "
+                "'snapshot.num-retained.min'?")
+    assert not path.exists()
+    frame(sp, range(3)).write.format("paimon").option("partition-keys", "dt") \
+        .option("paimon.snapshot.num-retained.min", "3") \
+        .option("paimon.read.stream.maxFilesPerTrigger", "5").mode("append").save(str(path))
+    assert Table.open(str(path)).options["read.stream.maxFilesPerTrigger"] == "5"
+    assert Table.open(str(path)).options["snapshot.num-retained.min"] == "3"
+    assert ids_of(path) == [0, 1, 2]
+
+
+def test_a_task_message_handed_twice_to_the_driver_is_refused_and_aborted(path, monkeypatch):
+    # Audit issue25b b2: the driver's commit of a batch write whose task messages list one
+    # task twice (e.g. a retried task whose first report was kept) published that task's file
+    # twice in one delta. It is refused before the table is touched; Spark then aborts the
+    # write, which deletes the files (nothing was published). Driver side only: no session.
+    from pyspark.sql.types import DateType, IntegerType, LongType, StringType, StructField, \
+        StructType
+    from paimon_commit.errors import CommitConflictError
+    from paimon_commit.spark import datasource
+    monkeypatch.setattr(datasource, "RUN_SWEEP_GRACE_S", 0.0)
+    schema = StructType([StructField("id", LongType()), StructField("name", StringType()),
+                         StructField("dt", DateType()), StructField("hr", IntegerType())])
+    data = pa.Table.from_pylist([{"id": i, "name": f"n{i}", "dt": D[0], "hr": 0}
+                                 for i in range(3)],
+                                schema=pa.schema([("id", pa.int64()), ("name", pa.string()),
+                                                  ("dt", pa.date32()), ("hr", pa.int32())]))
+    opts = {"path": str(path), "partition-keys": "dt"}
+    w = datasource.PaimonBatchWriter(opts, schema, overwrite=False)
+    task = w.write(iter(data.to_batches()))
+    name = task.messages[0].new_files[0].file_name
+    with pytest.raises(CommitConflictError) as e:
+        w.commit([task, task])
+    assert str(e.value) == (
+        f"data file {path}/dt=19723/bucket-0/{name} is listed twice in the messages of "
+        f"one call (the same CommitMessage handed twice?); refusing to commit it, as its rows "
+        f"would be read twice. Nothing was committed: commit each message once")
+    assert Table.open(str(path)).snapshots() == []
+    w.abort([task, task])
+    assert data_files(path) == []
+    w = datasource.PaimonBatchWriter(opts, schema, overwrite=False)
+    w.commit([w.write(iter(data.to_batches()))])
+    assert ids_of(path) == [0, 1, 2]
+
+
+def test_a_failed_micro_batch_leaves_no_file_and_other_streams_go_on(sp, path, tmp_path):
+    # Stream A's batch 1 fails as the batch write above: task 0 has a file open on disk
+    # (more rows than a row group, in a partition nothing else writes) and stalls, task 1
+    # waits for that file and fails the batch. Spark cancels task 0, which never returns a
+    # message: the abort of batch 1 finds its file by the batch marker in its name. Stream B
+    # (its own checkpoint) writes the same table before and after; A, restarted, replays
+    # batch 1.
+    from paimon_commit.writer import ROW_GROUP_ROWS
+    schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("dt", pa.date32()),
+                        ("hr", pa.int32())])
+
+    def put(src, n, ids):
+        src.mkdir(exist_ok=True)
+        pq.write_table(pa.Table.from_pylist(
+            [{"id": i, "name": f"n{i}", "dt": D[i % 2], "hr": i % 2} for i in ids],
+            schema=schema), src / f"part-{n}.parquet")
+        os.utime(src / f"part-{n}.parquet", (1_700_000_000 + n, 1_700_000_000 + n))
+
+    src_a, src_b, fail = tmp_path / "src_a", tmp_path / "src_b", tmp_path / "fail"
+    put(src_a, 0, range(10))
+    put(src_a, 1, range(100, 110))          # batch 1 of A: fails while `fail` exists
+    put(src_b, 0, range(50, 60))
+    fail.touch()
+    stalled, rows_0 = f"{path}/dt={D[2]}/bucket-0", ROW_GROUP_ROWS + 1000
+
+    def stall_or_fail(batches):
+        import glob
+        import os as _os
+        import time as _t
+        import pyarrow as _pa
+        from pyspark import TaskContext
+        batches = list(batches)
+        if not _os.path.exists(fail) or \
+                not any(i >= 100 for b in batches for i in b.column(0).to_pylist()):
+            yield from batches
+            return
+        if TaskContext.get().partitionId() == 0:
+            ids = _pa.array(range(1000, 1000 + rows_0), _pa.int64())
+            yield _pa.RecordBatch.from_arrays(
+                [ids, _pa.array(["n"] * rows_0), _pa.array([D[2]] * rows_0, _pa.date32()),
+                 _pa.array([0] * rows_0, _pa.int32())], names=["id", "name", "dt", "hr"])
+            _t.sleep(120)   # cancelled long before
+            return
+        deadline = _t.time() + 60
+        while not glob.glob(f"{stalled}/data-*") and _t.time() < deadline:
+            _t.sleep(0.1)
+        raise ValueError("boom while task 0 is mid-write")
+
+    def run(src, ckpt):
+        q = (sp.readStream.schema("id long, name string, dt date, hr int")
+             .option("maxFilesPerTrigger", 1).parquet(str(src)).repartition(2)
+             .mapInArrow(stall_or_fail, "id long, name string, dt date, hr int")
+             .writeStream.format("paimon").option("checkpointLocation", str(tmp_path / ckpt))
+             .option("partition-keys", "dt").trigger(availableNow=True).start(str(path)))
+        q.awaitTermination()
+
+    def unreferenced():
+        live = {os.path.basename(f.path) for f in Table.open(str(path)).live_files()}
+        return sorted(p.name for p in path.rglob("*.parquet") if p.name not in live)
+
+    def our_ids():
+        return sorted(Table.open(str(path)).read_arrow().column("id").to_pylist())
+
+    run(src_b, "ckpt_b")
+    with pytest.raises(Exception, match="boom while task 0 is mid-write"):
+        run(src_a, "ckpt_a")
+    assert unreferenced() == []
+    expected = list(range(10)) + list(range(50, 60))
+    assert ids_of(path) == expected and our_ids() == expected
+    assert [s.commit_identifier for s in Table.open(str(path)).snapshots()] == [0, 0]
+    assert_intact(path)
+
+    put(src_b, 1, range(60, 70))            # the other stream goes on
+    run(src_b, "ckpt_b")
+    fail.unlink()                           # A, restarted, replays batch 1
+    run(src_a, "ckpt_a")
+    expected = sorted(expected + list(range(60, 70)) + list(range(100, 110)))
+    assert ids_of(path) == expected and our_ids() == expected
+    assert [s.commit_identifier for s in Table.open(str(path)).snapshots()] == [0, 0, 1, 1]
+    assert unreferenced() == []
+    assert_intact(path)
+
+
+def test_stream_abort_deletes_only_its_own_batch(path, tmp_path, monkeypatch):
+    """The abort of a micro-batch, driven directly (no Spark job): it deletes that batch's
+    files of this stream, returned or not, and nothing of its earlier batches, nothing of
+    another stream's batch of the same id (here even with the same explicit commit user,
+    on another checkpoint), and nothing at all once the batch is published (a replay)."""
+    from pyspark.sql.types import (DateType, IntegerType, LongType, StringType, StructField,
+                                   StructType)
+    from paimon_commit.spark import datasource as ds
+    monkeypatch.setattr(ds, "RUN_SWEEP_GRACE_S", 0.0, raising=False)
+    schema = StructType([StructField("id", LongType()), StructField("name", StringType()),
+                         StructField("dt", DateType()), StructField("hr", IntegerType())])
+
+    def writer(ckpt):   # Spark builds one for the tasks and one for each commit and abort
+        return ds.PaimonStreamWriter({"path": str(path), "partition-keys": "dt",
+                                      "commit-user": "shared",
+                                      "checkpointLocation": str(tmp_path / ckpt)},
+                                     schema, False)
+
+    def task(w, batch_id, ids):   # a task of micro-batch `batch_id` (as its TaskContext says)
+        monkeypatch.setattr(ds, "_task_batch_id", lambda: batch_id, raising=False)
+        data = pa.RecordBatch.from_pylist(
+            [{"id": i, "name": f"n{i}", "dt": D[i % 2], "hr": 0} for i in ids],
+            schema=pa.schema([("id", pa.int64()), ("name", pa.string()),
+                              ("dt", pa.date32()), ("hr", pa.int32())]))
+        return w.write(iter([data]))
+
+    def on_disk():
+        return {p.name for p in path.rglob("*.parquet")}
+
+    writer("a").commit([task(writer("a"), 0, range(10))], 0)
+    committed = on_disk()
+    returned = task(writer("a"), 1, range(10, 20))
+    task(writer("a"), 1, range(20, 30))          # cancelled: its message never comes back
+    before = on_disk()
+    other = task(writer("b"), 1, range(50, 60))  # stream B's batch 1, not committed yet
+    of_b = on_disk() - before
+    writer("a").abort([returned, None], 1)
+    assert on_disk() == committed | of_b
+    writer("b").commit([other], 1)
+    assert ids_of(path) == list(range(10)) + list(range(50, 60))
+
+    published = task(writer("a"), 2, range(70, 80))
+    writer("a").commit([published], 2)
+    kept = on_disk()
+    task(writer("a"), 2, range(80, 90))          # a replay of batch 2, failing again
+    writer("a").abort([], 2)
+    assert on_disk() >= kept                     # published: nothing deleted
+    assert ids_of(path) == list(range(10)) + list(range(50, 60)) + list(range(70, 80))
+    assert_intact(path)

@@ -51,6 +51,26 @@ def test_distributed_equals_local(spark, table, table_path, tmp_path):
     assert_intact(copy, expected_by_tag={"t3": [1, 2, 3, 101, 102, 103]})
 
 
+def test_distributed_partition_scoped_equals_local(spark, table, table_path, tmp_path):
+    # A scoped run on Spark deletes what the local scoped run deletes: only the matching
+    # partitions' orphans, no metadata file, the same manifests read.
+    build(table, table_path)
+    copy = tmp_path / "copy" / "db.db" / "t"
+    shutil.copytree(table_path, copy)
+    scope = ["hr=[12]"]
+    local = OrphanFilesCleaner(CleanContext(str(table_path), partitions=scope)).clean()
+    dist = DistributedOrphanFilesCleaner(CleanContext(str(copy), partitions=scope),
+                                         spark).clean()
+    assert local.deleted_paths and dist.deleted_paths == local.deleted_paths
+    assert all(p.startswith(("dt=19723/hr=1/", "dt=19723/hr=2/")) for p in local.deleted_paths)
+    assert (dist.manifests_read, dist.manifests_skipped) == \
+        (local.manifests_read, local.manifests_skipped)
+    assert sorted(p.relative_to(copy) for p in copy.rglob("*")) == \
+        sorted(p.relative_to(table_path) for p in table_path.rglob("*"))
+    assert (copy / "manifest" / "manifest-lostrace-0").exists()
+    assert_intact(copy, expected_by_tag={"t3": [1, 2, 3, 101, 102, 103]})
+
+
 def test_distributed_aborts_on_unreadable_manifest(spark, table, table_path):
     build(table, table_path)
     s = table.latest_snapshot()

@@ -1,0 +1,210 @@
+"""Tables whose data files are not where the standard layout puts them: pypaimon-written
+`partition.legacy-name = false` (a DATE partition is `dt=2024-01-01`, not `dt=19723`) and
+`data-file.path-directory` (files under TABLE/data/). check, repair, expiration and our reader
+find the files where pypaimon put them; what this library cannot spell with certainty is
+refused up front with one line; and repair never gives up the files of a bucket directory
+that does not exist at all (audit/issue27 r1, r2, r4)."""
+import datetime
+import os
+import shutil
+
+import pyarrow as pa
+import pytest
+
+from conftest import files_under, make_rows, write
+from oracle import pp_create, pp_read, pp_write, rows
+
+from paimon_commit import Table
+from paimon_commit.cli import main as cli_main
+from paimon_commit.errors import UnsupportedTableError
+from paimon_commit.operations.expire import ExpireSnapshots
+from paimon_commit.operations.expire_config import ExpireConfig
+from paimon_commit.operations.repair import RepairError
+
+D1, D2 = datetime.date(2024, 1, 1), datetime.date(2024, 1, 2)
+DATES = pa.schema([("id", pa.int64()), ("dt", pa.date32())])
+PLAIN = pa.schema([("id", pa.int64()), ("v", pa.string())])
+FAR_FUTURE = lambda: 10 ** 14  # noqa: E731
+
+
+def cli(capsys, *args):
+    code = cli_main([*map(str, args)])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def both_read(path, snapshot_id=None):
+    """The ids pypaimon reads, asserted equal to what our reader reads."""
+    pp = [r["id"] for r in rows(pp_read(path, snapshot_id))]
+    ours = sorted(Table.open(str(path)).read_arrow(snapshot_id).column("id").to_pylist())
+    assert ours == pp
+    return pp
+
+
+def expire(path, **cfg):
+    cfg.setdefault("time_retained_ms", 0)
+    cfg.setdefault("max_deletes", 1000)
+    return ExpireSnapshots(Table.open(str(path)).store, ExpireConfig(**cfg),
+                           clock=FAR_FUTURE).expire()
+
+
+@pytest.fixture
+def non_legacy(table_path):
+    """pypaimon: DATE-partitioned, legacy-name false; snapshot 1 ids 1, 2 in D1 and 3 in D2,
+    snapshot 2 overwrites D1 with id 4."""
+    pp_create(table_path, DATES, ["dt"], {"bucket": "-1", "partition.legacy-name": "false"})
+    pp_write(table_path, pa.table({"id": [1, 2, 3], "dt": [D1, D1, D2]}, schema=DATES))
+    pp_write(table_path, pa.table({"id": [4], "dt": [D1]}, schema=DATES), overwrite={"dt": D1})
+    return table_path
+
+
+@pytest.fixture
+def path_directory(table_path):
+    """pypaimon: unpartitioned, data-file.path-directory 'data'; snapshot 1 ids 1, 2, snapshot
+    2 overwrites them with id 3."""
+    pp_create(table_path, PLAIN, [], {"bucket": "-1", "data-file.path-directory": "data"})
+    pp_write(table_path, pa.table({"id": [1, 2], "v": ["a", "b"]}, schema=PLAIN))
+    pp_write(table_path, pa.table({"id": [3], "v": ["c"]}, schema=PLAIN), overwrite={})
+    return table_path
+
+
+# --- repair and check find the files where pypaimon put them ----------------------------------
+
+@pytest.mark.parametrize("layout", ["non_legacy", "path_directory"])
+def test_repair_gives_up_nothing_of_a_pypaimon_table(layout, request, capsys):
+    path = request.getfixturevalue(layout)
+    before, rows_before = files_under(path), both_read(path)
+    code, out, err = cli(capsys, "repair", path, "--apply")
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [
+        f"nothing to repair: snapshot 2 of {path} names no missing data file"]
+    assert [s.id for s in Table.open(str(path)).snapshots()] == [1, 2]
+    assert both_read(path) == rows_before == ([3, 4] if layout == "non_legacy" else [3])
+    assert Table.open(str(path)).check().problems == ()
+    assert [f for f in files_under(path) if not f.startswith(".maintenance")] == \
+        [f for f in before if not f.startswith(".maintenance")]
+
+
+@pytest.mark.parametrize("layout, dirs", [
+    ("non_legacy", {"dt=2024-01-01/bucket-0", "dt=2024-01-02/bucket-0"}),
+    ("path_directory", {"data/bucket-0"})])
+def test_the_paths_are_pypaimons(layout, dirs, request):
+    path = request.getfixturevalue(layout)
+    assert {os.path.dirname(os.path.relpath(f.path, path))
+            for f in Table.open(str(path)).live_files()} == dirs
+
+
+# --- expiration deletes the old files at their real paths -------------------------------------
+
+def test_expire_a_non_legacy_date_table_deletes_the_overwritten_file(non_legacy):
+    t = Table.open(str(non_legacy))
+    old = {f.path for f in t.live_files(1)} - {f.path for f in t.live_files(2)}
+    kept = {f.path for f in t.live_files(2)}
+    assert [os.path.relpath(p, non_legacy).split("/")[0] for p in old] == ["dt=2024-01-01"]
+    r = expire(non_legacy, retain_min=1, retain_max=1)
+    assert r.expired_ids == [1]
+    assert r.by_kind["data"]["files"] == 1
+    assert not any(os.path.exists(p) for p in old)
+    assert all(os.path.exists(p) for p in kept)
+    assert both_read(non_legacy) == [3, 4]
+    pp_write(non_legacy, pa.table({"id": [5], "dt": [D2]}, schema=DATES))
+    assert both_read(non_legacy) == [3, 4, 5]
+
+
+def test_expire_a_path_directory_table_deletes_the_overwritten_file(path_directory):
+    t = Table.open(str(path_directory))
+    old = {f.path for f in t.live_files(1)}
+    kept = {f.path for f in t.live_files(2)}
+    assert all("/data/bucket-0/" in p for p in old | kept)
+    r = expire(path_directory, retain_min=1, retain_max=1)
+    assert r.expired_ids == [1]
+    assert r.by_kind["data"]["files"] == 1
+    assert not any(os.path.exists(p) for p in old)
+    assert all(os.path.exists(p) for p in kept)
+    assert both_read(path_directory) == [3]
+
+
+# --- what cannot be spelled with certainty is refused, up front -------------------------------
+
+def _touched(path):
+    return [f for f in files_under(path) if not f.startswith(".maintenance")]
+
+
+def test_a_non_legacy_timestamp_partition_is_refused_by_every_path_operation(table_path,
+                                                                             capsys):
+    schema = pa.schema([("id", pa.int64()), ("ts", pa.timestamp("us"))])
+    pp_create(table_path, schema, ["ts"], {"bucket": "-1", "partition.legacy-name": "false"})
+    ts = datetime.datetime(2024, 1, 1, 10, 0, 5)
+    pp_write(table_path, pa.table({"id": [1, 2], "ts": [ts, ts]}, schema=schema))
+    pp_write(table_path, pa.table({"id": [3], "ts": [ts]}, schema=schema))
+    before = _touched(table_path)
+    line = ("option 'partition.legacy-name' = 'false' with partition key 'ts' of type "
+            "TIMESTAMP(6): this library cannot spell that directory name with certainty "
+            "(only STRING, integer, BOOLEAN and DATE keys)")
+    for args, action in ((["repair", table_path, "--apply"], "repair"),
+                         (["check", table_path], "check")):
+        code, out, err = cli(capsys, *args)
+        assert (code, out, err) == (2, "", f"error: cannot {action} {table_path}: {line}\n")
+    t = Table.open(str(table_path))
+    for call, action in ((lambda: t.repair(apply=True), "repair"),
+                         (lambda: t.check(), "check"),
+                         (lambda: expire(table_path, retain_min=1, retain_max=1),
+                          "expire snapshots of"),
+                         (lambda: t.read_arrow(), "read"),
+                         (lambda: t.remove_orphan_files(older_than_duration="1s",
+                                                        allow_recent_cutoff=True),
+                          "clean orphan files of")):
+        with pytest.raises(UnsupportedTableError) as e:
+            call()
+        assert str(e.value) == f"cannot {action} {table_path}: {line}"
+    assert _touched(table_path) == before
+    assert [r["id"] for r in rows(pp_read(table_path))] == [1, 2, 3]
+
+
+@pytest.mark.parametrize("value", ["../elsewhere", "/abs/data", "s3://b/data", "a b",
+                                   "manifest", "bucket-0", "x/../y", "dt=1"])
+def test_a_path_directory_that_is_not_a_plain_name_is_refused(table, table_path, capsys,
+                                                              value):
+    write(table, make_rows([1, 2]))
+    schema = table.schema
+    import dataclasses
+    new = dataclasses.replace(schema, id=schema.id + 1,
+                              options={**schema.options, "data-file.path-directory": value})
+    (table_path / "schema" / f"schema-{new.id}").write_bytes(new.to_json())
+    before = _touched(table_path)
+    code, out, err = cli(capsys, "repair", table_path, "--apply")
+    assert (code, out) == (2, "")
+    assert err == (f"error: cannot repair {table_path}: option 'data-file.path-directory' = "
+                   f"{value!r}: this library places data files only under a plain relative "
+                   f"directory name (e.g. 'data') that is not a metadata or bucket "
+                   f"directory's\n")
+    assert _touched(table_path) == before
+
+
+# --- repair: a bucket directory that does not exist is never given up -------------------------
+
+def test_repair_refuses_to_give_up_a_bucket_directory_that_does_not_exist(table, table_path,
+                                                                          capsys):
+    write(table, make_rows([1, 2], hr=0))
+    write(table, make_rows([3], hr=1))
+    # What a wrong path computation looks like: the directory the manifests name is absent
+    # (here moved away), while the table has other files.
+    shutil.move(str(table_path / "dt=19723" / "hr=0"), str(table_path.parent / "away"))
+    before = _touched(table_path)
+    code, out, err = cli(capsys, "repair", table_path, "--apply")
+    assert (code, out) == (1, "")
+    assert err == (f"error: cannot repair {table_path}: the bucket directory "
+                   f"dt=19723/hr=0/bucket-0 of 1 missing data file(s) live in snapshot 2 "
+                   f"does not exist at all; repair gives up a file only when its directory is "
+                   f"there and listed, since an absent directory may mean the table's paths "
+                   f"are computed wrongly. Nothing was written. Restore the files, or, if the "
+                   f"whole directory is really lost, recreate it empty and run repair again\n")
+    assert _touched(table_path) == before
+    with pytest.raises(RepairError):
+        Table.open(str(table_path)).repair()
+    # Recreated empty (the files really are lost): the repair goes ahead.
+    os.makedirs(table_path / "dt=19723" / "hr=0" / "bucket-0")
+    code, out, err = cli(capsys, "repair", table_path, "--apply")
+    assert (code, err) == (0, "")
+    assert out.startswith("committed snapshot 3 (OVERWRITE) without 1 missing data file(s)")
+    assert [r["id"] for r in rows(pp_read(table_path))] == [3]

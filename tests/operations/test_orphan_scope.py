@@ -1,0 +1,384 @@
+"""Partition-scoped orphan cleanup (`remove-orphan-files TABLE --partition 'dt=2024-01-*'`,
+`partitions=[...]`): a scoped run deletes exactly what a full run deletes inside the scope,
+on tables written by us and by pypaimon, and nothing outside it; it lists only the matching
+partition directories, no metadata directory, and reads only the manifests whose partition
+statistics can hold a listed partition."""
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from fnmatch import fnmatchcase
+
+import pyarrow as pa
+import pytest
+
+from conftest import SCHEMA, files_under, make_rows, write
+from invariants import assert_intact
+from oracle import pp_create, pp_drop, pp_read, pp_write, rows
+
+from paimon_commit import OptionError, Table
+from paimon_commit.format.binary_row import deserialize_binary_row
+from paimon_commit.io.local import LocalFileIO
+from paimon_commit.operations.orphan import CleanContext, OrphanFilesCleaner
+
+OLD = time.time() - 3 * 86400
+DAYS = [datetime.date(2024, 1, 1), datetime.date(2024, 1, 2), datetime.date(2024, 2, 1)]
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def age(path, when=OLD):
+    for root, dirs, files in os.walk(str(path)):
+        for n in files + dirs:
+            os.utime(os.path.join(root, n), (when, when), follow_symlinks=False)
+
+
+def clean(path, **kw):
+    return OrphanFilesCleaner(CleanContext(str(path), **kw)).clean()
+
+
+def history(table):
+    """Three days x two hours, one commit each, a tag, an overwrite of one partition and a
+    dropped one: unused data files of the overwritten / dropped partitions, expired files."""
+    n = 0
+    for d in DAYS:
+        for hr in (1, 2):
+            n += 1
+            write(table, make_rows([n, n + 100], dt=d, hr=hr))
+    table.create_tag("t1", 2)
+    w = table.new_writer()
+    w.write_arrow(make_rows([500], dt=DAYS[0], hr=2))
+    with table.new_commit() as c:
+        c.overwrite(w.prepare_commit(), {"dt": DAYS[0], "hr": 2})
+    with table.new_commit() as c:
+        c.drop_partitions([{"dt": DAYS[1], "hr": 1}])
+    table.expire_snapshots(retain_max=2, retain_min=1)
+    return table
+
+
+def plant(path):
+    """An orphan in every bucket directory and in every metadata directory; a partition
+    directory holding only an orphan; returns the relative paths."""
+    planted = []
+    for root, dirs, _ in os.walk(str(path)):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        if os.path.basename(root).startswith("bucket-"):
+            rel = os.path.relpath(os.path.join(root, "data-orphan-0.parquet"), path)
+            planted.append(rel)
+    planted += ["dt=19800/hr=5/bucket-0/data-lonely-0.parquet",
+                "manifest/manifest-orphan-0", "manifest/manifest-list-orphan-0",
+                "snapshot/.snapshot-9.1.tmp"]
+    for rel in planted:
+        p = os.path.join(str(path), rel)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "wb") as f:
+            f.write(b"orphan")
+    return sorted(planted)
+
+
+def in_scope(rel, patterns, keys, date_keys=("dt",)):
+    """Whether a relative path lies in a partition the patterns match (as documented)."""
+    parts = rel.split("/")
+    if len(parts) <= len(keys) or not all(p.startswith(k + "=") for p, k in
+                                          zip(parts, keys)):
+        return False
+    values = {k: p.split("=", 1)[1] for p, k in zip(parts, keys)}
+    for pattern in patterns:
+        terms = dict(t.split("=", 1) for t in pattern.split("/"))
+        ok = True
+        for k, g in terms.items():
+            forms = [values[k]]
+            if k in date_keys and values[k].lstrip("-").isdigit():
+                forms.append((datetime.date(1970, 1, 1) +
+                              datetime.timedelta(days=int(values[k]))).isoformat())
+            ok = ok and any(fnmatchcase(f, g) for f in forms)
+        if ok:
+            return True
+    return False
+
+
+def dir_in_scope(d, patterns, keys):
+    """Whether a partition (or bucket) directory is consistent with some pattern: every term
+    on the keys its path names holds."""
+    parts = [p for p in d.split("/") if not p.startswith("bucket-")]
+    names = [k for k, p in zip(keys, parts) if p.startswith(k + "=")]
+    filler = "/".join(parts + [f"{k}=_" for k in keys[len(names):]]) + "/f"
+    relaxed = ["/".join(t for t in pat.split("/") if t.split("=")[0] in names)
+               for pat in patterns]
+    return any(in_scope(filler, [r], keys) if r else True for r in relaxed)
+
+
+def all_reads(path):
+    t = Table.open(str(path))
+    out = {("s", s.id): rows(pp_read(path, snapshot_id=s.id)) for s in t.snapshots()}
+    out.update({("t", x.name): rows(pp_read(path, tag=x.name)) for x in t.tags()})
+    return out
+
+
+PATTERNS = [["dt=2024-01-*"], ["hr=2"], ["dt=19723/hr=1", "dt=2024-02-01"],
+            ["dt=2024-0[12]-0?/hr=[12]"], ["dt=1980*"], ["dt=2025-*"]]
+
+
+@pytest.mark.parametrize("patterns", PATTERNS, ids=lambda p: ",".join(p))
+def test_scoped_run_deletes_what_a_full_run_deletes_inside_the_scope(
+        table, table_path, tmp_path, patterns):
+    history(table)
+    planted = plant(table_path)
+    age(table_path)
+    full_copy = tmp_path / "full"
+    shutil.copytree(table_path, full_copy, symlinks=True)
+    full = clean(full_copy)   # real run on a copy: what a full run deletes
+    assert set(planted) <= set(full.deleted_paths)
+    before = files_under(table_path)
+    reads = all_reads(table_path)
+    r = clean(table_path, partitions=patterns)
+    keys = ["dt", "hr"]
+    expected = sorted(p for p in full.deleted_paths if in_scope(p, patterns, keys))
+    assert r.deleted_paths == expected
+    assert files_under(table_path) == sorted(set(before) - set(expected))
+    # nothing outside the scope: every metadata orphan is still there
+    for rel in planted:
+        assert os.path.exists(table_path / rel) == (rel not in expected), rel
+    assert r.partitions == patterns
+    assert all_reads(table_path) == reads
+    assert_intact(table_path)
+    # the empty directories it removed are inside the scope (with their emptied parents)
+    for d in r.deleted_dirs:
+        assert dir_in_scope(d, patterns, keys), d
+
+
+def test_scoped_run_on_a_pypaimon_table(tmp_path):
+    path = tmp_path / "wh" / "db.db" / "pp"
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string()), ("region", pa.string()),
+                        ("day", pa.string())])
+    pp_create(path, schema, partition_keys=["region", "day"])
+    for i, (region, day) in enumerate([("eu", "2024-01-01"), ("eu", "2024-01-02"),
+                                       ("us", "2024-01-01"), ("us", "2024-02-01")]):
+        pp_write(path, pa.table({"id": [i, i + 10], "v": ["a", "b"], "region": [region] * 2,
+                                 "day": [day] * 2}, schema=schema))
+    pp_write(path, pa.table({"id": [99], "v": ["o"], "region": ["eu"], "day": ["2024-01-01"]},
+                            schema=schema), overwrite={"region": "eu", "day": "2024-01-01"})
+    pp_drop(path, [{"region": "us", "day": "2024-02-01"}])
+    planted = []
+    for root, dirs, _ in os.walk(path):
+        if os.path.basename(root).startswith("bucket-"):
+            planted.append(os.path.relpath(os.path.join(root, "data-orphan-0.parquet"), path))
+    planted.append("manifest/manifest-orphan-0")
+    for rel in planted:
+        (path / rel).write_bytes(b"orphan")
+    age(path)
+    full_copy = tmp_path / "full"
+    shutil.copytree(path, full_copy)
+    full = clean(full_copy)
+    assert set(planted) <= set(full.deleted_paths)
+    reads = rows(pp_read(path))
+    before = files_under(path)
+    patterns = ["region=eu/day=2024-01-*", "day=2024-02-01"]
+    r = clean(path, partitions=patterns)
+    expected = sorted(p for p in full.deleted_paths
+                      if in_scope(p, patterns, ["region", "day"], date_keys=()))
+    assert expected and r.deleted_paths == expected
+    assert files_under(path) == sorted(set(before) - set(expected))
+    assert (path / "manifest" / "manifest-orphan-0").exists()
+    assert (path / "region=us" / "day=2024-01-01" / "bucket-0" / "data-orphan-0.parquet"
+            ).exists()
+    assert rows(pp_read(path)) == reads
+
+
+class _Recording(LocalFileIO):
+    def __init__(self, root):
+        super().__init__(root)
+        self.listed, self.read = [], []
+
+    def list_files(self, directory):
+        self.listed.append(directory)
+        return super().list_files(directory)
+
+    def list_status(self, directory):
+        self.listed.append(directory)
+        return super().list_status(directory)
+
+    def list_names(self, directory):
+        self.listed.append(directory)
+        return super().list_names(directory)
+
+    def read_bytes(self, path):
+        self.read.append(path)
+        return super().read_bytes(path)
+
+
+def test_only_matching_partitions_are_listed_and_only_their_manifests_read(table, table_path):
+    history(table)
+    plant(table_path)
+    age(table_path)
+    io = _Recording(str(table_path))
+    r = OrphanFilesCleaner(CleanContext(str(table_path), file_io=io, dry_run=True,
+                                        partitions=["dt=2024-02-01"])).clean()
+    assert r.deleted_paths == ["dt=19754/hr=1/bucket-0/data-orphan-0.parquet",
+                               "dt=19754/hr=2/bucket-0/data-orphan-0.parquet"]
+    root = str(table_path)
+    rel = sorted({os.path.relpath(d, root) for d in io.listed})
+    # the partition tree down to the scope and, as a full run, where the roots are (branch/,
+    # snapshot/, changelog/, tag/; schema/ on opening); no other metadata directory, no
+    # other partition
+    assert rel == [".", "branch", "changelog", "dt=19754", "dt=19754/hr=1",
+                   "dt=19754/hr=1/bucket-0", "dt=19754/hr=2", "dt=19754/hr=2/bucket-0",
+                   "schema", "snapshot", "tag"]
+    # manifests: every one skipped holds no entry of the scope; fewer read than named
+    t = Table.open(root)
+    mio = t.store.manifests
+    types = t.store.schema.partition_types
+    read = {os.path.basename(p) for p in io.read if "/manifest/manifest-" in p
+            and not os.path.basename(p).startswith("manifest-list-")}
+    assert r.manifests_skipped > 0 and r.manifests_read == len(read)
+    named = set()
+    for s in t.snapshots():
+        for lst in s.manifest_lists():
+            named.update(m.file_name for m in mio.read_list(lst))
+    for x in t.tags():
+        for lst in x.snapshot.manifest_lists():
+            named.update(m.file_name for m in mio.read_list(lst))
+    assert read < named
+    for m in named - read:
+        parts = {deserialize_binary_row(e.partition, types)[0] for e in mio.read_manifest(m)}
+        assert DAYS[2] not in parts, m
+
+
+def test_a_symlinked_partition_in_scope_is_never_followed(table, table_path, tmp_path):
+    history(table)
+    outside = tmp_path / "outside"
+    (outside / "hr=1" / "bucket-0").mkdir(parents=True)
+    (outside / "hr=1" / "bucket-0" / "data-precious-0.parquet").write_text("precious")
+    os.symlink(outside, table_path / "dt=19760")
+    age(table_path)
+    age(outside)
+    r = clean(table_path, partitions=["dt=1976*"])
+    assert r.deleted_paths == [] and r.partitions_listed == 0
+    assert (outside / "hr=1" / "bucket-0" / "data-precious-0.parquet").read_text() == "precious"
+
+
+@pytest.mark.parametrize("partitions, message", [
+    (["hour=1"], "partition pattern 'hour=1' names 'hour', which is not a partition key of "
+                 "{table} (its partition keys: dt, hr)"),
+    (["dt=2024-*/region=eu"], "partition pattern 'dt=2024-*/region=eu' names 'region', "
+                              "which is not a partition key of {table} (its partition keys: "
+                              "dt, hr)"),
+])
+def test_a_pattern_naming_no_partition_key_is_refused_before_listing(
+        table, table_path, partitions, message):
+    history(table)
+    plant(table_path)
+    age(table_path)
+    before = files_under(table_path)
+    with pytest.raises(OptionError) as e:
+        clean(table_path, partitions=partitions)
+    assert str(e.value) == message.format(table=table_path)
+    assert files_under(table_path) == before
+
+
+@pytest.mark.parametrize("partitions, message", [
+    ("dt=1", "partitions must be a list of partition patterns such as ['dt=2024-01-*'], got "
+             "'dt=1'"),
+    ([], "partitions is empty: give at least one partition pattern such as 'dt=2024-01-*' "
+         "(or none at all to clean the whole table)"),
+    (["dt"], "partition pattern 'dt': 'dt' is not key=glob (several keys: "
+             "'dt=2024-01-*/hr=0?')"),
+    (["dt=1/"], "partition pattern 'dt=1/': '' is not key=glob (several keys: "
+                "'dt=2024-01-*/hr=0?')"),
+    (["dt=1/dt=2"], "partition pattern 'dt=1/dt=2' names 'dt' twice"),
+])
+def test_malformed_patterns_are_refused_without_io(partitions, message):
+    with pytest.raises(OptionError) as e:
+        CleanContext("/nonexistent/table", partitions=partitions)
+    assert str(e.value) == message
+
+
+def test_an_unpartitioned_table_is_refused(tmp_path):
+    path = tmp_path / "wh" / "db.db" / "flat"
+    t = Table.create(str(path), SCHEMA)
+    write(t, make_rows([1, 2]))
+    age(path)
+    before = files_under(path)
+    with pytest.raises(OptionError) as e:
+        clean(path, partitions=["dt=2024-*"])
+    assert str(e.value) == (f"{path} is not partitioned: a partition pattern (dt=2024-*) "
+                            f"cannot scope its orphan cleanup; run it without one")
+    assert files_under(path) == before
+
+
+def cli(*args):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return subprocess.run([sys.executable, "-m", "paimon_commit", *args], env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_cli_partition_flag(table, table_path, tmp_path):
+    history(table)
+    planted = plant(table_path)
+    age(table_path)
+    before = files_under(table_path)
+    p = cli("remove-orphan-files", str(table_path), "--partition", "dt=2024-01-*",
+            "--partition", "dt=2024-02-01/hr=2", "--json")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    gone = sorted(set(before) - set(files_under(table_path)))
+    assert out["files"] == gone and out["partitions"] == ["dt=2024-01-*", "dt=2024-02-01/hr=2"]
+    assert set(gone) >= {r for r in planted if r.startswith(("dt=19723/", "dt=19724/",
+                                                             "dt=19754/hr=2/"))}
+    assert not [r for r in gone if not r.startswith(("dt=19723/", "dt=19724/",
+                                                     "dt=19754/hr=2/"))]
+    js = json.loads(cli("remove-orphan-files", str(table_path), "--partition",
+                        "dt=2024-02-01", "--dry-run", "--json").stdout)
+    assert js["files"] == ["dt=19754/hr=1/bucket-0/data-orphan-0.parquet"]
+    assert js["manifests_read"] + js["manifests_skipped"] == len(manifests_named(table_path))
+    p = cli("remove-orphan-files", str(table_path), "--partition", "dt=2024-02-01",
+            "--dry-run")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[0] == (
+        f"would delete 1 file(s), 6 bytes, 0 empty dir(s) in 2 partition(s) matching "
+        f"dt=2024-02-01 (read {js['manifests_read']} of "
+        f"{js['manifests_read'] + js['manifests_skipped']} manifests)")
+    assert_intact(table_path)
+
+
+def manifests_named(path):
+    t = Table.open(str(path))
+    named = set()
+    for s in list(t.snapshots()) + [x.snapshot for x in t.tags()]:
+        for lst in s.manifest_lists():
+            named.update(m.file_name for m in t.store.manifests.read_list(lst))
+    return named
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--partition", "hour=1"], "partition pattern 'hour=1' names 'hour', which is not a "
+                                "partition key of {table} (its partition keys: dt, hr)"),
+    (["--partition", "dt"], "partition pattern 'dt': 'dt' is not key=glob (several keys: "
+                            "'dt=2024-01-*/hr=0?')"),
+])
+def test_cli_bad_partition_is_one_line_exit_2_nothing_touched(table, table_path, args,
+                                                             message):
+    history(table)
+    plant(table_path)
+    age(table_path)
+    before = files_under(table_path)
+    p = cli("remove-orphan-files", str(table_path), *args)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    assert p.stderr.strip().splitlines() == [f"error: {message.format(table=table_path)}"]
+    assert files_under(table_path) == before
+
+
+def test_cli_unpartitioned_table_is_one_line_exit_2(tmp_path):
+    path = tmp_path / "wh" / "db.db" / "flat"
+    t = Table.create(str(path), SCHEMA)
+    write(t, make_rows([1, 2]))
+    before = files_under(path)
+    p = cli("remove-orphan-files", str(path), "--partition", "dt=2024-*")
+    assert p.returncode == 2
+    assert p.stderr.strip().splitlines() == [
+        f"error: {path} is not partitioned: a partition pattern (dt=2024-*) cannot scope its "
+        f"orphan cleanup; run it without one"]
+    assert files_under(path) == before
