@@ -34,8 +34,9 @@ Targets (at each latency): orphan cleanup (real) and compaction, ours / delta-rs
 time; and the in-flight criterion of the issue, "requests in flight adapt to the store": in
 the throttled run (the proxy answering 503 SlowDown beyond `--capacity` requests in flight, at
 the first latency) our orphan cleanup and compaction must finish, correctly, with at most one
-503 per request served (they back off instead of storming; obstore retries a 503 after an
-exponential backoff from 100 ms; delta-rs's figure is reported beside it). A missed target
+503 per request served, and orphan cleanup with no more than delta-rs's figure (our requests
+in flight adapt to the store: io/adaptive.py halves them on a 503; each op's `limit` is that
+adaptive limit's state after it: limit, cuts so far, most in flight). A missed target
 exits 1 (`make bench` then fails); a loaded machine (benchmarks/_common.honest) gets no
 verdict, only the numbers. Correctness every run: the rows read back from both tables after
 compaction and expiration, every planted orphan gone and nothing else.
@@ -126,7 +127,14 @@ def keys_under(s3, bucket: str, prefix: str) -> set:
 
 
 # --- measuring ---------------------------------------------------------------------------
-def measure(proxy: ProxyProcess, fn: Callable[[], Any]) -> Tuple[Any, Dict[str, Any]]:
+def limit_state(table) -> Optional[Dict[str, int]]:
+    """The adaptive limit of requests in flight to the table's store (io/adaptive.py)."""
+    lim = getattr(table.store.io, "request_limit", None)
+    return lim.state() if lim is not None else None
+
+
+def measure(proxy: ProxyProcess, fn: Callable[[], Any], table=None
+            ) -> Tuple[Any, Dict[str, Any]]:
     mark = proxy.mark()
     t0 = time.perf_counter()
     out = fn()
@@ -135,6 +143,8 @@ def measure(proxy: ProxyProcess, fn: Callable[[], Any]) -> Tuple[Any, Dict[str, 
     stats["seconds"] = round(secs, 3)
     stats["requests_per_second_of_delay"] = round(
         stats["requests"] * proxy.delay / secs, 2) if secs > 0 and proxy.delay else None
+    if table is not None:
+        stats["limit"] = limit_state(table)
     return out, stats
 
 
@@ -184,7 +194,7 @@ def run_latency(server: MotoServer, delay: float, jitter: float, appends: int,
                 for i in range(commits):
                     write_deltalake(d_uri, batch(appends + i, 1), partition_by=["p"],
                                     mode="append", storage_options=so)
-            _, ours["commit"] = measure(proxy, ours_commits)
+            _, ours["commit"] = measure(proxy, ours_commits, t)
             _, delta["commit"] = measure(proxy, delta_commits)
             for side in (ours, delta):
                 side["commit"]["per_commit_seconds"] = round(side["commit"]["seconds"]
@@ -193,7 +203,7 @@ def run_latency(server: MotoServer, delay: float, jitter: float, appends: int,
 
         # orphan cleanup, dry then real.
         r, ours["orphan_dry"] = measure(proxy, lambda: t.remove_orphan_files(
-            older_than=cutoff, dry_run=True, allow_recent_cutoff=True))
+            older_than=cutoff, dry_run=True, allow_recent_cutoff=True), t)
         ours["orphan_dry"]["found"] = r.deleted_files
         if r.deleted_files != orphans:
             errors.append(f"[{label}] ours orphan dry run found {r.deleted_files}, not {orphans}")
@@ -202,7 +212,7 @@ def run_latency(server: MotoServer, delay: float, jitter: float, appends: int,
             retention_hours=0, enforce_retention_duration=False, dry_run=True, full=True))
         delta["orphan_dry"]["found"] = len(r)
         r, ours["orphan_real"] = measure(proxy, lambda: t.remove_orphan_files(
-            older_than=cutoff, allow_recent_cutoff=True))
+            older_than=cutoff, allow_recent_cutoff=True), t)
         ours["orphan_real"]["deleted"] = r.deleted_files
         r, delta["orphan_real"] = measure(proxy, lambda: dt.vacuum(
             retention_hours=0, enforce_retention_duration=False, dry_run=False, full=True))
@@ -216,7 +226,7 @@ def run_latency(server: MotoServer, delay: float, jitter: float, appends: int,
                           f"left: {sorted((set(p_orphans) | set(d_orphans)) & after)[:5]})")
 
         # compaction.
-        r, ours["compact"] = measure(proxy, lambda: t.compact())
+        r, ours["compact"] = measure(proxy, lambda: t.compact(), t)
         ours["compact"].update(rewritten=r.rewritten_files, written=r.written_files,
                                phases={k: round(v, 3) for k, v in dict(r.seconds).items()})
         dt = DeltaTable(d_uri, storage_options=so)
@@ -225,7 +235,7 @@ def run_latency(server: MotoServer, delay: float, jitter: float, appends: int,
 
         # expiration (ours) / vacuum of the removed files (delta-rs).
         r, ours["expire"] = measure(proxy, lambda: t.expire_snapshots(retain_max=1,
-                                                                      max_deletes=100000))
+                                                                      max_deletes=100000), t)
         ours["expire"].update(expired=r.expired_snapshots, deleted=r.deleted_files)
         dt = DeltaTable(d_uri, storage_options=so)
         r, delta["expire"] = measure(proxy, lambda: dt.vacuum(
@@ -277,7 +287,8 @@ def show(run: Dict[str, Any]) -> None:
                 continue
             print(f"{op:<12} {side[:6]:<6} {s['seconds']:>8.2f} {s['requests']:>8} "
                   f"{s['max_in_flight']:>6} {s['mean_in_flight_busy']:>7} "
-                  f"{s['by_status'].get('503', 0):>5}  {s['by_method']}")
+                  f"{s['by_status'].get('503', 0):>5}  {s['by_method']}"
+                  + (f"  limit {s['limit']}" if s.get("limit") else ""))
     for op, r in ratios(run).items():
         print(f"  ours / delta-rs {op:<12} {r}")
 
@@ -330,12 +341,16 @@ def main(argv=None) -> int:
         if run["capacity"]:
             for op in ("orphan_real", "compact"):
                 v = storm(run["ours"][op])
+                theirs = storm(run["delta_rs"][op])
+                # Orphan cleanup: no stormier than delta-rs's vacuum (compaction: delta-rs
+                # keeps ~3 in flight and draws none; the bound there is the absolute one).
+                target = min(STORM_TARGET, theirs) if op == "orphan_real" else STORM_TARGET
                 targets[f"throttled_{op}"] = {
                     "metric": f"503 SlowDown answers per request served, ours "
                               f"{op.replace('_', ' ')} at {run['delay_ms']} ms, store capacity "
-                              f"{run['capacity']} in flight (delta-rs: "
-                              f"{storm(run['delta_rs'][op])}; both finished, checked)",
-                    "value": v, "target": STORM_TARGET, "pass": v <= STORM_TARGET}
+                              f"{run['capacity']} in flight (delta-rs: {theirs}; both "
+                              f"finished, checked)",
+                    "value": v, "target": target, "pass": v <= target}
             continue
         r = ratios(run)
         for op in ("orphan_real", "compact"):

@@ -10,18 +10,28 @@ FileNotFoundError, no HEAD first), directories do not exist (no markers, `mkdirs
 a listing is one delimited LIST per 1,000 entries with sizes and last-modified times, and
 deletes go in batches of up to 1,000 keys.
 
+Requests in flight adapt to the store (io/adaptive.py): every GET, HEAD, LIST, PUT and DELETE
+this module sends, from whichever thread, takes a slot of one AIMD limit per store (scheme,
+endpoint, bucket) in the process, and is retried here, not inside obstore, so that a 503
+SlowDown, a 429 or a timeout reaches the limit and cuts it. Two exceptions keep obstore's own
+retries, exactly as before: the conditional create (`put(mode="create")`, the snapshot and
+lease publish), whose retry after a lost answer is told apart from a lost race by reading the
+object back, and multipart uploads (data files), whose parts obstore retries one by one.
+
 Paths are `bucket/key` strings (`container/key` on Azure): the table root is `bucket/prefix`,
 and the deletion gate refuses anything that is not strictly below it.
 """
 from __future__ import annotations
 
+import datetime
 import logging
 import re
 import threading
 import uuid
-from typing import Callable, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, TypeVar
 
 from ..errors import AtomicCreateUnsupportedError, ObjectStoreError, UnsafePathError
+from . import adaptive
 from .base import FileIO, FileStatus
 from .metered import note as _bill
 from .object_store_config import build_store
@@ -43,9 +53,18 @@ _SINGLE_PUT_MAX = 64 << 20    # below this a file is one PUT (S3 allows 5 GiB)
 _WRITER_BUFFER = 16 << 20     # data files up to this size are one PUT, larger ones multipart
 # Metadata reads in flight per operation (io/read_ahead.py): each is one round trip, so a
 # reader keeping 32 in flight waits ~1/32 of the latency per file; S3 serves thousands of
-# GETs per second per prefix, and a store that throttles (503 SlowDown) is retried with
-# backoff by obstore.
+# GETs per second per prefix. A store that serves fewer is met by the adaptive limit below.
 _READS_IN_FLIGHT = 32
+# The adaptive limit of requests in flight per store (io/adaptive.py). The ceiling is above
+# one operation's read-ahead: orphan cleanup lists (16 threads) while it reads (32), and the
+# pools, not this, bound an unthrottled run. It starts at 16 and doubles per round trip while
+# the store keeps up: a store that throttles at 8 refuses 8 of the first burst, not 24.
+_REQUESTS_IN_FLIGHT_MAX = 64
+_REQUESTS_IN_FLIGHT_START = 16
+# obstore's own RetryConfig defaults (a store built without one).
+_OBSTORE_RETRY_DEFAULTS = adaptive.RetryPolicy(retries=10, timeout_s=180.0, init_s=0.1,
+                                               max_s=15.0, base=2.0)
+_T = TypeVar("_T")
 _LIST_PAGE = 1000             # keys and common prefixes per LIST page (S3, GCS, Azure)
 _MULTIPART_CHUNK = 5 << 20    # obstore.put's part size when use_multipart
 
@@ -147,6 +166,37 @@ class ObjectStoreFileIO(FileIO):
         self._identity = (scheme, endpoint, bucket)
         # Sizes of immutable files this process wrote: no HEAD needed to learn them.
         self._sizes: Dict[str, int] = {}
+        # What we retry ourselves goes through a twin of the store with obstore's retries
+        # off (else a 503 is retried, invisibly, inside obstore and never reaches the limit).
+        self._direct, self._retry = _without_retries(store)
+        self._limit = self._store_limit()
+
+    def _store_limit(self) -> adaptive.AdaptiveLimit:
+        return adaptive.limit_for(("requests",) + self._identity, _REQUESTS_IN_FLIGHT_MAX,
+                                  _REQUESTS_IN_FLIGHT_START, name=self.description)
+
+    # Shipped to Spark executors (pickled) or copied: the limit is the process's, found again.
+    def __getstate__(self) -> Dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_limit", None)
+        return state
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._limit = self._store_limit()
+
+    @property
+    def request_limit(self) -> adaptive.AdaptiveLimit:
+        """The adaptive limit of requests in flight to this store (shared by the process)."""
+        return self._limit
+
+    def _request(self, what: str, path: str, fn: Callable[[Any], _T]) -> _T:
+        """`fn(store)`: one idempotent request, in a slot of the store's limit, retried
+        with backoff and jitter on a throttling answer, a 5xx or a transport fault (as
+        obstore would: object-store.max-retries, object-store.retry-timeout-seconds). What
+        it finally raises is what obstore would have raised."""
+        return adaptive.call(self._limit, lambda: fn(self._direct), _verdict, self._retry,
+                             what=f"{what} {self.uri(path)}")
 
     @classmethod
     def from_uri(cls, uri: str, options: Optional[Mapping[str, str]] = None
@@ -175,6 +225,9 @@ class ObjectStoreFileIO(FileIO):
 
     def _error(self, op: str, path: str, e: BaseException) -> ObjectStoreError:
         reason = _first_line(e)
+        retries = getattr(e, "paimon_retries", 0)
+        if retries:   # retried here, not in obstore (whose message counted them)
+            reason += f" (after {retries} retries)"
         if "NoSuchBucket" in str(e):
             reason = f"bucket {self.bucket!r} does not exist"
         elif "ContainerNotFound" in str(e):   # Azure
@@ -203,7 +256,8 @@ class ObjectStoreFileIO(FileIO):
         import obstore
         _bill(self.scheme, "GET")   # counted when asked: a 404 is a request too
         try:
-            data = bytes(obstore.get(self.store, self._key(path)).bytes())
+            key = self._key(path)
+            data = self._request("read", path, lambda st: bytes(obstore.get(st, key).bytes()))
             _bill(self.scheme, "GET", 0, read=len(data))
             return data
         except FileNotFoundError as e:
@@ -216,8 +270,9 @@ class ObjectStoreFileIO(FileIO):
     def _head(self, path: str):
         import obstore
         _bill(self.scheme, "HEAD")
+        key = self._key(path)
         try:
-            return obstore.head(self.store, self._key(path))
+            return self._request("check", path, lambda st: obstore.head(st, key))
         except FileNotFoundError as e:
             if "NoSuchBucket" in str(e):
                 raise self._error("check", path, e) from None
@@ -234,8 +289,9 @@ class ObjectStoreFileIO(FileIO):
         if _FILE_NAME.search(path.rsplit("/", 1)[-1]):
             return False
         import obstore
+        key = self._key(path.rstrip("/") + "/")
         try:
-            page = self._list(self._key(path.rstrip("/") + "/"))
+            page = self._list(path + "/", key)
         except Exception as e:  # noqa: BLE001
             raise self._error("list", path + "/", e) from None
         return bool(page["objects"] or page["common_prefixes"])
@@ -254,7 +310,7 @@ class ObjectStoreFileIO(FileIO):
         directory = directory.rstrip("/")
         prefix = self._key(directory + "/") if directory != self.bucket else ""
         try:
-            listing = self._list(prefix or None)
+            listing = self._list(directory + "/", prefix or None)
         except Exception as e:  # noqa: BLE001 - a missing bucket is 404 too: say so
             raise self._error("list", directory + "/", e) from None
         out = []
@@ -271,11 +327,12 @@ class ObjectStoreFileIO(FileIO):
                                   int(m["size"]), ms, False))
         return out
 
-    def _list(self, prefix: Optional[str]):
+    def _list(self, directory: str, prefix: Optional[str]):
         """One delimited listing (obstore pages it: one LIST per 1,000 entries, billed)."""
         import obstore
         try:
-            listing = obstore.list_with_delimiter(self.store, prefix)
+            listing = self._request("list", directory,
+                                    lambda st: obstore.list_with_delimiter(st, prefix))
         except Exception:
             _bill(self.scheme, "LIST")
             raise
@@ -289,7 +346,7 @@ class ObjectStoreFileIO(FileIO):
         directory = directory.rstrip("/")
         prefix = self._key(directory + "/") if directory != self.bucket else ""
         try:
-            listing = self._list(prefix or None)
+            listing = self._list(directory + "/", prefix or None)
         except Exception as e:  # noqa: BLE001
             raise self._error("list", directory + "/", e) from None
         out: Dict[str, str] = {}
@@ -307,12 +364,22 @@ class ObjectStoreFileIO(FileIO):
 
     def _put(self, path: str, data: bytes, mode: Optional[str] = None) -> None:
         import obstore
-        kwargs = {"use_multipart": len(data) > _SINGLE_PUT_MAX}
+        key = self._key(path)
+        multipart = len(data) > _SINGLE_PUT_MAX
         _bill(self.scheme, "PUT", 2 + -(-len(data) // _MULTIPART_CHUNK)
-              if kwargs["use_multipart"] else 1, written=len(data))
-        if mode is not None:
-            kwargs["mode"] = mode
-        obstore.put(self.store, self._key(path), data, **kwargs)
+              if multipart else 1, written=len(data))
+        if mode is not None or multipart:
+            # obstore retries these, as before: a conditional create's outcome after a lost
+            # answer is the caller's to establish (try_create_atomic reads the object back),
+            # never a blind retry of ours; a multipart upload retries part by part.
+            kwargs: Dict[str, Any] = {"use_multipart": multipart}
+            if mode is not None:
+                kwargs["mode"] = mode
+            obstore.put(self.store, key, data, **kwargs)
+            return
+        # One PUT of the whole object: the same bytes again are the same object.
+        self._request("write", path, lambda st: obstore.put(st, key, data,
+                                                             use_multipart=False))
 
     def write_new(self, path: str, data: bytes) -> None:
         try:
@@ -429,8 +496,9 @@ class ObjectStoreFileIO(FileIO):
         import obstore
         import pyarrow as pa
         _bill(self.scheme, "GET")
+        key = self._key(path)
         try:
-            data = obstore.get(self.store, self._key(path)).bytes()
+            data = self._request("read", path, lambda st: obstore.get(st, key).bytes())
             _bill(self.scheme, "GET", 0, read=len(data))
             return pa.BufferReader(pa.py_buffer(data))
         except FileNotFoundError:
@@ -452,8 +520,9 @@ class ObjectStoreFileIO(FileIO):
         """Delete one object. S3 answers 204 whether or not it existed: True either way."""
         import obstore
         _bill(self.scheme, "DELETE")
+        key = self._key(norm)
         try:
-            obstore.delete(self.store, self._key(norm))
+            self._request("delete", norm, lambda st: obstore.delete(st, key))
         except FileNotFoundError:
             return False
         except Exception as e:  # noqa: BLE001
@@ -480,8 +549,10 @@ class ObjectStoreFileIO(FileIO):
         for i in range(0, len(checked), _DELETE_BATCH):
             chunk = checked[i:i + _DELETE_BATCH]
             _bill(self.scheme, "DELETE", self._delete_requests(len(chunk)))
+            keys = [self._key(p) for p in chunk]
             try:
-                obstore.delete(self.store, [self._key(p) for p in chunk])
+                self._request("delete", self.root + "/",
+                              lambda st, keys=keys: obstore.delete(st, keys))
             except Exception as e:  # noqa: BLE001
                 log.warning("batched delete of %d objects under %s failed (%s); deleting "
                             "them one by one", len(chunk), self.uri(self.root),
@@ -499,3 +570,67 @@ def _not_supported(e: BaseException) -> bool:
     text = str(e)
     return isinstance(e, NotSupportedError) or "501" in text and "Not Implemented" in text \
         or "NotImplemented" in text
+
+
+# --- our own retries ---------------------------------------------------------------------
+
+def _without_retries(store) -> Tuple[Any, adaptive.RetryPolicy]:
+    """A twin of `store` (same configuration, credentials and client options) with obstore's
+    retries off, and the retry policy `store` had, for `adaptive.call` to follow. A store
+    that cannot be rebuilt that way is used as it is: obstore keeps retrying inside (the
+    limit then only bounds what is in flight)."""
+    rc = getattr(store, "retry_config", None)
+    if rc is None and hasattr(store, "retry_config"):
+        policy = _OBSTORE_RETRY_DEFAULTS
+    elif rc is not None:
+        backoff = rc.get("backoff") or {}
+        d = _OBSTORE_RETRY_DEFAULTS
+
+        def seconds(v, default):
+            return v.total_seconds() if isinstance(v, datetime.timedelta) else default
+        policy = adaptive.RetryPolicy(
+            retries=int(rc.get("max_retries", d.retries)),
+            timeout_s=seconds(rc.get("retry_timeout"), d.timeout_s),
+            init_s=seconds(backoff.get("init_backoff"), d.init_s),
+            max_s=seconds(backoff.get("max_backoff"), d.max_s),
+            base=float(backoff.get("base", d.base)))
+    else:
+        return store, adaptive.RetryPolicy(retries=0)
+    try:
+        twin = type(store)(config=store.config, client_options=store.client_options,
+                           prefix=store.prefix, credential_provider=store.credential_provider,
+                           retry_config={"max_retries": 0,
+                                         "retry_timeout": datetime.timedelta(
+                                             seconds=policy.timeout_s)})
+    except Exception as e:  # noqa: BLE001 - a store of another kind: obstore retries inside
+        log.debug("cannot rebuild %r without retries (%s): obstore retries inside", store, e)
+        return store, adaptive.RetryPolicy(retries=0)
+    return twin, policy
+
+
+_STATUS = re.compile(r"Server returned non-2xx status code: (\d{3})")
+_HTTP_KIND = re.compile(r"HttpError \{\s*kind: (\w+)")
+
+
+def _verdict(e: BaseException) -> adaptive.Verdict:
+    """What an obstore error (retries off) means for the retry loop and the limit, as
+    object_store's own retry reads it: 503 and 429 are the store pushing back, as is a
+    timeout; another 5xx or a connection that failed or broke is a passing fault; anything
+    else (404, 403, 412, ...) is an answer."""
+    if isinstance(e, FileNotFoundError):
+        return adaptive.Verdict.DONE   # the store served it: a 404 is an answer
+    text = str(e)
+    m = _STATUS.search(text)
+    if m:
+        status = int(m.group(1))
+        if status in (429, 503):
+            return adaptive.Verdict.CONGESTED
+        return adaptive.Verdict.RETRY if status >= 500 else adaptive.Verdict.FAIL
+    m = _HTTP_KIND.search(text)
+    if m:
+        kind = m.group(1)
+        if kind == "Timeout":
+            return adaptive.Verdict.CONGESTED
+        if kind in ("Connect", "Request", "Interrupted"):
+            return adaptive.Verdict.RETRY
+    return adaptive.Verdict.FAIL

@@ -11,9 +11,10 @@ from the loop cancels what has not started.
 
 How many in flight: `FileIO.read_concurrency` (1 on local storage, where a read costs no
 round trip and threads only contend for the GIL: the loop stays serial there, unchanged).
-Requests beyond what the store takes are the store's to throttle: obstore retries a 503
-SlowDown with exponential backoff (object-store.max-retries), so a bounded number of
-threads, each backing off, makes no storm.
+These threads bound what one operation asks for; what the store gets is bounded again by the
+store's adaptive limit (io/adaptive.py, applied to every request in io/object_store.py): a
+read whose turn has not come waits for a slot, and a store that answers 503 SlowDown gets
+half as many in flight, not the same number again after each thread's own backoff.
 """
 from __future__ import annotations
 
