@@ -158,6 +158,19 @@ def layout_refusal(schema: TableSchema) -> Optional[str]:
     return None
 
 
+_LAYOUT_KEYS = ("partition.legacy-name", "data-file.path-directory")
+
+
+def _layout_of(schema: TableSchema) -> Tuple[str, str]:
+    """What decides a data file's directory, normalised (legacy-name defaults to true)."""
+    legacy = str(schema.options.get("partition.legacy-name", "true")).strip().lower()
+    return legacy, str(schema.options.get("data-file.path-directory", "") or "")
+
+
+def _shown(value: str) -> str:
+    return repr(value) if value else "unset"
+
+
 def write_refusal(schema: TableSchema, options: Mapping[str, Any]) -> Optional[str]:
     """Why data files written by this library must not go into this table, or None."""
     raw = schema.options
@@ -254,6 +267,29 @@ class FileStore:
         problem = self.layout_refusal()
         if problem:
             raise UnsupportedTableError(f"cannot {action} {self.path}: {problem}")
+
+    def check_layout_history(self, action: str) -> None:
+        """check_layout, and also refused when an earlier schema placed data files elsewhere
+        (`partition.legacy-name` or `data-file.path-directory` changed by an ALTER): files
+        written under it live at paths the newest schema does not name, so check would call
+        them missing and repair give up rows of files that exist (audit/final f5). Reads every
+        schema file: only `repair`, which gives up files it finds missing, pays it (check
+        only reports them)."""
+        self.check_layout(action)
+        now = _layout_of(self.schema)
+        sm = SchemaManager(self.io, self.root)
+        for sid in sm.list_ids():
+            if sid == self.schema.id:
+                continue
+            before = _layout_of(sm.schema(sid))
+            if before != now:
+                key = next(k for k, a, b in zip(_LAYOUT_KEYS, before, now) if a != b)
+                raise UnsupportedTableError(
+                    f"cannot {action} {self.path}: option {key!r} was "
+                    f"{_shown(before[_LAYOUT_KEYS.index(key)])} in schema {sid} and is "
+                    f"{_shown(now[_LAYOUT_KEYS.index(key)])} now: files written under each "
+                    f"schema live under different directory names, and this library computes "
+                    f"one spelling per table (nothing was read or written)")
 
     @property
     def data_root(self) -> str:

@@ -244,7 +244,7 @@ def repair_table(store: FileStore, apply: bool = False,
     problem = repair_refusal(store)
     if problem:
         raise UnsupportedTableError(problem)
-    store.check_layout("repair")
+    store.check_layout_history("repair")
     with maintenance_lease(store, "repair") if apply else contextlib.nullcontext():
         return _Repair(store, apply, progress, commit_user).run()
 
