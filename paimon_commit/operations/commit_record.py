@@ -96,8 +96,11 @@ def table_identity(io: FileIO) -> str:
         return "file://" + os.path.realpath(io.root)
     if isinstance(io, ObjectStoreFileIO):
         scheme, endpoint, bucket = io._identity   # (scheme, endpoint, bucket) of the store
-        return f"{_SCHEME_FAMILY.get(scheme, scheme)}://{normal_endpoint(endpoint)}|{bucket}|" \
-               f"{io.root}"
+        # Keyed without the endpoint: one server has many names (`localhost`, `127.0.0.1`,
+        # no endpoint and AWS's own, audit/final f2, f3) and the record could not tell them
+        # apart, so a repeat through another name was published again. Two stores with one
+        # bucket and prefix now share a key, which cannot fake a repeat (see above).
+        return f"{_SCHEME_FAMILY.get(scheme, scheme)}://|{bucket}|{io.root}"
     if isinstance(io, PyArrowFileIO):
         kind = getattr(io.fs, "type_name", type(io.fs).__name__)
         if kind == "local":

@@ -35,3 +35,18 @@ def test_local_spellings_of_one_table_are_one_lease(tmp_path):
     assert key == commit_record.table_identity(for_path(str(real)))
     for spelling in (str(tmp_path / "link"), "file://" + str(real), str(real) + "/"):
         assert table_identity(for_path(spelling)) == key, spelling
+
+
+def test_a_record_written_through_another_name_of_the_server_is_this_tables():
+    # audit/final f2, f3: a live holder that reached the table as http://localhost:9000 (or
+    # with no endpoint, or AWS's own) wrote its record under that name; a run through
+    # http://127.0.0.1:9000 read it as "another table's" and was told to --break it.
+    from paimon_commit.lease import _same_table
+    io = _store("s3://bucket/db.db/t", endpoint="http://127.0.0.1:9000")
+    mine = table_identity(io)
+    for other in ("http://localhost:9000", "", "https://s3.amazonaws.com"):
+        written = table_identity(_store("s3://bucket/db.db/t", endpoint=other))
+        assert written != mine and _same_table(written, mine, io), other
+    for other_table in ("s3://bucket/db.db/u", "s3://other/db.db/t", "gs://bucket/db.db/t"):
+        written = table_identity(_store(other_table, endpoint="http://localhost:9000"))
+        assert not _same_table(written, mine, io), other_table
