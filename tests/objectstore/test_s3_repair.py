@@ -40,12 +40,13 @@ def test_repair_on_s3_shows_then_commits_and_deletes_nothing(s3, capsys):
     assert out.splitlines()[2].startswith(f"    {key[len('db.db/t/'):]}: 2 record(s), ")
     reqs = s3.requests_since(mark)
     assert {m for m, _, _ in reqs} == {"GET", "HEAD"}   # nothing written, nothing deleted
-    # Opening the table lists schema/; the check lists each directory once (branch,
-    # snapshot, tag, changelog, schema, manifest, 2 buckets); the plan lists the directory
-    # that lost the file once more, right before it trusts the listing.
+    # Opening the table lists schema/, and repair once more (every schema must place data
+    # files alike: store.check_layout_history); the check lists each directory once
+    # (branch, snapshot, tag, changelog, schema, manifest, 2 buckets); the plan lists the
+    # directory that lost the file once more, right before it trusts the listing.
     lists = [unquote(q.split("prefix=db.db/t/")[1]) for m, q, _ in reqs
              if m == "GET" and "list-type=2" in q]
-    assert len(lists) == 1 + 8 + 1
+    assert len(lists) == 2 + 8 + 1
     assert lists[-1] == key[len("db.db/t/"):].rsplit("/", 1)[0] + "/"
 
     mark = s3.mark()
