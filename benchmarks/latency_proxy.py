@@ -186,6 +186,7 @@ class LatencyProxy:
         t0 = time.perf_counter()
         admitted = self._enter()
         status = 502
+        left = False
         try:
             length = int(h.headers.get("Content-Length") or 0)
             body = h.rfile.read(length) if length else b""
@@ -203,6 +204,10 @@ class LatencyProxy:
             else:
                 status, out_headers, data = 503, [("Content-Type", "application/xml")], \
                     SLOW_DOWN_BODY
+            # Counted out before the answer goes: a client that has the answer (and sends its
+            # next request, or reads the counters) finds this request done, not in flight.
+            self._leave(h.command, h.path, status, time.perf_counter() - t0)
+            left = True
             h.send_response(status)
             for k, v in out_headers:
                 if k.lower() not in _HOP:
@@ -212,7 +217,8 @@ class LatencyProxy:
             if h.command != "HEAD":
                 h.wfile.write(data)
         finally:
-            self._leave(h.command, h.path, status, time.perf_counter() - t0)
+            if not left:
+                self._leave(h.command, h.path, status, time.perf_counter() - t0)
 
     # --- reading the counters ----------------------------------------------------------
     def mark(self) -> Dict[str, float]:
