@@ -7,49 +7,17 @@ were copied into the child, where nothing would ever release them: the child's c
 same files (its own retry: another process, screened as any other process is) waited for
 ever. Likewise a lock of the commit record held by another thread at the fork. What a user
 notices: the child's commit returns a snapshot id instead of hanging."""
-import json
 import os
-import signal
 import threading
-import time
 
 import pytest
 from conftest import make_rows
+from forking import in_child
 
 from paimon_commit.operations import commit as commit_mod
 from paimon_commit.operations import commit_record
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
-
-
-def _in_child(body, timeout_s=20.0):
-    """Run `body()` in a child forked now; what it returned (JSON-able), the error it raised
-    as text, or "hung" when it had not finished after `timeout_s` (then it is killed)."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:   # the child
-        try:
-            os.close(r)
-            try:
-                out = body()
-            except BaseException as e:  # noqa: BLE001 - reported to the parent
-                out = f"{type(e).__name__}: {e}"
-            os.write(w, json.dumps(out).encode())
-        finally:
-            os._exit(0)
-    os.close(w)
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if os.waitpid(pid, os.WNOHANG)[0]:
-            break
-        time.sleep(0.05)
-    else:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-        os.close(r)
-        return "hung"
-    with os.fdopen(r, "rb") as f:
-        return json.loads(f.read() or b'"no answer"')
 
 
 def _messages(table, ids):
@@ -80,7 +48,7 @@ def test_a_child_forked_during_a_commit_of_another_thread_commits_the_same_files
     parent.start()
     try:
         assert inside.wait(30)
-        out = _in_child(lambda: _commit(table, msgs, 1))
+        out = in_child(lambda: _commit(table, msgs, 1))
     finally:
         go_on.set()
         parent.join(60)
@@ -100,7 +68,7 @@ def test_a_child_forked_while_another_thread_updates_the_commit_record_commits(t
     t.start()
     try:
         assert held.wait(30)
-        out = _in_child(lambda: _commit(table, msgs, 1))
+        out = in_child(lambda: _commit(table, msgs, 1))
     finally:
         go_on.set()
         t.join(60)

@@ -5,13 +5,13 @@ deletion guards: maintenance in the child joined the parent's lease and both del
 What a user notices: the child's expiration waits for the parent's lease and gives up naming
 it, no snapshot is deleted, the parent still holds its lease afterwards, and the child writes
 no lease record (in particular it does not release the parent's lease)."""
-import json
 import os
 import re
 
 import pytest
 
 from conftest import make_rows, write
+from forking import in_child
 
 from paimon_commit.errors import LeaseHeldError
 from paimon_commit.io.deletion import StopDeleting, checkpoint
@@ -23,28 +23,6 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def _records(table_path):
     d = os.path.join(str(table_path), ".maintenance")
     return sorted(os.listdir(d))
-
-
-def _in_child(body):
-    """Run `body()` in a child forked now; returns what it reported (a JSON-able value), or
-    the error it raised as text. The child always leaves through os._exit."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:   # the child
-        try:
-            os.close(r)
-            try:
-                out = body()
-            except BaseException as e:  # noqa: BLE001 - reported to the parent
-                out = f"{type(e).__name__}: {e}"
-            os.write(w, json.dumps(out).encode())
-        finally:
-            os._exit(0)
-    os.close(w)
-    with os.fdopen(r, "rb") as f:
-        data = f.read()
-    os.waitpid(pid, 0)
-    return json.loads(data)
 
 
 def test_a_child_forked_while_the_lease_is_held_waits_for_it_instead_of_joining(
@@ -60,7 +38,7 @@ def test_a_child_forked_while_the_lease_is_held_waits_for_it_instead_of_joining(
 
     with maintenance_lease(table.store, "parent-op") as parent:
         held = _records(table_path)
-        out = _in_child(child)
+        out = in_child(child)
         assert _records(table_path) == held            # the child wrote no record
         parent.check()                                 # the parent still holds it
     assert out.startswith(f"LeaseHeldError: table {table_path} is being maintained by "), out
@@ -85,7 +63,7 @@ def test_the_parents_lease_neither_passes_a_check_nor_is_released_in_a_child(
             parent.release()   # as when the child leaves the block it was forked inside
             return checked
 
-        out = _in_child(child)
+        out = in_child(child)
         assert _records(table_path) == held            # not released by the child
         parent.check()
     assert re.fullmatch(
