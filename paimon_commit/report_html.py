@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import datetime
 import html
-from typing import TYPE_CHECKING, Any, Callable, List, Sequence, Tuple
-
-if TYPE_CHECKING:
-    from .report import HealthReport
+from typing import Any, Callable, List, Sequence, Tuple
 
 __all__ = ["render_html"]
 
@@ -176,11 +173,13 @@ def _small_files_section(sf: dict) -> List[str]:
     return out
 
 
-def render_html(rep: "HealthReport") -> str:
+def render_html(rep: Any) -> str:
     """One self-contained static HTML page (inline CSS and SVG, no script, no network).
 
     Args:
-        rep: the report.
+        rep: the report, a `report.HealthReport` (not imported here, not even for type
+            checking: report.py re-exports this function, and a module imports only
+            modules below it).
 
     Returns:
         The page as a string.

@@ -385,7 +385,7 @@ def inline_pools():
     """Operations create thread pools for listing and deleting; in a simulation they run
     inline (a pool thread is no actor: its calls could not be scheduled)."""
     import paimon_commit.io.deletion as deletion
-    import paimon_commit.operations.compact_pool as compact
+    import paimon_commit.operations.compact.pool as compact
     import paimon_commit.operations.orphan as orphan
     modules = (deletion, orphan, compact)
     saved = [m.ThreadPoolExecutor for m in modules]

@@ -2,7 +2,7 @@
 files of about `target-file-size`, and commit one COMPACT snapshot.
 
 Paimon Java's semantics (AppendCompactCoordinator, AppendCompactTask,
-BaseAppendFileStoreWrite.compactRewrite): the planner (`compact_plan.py`) picks bins of
+BaseAppendFileStoreWrite.compactRewrite): the planner (`plan.py`) picks bins of
 small files per partition; each bin is read and written again as new files with file source
 COMPACT, the table's current schema id (rows of files written under older schemas are read
 through schema evolution: columns matched by field id, later columns as null) and sequence
@@ -27,24 +27,24 @@ import uuid
 from dataclasses import replace
 from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from ..errors import AtomicCreateUnsupportedError, CommitConflictError, CommitFailedError, \
+from ...errors import AtomicCreateUnsupportedError, CommitConflictError, CommitFailedError, \
     LeaseHeldError, OptionError, PublishOutcomeUnknownError
-from ..format.manifest import FileKind, ManifestEntry
-from ..format.schema import TableSchema
-from ..format.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
-from ..options import validate_options
-from ..progress import COMMITTING, COMPACTING, READING, ProgressCallback, Throttle, emit
-from ..store import FileStore, PartitionSpec
-from ..reachability import collector_paused
-from ..lease import maintenance_lease
-from .abort import abort_files
-from .commit import CommitConfig, CommitResult, FileStoreCommit
-from .publish import built_on_check
-from .compact_plan import CompactOptions, CompactPlan, evolution_problem, plan_compaction
-from .compact_result import CompactionConflictError, CompactionError, CompactResult, \
+from ...format.manifest import FileKind, ManifestEntry
+from ...format.schema import TableSchema
+from ...format.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
+from ...options import validate_options
+from ...progress import COMMITTING, COMPACTING, READING, ProgressCallback, Throttle, emit
+from ...store import FileStore, PartitionSpec
+from ...reachability import collector_paused
+from ...lease import maintenance_lease
+from ..abort import abort_files
+from ..commit import CommitConfig, CommitResult, FileStoreCommit
+from ..publish import built_on_check
+from .plan import CompactOptions, CompactPlan, evolution_problem, plan_compaction
+from .result import CompactionConflictError, CompactionError, CompactResult, \
     PartitionCompaction
-from .compact_pool import rewrite_bins
-from .compact_rewrite import COMPACT_SOURCE, BinRewriter, Rewritten as _Rewritten
+from .pool import rewrite_bins
+from .rewrite import COMPACT_SOURCE, BinRewriter, Rewritten as _Rewritten
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +149,7 @@ class AppendCompaction:
 
     # --- rewriting -----------------------------------------------------------------------
     def rewrite(self, plan: CompactPlan, processes: Optional[bool] = None) -> List[_Rewritten]:
-        """Read every bin and write its rows as new files (`compact_rewrite.py`). On any
+        """Read every bin and write its rows as new files (`rewrite.py`). On any
         failure the files written so far are deleted and the error is raised.
 
         Bins are independent: up to `file-operation.thread-num` (default: one per CPU) are

@@ -24,11 +24,11 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence
 
-from ..format.manifest import DataFileMeta
-from ..store import FileStore
-from .compact_plan import CompactTask
-from .compact_result import CompactionError
-from .compact_rewrite import BinRewriter, Ratio, Rewritten
+from ...format.manifest import DataFileMeta
+from ...store import FileStore
+from .plan import CompactTask
+from .result import CompactionError
+from .rewrite import BinRewriter, Ratio, Rewritten
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ def _read_threads(store: FileStore) -> int:
     """Reading a local file is parsing it (CPU: more threads than CPUs only contend for
     the GIL, measured 1.4x slower with 16 on 2 CPUs); on other storages each read waits
     on a request, and many in flight pay off."""
-    from ..io.local import LocalFileIO
+    from ...io.local import LocalFileIO
     if isinstance(store.io, LocalFileIO):
         return os.cpu_count() or 1
     return READ_THREADS
@@ -107,7 +107,7 @@ def _rewrite_in_threads(rewriter: BinRewriter, tasks: Sequence[CompactTask], wor
 
 
 #: A bin is cut into several files only when its inputs hold at least the target size once
-#: converted by the learned stored-bytes ratio (see compact_rewrite.Ratio); below
+#: converted by the learned stored-bytes ratio (see rewrite.Ratio); below
 #: 1 / RATIO_BOUND of the target, a bin is one file for any ratio up to RATIO_BOUND.
 RATIO_BOUND = 4
 
@@ -136,7 +136,7 @@ def _can_fork(store: FileStore) -> bool:
     sees them): a fork copies only the forking thread, so a lock another thread holds at
     that moment (a logging handler's, this library's, a client's) would stay locked in the
     child forever. The same rule as the warehouse's worker processes."""
-    from ..io.local import LocalFileIO
+    from ...io.local import LocalFileIO
     return (isinstance(store.io, LocalFileIO)
             and "fork" in multiprocessing.get_all_start_methods()
             and threading.active_count() == 1
@@ -190,7 +190,7 @@ def _worker_rewrite(index: int, ratio: Ratio, name: str) -> _BinOutcome:
         result.files, result.paths = out.files, out.paths
     except BaseException as e:  # noqa: BLE001 - returned to the parent, which raises it
         if out.paths:
-            from .abort import abort_files
+            from ..abort import abort_files
             abort_files(rewriter.store, out.paths, handed_out=False)
         result.error = _picklable(e)
     result.deleted = list(io.deletion_log)
@@ -326,7 +326,7 @@ def _collect(f: Future, i: int, tasks: Sequence[CompactTask], names: List[str],
 def _sweep(store: FileStore, task: CompactTask, name: str) -> int:
     """Delete the files a dead worker wrote for `task` (named `<prefix><name>-<n>.parquet`
     in the partition's bucket directory); their number."""
-    from .abort import abort_files
+    from ..abort import abort_files
     prefix = f"{store.options['data-file.prefix']}{name}-"
     directory = store.bucket_dir(task.values, 0)
     try:

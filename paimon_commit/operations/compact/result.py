@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
-from ..errors import CommitConflictError, PaimonCommitError
+from ...errors import CommitConflictError, PaimonCommitError
 
 __all__ = ["CompactResult", "PartitionCompaction", "CompactionConflictError",
            "CompactionError"]
