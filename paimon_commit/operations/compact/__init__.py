@@ -2,7 +2,9 @@
 
     plan.py     which small files are rewritten together (pure: entries in, bins out)
     rewrite.py  one bin: read its files, write their rows as new files
-    pool.py     the bins spread over threads or worker processes
+    pool.py     the bins spread over forked worker processes or threads
+    spawn.py    the bins on this thread and in spawned workers (a process that cannot fork)
+    worker.py   one bin in a worker process, and what it sends back
     result.py   what a compaction did, and its errors
     job.py      plan, rewrite and commit one COMPACT snapshot (AppendCompaction)
 

@@ -43,7 +43,8 @@ from ..publish import built_on_check
 from .plan import CompactOptions, CompactPlan, evolution_problem, plan_compaction
 from .result import CompactionConflictError, CompactionError, CompactResult, \
     PartitionCompaction
-from .pool import rewrite_bins
+from .pool import rewrite_bins, start_workers_early
+from .spawn import stop_workers
 from .rewrite import COMPACT_SOURCE, BinRewriter, Rewritten as _Rewritten
 
 log = logging.getLogger(__name__)
@@ -95,6 +96,8 @@ class AppendCompaction:
         self.progress = progress
         self._throttle = Throttle(progress)
         self._rewriter = BinRewriter(self.store, self.options.target_file_size)
+        # Spawned workers started before planning, for the next rewrite (run)
+        self._started: List[Any] = []
 
     # --- planning ------------------------------------------------------------------------
     def plan(self) -> CompactPlan:
@@ -153,19 +156,23 @@ class AppendCompaction:
         failure the files written so far are deleted and the error is raised.
 
         Bins are independent: up to `file-operation.thread-num` (default: one per CPU) are
-        rewritten at once, in forked worker processes on local storage (decoding small
-        files is CPU work, and threads share one interpreter lock), on threads with their
-        input files fetched ahead otherwise (`processes=False` forces threads, e.g. inside
-        a Spark executor). Memory stays bounded by what the bins in flight hold, never by
+        rewritten at once (`pool.py`): on local storage in worker processes (decoding small
+        files is CPU work, and threads share one interpreter lock), forked when no other
+        thread runs, spawned otherwise when the work is worth their start-up; on threads
+        with their input files fetched ahead otherwise (`processes=False` forces threads,
+        e.g. inside a Spark executor). Spawned workers `run` started before planning are
+        used or stopped here. Memory stays bounded by what the bins in flight hold, never by
         the table."""
+        started, self._started = self._started, []
         done: List[_Rewritten] = []
         self._rewritten_inputs = 0
         self._total_inputs = sum(len(t.files) for t in plan.tasks)
         self._throttle(COMPACTING, 0, self._total_inputs, "files", self.store.path)
         tasks = list(plan.tasks)
         if not tasks:
+            stop_workers(started)
             return done
-        workers = self.store.options["file-operation.thread-num"] or os.cpu_count() or 1
+        workers = self._workers()
         lock = threading.Lock()
 
         def on_files(n: int) -> None:
@@ -175,13 +182,16 @@ class AppendCompaction:
                                "files", self.store.path)
 
         try:
-            rewrite_bins(self._rewriter, tasks, workers, done, on_files, processes)
+            rewrite_bins(self._rewriter, tasks, workers, done, on_files, processes, started)
         except BaseException:
             self.abort(done)
             raise
         order = {id(t): i for i, t in enumerate(tasks)}
         done.sort(key=lambda r: order[id(r.task)])
         return done
+
+    def _workers(self) -> int:
+        return self.store.options["file-operation.thread-num"] or os.cpu_count() or 1
 
     def abort(self, rewritten: Sequence[_Rewritten], committed_on: Optional[int] = None) -> int:
         """Delete the files a rewrite wrote, through the one abort (`abort.abort_files`).
@@ -324,19 +334,32 @@ class AppendCompaction:
     # --- all of it -----------------------------------------------------------------------
     def run(self, dry_run: bool = False) -> CompactResult:
         t0 = time.monotonic()
-        # Planning and committing decode and encode an entry per input file (allocation
-        # bound, like expiration: the collector's walks cost a fifth of it). The rewrite
-        # runs with the collector on: its workers are forked from this state.
-        with collector_paused():
-            plan = self.plan()
-        t1 = time.monotonic()
-        seconds = {"plan": t1 - t0}
-        if dry_run or not plan.tasks:
-            result = self._result(plan, None, dry_run, None, seconds)
-            seconds["total"] = time.monotonic() - t0
-            log.info("%s", result.message)
-            return result
-        rewritten = self.rewrite(plan)
+        # Worker processes that would be spawned for the bins start now and import while
+        # this thread plans (pool.start_workers_early); only for a whole-table compaction
+        # (a post-commit one looks at the partitions just written: little work).
+        started = [] if dry_run or self.specs or self.partition_rows is not None else \
+            start_workers_early(self._rewriter, self._workers())
+        try:
+            # Planning and committing decode and encode an entry per input file (allocation
+            # bound, like expiration: the collector's walks cost a fifth of it). The rewrite
+            # runs with the collector on: its workers are forked from this state.
+            with collector_paused():
+                plan = self.plan()
+            t1 = time.monotonic()
+            seconds = {"plan": t1 - t0}
+            if dry_run or not plan.tasks:
+                stop_workers(started)
+                result = self._result(plan, None, dry_run, None, seconds)
+                seconds["total"] = time.monotonic() - t0
+                log.info("%s", result.message)
+                return result
+            # The rewrite uses or stops them (a subclass's or a test's rewrite may not).
+            self._started, started = started, []
+            rewritten = self.rewrite(plan)
+        finally:
+            stop_workers(self._started)
+            self._started = []
+            stop_workers(started)
         t2 = time.monotonic()
         seconds["rewrite"] = t2 - t1
         with collector_paused():
