@@ -185,7 +185,9 @@ def serve() -> None:
     while True:
         try:
             index, name, (inputs, outputs), partition, values, files = receive(inp)
-        except EOFError:    # the parent is done with us (or gone)
+        except (EOFError, KeyboardInterrupt):
+            # The parent is done with us (or gone); or Ctrl-C reached the whole process
+            # group between two bins: the parent sees it too, nothing here to clean up.
             return
         task = _task(partition, values, files)
         send(out, rewrite_in_worker(rewriter, task, Ratio(inputs, outputs), name, io_pool))
