@@ -24,6 +24,7 @@ import subprocess
 import sys
 import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, List, Optional, Sequence, Tuple
 
 from .plan import CompactTask
@@ -247,6 +248,7 @@ def rewrite_spawned(rewriter: BinRewriter, tasks: Sequence[CompactTask], workers
     blob = _rewriter_blob(rewriter) if len(early) < workers - 1 else b""
     early += [None] * (workers - 1 - len(early))
     rewriter.on_file = on_files
+    io_pool = ThreadPoolExecutor(1)
     try:
         for n, w in enumerate(early):
             t = threading.Thread(target=dispatch, args=(w,), daemon=True,
@@ -260,9 +262,9 @@ def rewrite_spawned(rewriter: BinRewriter, tasks: Sequence[CompactTask], workers
             out = Rewritten(tasks[i], [], [])
             done.append(out)   # first: the caller's abort finds the files of a failing bin
             try:
-                # No read-ahead threads: the other cores are the workers', and threads
-                # here would only take turns at the interpreter lock with this one.
-                rewriter.rewrite_task(tasks[i], ratio, out, None, names[i])
+                # One thread reads and parses the next files while this one writes, as in
+                # every worker (more would only take turns at the interpreter lock).
+                rewriter.rewrite_task(tasks[i], ratio, out, io_pool, names[i])
             except BaseException as e:  # noqa: BLE001 - raised below, after the workers
                 fail(e)
                 break
@@ -278,5 +280,6 @@ def rewrite_spawned(rewriter: BinRewriter, tasks: Sequence[CompactTask], workers
             w.abandon()
         for t in threads:     # the running bins finish; their files are in `done`
             t.join()
+        io_pool.shutdown(wait=True, cancel_futures=True)
     if errors:
         raise errors[0]
