@@ -63,13 +63,13 @@ def workers_take_bins(monkeypatch):
     taken = _Taken()
     took = threading.Event()
     calls = []
-    real_rewrite = spawn.SpawnedWorker.rewrite
+    real_submit = spawn.SpawnedWorker.submit
     real_task = BinRewriter.rewrite_task
 
-    def rewrite(self, index, *args, **kwargs):
+    def submit(self, index, *args, **kwargs):
         taken.append(index)
         took.set()
-        return real_rewrite(self, index, *args, **kwargs)
+        return real_submit(self, index, *args, **kwargs)
 
     def rewrite_task(self, *args, **kwargs):
         calls.append(1)
@@ -77,7 +77,7 @@ def workers_take_bins(monkeypatch):
             assert took.wait(WAIT), "no worker process took a bin"
         return real_task(self, *args, **kwargs)
 
-    monkeypatch.setattr(spawn.SpawnedWorker, "rewrite", rewrite)
+    monkeypatch.setattr(spawn.SpawnedWorker, "submit", submit)
     monkeypatch.setattr(BinRewriter, "rewrite_task", rewrite_task)
     return taken
 
@@ -163,18 +163,18 @@ def test_a_spawned_worker_that_dies_leaves_nothing_behind(tmp_path, another_thre
     # This thread takes only bin 0: the worker gets bins 1 and 2.
     real_take_wait = BinRewriter.rewrite_task
     second_taken = threading.Event()
-    real_rewrite = spawn.SpawnedWorker.rewrite
+    real_submit = spawn.SpawnedWorker.submit
 
-    def rewrite(self, index, *args, **kwargs):
+    def submit(self, index, *args, **kwargs):
         if index == 2:
             second_taken.set()
-        return real_rewrite(self, index, *args, **kwargs)
+        return real_submit(self, index, *args, **kwargs)
 
     def rewrite_task(self, *args, **kwargs):
         assert second_taken.wait(WAIT)
         return real_take_wait(self, *args, **kwargs)
 
-    monkeypatch.setattr(spawn.SpawnedWorker, "rewrite", rewrite)
+    monkeypatch.setattr(spawn.SpawnedWorker, "submit", submit)
     monkeypatch.setattr(BinRewriter, "rewrite_task", rewrite_task)
     before = files_under(tmp_path / "wh" / "db.db" / "t")
     with pytest.raises(CompactionError, match=r"worker process rewriting .* died \(exit code 3"):

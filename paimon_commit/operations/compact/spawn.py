@@ -24,8 +24,9 @@ import subprocess
 import sys
 import threading
 import uuid
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Callable, Deque, List, Optional, Sequence, Tuple
 
 from .plan import CompactTask
 from .result import CompactionError
@@ -101,12 +102,19 @@ class SpawnedWorker:
             self.abandoned = True
         self._kill()
 
-    def rewrite(self, index: int, name: str, ratio: Ratio, task: CompactTask) -> BinOutcome:
-        """One bin; EOFError if the worker died meanwhile."""
+    def submit(self, index: int, name: str, ratio: Ratio, task: CompactTask) -> None:
+        """Queue one bin (the worker reads it when done with the one before); EOFError if
+        the worker has died."""
         try:
             send(self.proc.stdin, task_message(index, name, ratio, task))
+        except OSError as e:   # a broken pipe: the worker is gone
+            raise EOFError(str(e)) from None
+
+    def outcome(self) -> BinOutcome:
+        """The outcome of the oldest bin submitted; EOFError if the worker died first."""
+        try:
             return receive(self.proc.stdout)
-        except (OSError, pickle.UnpicklingError) as e:   # a broken pipe: the worker is gone
+        except (OSError, pickle.UnpicklingError) as e:
             raise EOFError(str(e)) from None
 
     def exit_code(self) -> Optional[int]:
@@ -209,33 +217,46 @@ def rewrite_spawned(rewriter: BinRewriter, tasks: Sequence[CompactTask], workers
                 return
             if learn_first:
                 first_done.wait()
-            while True:
+            # Two bins in flight: the next one waits in the worker's pipe, so the worker
+            # never idles while this thread (which needs the interpreter lock the calling
+            # thread is rewriting with) records an outcome and sends the next bin.
+            inflight: Deque[int] = deque()
+
+            def submit_next() -> None:
                 i = take()
-                if i is None:
-                    return
-                task = tasks[i]
-                try:
-                    r = w.rewrite(i, names[i], ratio, task)
-                except EOFError as e:
-                    # Killed, out of memory: the files it was writing are found by their
-                    # names and deleted (never handed to a commit).
+                if i is not None:
+                    inflight.append(i)   # first: a worker dying on it is swept for it
+                    w.submit(i, names[i], ratio, tasks[i])
+
+            try:
+                submit_next()
+                submit_next()
+                while inflight:
+                    r = w.outcome()
+                    i = inflight.popleft()
+                    task = tasks[i]
+                    if st.io.deletion_log is not None:
+                        st.io.deletion_log.extend(r.deleted)
+                    done.append(Rewritten(task, r.files, r.paths))
+                    if r.error is not None:
+                        fail(r.error)     # the bin queued behind it still reports
+                    else:
+                        ratio.learn(r.inputs, r.outputs)
+                        on_files(len(task.files))
+                    submit_next()
+            except EOFError as e:
+                # Killed, out of memory: the files of its bins not reported are found by
+                # their names and deleted (never handed to a commit).
+                code = w.exit_code()
+                for i in inflight:
+                    task = tasks[i]
                     done.append(Rewritten(task, [], []))
-                    code = w.exit_code()
                     gone = sweep(st, task, names[i])
                     fail(CompactionError(
                         f"compaction of {st.path}: the worker process rewriting "
                         f"{len(task.files)} files of partition "
                         f"{st.partition_dict(task.values)} died (exit code {code}: {e}); "
                         f"deleted the {gone} file(s) it had written; nothing is committed"))
-                    return
-                if st.io.deletion_log is not None:
-                    st.io.deletion_log.extend(r.deleted)
-                done.append(Rewritten(task, r.files, r.paths))
-                if r.error is not None:
-                    fail(r.error)
-                    return
-                ratio.learn(r.inputs, r.outputs)
-                on_files(len(task.files))
         except BaseException as e:  # noqa: BLE001 - raised on the caller's thread
             fail(e)
         finally:
