@@ -6,7 +6,7 @@ from .errors import (
 from .format.commit_message import CommitMessage
 from .format.snapshot import Snapshot, Tag
 from .operations.check import CheckProblem, CheckResult
-from .operations.compact_result import (
+from .operations.compact import (
     CompactionConflictError, CompactionError, CompactResult, PartitionCompaction,
 )
 from .operations.expire import ExpireConfig, ExpireResult, ExpireSnapshots

@@ -73,3 +73,7 @@ class LeaseRecordError(CorruptMetadataError):
     """A maintenance lease record cannot be trusted (unreadable, another table's, an expiry
     far in the future): nothing was deleted; `paimon-commit lease TABLE --break` supersedes
     it once no maintenance is running."""
+
+
+class OrphanCleanAborted(PaimonCommitError):
+    """Orphan cleanup could not prove which files are used; nothing was deleted."""

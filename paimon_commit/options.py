@@ -212,7 +212,7 @@ class CoreOptions:
     WRITE_ONLY = ConfigOption("write-only", False, _parse_bool,
                               description="Skip all post-commit maintenance, compaction "
                                           "included (an explicit compaction still runs).")
-    # Compaction of bucket-unaware append tables (operations/compact_plan.py), Paimon's names
+    # Compaction of bucket-unaware append tables (operations/compact/plan.py), Paimon's names
     # and defaults for append tables; target-file-size (above) is the size it writes.
     COMPACTION_SMALL_FILE_RATIO = ConfigOption(
         "compaction.small-file-ratio", 0.7, _parse_float,

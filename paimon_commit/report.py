@@ -83,7 +83,7 @@ def _small_file_size(options: Dict[str, str]) -> Optional[int]:
     """Compaction's small-file size (target-file-size x compaction.small-file-ratio); None
     when the options are invalid (then _small_files notes why)."""
     from .errors import PaimonCommitError
-    from .operations.compact_plan import CompactOptions
+    from .operations.compact import CompactOptions
     try:
         return CompactOptions.from_options(options).small_file_size
     except PaimonCommitError:
@@ -268,7 +268,7 @@ def _small_files(table, by_part: Dict[bytes, Dict[str, Any]], keys: Sequence[str
     remove come from the compaction planner's dry run (metadata only), so that the report says
     what `compact` would really do with the table's options, not a guess of its own."""
     from .errors import PaimonCommitError
-    from .operations.compact_plan import CompactOptions
+    from .operations.compact import CompactOptions
     files = sum(d["files"] for d in by_part.values())
     size = sum(d["bytes"] for d in by_part.values())
     out: Dict[str, Any] = {"files": files, "bytes": size, "partition_count": len(by_part),

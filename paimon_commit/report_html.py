@@ -16,12 +16,9 @@ from __future__ import annotations
 
 import datetime
 import html
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 from .io.metered import format_bill
-
-if TYPE_CHECKING:
-    from .report import HealthReport
 
 __all__ = ["render_html"]
 
@@ -392,11 +389,13 @@ def _small_files_section(sf: dict) -> List[str]:
     return out
 
 
-def render_html(rep: "HealthReport") -> str:
+def render_html(rep: Any) -> str:
     """One self-contained static HTML page (inline CSS and SVG, no script, no network).
 
     Args:
-        rep: the report.
+        rep: the report, a `report.HealthReport` (not imported here, not even for type
+            checking: report.py re-exports this function, and a module imports only
+            modules below it).
 
     Returns:
         The page as a string.

@@ -14,9 +14,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tests"))
 from oracle import pp_read, rows  # noqa: E402
 
 from paimon_commit import Table  # noqa: E402
-from paimon_commit.operations import compact_pool  # noqa: E402
+from paimon_commit.operations.compact import pool as compact_pool  # noqa: E402
 from paimon_commit.operations.compact import AppendCompaction  # noqa: E402
-from paimon_commit.operations.compact_rewrite import BinRewriter  # noqa: E402
+from paimon_commit.operations.compact.rewrite import BinRewriter  # noqa: E402
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("hr", pa.int32())])
 

@@ -18,9 +18,9 @@ from concurrent.futures import wait
 import pyarrow as pa
 
 from paimon_commit import Table
-from paimon_commit.operations import compact_pool
+from paimon_commit.operations.compact import pool as compact_pool
 from paimon_commit.operations.compact import AppendCompaction
-from paimon_commit.operations.compact_rewrite import BinRewriter
+from paimon_commit.operations.compact.rewrite import BinRewriter
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("dt", pa.date32()),
                     ("hr", pa.int32())])

@@ -20,6 +20,7 @@ import threading
 import zlib
 from typing import Callable, Dict, List, Optional, Sequence
 
+from .entry import DataFileMeta, ManifestEntry, SimpleStats, _ms
 from .varint import Malformed, read_long
 
 __all__ = ["encode_entries", "BLOCK_BYTES"]
@@ -172,8 +173,7 @@ def _entry(e, out: bytearray) -> None:
     _strings(f.extra_files, out)
     ct = f.creation_time
     if ct is not None and not isinstance(ct, int):
-        from .manifest import _ms   # a datetime (fastavro's reading of the field): its millis
-        ct = _ms(ct)
+        ct = _ms(ct)   # a datetime (fastavro's reading of the field): its millis
     _opt_long(ct, out)
     _opt_long(f.delete_row_count, out)
     _opt(f.embedded_file_index, _bytes, out)
@@ -338,7 +338,6 @@ def decode_entries(block: bytes, count: int) -> List:
     MANIFEST_ENTRY_SCHEMA (the caller checks the writer schema). Raises Malformed (or
     IndexError, UnicodeDecodeError) on anything it cannot read exactly; _VERSION is returned
     in each entry's place check by the caller (see manifest.decode_manifest)."""
-    from .manifest import DataFileMeta, ManifestEntry, SimpleStats
     b = block
     pos = 0
     out = []

@@ -1,11 +1,11 @@
-"""Manifest records (ManifestEntry / DataFileMeta, ManifestFileMeta) and their Avro codec.
+"""Manifest records (ManifestEntry / DataFileMeta, defined in entry.py; ManifestFileMeta) and
+their Avro codec.
 
 Writer schemas are pypaimon 2.1.0's (the Java 1.3 field set plus pypaimon's extras, with
 null-first unions); readers match fields by name, so Java- and pypaimon-written files both load.
 """
 from __future__ import annotations
 
-import datetime as _dt
 import io
 import json
 from dataclasses import dataclass
@@ -14,10 +14,11 @@ from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tu
 import fastavro
 
 from ..errors import CorruptMetadataError, OptionError
+from .entry import EMPTY_STATS, MANIFEST_VERSION, DataFileMeta, FileKind, ManifestEntry, \
+    SimpleStats
 from .entry_codec import decode_entries, encode_entries
 from .avro_container import iter_records, out_of_memory, read_records, schema_and_blocks
 from .file_refs import compile_list_reader, compile_reader
-from .binary_row import EMPTY_ROW
 
 __all__ = [
     "FileKind", "SimpleStats", "DataFileMeta", "ManifestEntry", "ManifestFileMeta",
@@ -25,154 +26,6 @@ __all__ = [
     "EMPTY_STATS", "avro_codec", "decode_index_manifest_names", "FileRef",
     "decode_manifest_files", "IndexFileRef", "decode_index_manifest_files",
 ]
-
-MANIFEST_VERSION = 2
-
-
-class FileKind:
-    ADD = 0
-    DELETE = 1
-
-
-@dataclass(frozen=True)
-class SimpleStats:
-    min_values: bytes
-    max_values: bytes
-    null_counts: Optional[Tuple[Optional[int], ...]]
-
-    def to_record(self) -> Dict[str, Any]:
-        return {"_MIN_VALUES": self.min_values, "_MAX_VALUES": self.max_values,
-                "_NULL_COUNTS": None if self.null_counts is None else list(self.null_counts)}
-
-    @classmethod
-    def from_record(cls, r: Dict[str, Any]) -> "SimpleStats":
-        nc = r.get("_NULL_COUNTS")
-        return cls(r["_MIN_VALUES"], r["_MAX_VALUES"], None if nc is None else tuple(nc))
-
-
-EMPTY_STATS = SimpleStats(EMPTY_ROW, EMPTY_ROW, ())
-
-
-def _ms(v: Any) -> Optional[int]:
-    if v is None or isinstance(v, int):
-        return v
-    if isinstance(v, _dt.datetime):  # fastavro decodes timestamp-millis to aware datetimes
-        if v.tzinfo is None:
-            v = v.replace(tzinfo=_dt.timezone.utc)
-        return int(v.timestamp() * 1000 + (0.5 if v.timestamp() >= 0 else -0.5))
-    raise TypeError(f"not a timestamp: {v!r}")
-
-
-@dataclass(frozen=True)
-class DataFileMeta:
-    file_name: str
-    file_size: int
-    row_count: int
-    schema_id: int
-    min_key: bytes = EMPTY_ROW
-    max_key: bytes = EMPTY_ROW
-    key_stats: SimpleStats = EMPTY_STATS
-    value_stats: SimpleStats = EMPTY_STATS
-    min_sequence_number: int = 0
-    max_sequence_number: int = 0
-    level: int = 0
-    extra_files: Tuple[str, ...] = ()
-    creation_time: Optional[int] = None  # epoch ms of the writer's local wall clock "as UTC"
-    delete_row_count: Optional[int] = 0
-    embedded_file_index: Optional[bytes] = None
-    file_source: Optional[int] = 0
-    value_stats_cols: Optional[Tuple[str, ...]] = ()
-    external_path: Optional[str] = None
-    first_row_id: Optional[int] = None
-    write_cols: Optional[Tuple[str, ...]] = None
-    write_cols_sequences: Optional[Tuple[int, ...]] = None
-
-    def to_record(self) -> Dict[str, Any]:
-        return {
-            "_FILE_NAME": self.file_name,
-            "_FILE_SIZE": self.file_size,
-            "_ROW_COUNT": self.row_count,
-            "_MIN_KEY": self.min_key,
-            "_MAX_KEY": self.max_key,
-            "_KEY_STATS": self.key_stats.to_record(),
-            "_VALUE_STATS": self.value_stats.to_record(),
-            "_MIN_SEQUENCE_NUMBER": self.min_sequence_number,
-            "_MAX_SEQUENCE_NUMBER": self.max_sequence_number,
-            "_SCHEMA_ID": self.schema_id,
-            "_LEVEL": self.level,
-            "_EXTRA_FILES": list(self.extra_files),
-            "_CREATION_TIME": self.creation_time,
-            "_DELETE_ROW_COUNT": self.delete_row_count,
-            "_EMBEDDED_FILE_INDEX": self.embedded_file_index,
-            "_FILE_SOURCE": self.file_source,
-            "_VALUE_STATS_COLS": None if self.value_stats_cols is None
-            else list(self.value_stats_cols),
-            "_EXTERNAL_PATH": self.external_path,
-            "_FIRST_ROW_ID": self.first_row_id,
-            "_WRITE_COLS": None if self.write_cols is None else list(self.write_cols),
-            "_WRITE_COLS_SEQUENCES": None if self.write_cols_sequences is None
-            else list(self.write_cols_sequences),
-        }
-
-    @classmethod
-    def from_record(cls, r: Dict[str, Any]) -> "DataFileMeta":
-        g = r.get
-        vsc, wc, wcs = g("_VALUE_STATS_COLS"), g("_WRITE_COLS"), g("_WRITE_COLS_SEQUENCES")
-        return cls(
-            file_name=r["_FILE_NAME"],
-            file_size=r["_FILE_SIZE"],
-            row_count=r["_ROW_COUNT"],
-            schema_id=r["_SCHEMA_ID"],
-            min_key=r["_MIN_KEY"],
-            max_key=r["_MAX_KEY"],
-            key_stats=SimpleStats.from_record(r["_KEY_STATS"]),
-            value_stats=SimpleStats.from_record(r["_VALUE_STATS"]),
-            min_sequence_number=r["_MIN_SEQUENCE_NUMBER"],
-            max_sequence_number=r["_MAX_SEQUENCE_NUMBER"],
-            level=r["_LEVEL"],
-            extra_files=tuple(r["_EXTRA_FILES"] or ()),
-            creation_time=_ms(g("_CREATION_TIME")),
-            delete_row_count=g("_DELETE_ROW_COUNT"),
-            embedded_file_index=g("_EMBEDDED_FILE_INDEX"),
-            file_source=g("_FILE_SOURCE"),
-            value_stats_cols=None if vsc is None else tuple(vsc),
-            external_path=g("_EXTERNAL_PATH"),
-            first_row_id=g("_FIRST_ROW_ID"),
-            write_cols=None if wc is None else tuple(wc),
-            write_cols_sequences=None if wcs is None else tuple(wcs),
-        )
-
-
-@dataclass(frozen=True)
-class ManifestEntry:
-    kind: int
-    partition: bytes  # serialized BinaryRow; copied verbatim, never re-encoded, for DELETEs
-    bucket: int
-    total_buckets: int
-    file: DataFileMeta
-
-    @property
-    def identifier(self) -> Tuple[Any, ...]:
-        """Paimon's file identity: what an ADD and its DELETE share."""
-        f = self.file
-        return (self.partition, self.bucket, f.level, f.file_name, f.extra_files,
-                f.embedded_file_index, f.external_path)
-
-    def as_delete(self) -> "ManifestEntry":
-        # not dataclasses.replace: a compaction makes one per input file, and replace
-        # costs ten times the constructor
-        return ManifestEntry(FileKind.DELETE, self.partition, self.bucket, self.total_buckets,
-                             self.file)
-
-    def to_record(self) -> Dict[str, Any]:
-        return {"_VERSION": MANIFEST_VERSION, "_KIND": self.kind, "_PARTITION": self.partition,
-                "_BUCKET": self.bucket, "_TOTAL_BUCKETS": self.total_buckets,
-                "_FILE": self.file.to_record()}
-
-    @classmethod
-    def from_record(cls, r: Dict[str, Any]) -> "ManifestEntry":
-        return cls(r["_KIND"], r["_PARTITION"], r["_BUCKET"], r["_TOTAL_BUCKETS"],
-                   DataFileMeta.from_record(r["_FILE"]))
 
 
 @dataclass(frozen=True)

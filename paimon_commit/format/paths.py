@@ -34,7 +34,7 @@ __all__ = [
     "MANIFEST_PREFIX", "MANIFEST_LIST_PREFIX", "INDEX_MANIFEST_PREFIX", "BUCKET_PREFIX",
     "DATA_FILE_PREFIX",
     "escape_path_name", "unescape_path_name",
-    "partition_value_string", "non_legacy_name_supported", "partition_path", "bucket_dir", "data_dir",
+    "partition_value_string", "non_legacy_name_supported", "partition_path", "bucket_dir", "is_bucket_dir", "data_dir",
     "snapshot_file_name", "parse_snapshot_id",
     "schema_file_name", "parse_schema_id",
     "changelog_file_name", "parse_changelog_id",
@@ -291,6 +291,12 @@ def bucket_dir(bucket: int) -> str:
     if bucket < 0:
         raise ValueError("invalid bucket %d (bucket-unaware tables write bucket 0)" % bucket)
     return BUCKET_PREFIX + str(bucket)
+
+
+def is_bucket_dir(name: str) -> bool:
+    """Whether a directory name is one `bucket_dir` writes (``bucket-<n>``, ``bucket-postpone``)."""
+    rest = name[len(BUCKET_PREFIX):] if name.startswith(BUCKET_PREFIX) else None
+    return rest is not None and (rest.isdigit() or rest == "postpone")
 
 
 def data_dir(partition_path: str, bucket: int) -> str:

@@ -41,7 +41,7 @@ from ..store import FileStore, SchemaManager
 from .limits import MAX_DURATION, MEMORY, OUT_OF_MEMORY, Deadline, is_out_of_memory
 from .orphan_context import (PLAUSIBLE_MS, Candidate, CleanContext, OrphanCleanAborted,
                              OrphanCleanResult, check_cutoff_floor, classify, is_bucket_dir)
-from .orphan_inventory import FromFileList
+from .orphan_from_list import FromFileList
 from .orphan_scope import PartitionScope, describe_patterns
 from .orphan_select import Found, Listed, UsedNames, pack, select_unused
 

@@ -9,10 +9,13 @@ from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Seq
     Tuple
 
 from ..io.metered import RequestBill
-from ..errors import OptionError, PaimonCommitError
+from ..errors import OptionError, OrphanCleanAborted
 from ..format import paths as P
 from ..io import FileIO, FileStatus
 from .limits import check_max_duration_ms
+from .orphan_inventory import PLAUSIBLE_MS
+
+is_bucket_dir = P.is_bucket_dir   # (a layout fact; kept under this name for its callers)
 
 __all__ = ["CleanContext", "OrphanCleanResult", "OrphanCleanAborted", "Candidate", "classify",
            "manifest_kind", "is_bucket_dir", "is_symlink", "DAY_MS", "PLAUSIBLE_MS", "KINDS",
@@ -25,15 +28,9 @@ DAY_MS = 86_400_000
 # (delta-rs lost data exactly so; Delta and delta-rs refuse a retention under 7 days unless
 # told). A table's commit.timeout, when longer, is the floor: a commit may retry that long.
 MIN_ORPHAN_AGE_MS = 3_600_000
-# A modification time below this (1970-04-26 in ms) is almost surely in seconds.
-PLAUSIBLE_MS = 10_000_000_000
 
 KINDS = ("data", "manifest", "manifest-list", "index", "statistics", "changelog", "snapshot",
          "temp")
-
-
-class OrphanCleanAborted(PaimonCommitError):
-    """The cleaner could not prove which files are used; nothing was deleted."""
 
 
 class RecentCutoffError(OptionError):
@@ -316,11 +313,6 @@ def manifest_kind(name: str) -> str:
     if name.startswith("index-manifest-"):
         return "index"
     return "manifest"
-
-
-def is_bucket_dir(name: str) -> bool:
-    rest = name[len("bucket-"):] if name.startswith("bucket-") else None
-    return rest is not None and (rest.isdigit() or rest == "postpone")
 
 
 def is_symlink(st: FileStatus) -> bool:

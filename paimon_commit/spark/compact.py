@@ -32,10 +32,9 @@ from ..io import FileIO
 from ..io import for_path as file_io_for_path
 from ..io.uri import split_credentials
 from ..operations.abort import abort_files
-from ..operations.compact import _NOT_LANDED, AppendCompaction, _Rewritten
-from ..operations.compact_plan import CompactPlan, CompactTask
-from ..operations.compact_result import CompactionConflictError, CompactionError, \
-    CompactResult
+from ..operations.compact import AppendCompaction, CompactionConflictError, CompactionError, \
+    CompactPlan, CompactResult, CompactTask
+from ..operations.compact.job import _NOT_LANDED, _Rewritten
 from ..store import FileStore
 from .orphan import _shippable, spark_reason
 

@@ -61,6 +61,7 @@ from ..option_names import CORE_OPTION_NAMES, OTHER_PAIMON_OPTION_NAMES, \
 from ..options import OPTIONS, validate_options
 from ..table import Table
 from ..writer import SchemaMismatchError, message_paths
+from .arrow_schema import from_arrow_schema, to_arrow_schema
 
 log = logging.getLogger(__name__)
 
@@ -72,24 +73,6 @@ def register(spark) -> None:
     work and Spark refuses readers that implement it."""
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     spark.dataSource.register(PaimonDataSource)
-
-
-def _to_arrow_schema(schema: StructType) -> pa.Schema:
-    from pyspark.sql.pandas.types import to_arrow_schema
-    arrow = to_arrow_schema(schema)
-    # Spark TimestampType is an instant (LTZ); keep Paimon's TIMESTAMP_LTZ spelling via UTC.
-    fields = []
-    for f in arrow:
-        t = f.type
-        if pa.types.is_timestamp(t) and t.tz is not None:
-            t = pa.timestamp(t.unit, tz="UTC")
-        fields.append(pa.field(f.name, t, f.nullable))
-    return pa.schema(fields)
-
-
-def _from_arrow_schema(schema: pa.Schema) -> StructType:
-    from pyspark.sql.pandas.types import from_arrow_schema
-    return from_arrow_schema(schema)
 
 
 #: The data source's own option names (module docstring; stream_source.py), as Spark hands
@@ -166,7 +149,7 @@ def _open_or_create(options: Mapping[str, str], schema: StructType) -> Table:
     except TableNotFoundError:
         keys = [k.strip() for k in options.get("partition-keys", "").split(",") if k.strip()]
         log.info("creating Paimon table %s partitioned by %s", path, keys)
-        return Table.create(path, _to_arrow_schema(schema), keys, _table_options(options),
+        return Table.create(path, to_arrow_schema(schema), keys, _table_options(options),
                             storage_options=storage_options(options, path))
 
 
@@ -174,7 +157,7 @@ def _check_schema(table: Table, schema: StructType) -> None:
     """Names and types of the DataFrame must fit the table: checked on the driver, before any
     task writes a file."""
     target = table.arrow_schema()
-    incoming = _to_arrow_schema(schema)
+    incoming = to_arrow_schema(schema)
     if sorted(incoming.names) != sorted(target.names):
         missing = [n for n in target.names if n not in incoming.names]
         extra = [n for n in incoming.names if n not in target.names]
@@ -506,8 +489,8 @@ class PaimonReader(DataSourceReader):
 
     def read(self, partition: _FilePartition) -> Iterator[pa.RecordBatch]:
         from ..io import for_path as file_io_for_path
-        from ..table import read_data_file
-        table_schema = _to_arrow_schema(self.schema)
+        from ..read import read_data_file
+        table_schema = to_arrow_schema(self.schema)
         io = file_io_for_path(self.path, self.storage)
         for path, values in partition.paths:
             yield from read_data_file(io, path, values, table_schema).to_batches()
@@ -523,7 +506,7 @@ class PaimonDataSource(DataSource):
         if not path:
             raise OptionError("the paimon data source needs a table path: .load(PATH)")
         _check_options(self.options)
-        return _from_arrow_schema(
+        return from_arrow_schema(
             Table.open(path, storage_options=storage_options(self.options, path)).arrow_schema())
 
     def reader(self, schema: StructType) -> PaimonReader:

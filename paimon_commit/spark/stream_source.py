@@ -28,6 +28,7 @@ from ..format.snapshot import CommitKind
 from ..io import redact_uri
 from ..io.object_store_config import storage_options
 from ..table import Table
+from .arrow_schema import to_arrow_schema
 
 log = logging.getLogger(__name__)
 
@@ -131,9 +132,8 @@ class PaimonStreamReader(DataSourceStreamReader):
 
     def read(self, partition: _StreamPartition) -> Iterator[pa.RecordBatch]:
         from ..io import for_path as file_io_for_path
-        from ..table import read_data_file
-        from .datasource import _to_arrow_schema
-        target = _to_arrow_schema(self.schema)
+        from ..read import read_data_file
+        target = to_arrow_schema(self.schema)
         io = file_io_for_path(self.path, self.storage)
         for path, values in partition.paths:
             yield from read_data_file(io, path, values, target).to_batches()

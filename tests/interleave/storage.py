@@ -413,7 +413,7 @@ def inline_pools():
     inline (a pool thread is no actor: its calls could not be scheduled)."""
     import paimon_commit.io.deletion as deletion
     import paimon_commit.io.read_ahead as read_ahead
-    import paimon_commit.operations.compact_pool as compact
+    import paimon_commit.operations.compact.pool as compact
     import paimon_commit.operations.expire as expire
     import paimon_commit.operations.orphan as orphan
     # Every pool an operation makes is a ContextExecutor (io/metered.py: its threads count

@@ -10,7 +10,7 @@ import pytest
 
 from paimon_commit import Table
 import paimon_commit.operations.commit as commit_module
-import paimon_commit.operations.compact as compact_module
+import paimon_commit.operations.compact.job as compact_module
 
 from .ops import (start_append, start_compact, start_drop, start_expire, start_orphan,
                   start_overwrite)

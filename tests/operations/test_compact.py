@@ -18,7 +18,7 @@ from paimon_commit.format.schema import DataField
 from paimon_commit.operations.compact import (
     AppendCompaction, CompactionConflictError, compact_table,
 )
-from paimon_commit.operations.compact_plan import CompactOptions, plan_compaction
+from paimon_commit.operations.compact import CompactOptions, plan_compaction
 
 # Small targets so that a few rows make "small" files; the open-file cost is Paimon's
 # 4 MB by default, which would close a bin after every second file of a few kB.

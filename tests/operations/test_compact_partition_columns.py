@@ -14,7 +14,7 @@ from invariants import assert_intact
 from oracle import pp_read, rows
 
 from paimon_commit import Table
-from paimon_commit.operations import compact_rewrite
+from paimon_commit.operations.compact import rewrite as compact_rewrite
 from paimon_commit.operations.compact import compact_table
 
 SCHEMA = pa.schema([("id", pa.int64()), ("s", pa.string()), ("d", pa.date32()),

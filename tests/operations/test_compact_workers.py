@@ -16,9 +16,9 @@ from invariants import assert_intact
 from oracle import pp_read, rows
 
 from paimon_commit import Table
-from paimon_commit.operations import compact_pool
+from paimon_commit.operations.compact import pool as compact_pool
 from paimon_commit.operations.compact import AppendCompaction, CompactionError
-from paimon_commit.operations.compact_rewrite import BinRewriter
+from paimon_commit.operations.compact.rewrite import BinRewriter
 
 OPTS = {"target-file-size": "32 kb", "source.split.open-file-cost": "1 b"}
 

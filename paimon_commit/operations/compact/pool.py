@@ -1,39 +1,45 @@
-"""Spreading the bins of a compaction over threads or worker processes.
+"""Spreading the bins of a compaction over worker processes or threads.
 
 Bins are independent. Decoding thousands of tiny parquet files is CPU work that holds the GIL
-for part of every file, so on local storage the bins run in worker *processes* (forked, one
-per CPU by default, each reading its next files on a second thread while it writes) when the
-process is safe to fork: no other Python thread runs (a fork copies only the forking thread,
-and a lock another thread held would stay locked in the child forever). Each worker writes its
-bins' files itself and returns only their metadata. Otherwise (an object store, whose client
-runs threads and connection pools a fork does not carry over; another thread running; one
-CPU or one bin) the bins run on threads, and a shared I/O pool fetches their input files
-ahead (on an object store every small file is a request)."""
+for part of every file, so on local storage the bins run in worker processes:
+
+* forked (one per CPU by default, each reading its next files on a second thread while it
+  writes) when the process is safe to fork: no other thread runs (a fork copies only the
+  forking thread, and a lock another thread held would stay locked in the child forever).
+  Each worker writes its bins' files itself and returns only their metadata; the tasks are
+  inherited, not sent.
+* otherwise, when the work is worth a fresh interpreter's start-up (SPAWN_MIN_SECONDS),
+  spawned (spawn.py): this thread rewrites bins from the start and fresh interpreters join
+  as they come up, safe whatever threads run here.
+
+Else (an object store, whose client runs threads and connection pools a fork does not carry
+over and whose reads wait on requests; one CPU or one bin; little work) the bins run on
+threads, and a shared I/O pool fetches their input files ahead (on an object store every
+small file is a request)."""
 from __future__ import annotations
 
 import logging
 import multiprocessing
 import os
-import pickle
 import threading
 import uuid
 import warnings
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, \
     ThreadPoolExecutor, as_completed, wait
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence
 
-from ..io.metered import ContextExecutor
-from ..format.manifest import DataFileMeta
-from ..store import FileStore
-from .compact_plan import CompactTask
-from .compact_result import CompactionError
-from .compact_rewrite import BinRewriter, Ratio, Rewritten
+from ...io.metered import ContextExecutor
+from ...store import FileStore
+from .plan import CompactTask
+from .result import CompactionError
+from .rewrite import BinRewriter, Ratio, Rewritten
+from .spawn import SpawnedWorker, rewrite_spawned, start_workers, stop_workers
+from .worker import BinOutcome, rewrite_in_worker, sweep
 
 log = logging.getLogger(__name__)
 
-__all__ = ["rewrite_bins"]
+__all__ = ["rewrite_bins", "start_workers_early"]
 
 #: Input files fetched at once by all bins together on a remote storage (requests in flight).
 READ_THREADS = 16
@@ -41,29 +47,90 @@ READ_THREADS = 16
 
 def rewrite_bins(rewriter: BinRewriter, tasks: Sequence[CompactTask], workers: int,
                  done: List[Rewritten], on_files: Callable[[int], None],
-                 processes: Optional[bool] = None) -> None:
+                 processes: Optional[bool] = None,
+                 started: Sequence[SpawnedWorker] = ()) -> None:
     """Rewrite every task, appending a Rewritten per task to `done` (also the ones of tasks
     that failed halfway: the caller's abort deletes what they wrote). Raises the first
     failure, after the bins already running have finished.
 
-    `workers`: bins at once. `processes`: None decides (forked processes on local storage
-    when the process can be forked safely and there are at least two bins and two
-    workers), False always uses threads (e.g. inside a Spark executor), True asks for
-    processes where they are safe."""
-    if not tasks:
-        return
+    `workers`: bins at once. `processes`: None decides (worker processes on local storage
+    with at least two bins and two workers: forked when the process can be forked safely,
+    spawned when the work is worth their start-up), False always uses threads (e.g. inside
+    a Spark executor), True asks for processes wherever they are safe, whatever the work.
+    `started`: spawned workers started before planning (start_workers_early); used when the
+    bins are spawned, stopped otherwise."""
     workers = max(1, min(workers, len(tasks)))
-    if processes is not False and workers > 1 and _can_fork(rewriter.store):
-        if _rewrite_in_processes(rewriter, tasks, workers, done, on_files):
+    if tasks and processes is not False and workers > 1 and _local(rewriter.store):
+        if _can_fork(rewriter.store):
+            stop_workers(started)
+            if _rewrite_in_processes(rewriter, tasks, workers, done, on_files):
+                return
+        elif processes or started or _worth_spawning(tasks):
+            rewrite_spawned(rewriter, tasks, workers, done, on_files,
+                            _learn_first(rewriter, tasks), started)
             return
-    _rewrite_in_threads(rewriter, tasks, workers, done, on_files)
+    stop_workers(started)
+    if tasks:
+        _rewrite_in_threads(rewriter, tasks, workers, done, on_files)
+
+
+def start_workers_early(rewriter: BinRewriter, workers: int) -> List[SpawnedWorker]:
+    """Before planning a compaction of the whole table: the spawned workers its bins would
+    get (see rewrite_bins), started now, so that they import while this thread plans (on 2
+    loaded cores, a worker's start-up took 0.35 s of CPU and planning 10,000 files 0.15 to
+    0.5 s). Only where they would be
+    spawned (local storage, a process that cannot fork, two workers or more) and the table
+    has enough live files for spawning to be worth it (its manifest lists say how many;
+    planning reads them next anyway, from the cache). Empty otherwise."""
+    st = rewriter.store
+    if workers < 2 or not _local(st) or _can_fork(st):
+        return []
+    latest = st.snapshots.latest_snapshot()
+    if latest is None:
+        return []
+    metas = st.manifests.read_list(latest.base_manifest_list) + \
+        st.manifests.read_list(latest.delta_manifest_list)
+    live = sum(m.num_added_files - m.num_deleted_files for m in metas)
+    if live * SECONDS_PER_FILE < SPAWN_MIN_SECONDS:
+        return []
+    return start_workers(rewriter, workers - 1)
+
+
+def _local(store: FileStore) -> bool:
+    from ...io.local import LocalFileIO
+    return isinstance(store.io, LocalFileIO)
+
+
+#: Spawned workers are started only for work of at least this many seconds on one core (as
+#: estimated by _work_seconds): a worker takes a few tenths of a second of a core to start
+#: (a fresh interpreter importing pyarrow and this package) before it rewrites anything.
+SPAWN_MIN_SECONDS = 1.0
+#: The estimate's costs, rounded (it only needs the order of magnitude): a small file's
+#: open, decode and share of the write, measured at 0.2 to 0.27 ms of CPU on 2 loaded cores
+#: (bench_compact's small files, 128 to a bin) and ~0.15 ms idle; and the stored bytes
+#: rewritten per second of a core beyond that: bench_compact's large case (10,000 files,
+#: 60 MB, 10M rows) took 3.66 s on 2 cores, about 5 s of CPU beyond its files' 1.5 s.
+SECONDS_PER_FILE = 150e-6
+BYTES_PER_SECOND = 12e6
+
+
+def _work_seconds(tasks: Sequence[CompactTask]) -> float:
+    files = sum(len(t.files) for t in tasks)
+    return files * SECONDS_PER_FILE + sum(t.input_bytes for t in tasks) / BYTES_PER_SECOND
+
+
+def _worth_spawning(tasks: Sequence[CompactTask]) -> bool:
+    """Whether the bins are enough work to pay for starting worker interpreters (this thread
+    works meanwhile, so little is lost when they come too late; but a start-up costs a core
+    that a busy machine may not have spare)."""
+    return _work_seconds(tasks) >= SPAWN_MIN_SECONDS
 
 
 def _read_threads(store: FileStore) -> int:
     """Reading a local file is parsing it (CPU: more threads than CPUs only contend for
     the GIL, measured 1.4x slower with 16 on 2 CPUs); on other storages each read waits
     on a request, and many in flight pay off."""
-    from ..io.local import LocalFileIO
+    from ...io.local import LocalFileIO
     if isinstance(store.io, LocalFileIO):
         return os.cpu_count() or 1
     return READ_THREADS
@@ -108,7 +175,7 @@ def _rewrite_in_threads(rewriter: BinRewriter, tasks: Sequence[CompactTask], wor
 
 
 #: A bin is cut into several files only when its inputs hold at least the target size once
-#: converted by the learned stored-bytes ratio (see compact_rewrite.Ratio); below
+#: converted by the learned stored-bytes ratio (see rewrite.Ratio); below
 #: 1 / RATIO_BOUND of the target, a bin is one file for any ratio up to RATIO_BOUND.
 RATIO_BOUND = 4
 
@@ -137,8 +204,7 @@ def _can_fork(store: FileStore) -> bool:
     sees them): a fork copies only the forking thread, so a lock another thread holds at
     that moment (a logging handler's, this library's, a client's) would stay locked in the
     child forever. The same rule as the warehouse's worker processes."""
-    from ..io.local import LocalFileIO
-    return (isinstance(store.io, LocalFileIO)
+    return (_local(store)
             and "fork" in multiprocessing.get_all_start_methods()
             and threading.active_count() == 1
             and 0 < _os_threads() <= _BASE_THREADS)
@@ -158,65 +224,16 @@ def _os_threads() -> int:
 _BASE_THREADS = min(max(_os_threads(), 1), 3)
 
 
-@dataclass
-class _BinOutcome:
-    """What a worker process returns for one bin: its new files (or the error it raised,
-    after deleting what it wrote) and the files it deleted (for the parent's deletion log)."""
-    files: List[DataFileMeta] = field(default_factory=list)
-    paths: List[str] = field(default_factory=list)
-    deleted: List[str] = field(default_factory=list)
-    inputs: int = 0
-    outputs: int = 0
-    error: Optional[BaseException] = None
-
-
-def _worker_rewrite(index: int, ratio: Ratio, name: str) -> _BinOutcome:
-    """In a worker process: bin `index` of _WORKER_TASKS. Never raises for the bin's own
-    failure: the files it finished are deleted here (they were never handed to a commit)
-    and the error is returned, so that the parent learns which files went."""
+def _worker_rewrite(index: int, ratio: Ratio, name: str) -> BinOutcome:
+    """In a forked worker process: bin `index` of _WORKER_TASKS (worker.rewrite_in_worker:
+    never raises for the bin's own failure)."""
     rewriter = _WORKER_REWRITER
     assert rewriter is not None, "compaction worker started without its rewriter"
-    task = _WORKER_TASKS[index]
-    io = rewriter.store.io
-    io.deletion_log = []
-    out = Rewritten(task, [], [])
-    result = _BinOutcome()
-    learned = Ratio()
     global _WORKER_IO
     if _WORKER_IO is None:
         # One thread reads and parses the next files while this one writes.
         _WORKER_IO = ContextExecutor(1)
-    try:
-        rewriter.rewrite_task(task, _Combined(ratio, learned), out, _WORKER_IO, name)
-        result.files, result.paths = out.files, out.paths
-    except BaseException as e:  # noqa: BLE001 - returned to the parent, which raises it
-        if out.paths:
-            from .abort import abort_files
-            abort_files(rewriter.store, out.paths, handed_out=False)
-        result.error = _picklable(e)
-    result.deleted = list(io.deletion_log)
-    result.inputs, result.outputs = learned.inputs, learned.outputs
-    return result
-
-
-class _Combined(Ratio):
-    """The parent's ratio (read) and this bin's own learning (written), in a worker."""
-
-    def __init__(self, known: Ratio, learned: Ratio):
-        super().__init__(known.inputs, known.outputs)
-        self.learned = learned
-
-    def learn(self, input_bytes: int, output_bytes: int) -> None:
-        super().learn(input_bytes, output_bytes)
-        self.learned.learn(input_bytes, output_bytes)
-
-
-def _picklable(e: BaseException) -> BaseException:
-    try:
-        pickle.loads(pickle.dumps(e))
-        return e
-    except Exception:  # noqa: BLE001 - an error that cannot cross processes: its text can
-        return CompactionError(f"{type(e).__name__}: {e}")
+    return rewrite_in_worker(rewriter, _WORKER_TASKS[index], ratio, name, _WORKER_IO)
 
 
 def _rewrite_in_processes(rewriter: BinRewriter, tasks: Sequence[CompactTask], workers: int,
@@ -305,11 +322,11 @@ def _collect(f: Future, i: int, tasks: Sequence[CompactTask], names: List[str],
     task = tasks[i]
     st = rewriter.store
     try:
-        r: _BinOutcome = f.result()
+        r: BinOutcome = f.result()
     except BrokenProcessPool as e:
         # The worker died (killed, out of memory): the files it was writing are found by
         # their names and deleted (never handed to a commit).
-        gone = _sweep(st, task, names[i])
+        gone = sweep(st, task, names[i])
         return CompactionError(
             f"compaction of {st.path}: the worker process rewriting "
             f"{len(task.files)} files of partition {st.partition_dict(task.values)} "
@@ -322,19 +339,3 @@ def _collect(f: Future, i: int, tasks: Sequence[CompactTask], names: List[str],
     ratio.learn(r.inputs, r.outputs)
     on_files(len(task.files))
     return None
-
-
-def _sweep(store: FileStore, task: CompactTask, name: str) -> int:
-    """Delete the files a dead worker wrote for `task` (named `<prefix><name>-<n>.parquet`
-    in the partition's bucket directory); their number."""
-    from .abort import abort_files
-    prefix = f"{store.options['data-file.prefix']}{name}-"
-    directory = store.bucket_dir(task.values, 0)
-    try:
-        paths = [store.io.join(directory, n) for n in store.io.list_names(directory)
-                 if n.startswith(prefix)]
-    except Exception as e:  # noqa: BLE001 - left to orphan cleanup
-        log.warning("compaction of %s: cannot list %s to remove a dead worker's files: %s",
-                    store.path, directory, e)
-        return 0
-    return len(abort_files(store, paths, handed_out=False).deleted)

@@ -2,7 +2,7 @@
 of about `target-file-size` (file source COMPACT, the table's current schema, sequence numbers
 counted on from the bin's first file, as Paimon's AppendCompactTask).
 
-`compact.py` plans and commits, `compact_pool.py` spreads the bins over threads or worker
+`job.py` plans and commits, `pool.py` spreads the bins over threads or worker
 processes; this module only produces files. What it writes is never committed from here:
 every new file is returned (`Rewritten`) to the caller, which hands them to the commit or
 deletes them through the one abort."""
@@ -24,12 +24,13 @@ try:  # what pq.ParquetFile wraps; see _parse_parquet
 except ImportError:  # pragma: no cover - pyarrow moved it
     _ParquetReader = None
 
-from ..format.manifest import DataFileMeta, ManifestEntry
-from ..format.schema import TableSchema
-from ..store import FileStore, SchemaManager
-from ..writer import TableWriter, message_paths
-from .compact_plan import CompactTask
-from .compact_result import CompactionConflictError, CompactionError
+from ...format.manifest import DataFileMeta, ManifestEntry
+from ...format.schema import TableSchema
+from ...read import file_rows
+from ...store import FileStore, SchemaManager
+from ...writer import TableWriter, message_paths
+from .plan import CompactTask
+from .result import CompactionConflictError, CompactionError
 
 log = logging.getLogger(__name__)
 
@@ -227,7 +228,7 @@ class BinRewriter:
 
         Paimon's readers (Java's and pypaimon's) take a partition column from the file's
         partition, never from the file, and so do the rows made here (`rows`, through
-        table.file_rows, for every file and column name): a small file's partition columns
+        read.file_rows, for every file and column name): a small file's partition columns
         are not even decoded (a third of parsing a small file); a large file's, or a
         dotted name's, are read and ignored."""
         st = self.store
@@ -245,8 +246,6 @@ class BinRewriter:
 
     def rows(self, stored: pa.Table, schema_id: int, values: Tuple[Any, ...]) -> pa.Table:
         """Rows of files written with schema `schema_id` as rows of the current schema."""
-        # The reader lives with Table (table.py, above the operations): imported here.
-        from ..table import file_rows
         st = self.store
         current = st.schema
         target = current.arrow_schema()
@@ -293,7 +292,7 @@ def _columns_without(reader: Any, skip: Sequence[str]) -> Optional[List[int]]:
     (every column: nothing to skip, or nothing else left to read, whose row count would be
     lost). Only names without a dot: the reader's name lookup joins nested names with
     dots, so "a.b" could name a field inside a struct "a". Skipping is only a saving: a
-    partition column read anyway is replaced by the partition's value (table.file_rows)."""
+    partition column read anyway is replaced by the partition's value (read.file_rows)."""
     drop = set()
     for name in skip:
         if "." not in name:

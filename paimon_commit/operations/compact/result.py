@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
-from ..io.metered import RequestBill
-from ..errors import CommitConflictError, PaimonCommitError
+from ...io.metered import RequestBill
+from ...errors import CommitConflictError, PaimonCommitError
 
 __all__ = ["CompactResult", "PartitionCompaction", "CompactionConflictError",
            "CompactionError"]

@@ -2,7 +2,7 @@
 files of about `target-file-size`, and commit one COMPACT snapshot.
 
 Paimon Java's semantics (AppendCompactCoordinator, AppendCompactTask,
-BaseAppendFileStoreWrite.compactRewrite): the planner (`compact_plan.py`) picks bins of
+BaseAppendFileStoreWrite.compactRewrite): the planner (`plan.py`) picks bins of
 small files per partition; each bin is read and written again as new files with file source
 COMPACT, the table's current schema id (rows of files written under older schemas are read
 through schema evolution: columns matched by field id, later columns as null) and sequence
@@ -27,25 +27,26 @@ import uuid
 from dataclasses import replace
 from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from ..io.metered import billed
-from ..errors import AtomicCreateUnsupportedError, CommitConflictError, CommitFailedError, \
+from ...io.metered import billed
+from ...errors import AtomicCreateUnsupportedError, CommitConflictError, CommitFailedError, \
     LeaseHeldError, LeaseRecordError, OptionError, PublishOutcomeUnknownError
-from ..format.manifest import FileKind, ManifestEntry
-from ..format.schema import TableSchema
-from ..format.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
-from ..options import validate_options
-from ..progress import COMMITTING, COMPACTING, READING, ProgressCallback, Throttle, emit
-from ..store import FileStore, PartitionSpec
-from ..reachability import collector_paused
-from ..lease import maintenance_lease
-from .abort import abort_files
-from .commit import CommitConfig, CommitResult, FileStoreCommit
-from .publish import built_on_check
-from .compact_plan import CompactOptions, CompactPlan, evolution_problem, plan_compaction
-from .compact_result import CompactionConflictError, CompactionError, CompactResult, \
+from ...format.manifest import FileKind, ManifestEntry
+from ...format.schema import TableSchema
+from ...format.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
+from ...options import validate_options
+from ...progress import COMMITTING, COMPACTING, READING, ProgressCallback, Throttle, emit
+from ...store import FileStore, PartitionSpec
+from ...reachability import collector_paused
+from ...lease import maintenance_lease
+from ..abort import abort_files
+from ..commit import CommitConfig, CommitResult, FileStoreCommit
+from ..publish import built_on_check
+from .plan import CompactOptions, CompactPlan, evolution_problem, plan_compaction
+from .result import CompactionConflictError, CompactionError, CompactResult, \
     PartitionCompaction
-from .compact_pool import rewrite_bins
-from .compact_rewrite import COMPACT_SOURCE, BinRewriter, Rewritten as _Rewritten
+from .pool import rewrite_bins, start_workers_early
+from .spawn import stop_workers
+from .rewrite import COMPACT_SOURCE, BinRewriter, Rewritten as _Rewritten
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +97,8 @@ class AppendCompaction:
         self.progress = progress
         self._throttle = Throttle(progress)
         self._rewriter = BinRewriter(self.store, self.options.target_file_size)
+        # Spawned workers started before planning, for the next rewrite (run)
+        self._started: List[Any] = []
 
     # --- planning ------------------------------------------------------------------------
     def plan(self) -> CompactPlan:
@@ -150,23 +153,27 @@ class AppendCompaction:
 
     # --- rewriting -----------------------------------------------------------------------
     def rewrite(self, plan: CompactPlan, processes: Optional[bool] = None) -> List[_Rewritten]:
-        """Read every bin and write its rows as new files (`compact_rewrite.py`). On any
+        """Read every bin and write its rows as new files (`rewrite.py`). On any
         failure the files written so far are deleted and the error is raised.
 
         Bins are independent: up to `file-operation.thread-num` (default: one per CPU) are
-        rewritten at once, in forked worker processes on local storage (decoding small
-        files is CPU work, and threads share one interpreter lock), on threads with their
-        input files fetched ahead otherwise (`processes=False` forces threads, e.g. inside
-        a Spark executor). Memory stays bounded by what the bins in flight hold, never by
+        rewritten at once (`pool.py`): on local storage in worker processes (decoding small
+        files is CPU work, and threads share one interpreter lock), forked when no other
+        thread runs, spawned otherwise when the work is worth their start-up; on threads
+        with their input files fetched ahead otherwise (`processes=False` forces threads,
+        e.g. inside a Spark executor). Spawned workers `run` started before planning are
+        used or stopped here. Memory stays bounded by what the bins in flight hold, never by
         the table."""
+        started, self._started = self._started, []
         done: List[_Rewritten] = []
         self._rewritten_inputs = 0
         self._total_inputs = sum(len(t.files) for t in plan.tasks)
         self._throttle(COMPACTING, 0, self._total_inputs, "files", self.store.path)
         tasks = list(plan.tasks)
         if not tasks:
+            stop_workers(started)
             return done
-        workers = self.store.options["file-operation.thread-num"] or os.cpu_count() or 1
+        workers = self._workers()
         lock = threading.Lock()
 
         def on_files(n: int) -> None:
@@ -176,13 +183,16 @@ class AppendCompaction:
                                "files", self.store.path)
 
         try:
-            rewrite_bins(self._rewriter, tasks, workers, done, on_files, processes)
+            rewrite_bins(self._rewriter, tasks, workers, done, on_files, processes, started)
         except BaseException:
             self.abort(done)
             raise
         order = {id(t): i for i, t in enumerate(tasks)}
         done.sort(key=lambda r: order[id(r.task)])
         return done
+
+    def _workers(self) -> int:
+        return self.store.options["file-operation.thread-num"] or os.cpu_count() or 1
 
     def abort(self, rewritten: Sequence[_Rewritten], committed_on: Optional[int] = None) -> int:
         """Delete the files a rewrite wrote, through the one abort (`abort.abort_files`).
@@ -334,19 +344,32 @@ class AppendCompaction:
     @billed   # result.requests: what it asked of the storage
     def run(self, dry_run: bool = False) -> CompactResult:
         t0 = time.monotonic()
-        # Planning and committing decode and encode an entry per input file (allocation
-        # bound, like expiration: the collector's walks cost a fifth of it). The rewrite
-        # runs with the collector on: its workers are forked from this state.
-        with collector_paused():
-            plan = self.plan()
-        t1 = time.monotonic()
-        seconds = {"plan": t1 - t0}
-        if dry_run or not plan.tasks:
-            result = self._result(plan, None, dry_run, None, seconds)
-            seconds["total"] = time.monotonic() - t0
-            log.info("%s", result.message)
-            return result
-        rewritten = self.rewrite(plan)
+        # Worker processes that would be spawned for the bins start now and import while
+        # this thread plans (pool.start_workers_early); only for a whole-table compaction
+        # (a post-commit one looks at the partitions just written: little work).
+        started = [] if dry_run or self.specs or self.partition_rows is not None else \
+            start_workers_early(self._rewriter, self._workers())
+        try:
+            # Planning and committing decode and encode an entry per input file (allocation
+            # bound, like expiration: the collector's walks cost a fifth of it). The rewrite
+            # runs with the collector on: its workers are forked from this state.
+            with collector_paused():
+                plan = self.plan()
+            t1 = time.monotonic()
+            seconds = {"plan": t1 - t0}
+            if dry_run or not plan.tasks:
+                stop_workers(started)
+                result = self._result(plan, None, dry_run, None, seconds)
+                seconds["total"] = time.monotonic() - t0
+                log.info("%s", result.message)
+                return result
+            # The rewrite uses or stops them (a subclass's or a test's rewrite may not).
+            self._started, started = started, []
+            rewritten = self.rewrite(plan)
+        finally:
+            stop_workers(self._started)
+            self._started = []
+            stop_workers(started)
         t2 = time.monotonic()
         seconds["rewrite"] = t2 - t1
         with collector_paused():

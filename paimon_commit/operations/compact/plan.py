@@ -17,7 +17,7 @@ The rules are Paimon Java's (`AppendCompactCoordinator` in a batch run, as Spark
   only if they are at least `compaction.min.file-num` (5); otherwise they wait.
 
 Everything here is pure: entries and options in, tasks out. Reading and writing data and
-committing are in `compact.py`.
+committing are in `job.py`.
 """
 from __future__ import annotations
 
@@ -25,9 +25,9 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..format.manifest import ManifestEntry
-from ..format.schema import TableSchema
-from ..options import ConfigOption, CoreOptions
+from ...format.manifest import ManifestEntry
+from ...format.schema import TableSchema
+from ...options import ConfigOption, CoreOptions
 
 __all__ = ["CompactOptions", "CompactTask", "CompactPlan", "plan_compaction",
            "COMPACT_OPTIONS", "evolution_problem"]
