@@ -299,6 +299,12 @@ class FileStore:
         return self.io.join(self.root, str(d)) if d else self.root
 
     @property
+    def data_root_names(self) -> Tuple[str, ...]:
+        """The names from the root down to data_root (none: data_root is the root)."""
+        d = self.schema.options.get("data-file.path-directory")
+        return tuple(str(d).split("/")) if d else ()
+
+    @property
     def partition_keys(self) -> Tuple[str, ...]:
         return self.schema.partition_keys
 

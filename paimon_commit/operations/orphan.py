@@ -589,9 +589,12 @@ class OrphanFilesCleaner(FromFileList):
         keys = list(self.store.partition_keys)
         scope = self.scope
         everything: Tuple[int, ...] = scope.all() if scope is not None else ()
+        start = self._data_root_dir()
+        if start is None:
+            return [], []
         # (directory, the patterns it satisfies so far, its partition values so far)
         level: List[Tuple[FileStatus, Tuple[int, ...], Tuple[str, ...]]] = [
-            (FileStatus(self.root, "", 0, 0, True), everything, ())]
+            (start, everything, ())]
         dirs: List[FileStatus] = []
         for depth, key in enumerate(keys, 1):
             prefix = P.escape_path_name(key) + "="
@@ -621,6 +624,23 @@ class OrphanFilesCleaner(FromFileList):
                    if st.is_dir and is_bucket_dir(st.name)]
         dirs.extend(buckets)
         return buckets, dirs
+
+    def _data_root_dir(self) -> Optional[FileStatus]:
+        """Where partition directories start: the root, or the table's
+        `data-file.path-directory` below it (store.data_root), entered name by name through
+        real directories only; None where it is missing or one of its names is a symlink or
+        not a directory (then no data file is a candidate: in doubt, leave the file)."""
+        st = FileStatus(self.root, "", 0, 0, True)
+        for name in self.store.data_root_names:
+            found = next((c for c in self.io.list_status(st.path) if c.name == name), None)
+            if found is None or not found.is_dir or found.is_symlink:
+                log.warning("orphan clean of %s: data directory %s is %s; no data file is a "
+                            "candidate", self.root, self.io.join(st.path, name),
+                            "missing" if found is None else
+                            "a symlink" if found.is_symlink else "not a directory")
+                return None
+            st = found
+        return st
 
     def _map_list(self, executor: Optional[Executor], dirs: List[FileStatus],
                   list_one: Optional[Callable[[str], Any]] = None) -> List[Any]:

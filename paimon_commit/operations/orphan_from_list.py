@@ -115,12 +115,17 @@ class FromFileList:
                 if what is not False:
                     return sub, name, what
             return None
-        if len(dirs) != len(keys) + 1 or not is_bucket_dir(dirs[-1]):
+        # Data files: under the table's data-file.path-directory, if it has one.
+        top = self.store.data_root_names
+        if tuple(dirs[:len(top)]) != top:
+            return None
+        inner = dirs[len(top):]
+        if len(inner) != len(keys) + 1 or not is_bucket_dir(inner[-1]):
             return None
         scope = self.scope
         active = scope.all() if scope is not None else ()
         values = []
-        for d, key, real in zip(dirs, keys, self.store.partition_keys):
+        for d, key, real in zip(inner, keys, self.store.partition_keys):
             if not d.startswith(key):
                 return None
             value = d[len(key):]

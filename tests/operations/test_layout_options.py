@@ -237,3 +237,81 @@ def test_repair_refuses_a_layout_option_changed_after_files_were_written(
                        f"schema live under different directory names, and this library "
                        f"computes one spelling per table (nothing was read or written)\n")
     assert _touched(table_path) == before   # no snapshot, no file given up or written
+
+
+# --- orphan cleanup looks where the data files are ------------------------------------------
+
+OLD_S = 1_600_000_000   # 2020: far older than any cutoff below
+
+
+def _old_stray(root, rel):
+    p = os.path.join(str(root), rel)
+    os.makedirs(os.path.dirname(p), exist_ok=True)
+    with open(p, "wb") as f:
+        f.write(b"stray")
+    os.utime(p, (OLD_S, OLD_S))
+    return p
+
+
+def _age_all(root):
+    for d, dirs, files in os.walk(str(root)):
+        for n in files + dirs:
+            os.utime(os.path.join(d, n), (OLD_S, OLD_S), follow_symlinks=False)
+
+
+def _orphans(path, **kw):
+    from paimon_commit.operations.orphan import CleanContext, OrphanFilesCleaner
+    # The cutoff 2023-11-14: every file here is older (aged to 2020), so only what a
+    # snapshot or tag uses keeps a file.
+    return OrphanFilesCleaner(CleanContext(str(path), older_than_ms=1_700_000_000_000,
+                                           **kw)).clean()
+
+
+def test_orphan_cleanup_deletes_the_strays_under_the_path_directory(path_directory):
+    """Data files live under TABLE/data/: a stray there is an orphan (it was never looked at
+    before), every file snapshot 1 or 2 names stays, and pypaimon reads both snapshots."""
+    _age_all(path_directory)
+    stray = _old_stray(path_directory, "data/bucket-0/data-stray-0.parquet")
+    beside = _old_stray(path_directory, "bucket-0/data-stray-1.parquet")   # not a data dir
+    live = {f.path for s in (1, 2) for f in Table.open(str(path_directory)).live_files(s)}
+    r = _orphans(path_directory)
+    assert r.deleted_paths == ["data/bucket-0/data-stray-0.parquet"]
+    assert not os.path.exists(stray) and os.path.exists(beside)
+    assert all(os.path.exists(p) for p in live)
+    assert both_read(path_directory, 1) == [1, 2] and both_read(path_directory) == [3]
+
+
+def test_orphan_cleanup_does_not_enter_a_symlinked_path_directory(path_directory, tmp_path):
+    """TABLE/data a symlink (to a copy outside the table): nothing under it is a candidate,
+    and nothing there is deleted."""
+    _age_all(path_directory)
+    _old_stray(path_directory, "data/bucket-0/data-stray-0.parquet")
+    outside = tmp_path / "elsewhere"
+    shutil.move(os.path.join(str(path_directory), "data"), str(outside))
+    os.symlink(str(outside), os.path.join(str(path_directory), "data"))
+    before = sorted(os.listdir(outside / "bucket-0"))
+    r = _orphans(path_directory, dry_run=True)
+    assert [p for p in r.deleted_paths if p.startswith("data/")] == []
+    r = _orphans(path_directory)
+    assert [p for p in r.deleted_paths if p.startswith("data/")] == []
+    assert sorted(os.listdir(outside / "bucket-0")) == before
+
+
+def test_an_inventory_fed_cleanup_finds_the_strays_under_the_path_directory(path_directory,
+                                                                              tmp_path):
+    """The same stray found through a file list (rows of TABLE/data/...) as through a
+    listing."""
+    _age_all(path_directory)
+    _old_stray(path_directory, "data/bucket-0/data-stray-0.parquet")
+    rows = []
+    for d, _, files in os.walk(str(path_directory)):
+        for n in files:
+            p = os.path.join(d, n)
+            rows.append(f"{p},{os.path.getsize(p)},2020-09-13T12:26:40.000Z")
+    inv = tmp_path / "inventory.csv"
+    inv.write_text("path,size,last_modified\n" + "\n".join(rows) + "\n")
+    listing = _orphans(path_directory, dry_run=True)
+    fed = _orphans(path_directory, dry_run=True, file_list=str(inv),
+                   file_list_time_ms=1_750_000_000_000)
+    assert sorted(fed.deleted_paths) == sorted(listing.deleted_paths)
+    assert "data/bucket-0/data-stray-0.parquet" in fed.deleted_paths
