@@ -5,7 +5,8 @@ with the regional `https://s3.us-east-1.amazonaws.com`, or a fully qualified `..
 Two jobs on one table configured these ways get two identities: by c4's mechanism a repeat of
 the same messages through the other configuration is not recognised (rows published twice), and
 a live lease holder's record is "another table's" (advice to `lease --break` it), or no
-exclusion. Offline: only the identities are computed (no request is made)."""
+exclusion. Offline: only the identities are computed (no request is made). Rewritten after the
+fix to check behaviour: one commit-record key, and every lease record read as this table's."""
 import os
 import sys
 
@@ -32,10 +33,17 @@ for o in spellings:
     ids[str(o)] = (table_identity(io), lease_identity(io))
     print(f"{o or '(no endpoint: AWS default)'}: commit key {ids[str(o)][0]!r}; "
           f"lease key {ids[str(o)][1]!r}")
-distinct = {v for v in ids.values()}
-if len(distinct) > 1:
+# What decides behaviour: the commit record's key (a repeat through another configuration is
+# recognised only if it is the same) and whether a lease record written through one spelling
+# is this table's for a process using another (lease._same_table; the lease record itself
+# names the endpoint it was written through, by design).
+from paimon_commit.lease import _same_table  # noqa: E402
+commit_keys = {v[0] for v in ids.values()}
+foreign = [(a, b) for a in spellings for b in spellings
+           if not _same_table(ids[str(a)][1], ids[str(b)][1], for_path(uri, b))]
+if len(commit_keys) > 1 or foreign:
     print(f"FINDING (duplicate rows / lease exclusion): one AWS bucket and prefix, "
-          f"{len(distinct)} identities for the commit record and the lease; a repeat through "
-          f"another configuration is published again, a live holder is another table's")
+          f"{len(commit_keys)} commit-record keys; lease records read as another table's: "
+          f"{foreign}")
 else:
     print("NO FINDING")
