@@ -54,8 +54,10 @@ TIME_TRAVEL_OPTION_NAMES = frozenset("""
 # Options that decide a file's directory: readers build it from the table's stored options,
 # so a handle's own value would write files no other reader finds.
 PATH_OPTION_NAMES = frozenset({"partition.default-name", "partition.legacy-name"})
-_PATH_DEFAULTS = {"partition.default-name": "__DEFAULT_PARTITION__",
-                  "partition.legacy-name": "true"}
+# Their values when unset (store.check_layout_history compares them across schemas so).
+PATH_OPTION_DEFAULTS = {"partition.default-name": "__DEFAULT_PARTITION__",
+                        "partition.legacy-name": "true"}
+_PATH_DEFAULTS = PATH_OPTION_DEFAULTS
 
 # Credential-like parts of Hadoop-style keys this library does not map itself
 # (fs.s3a.bucket.<b>.secret.key, fs.azure.account.oauth2.client.secret, fs.oss.*, ...).

@@ -418,6 +418,26 @@ class Reachability:
         except (ValueError,) + UNREADABLE as e:
             raise Unreadable(where, e) from None
 
+    def added_names(self, lists: Iterable[str], where: str) -> Set[str]:
+        """Names (entry_names: the rule orphan cleanup's plan keeps files by) of the files
+        ADDed in the given lists, external ones included. An entry under the table root with
+        a name that is not a bare file name raises Unreadable (as `added` does: what it
+        names cannot be told). Raises Unreadable."""
+        try:
+            out: Set[str] = set()
+            for name in lists:
+                for e in self.entries(name):
+                    if e.kind != FileKind.ADD:
+                        continue
+                    if not e.external_path:
+                        for n in (e.file_name,) + tuple(e.extra_files or ()):
+                            if not _plain_name(n):
+                                P.validate_bare_file_name(n, "data file name")
+                    out.update(entry_names(e))
+            return out
+        except (ValueError,) + UNREADABLE as e:
+            raise Unreadable(where, e) from None
+
     def used_metadata(self, roots: Iterable[Root]) -> Tuple[Set[str], Dict[str, bool]]:
         """(names of every metadata file the roots use, {manifest name: needed}); a manifest
         only lists that may be gone name may be gone too. Raises Unreadable."""
@@ -657,10 +677,25 @@ def manifest_names(mio, manifest: str, needed: bool = True) -> List[str]:
             raise Unreadable(f"manifest {manifest}", e) from None
         return []
     out: List[str] = []
-    for f in entries:
-        out.append(f.file_name)
-        if f.extra_files:
-            out.extend(f.extra_files)
-        if f.external_path:
-            out.append(f.external_path.rsplit("/", 1)[-1])
+    for f in entries:   # (millions of entries: the plain ones without a call)
+        if f.extra_files or f.external_path:
+            out.extend(entry_names(f))
+        else:
+            out.append(f.file_name)
+    return out
+
+
+def entry_names(f: FileRef) -> List[str]:
+    """The names one manifest entry makes used, the rule of orphan cleanup (Paimon's: it
+    matches names, not paths): its file name, its extra files' names and, for a file written
+    to an external path, that path's last name. The plan (manifest_names) and the delete
+    phase's re-check of what was committed since (Reachability.added_names) both use it, so
+    the re-check keeps everything the plan would have kept (audit issue25d d3)."""
+    if not f.extra_files and not f.external_path:
+        return [f.file_name]
+    out = [f.file_name]
+    if f.extra_files:
+        out.extend(f.extra_files)
+    if f.external_path:
+        out.append(f.external_path.rsplit("/", 1)[-1])
     return out

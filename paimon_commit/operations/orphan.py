@@ -464,7 +464,8 @@ class OrphanFilesCleaner(FromFileList):
 
     def _published_by(self, root: Root) -> Set[str]:
         """Names of what a snapshot's own commit published: its lists and their manifests,
-        index and statistics files, and the files its delta (and changelog) list ADDs. Its
+        index and statistics files, and the names its delta (and changelog) list ADDs (the
+        plan's rule, reachability.entry_names: external files' names too). Its
         base list holds nothing else new: what the plan's snapshots used, or what earlier
         new snapshots published (every id above the mark is read: a gap stops the run,
         `_probe_on`)."""
@@ -473,7 +474,9 @@ class OrphanFilesCleaner(FromFileList):
         try:
             names = reach.metadata_names(root)
             lists = [n for n in (s.delta_manifest_list, s.changelog_manifest_list) if n]
-            names.update(p.rpartition("/")[2] for p in reach.added(lists, root.where))
+            # By name, as the plan keeps files (reachability.entry_names): an entry written
+            # to an external path keeps a file of that name here too (audit issue25d d3).
+            names.update(reach.added_names(lists, root.where))
         except Unreadable as e:
             raise StopDeleting(f"{e}, committed since the orphan files were planned; nothing "
                                f"of this batch was deleted", "recheck") from None

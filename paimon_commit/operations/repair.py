@@ -23,6 +23,11 @@ What it does not do:
   path computation looks like, and it would drop a whole partition (RepairError; paths are
   computed by FileStore.bucket_dir, which honours `partition.legacy-name` and
   `data-file.path-directory` and refuses what it cannot spell: store.layout_refusal);
+- compute a path with a schema that is not the table's: a table whose schemas place data
+  files in different directories (an ALTER of a layout option, store.check_layout_history)
+  is refused up front; under the lease, after the check and in every commit attempt, the
+  schema history is read again and a newer schema (an ALTER while repair ran) refuses the
+  run (RepairError, nothing written; _Repair._check_schema);
 - repair the latest snapshot's own metadata (a missing manifest list or manifest): it cannot
   know its files; RepairError names the damage (roll back to an intact snapshot instead).
 
@@ -54,7 +59,7 @@ from ..errors import PaimonCommitError, UnsupportedTableError
 from ..format.manifest import ManifestEntry
 from ..format.snapshot import Snapshot
 from ..lease import maintenance_lease
-from ..store import FileStore
+from ..store import FileStore, SchemaManager
 from .check import CheckProblem, CheckResult, check_table
 from .commit import FileStoreCommit
 
@@ -246,6 +251,8 @@ def repair_table(store: FileStore, apply: bool = False,
         raise UnsupportedTableError(problem)
     store.check_layout_history("repair")
     with maintenance_lease(store, "repair") if apply else contextlib.nullcontext():
+        # Again under the lease (its wait may be long), in every plan and commit attempt
+        # (_Repair._pick): an ALTER meanwhile would make files look missing (issue25d d2).
         return _Repair(store, apply, progress, commit_user).run()
 
 
@@ -263,6 +270,8 @@ class _Repair:
     def run(self) -> RepairResult:
         seconds: Dict[str, float] = {}
         t = time.perf_counter()
+        if self.apply:   # under the lease (its wait may be long), before the long check
+            self._check_schema(None)
         check = check_table(self.store, self.progress)
         seconds["check"] = time.perf_counter() - t
         t = time.perf_counter()
@@ -354,8 +363,34 @@ class _Repair:
                 f"name data files: removing {len(found)} missing file(s) would leave them "
                 f"naming files the table no longer has. Restore the files, or roll back to a "
                 f"snapshot `check` finds intact")
+        # Last, right before the plan is used (published, or reported): every path above
+        # was computed with this handle's schema, which must still be the table's.
+        self._check_schema(latest)
         self.picked, self.picked_from = found, latest
         return found
+
+    def _check_schema(self, latest: Optional[Snapshot]) -> None:
+        """Refuse (nothing written) unless the paths computed with the handle's schema are
+        still where the table's files are: no schema newer than it (an ALTER since the
+        handle was opened, e.g. while repair waited for the lease or ran its check) named by
+        the schema directory or by `latest` (the snapshot an attempt builds on), and no
+        schema of the table placing data files elsewhere (store.check_layout_history).
+        Otherwise a file written under the new schema looks missing at the path the old
+        one gives, and would be given up although it exists (audit issue25d d2); the
+        snapshot would be published under the older schema too."""
+        store = self.store
+        sid = store.schema.id
+        ids = SchemaManager(store.io, store.root).list_ids()
+        newer = max([i for i in ids if i > sid] +
+                    ([latest.schema_id] if latest is not None and latest.schema_id > sid
+                     else []), default=None)
+        if newer is not None:
+            raise RepairError(
+                f"cannot repair {store.path}: its schema changed while repair ran (schema "
+                f"{newer} is newer than schema {sid}, with which repair computed the paths of "
+                f"the data files): files written under it may be where schema {sid} does not "
+                f"look. Nothing was written; run repair again (open the table again first)")
+        store.check_layout_history("repair", ids, "nothing was written")
 
     def _rel(self, path: str) -> str:
         return path[len(self.root) + 1:] if path.startswith(self.root + "/") else path

@@ -43,11 +43,13 @@ def test_repair_on_s3_shows_then_commits_and_deletes_nothing(s3, capsys):
     # Opening the table lists schema/, and repair once more (every schema must place data
     # files alike: store.check_layout_history); the check lists each directory once
     # (branch, snapshot, tag, changelog, schema, manifest, 2 buckets); the plan lists the
-    # directory that lost the file once more, right before it trusts the listing.
+    # directory that lost the file once more, right before it trusts the listing, then
+    # schema/ again (the schema the paths were computed with must still be the table's
+    # newest: audit issue25d d2).
     lists = [unquote(q.split("prefix=db.db/t/")[1]) for m, q, _ in reqs
              if m == "GET" and "list-type=2" in q]
-    assert len(lists) == 2 + 8 + 1
-    assert lists[-1] == key[len("db.db/t/"):].rsplit("/", 1)[0] + "/"
+    assert len(lists) == 2 + 8 + 2
+    assert lists[-2:] == [key[len("db.db/t/"):].rsplit("/", 1)[0] + "/", "schema/"]
 
     mark = s3.mark()
     assert main(["repair", uri, "--apply"]) == 0

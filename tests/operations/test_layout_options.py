@@ -239,6 +239,70 @@ def test_repair_refuses_a_layout_option_changed_after_files_were_written(
     assert _touched(table_path) == before   # no snapshot, no file given up or written
 
 
+def _alter(table_path, **options):
+    """ALTER TABLE ... SET (options): the next schema file, as Paimon writes one."""
+    import json
+    sd = table_path / "schema"
+    last = max(int(n.split("-")[1]) for n in os.listdir(sd))
+    doc = json.loads((sd / f"schema-{last}").read_text())
+    doc["id"] = last + 1
+    doc["options"].update(options)
+    (sd / f"schema-{last + 1}").write_text(json.dumps(doc))
+
+
+def test_repair_refuses_a_partition_default_name_changed_after_files_were_written(
+        table_path, capsys):
+    # Rows with a null partition value are written to `p=<partition.default-name>`. Paimon
+    # accepts ALTER TABLE ... SET ('partition.default-name' = ...): the null rows written
+    # before it live under p=__DEFAULT_PARTITION__, those written after under p=NULLP. Repair
+    # computed every path with the newest name, found the old file missing in the listed
+    # p=NULLP/bucket-0 and gave up its 3 rows although it exists (audit issue25d d1).
+    schema = pa.schema([("id", pa.int64()), ("p", pa.string())])
+    t = Table.create(str(table_path), schema, partition_keys=["p"])
+    w = t.new_writer()
+    w.write_arrow(pa.table({"id": [1, 2, 3], "p": [None] * 3}, schema=schema))
+    with t.new_commit() as c:
+        c.commit(w.prepare_commit())
+    _alter(table_path, **{"partition.default-name": "NULLP"})
+    t = Table.open(str(table_path))
+    w = t.new_writer()
+    w.write_arrow(pa.table({"id": [4], "p": [None]}, schema=schema))
+    with t.new_commit() as c:
+        c.commit(w.prepare_commit())
+    data = sorted(f.rpartition("/")[0] for f in _touched(table_path) if "bucket-" in f)
+    assert data == ["p=NULLP/bucket-0", "p=__DEFAULT_PARTITION__/bucket-0"]
+    before = _touched(table_path)
+    for command in (("repair",), ("repair", "--apply")):
+        code, out, err = cli(capsys, *command, table_path)
+        assert (code, out) == (2, ""), err
+        assert err == (f"error: cannot repair {table_path}: option 'partition.default-name' "
+                       f"was '__DEFAULT_PARTITION__' in schema 0 and is 'NULLP' now: files "
+                       f"written under each schema live under different directory names, and "
+                       f"this library computes one spelling per table (nothing was read or "
+                       f"written)\n")
+    with pytest.raises(UnsupportedTableError, match="'partition.default-name' was "):
+        Table.open(str(table_path)).repair(apply=True)
+    assert _touched(table_path) == before   # no snapshot, no file given up or written
+    # What the table's snapshot names: all 4 rows, in the 2 files still on disk.
+    live = Table.open(str(table_path)).live_files()
+    assert sum(f.file.row_count for f in live) == 4 and len(live) == 2
+
+
+def test_the_default_name_of_an_unpartitioned_table_decides_no_directory(table_path, capsys):
+    # An unpartitioned table has no partition directory: an ALTER of the partition naming
+    # options moves none of its files, and repair is not refused for it.
+    t = Table.create(str(table_path), PLAIN)
+    w = t.new_writer()
+    w.write_arrow(pa.table({"id": [1, 2], "v": ["a", "b"]}, schema=PLAIN))
+    with t.new_commit() as c:
+        c.commit(w.prepare_commit())
+    _alter(table_path, **{"partition.default-name": "NULLP", "partition.legacy-name": "false"})
+    code, out, err = cli(capsys, "repair", table_path, "--apply")
+    assert (code, err) == (0, "")
+    assert out.startswith("nothing to repair: snapshot 1 of")
+    assert sorted(Table.open(str(table_path)).read_arrow().column("id").to_pylist()) == [1, 2]
+
+
 # --- orphan cleanup looks where the data files are ------------------------------------------
 
 OLD_S = 1_600_000_000   # 2020: far older than any cutoff below

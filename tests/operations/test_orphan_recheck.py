@@ -342,3 +342,57 @@ def test_a_branch_created_since_the_plan_stops_the_run(table, table_path):
     again = OrphanFilesCleaner(CleanContext(str(table_path), older_than_ms=_cutoff())).clean()
     assert again.complete and os.path.exists(f)
     assert Table.open(str(table_path)).check().healthy
+
+
+# --- audit issue25d d3: a file published since the plan by its external path ----------------
+# The plan keeps a file by name (Paimon's rule, reachability.entry_names), external files'
+# names included: a candidate named like the file a snapshot names through `_EXTERNAL_PATH` is
+# kept. The delete phase's re-check of snapshots committed since the plan ignored external
+# entries, so such a file published after the plan was deleted although the plan itself would
+# have kept it. It now keeps by the same rule.
+
+@pytest.mark.parametrize("scheme", ["file:", ""])
+def test_a_file_published_since_the_plan_by_its_external_path_is_kept(table, table_path,
+                                                                      scheme):
+    # Snapshot 1 (row 1); a job's file F of row 2, written 3 days ago and not committed: an
+    # orphan when planned. Right before the first batch is deleted, a writer (Paimon Java with
+    # `data-file.external-paths` pointing at the table's own location) publishes F as
+    # snapshot 2 through its external path. Before: F was deleted, and snapshot 2 named a
+    # file that was gone ("No such file" reading the table).
+    import dataclasses
+    from paimon_commit.format.commit_message import CommitMessage
+    write(table, make_rows([1]))
+    w = table.new_writer()
+    w.write_arrow(make_rows([2]))
+    (m,) = w.prepare_commit()
+    f = data_file(table_path, [m])
+    stray = table_path / "dt=19723" / "hr=1" / "bucket-0" / "data-stray.parquet"
+    stray.write_bytes(b"x")
+    age_everything(table_path)
+    published = []
+
+    class _PublishedAtTheDelete(OrphanFilesCleaner):
+        def _not_committed_since_plan(self, paths):
+            if not published and f in paths:
+                ext = dataclasses.replace(m.new_files[0], external_path=scheme + f)
+                msg = CommitMessage(m.partition, m.partition_bytes, m.bucket, m.total_buckets,
+                                    (ext,))
+                with Table.open(str(table_path)).new_commit(commit_user="java-like") as c:
+                    published.append(c.commit([msg]))
+            return super()._not_committed_since_plan(paths)
+
+    r = _PublishedAtTheDelete(CleanContext(str(table_path), older_than_ms=_cutoff())).clean()
+    assert published == [2]
+    assert r.complete, r.message
+    assert os.path.exists(f)
+    assert os.path.relpath(f, str(table_path)) not in r.deleted_paths
+    # The plan's other orphans are deleted as before.
+    assert not stray.exists()
+    assert "dt=19723/hr=1/bucket-0/data-stray.parquet" in r.deleted_paths
+    # Snapshot 2 names F through its external path, and F is read back.
+    (ext_file,) = [x for x in Table.open(str(table_path)).live_files(2)
+                   if x.file.external_path]
+    assert ext_file.file.external_path == scheme + f
+    assert open(f, "rb").read(4) == b"PAR1"
+    if not scheme:
+        assert ids_read(table_path) == [1, 2]
