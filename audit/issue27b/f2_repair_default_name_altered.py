@@ -31,8 +31,19 @@ present = [f for f in old if os.path.exists(os.path.join(t.path, f))]
 dropped = [p for p in given_up
            if os.path.exists(os.path.join(t.path, "dt=__DEFAULT_PARTITION__", p.split("/", 1)[1]))]
 print("given up:", given_up, "| still on disk under the old default name:", present)
+# What follows in normal maintenance: expire the snapshots before the repair, then a full
+# orphan cleanup (the file is old): the rows are gone for good.
+from common import cli, age_all, orphan_clean   # noqa: E402
+erc, eout, eerr = cli("expire-snapshots", t.path, "--retain-max", "1")
+print("expire:", (eout + eerr).strip()[-300:])
+age_all(t.path)
+orc, odoc, oerr = orphan_clean(t.path)
+print("expire-snapshots rc", erc, "| remove-orphan-files rc", orc, "deleted:",
+      odoc.get("deleted_paths") if isinstance(odoc, dict) else (odoc, oerr[-300:]))
+gone = [f for f in present if not os.path.exists(os.path.join(t.path, f))]
 if rc == 0 and dropped:
     print(f"FINDING: repair --apply gave up {dropped}, whose file is on disk under "
-          f"dt=__DEFAULT_PARTITION__/ (partition.default-name altered; not a layout key)")
+          f"dt=__DEFAULT_PARTITION__/ (partition.default-name altered; not a layout key)"
+          + (f"; expire + orphan cleanup then deleted {gone}" if gone else ""))
 else:
     print("NO FINDING")
