@@ -22,12 +22,26 @@ be decoded, a directory value that does not name exactly one typed value (`07` f
 the default partition name, a type other than integers, strings, DATE and BOOLEAN), an
 unknown null count.
 
+Default names: an entry whose value is NULL (or, for a string column, empty or whitespace-only)
+lives in the directory its *writer's* `partition.default-name` named, which need not be the
+table's current one: the option can be altered (an old `dt=__DEFAULT_PARTITION__` then reads
+as the string '__DEFAULT_PARTITION__'), and a Paimon job can write with a default name of its
+own (a dynamic option, no schema change). Such entries are outside min/max (statistics skip
+NULLs), so any listed directory value may be theirs: a manifest whose null count of a column is
+not zero (or unknown: absent, too short, None) may hold every value of that column, and for a
+string column so may one whose min..max can contain an empty or whitespace-only string. Only
+manifests with zero null counts and no possible blank value are pruned by their range
+(`tests/operations/test_orphan_scope.py::test_a_null_partition_written_under_another_default_name_is_kept`,
+`::test_a_blank_partition_written_under_another_default_name_is_kept`,
+`::test_may_hold_reads_a_manifest_with_nulls_or_blanks_for_any_value`).
+
 What a scoped run deletes is what a full run deletes inside the scope: the same listing of
 those directories, the same used names for them (Paimon compares names; the names a full run
 reads besides are those of other partitions' files, which UUIDs keep apart).
 """
 from __future__ import annotations
 
+import bisect
 import datetime
 from fnmatch import fnmatchcase
 from typing import Any, Dict, List, Sequence, Tuple
@@ -154,7 +168,9 @@ class PartitionScope:
 
     def may_hold(self, stats: Any) -> bool:
         """Whether a manifest with these partition statistics (SimpleStats) can have an
-        entry of a listed partition. True in doubt."""
+        entry of a listed partition. True in doubt. A column with NULL entries (or blank
+        ones, for a string column) may hold any directory value: those entries live under
+        their writer's default name, whichever that was (module docstring)."""
         if not self._partitions:
             return False
         from ..format.binary_row import deserialize_binary_row
@@ -166,10 +182,34 @@ class PartitionScope:
         n = len(self.types)
         if len(lo) != n or len(hi) != n:
             return True
+        nulls = getattr(stats, "null_counts", None)
+        if nulls is None or len(nulls) < n:
+            return True   # unknown null counts: any column may have NULL entries
+        # columns whose entries may live under some default name: any value there
+        anything = [self._any_default(nulls[i], lo[i], hi[i], t)
+                    for i, t in enumerate(self.types)]
         for part in self._partitions:
-            if all(self._within(v, lo[i], hi[i]) for i, v in enumerate(part)):
+            if all(anything[i] or self._within(v, lo[i], hi[i]) for i, v in enumerate(part)):
                 return True
         return False
+
+    @staticmethod
+    def _any_default(null_count: Any, lo: Any, hi: Any, t: Any) -> bool:
+        """Whether a manifest may have an entry of this column in a default-name directory:
+        a NULL (null count not a known zero) or, for a string column, an empty or
+        whitespace-only value within lo..hi."""
+        if not isinstance(null_count, int) or isinstance(null_count, bool) or null_count != 0:
+            return True
+        from ..format.atomic_types import STRING_ROOTS, as_atomic
+        try:
+            is_string = as_atomic(t).root in STRING_ROOTS
+        except Exception:   # noqa: BLE001 - in doubt
+            return True
+        if not is_string:
+            return False
+        if not isinstance(lo, str) or not isinstance(hi, str):
+            return True
+        return _blank_between(lo, hi)
 
     @staticmethod
     def _within(value: Any, lo: Any, hi: Any) -> bool:
@@ -180,3 +220,28 @@ class PartitionScope:
         except TypeError:
             return True
 
+
+# Every character Java's Character.isWhitespace or Python's str.isspace calls blank (all below
+# U+3001), ascending: a value of them only is written to the default-name directory.
+_BLANK_CHARS = [c for c in map(chr, range(0x3001))
+                if c.isspace() or P._java_is_whitespace(c)]
+_BLANK_SET = frozenset(_BLANK_CHARS)
+
+
+def _blank_between(lo: str, hi: str) -> bool:
+    """Whether some empty or whitespace-only string w has lo <= w <= hi (code point order,
+    which is the UTF-8 byte order Paimon compares strings in)."""
+    if lo > hi:
+        return True   # not a range: in doubt
+    k = 0
+    while k < len(lo) and lo[k] in _BLANK_SET:
+        k += 1
+    if k == len(lo):
+        return True   # lo itself is blank
+    # the least blank string above lo: lo's blank prefix up to some j <= k, then the least
+    # blank character above lo[j] (a longer shared prefix gives a smaller string)
+    for j in range(k, -1, -1):
+        at = bisect.bisect_right(_BLANK_CHARS, lo[j])
+        if at < len(_BLANK_CHARS):
+            return lo[:j] + _BLANK_CHARS[at] <= hi
+    return False

@@ -382,3 +382,130 @@ def test_cli_unpartitioned_table_is_one_line_exit_2(tmp_path):
         f"error: {path} is not partitioned: a partition pattern (dt=2024-*) cannot scope its "
         f"orphan cleanup; run it without one"]
     assert files_under(path) == before
+
+
+# --- entries under another writer's partition.default-name ----------------------------------
+# A NULL (or, for a string column, blank) partition value lives in the directory its writer's
+# `partition.default-name` named: after an ALTER of the option, or under a Paimon job's own
+# default name (a dynamic option: no schema names it), that is not the table's current one.
+# Statistics skip NULLs, so only the null count (and, for blanks, the range) says a manifest
+# holds such an entry; a scoped run must read it (orphan_scope's module docstring).
+
+STR_SCHEMA = pa.schema([("id", pa.int64()), ("dt", pa.string())])
+LIVE_DAY = "2024-01-01"
+
+
+def _schema_files(path):
+    d = os.path.join(str(path), "schema")
+    return sorted(os.listdir(d), key=lambda n: int(n.split("-")[1]))
+
+
+def _set_default_name(path, name, how):
+    """`altered`: a new schema file with the option (Paimon's ALTER TABLE SET); `in_place`:
+    the newest schema file edited (a job's dynamic option: no schema names the writer's)."""
+    d = os.path.join(str(path), "schema")
+    last = _schema_files(path)[-1]
+    doc = json.load(open(os.path.join(d, last)))
+    doc.setdefault("options", {})
+    if name is None:
+        doc["options"].pop("partition.default-name", None)
+    else:
+        doc["options"]["partition.default-name"] = name
+    if how == "altered":
+        doc["id"] = int(last.split("-")[1]) + 1
+        last = f"schema-{doc['id']}"
+    with open(os.path.join(d, last), "w") as f:
+        json.dump(doc, f)
+
+
+def _default_name_case(tmp_path, how, values):
+    """A STRING-partitioned table whose one commit writes `values` of dt (one manifest);
+    written under the default name WRITER, which the table's schema no longer says
+    afterwards. Returns (path, the live data files, the rows, the writer's directory)."""
+    path = tmp_path / "wh" / "db.db" / "nd"
+    writer_name = "__DEFAULT_PARTITION__" if how == "altered" else "JOB_NULLS"
+    opts = {} if how == "altered" else {"partition.default-name": writer_name}
+    t = Table.create(str(path), STR_SCHEMA, partition_keys=["dt"], options=opts)
+    data = pa.table({"id": list(range(len(values))), "dt": values}, schema=STR_SCHEMA)
+    write(t, data)
+    live = [f for f in files_under(path) if "/bucket-" in f]
+    assert f"dt={writer_name}" in {f.split("/")[0] for f in live}
+    # altered: ALTER TABLE SET 'partition.default-name' = 'NULLS' (schema-1);
+    # in_place: the schema never named the job's default name
+    _set_default_name(path, "NULLS" if how == "altered" else None, how)
+    return path, live, rows(data), writer_name
+
+
+def _restore(path, how, writer_name):
+    _set_default_name(path, writer_name, how)
+
+
+@pytest.mark.parametrize("how", ["altered", "in_place"])
+def test_a_null_partition_written_under_another_default_name_is_kept(tmp_path, how):
+    path, live, data_rows, writer = _default_name_case(tmp_path, how,
+                                                       [LIVE_DAY, None, None])
+    stray = f"dt={writer}/bucket-0/data-00000000-0000-0000-0000-00000000dead-0.parquet"
+    outside = f"dt={LIVE_DAY}/bucket-0/data-00000000-0000-0000-0000-00000000beef-0.parquet"
+    for rel in (stray, outside):
+        (path / rel).write_bytes(b"orphan")
+    age(path)
+    r = clean(path, partitions=[f"dt={writer[:2]}*"])
+    for rel in live:
+        assert (path / rel).exists(), rel        # the NULL partition's live file stays
+    assert r.deleted_paths == [stray]          # the real stray inside the scope goes
+    assert (path / outside).exists()            # and nothing outside the scope is touched
+    assert r.partitions_listed == 1 and r.manifests_skipped == 0
+    _restore(path, how, writer)
+    assert rows(Table.open(str(path)).read_arrow()) == data_rows
+    assert rows(pp_read(path)) == data_rows
+
+
+def test_a_blank_partition_written_under_another_default_name_is_kept(tmp_path):
+    # '' is stored as '' (not NULL: null count 0), in the default-name directory; the
+    # manifest's range '' .. '2024-01-01' excludes the string '__DEFAULT_PARTITION__'
+    path, live, data_rows, writer = _default_name_case(tmp_path, "altered", [LIVE_DAY, ""])
+    stray = f"dt={writer}/bucket-0/data-00000000-0000-0000-0000-00000000dead-0.parquet"
+    (path / stray).write_bytes(b"orphan")
+    age(path)
+    r = clean(path, partitions=["dt=__*"])
+    assert r.deleted_paths == [stray]
+    for rel in live:
+        assert (path / rel).exists(), rel
+    _restore(path, "altered", writer)
+    assert rows(Table.open(str(path)).read_arrow()) == data_rows
+
+
+def _stats(values_lo, values_hi, nulls, types):
+    from paimon_commit.format.binary_row import serialize_binary_row
+    from paimon_commit.format.entry import SimpleStats
+    return SimpleStats(serialize_binary_row(values_lo, types),
+                       serialize_binary_row(values_hi, types), nulls)
+
+
+def test_may_hold_reads_a_manifest_with_nulls_or_blanks_for_any_value():
+    from paimon_commit.operations.orphan_scope import PartitionScope
+    types = ["STRING", "INT"]
+    scope = PartitionScope([{"dt": "*"}], ["dt", "hr"], types, "NULLS", "t")
+    # an old default name, read as the STRING '__DEFAULT_PARTITION__'; an INT directory
+    # value that another writer's default name could be ('7')
+    scope.add_partition(["__DEFAULT_PARTITION__", "1"])
+    scope.add_partition(["2024-06-01", "7"])
+    day = "2024-01-01"
+    # zero null counts, no blank in range, values outside: pruned (pruning is kept)
+    assert not scope.may_hold(_stats([day, 1], [day, 1], (0, 0), types))
+    assert not scope.may_hold(_stats(["2024-01-01", 2], ["2024-05-31", 6], (0, 0), types))
+    # a NULL dt entry: it lives under its writer's default name, any directory value
+    assert scope.may_hold(_stats([day, 1], [day, 1], (2, 0), types))
+    # a NULL hr entry: any hr value ('7' may be a job's default name), dt still in range
+    assert scope.may_hold(_stats(["2024-06-01", 3], ["2024-06-01", 3], (0, 1), types))
+    assert not scope.may_hold(_stats([day, 3], [day, 3], (0, 1), types))
+    # unknown null counts: read
+    assert scope.may_hold(_stats([day, 1], [day, 1], None, types))
+    assert scope.may_hold(_stats([day, 1], [day, 1], (0,), types))
+    assert scope.may_hold(_stats([day, 1], [day, 1], (None, 0), types))
+    # a blank (empty or whitespace-only) dt possible in range: read
+    for lo, hi in [("", day), (" ", day), ("\t", "\t"), ("\x00", " "), ("\ta", "\u3000x")]:
+        assert scope.may_hold(_stats([lo, 1], [hi, 1], (0, 0), types)), (lo, hi)
+    # no blank in range
+    for lo, hi in [("!", day), ("\ta", "\t\x7f"), ("a", "zzz")]:
+        assert not scope.may_hold(_stats([lo, 1], [hi, 1], (0, 0), types)), (lo, hi)
