@@ -16,7 +16,18 @@
 - small files: data files per partition, their average size, how many are below compaction's
   small-file size, and how many files a compaction would remove (the compaction planner's dry
   run, with the table's options);
-- the largest partitions of the latest snapshot; every tag with the bytes only it pins.
+- the largest partitions of the latest snapshot; every tag with the bytes only it pins;
+- integrity (`integrity`): `check`'s result (operations/check.py: every file each retained
+  snapshot, tag and long-lived changelog needs is there with its recorded size, or the
+  missing and wrong-sized files with what each breaks), and, when the latest snapshot is
+  broken, what `repair` would give up (its dry run, planned from that same check: the files
+  and records, what stays broken), or why repair refuses the table. Cost: the check's own
+  listings and reads (one listing per directory, each metadata file read once; it reads
+  through a fresh view of the table, so what the report read above is not shared), and for a
+  broken latest snapshot one more listing of each directory holding a missing file. Both are
+  in the report's `requests`; `integrity.requests` is their share (`integrity.repair.requests`
+  the repair dry run's part of it). Neither writes anything or takes the maintenance lease: a
+  report runs while another process maintains the table.
 
 `render_html` (report_html.py) turns it into one self-contained static page (inline CSS and
 SVG; no script, no network).
@@ -30,14 +41,17 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from .format.manifest import FileKind
-from .io.metered import RequestBill, billed
+from .io.metered import RequestBill, billed, metering
 from .progress import LISTING, READING, ProgressCallback, Throttle
 
 log = logging.getLogger(__name__)
 
-__all__ = ["HealthReport", "build_report", "render_html", "small_files_text"]
+__all__ = ["HealthReport", "build_report", "render_html", "small_files_text",
+           "integrity_text"]
 
 TOP_PARTITIONS = 10
+#: Problems (and files repair would give up) the text output names; --json and the page: all.
+SHOWN_PROBLEMS = 5
 
 
 @dataclass
@@ -61,6 +75,9 @@ class HealthReport:
     partition_count: int = 0
     tags: List[Dict[str, Any]] = field(default_factory=list)
     small_files: Dict[str, Any] = field(default_factory=dict)
+    # check's result and repair's dry run (see the module docstring and _integrity); None:
+    # not checked (build_report(..., integrity=False)).
+    integrity: Optional[Dict[str, Any]] = None
     notes: List[str] = field(default_factory=list)
     # What building this report asked of the storage (io/metered.py): the report reads the
     # whole table's metadata and lists every file, and says what that cost.
@@ -92,15 +109,18 @@ def _small_file_size(options: Dict[str, str]) -> Optional[int]:
 
 @billed   # rep.requests: what building it asked of the storage
 def build_report(table, progress: Optional[ProgressCallback] = None,
-                 clock=time.time, orphans: bool = True) -> HealthReport:
-    """Build the health report of `table` (read only: expiration and orphan cleanup run as
-    dry runs).
+                 clock=time.time, orphans: bool = True,
+                 integrity: bool = True) -> HealthReport:
+    """Build the health report of `table` (read only: expiration, orphan cleanup and repair
+    run as dry runs; no maintenance lease is taken).
 
     Args:
         table: a paimon_commit.Table.
         progress: optional callback (`listing`, `reading metadata`).
         clock: seconds since the epoch (for the dry runs and the timestamp).
         orphans: include the orphan dry run (lists every file of the table).
+        integrity: include `check` (and, for a broken latest snapshot, repair's dry run):
+            one more listing of every directory and read of every metadata file.
 
     Returns:
         HealthReport.
@@ -259,7 +279,127 @@ def build_report(table, progress: Optional[ProgressCallback] = None,
     rep.reclaimable["dropped partitions pinned by tags"] = tag_only_dropped
     rep.reclaimable["other files pinned by tags"] = tag_only_other
     rep.small_files = _small_files(table, by_part, keys, rep.notes)
+    if integrity:
+        with metering() as meter:   # its share of the bill (counted in rep.requests too)
+            rep.integrity = _integrity(table, rep.table, rep.latest, progress)
+        rep.integrity["requests"] = meter.bill().to_dict()
     return rep
+
+
+def _integrity(table, shown: str, latest: Optional[int],
+               progress: Optional[ProgressCallback]) -> Dict[str, Any]:
+    """`check`'s result and, when the latest snapshot (`latest`) is broken, repair's dry run
+    planned from it: the report's `integrity` (JSON-ready). `shown`: the table as the report
+    names it (no credentials), in the commands and messages."""
+    import shlex
+    from .errors import PaimonCommitError
+    from .io.uri import redact_uris_in
+    from .operations.check import check_table
+    from .operations.repair import repair_table
+    quoted = shlex.quote(shown)
+
+    def said(e: BaseException) -> str:
+        return redact_uris_in(str(e).replace(str(table.path), shown))
+
+    out: Dict[str, Any] = {"checked": False, "ok": None, "error": None,
+                           "check_command": f"paimon-commit check {quoted}", "repair": None}
+    try:   # read-only, no lease (a fresh metered read-only view of the table)
+        c = check_table(table.store, progress)
+    except PaimonCommitError as e:   # a layout this library cannot spell: check refuses it
+        out["error"] = f"check not possible: {said(e)}"
+        return out
+    files = sum(v.get("files", 0) for v in c.checked.values())
+    out.update({
+        "checked": True, "ok": c.healthy, "complete": c.complete, "message": c.message,
+        "files_checked": files,
+        "bytes_checked": sum(v.get("bytes", 0) for v in c.checked.values()),
+        "checked_by_kind": {k: dict(v) for k, v in c.checked.items()},
+        "snapshots": c.snapshots, "tags": c.tags, "changelogs": c.changelogs,
+        "branches": c.branches, "external": c.external,
+        "problem_count": len(c.problems), "problems": [p.to_dict() for p in c.problems],
+        "broken": list(c.broken), "broken_snapshots": c.broken_snapshots,
+        "broken_tags": c.broken_tags})
+    if latest is None or f"snapshot {latest}" not in c.broken:
+        return out
+    rep: Dict[str, Any] = {"refused": None, "command": None}
+    out["repair"] = rep
+    with metering() as meter:
+        try:   # a dry run: nothing written, no lease; planned from this check
+            r = repair_table(table.store, apply=False, check=c)
+        except PaimonCommitError as e:   # RepairError, UnsupportedTableError: why it refuses
+            r, rep["refused"] = None, said(e)
+    rep["requests"] = meter.bill().to_dict()
+    if r is None:
+        return out
+    rep.update({"base_snapshot_id": r.base_snapshot_id,
+                "removed_files": len(r.files), "removed_records": r.records,
+                "removed_bytes": r.bytes,
+                "groups": [g.to_dict() for g in r.groups],
+                "files": [f.to_dict() for f in r.files],
+                "still_broken": list(r.still_broken),
+                "unrepaired": [p.to_dict() for p in r.unrepaired]})
+    if r.files:
+        rep["command"] = f"paimon-commit repair {quoted} --apply"
+    return out
+
+
+def _spec(partition: Dict[str, Any]) -> str:
+    return ",".join(f"{k}={v}" for k, v in partition.items()) or "(unpartitioned)"
+
+
+def integrity_text(ig: Optional[Dict[str, Any]], top: int = SHOWN_PROBLEMS) -> List[str]:
+    """The integrity section as lines of the text report: `ok`, or the problems (the first
+    `top`) with what they break and the command that names them all, then what a repair
+    would give up or why it refuses."""
+    if ig is None:
+        return ["integrity        not checked"]
+    if not ig["checked"]:
+        return [f"integrity        {ig['error']}"]
+    roots = f"{ig['snapshots']} snapshot(s), {ig['tags']} tag(s)"
+    if ig["changelogs"]:
+        roots += f", {ig['changelogs']} changelog(s)"
+    if ig["branches"]:
+        roots += f", {ig['branches']} branch(es)"
+    problems = ig["problems"]
+    if not problems:
+        if ig["complete"]:
+            return [f"integrity        ok ({ig['files_checked']} file(s) checked, of {roots})"]
+        return [f"integrity        incomplete: {ig['message']}"]
+    from .operations.check import CheckProblem
+    lines = [f"integrity        {len(problems)} problem(s) ({ig['files_checked']} file(s) ok, "
+             f"of {roots}); broken: {', '.join(ig['broken'])}"]
+    for p in problems[:top]:
+        lines.append("  " + CheckProblem(p["path"], p["kind"], p["state"], p["expected_size"],
+                                         p["actual_size"], tuple(p["roots"]),
+                                         p["detail"]).describe())
+    more = f"... and {len(problems) - top} more: " if len(problems) > top else ""
+    lines.append(f"  {more}{ig['check_command']} names every problem")
+    r = ig.get("repair")
+    if r is None:
+        return lines
+    if r["refused"]:
+        lines.append(f"repair           refused: {r['refused']}")
+        return lines
+    if r["removed_files"]:
+        lines.append(f"repair           a repair would give up {r['removed_files']} missing data "
+                     f"file(s) of snapshot {r['base_snapshot_id']}: {r['removed_records']} "
+                     f"record(s), {r['removed_bytes']} bytes (dry run, nothing changed; "
+                     f"{r['command']} commits a snapshot without them)")
+        for g in r["groups"][:top]:
+            lines.append(f"  {_spec(g['partition'])} bucket {g['bucket']}: {g['files']} "
+                         f"file(s), {g['records']} record(s), {g['bytes']} bytes")
+        if len(r["groups"]) > top:
+            lines.append(f"  ... and {len(r['groups']) - top} more partition(s) and bucket(s)")
+    else:
+        lines.append(f"repair           nothing a repair gives up: snapshot "
+                     f"{r['base_snapshot_id']} misses no data file")
+    if r["unrepaired"]:
+        lines.append(f"  not fixed by repair: {len(r['unrepaired'])} problem(s) of snapshot "
+                     f"{r['base_snapshot_id']} (a data file of the wrong size, ...)")
+    if r["still_broken"]:
+        lines.append(f"  still broken after it: {', '.join(r['still_broken'])} (repair "
+                     f"changes no existing snapshot or tag)")
+    return lines
 
 
 def _small_files(table, by_part: Dict[bytes, Dict[str, Any]], keys: Sequence[str],

@@ -33,6 +33,8 @@ font-variant-numeric:tabular-nums}.cards{display:flex;gap:12px;flex-wrap:wrap}
 .card{border:1px solid #dde3ea;border-radius:8px;padding:10px 14px;min-width:150px}
 .card b{display:block;font-size:20px}.card span{color:#5b6776;font-size:12px}
 svg text{font:11px system-ui,sans-serif;fill:#5b6776}.note{color:#8a5a00}.empty{color:#5b6776}
+h3{font-size:15px;margin:16px 0 6px}.ok{color:#1f7a3f}.bad{color:#b42318}
+code{background:#f5f7fa;padding:1px 4px;border-radius:4px;font-size:13px;overflow-wrap:anywhere}
 """
 
 # Time formats from coarse to fine: the axis uses the first that tells its labels apart.
@@ -389,6 +391,109 @@ def _small_files_section(sf: dict) -> List[str]:
     return out
 
 
+#: Problems (and files given up) the page lists; the rest are counted (--json: all).
+_SHOWN_ROWS = 50
+
+
+def _spec(partition: Dict[str, Any]) -> str:
+    return ",".join(f"{k}={v}" for k, v in partition.items()) or "(unpartitioned)"
+
+
+def _integrity_card(ig: Any) -> Tuple[str, str, str]:
+    if not ig or not ig.get("checked"):
+        return ("integrity", "not checked", "see below")
+    if ig["problems"]:
+        return ("integrity", f"{len(ig['problems']):,} problem(s)",
+                f"{len(ig['broken']):,} broken snapshot(s)/tag(s)")
+    return ("integrity", "ok" if ig["complete"] else "incomplete",
+            f"{ig['files_checked']:,} files checked")
+
+
+def _integrity_section(ig: Any) -> List[str]:
+    """`check`'s result and repair's dry run (report._integrity)."""
+    out = ['<section id="integrity"><h2>Integrity</h2>']
+    if not ig:
+        out.append('<p class="empty" id="integrity-status">not checked</p></section>')
+        return out
+    if not ig["checked"]:
+        out.append(f'<p class="note" id="integrity-status">{_e(ig["error"])}</p></section>')
+        return out
+    roots = f'{ig["snapshots"]:,} snapshot(s), {ig["tags"]:,} tag(s)'
+    if ig["changelogs"]:
+        roots += f', {ig["changelogs"]:,} long-lived changelog(s)'
+    if ig["branches"]:
+        roots += f', {ig["branches"]:,} branch(es)'
+    problems = ig["problems"]
+    if not problems:
+        if ig["complete"]:
+            out.append(f'<p class="ok" id="integrity-status" data-ok="true">OK: every file the '
+                       f'{_e(roots)} use is there with the size the metadata records '
+                       f'(<span data-value="{ig["files_checked"]}">'
+                       f'{ig["files_checked"]:,}</span> files checked).</p>')
+        else:
+            out.append(f'<p class="note" id="integrity-status">incomplete: '
+                       f'{_e(ig["message"])}</p>')
+        out.append("</section>")
+        return out
+    out.append(f'<p class="bad" id="integrity-status" data-ok="false" '
+               f'data-problems="{len(problems)}"><b>{len(problems):,} problem(s)</b> '
+               f'({ig["files_checked"]:,} other files as recorded, of {_e(roots)}); '
+               f'broken: {_e(", ".join(ig["broken"]))}. Reading them fails until the files '
+               f'are restored. <code>{_e(ig["check_command"])}</code> names every problem.</p>')
+    rows = []
+    for p in problems[:_SHOWN_ROWS]:
+        if p["state"] == "wrong-size":
+            size = f'{p["actual_size"]:,} bytes, recorded {p["expected_size"]:,}'
+        elif p["expected_size"] is not None:
+            size = f'{p["expected_size"]:,} bytes recorded'
+        else:
+            size = ""
+        state = p["state"] + (f' ({p["detail"]})' if p.get("detail") else "")
+        rows.append(f'<tr class="problem"><td>{_e(p["kind"])}</td><td>{_e(p["path"])}</td>'
+                    f'<td>{_e(state)}</td><td class="n">{_e(size)}</td>'
+                    f'<td>{_e(", ".join(p["roots"]))}</td></tr>')
+    out.append(_table([("kind", False), ("file", False), ("state", False), ("size", True),
+                       ("breaks", False)], rows))
+    if len(problems) > _SHOWN_ROWS:
+        out.append(f'<p class="empty">... and {len(problems) - _SHOWN_ROWS:,} more (--json: '
+                   f'all)</p>')
+    r = ig.get("repair")
+    if r is None:
+        out.append("</section>")
+        return out
+    out.append('<h3>Repair (dry run)</h3>')
+    if r["refused"]:
+        out.append(f'<p class="note" id="repair-status">repair refuses this table: '
+                   f'{_e(r["refused"])}</p></section>')
+        return out
+    if r["removed_files"]:
+        out.append(f'<p id="repair-status" data-files="{r["removed_files"]}" '
+                   f'data-records="{r["removed_records"]}">A repair would give up '
+                   f'<b>{r["removed_files"]:,}</b> missing data file(s) of snapshot '
+                   f'{r["base_snapshot_id"]}: <b>{r["removed_records"]:,}</b> record(s), '
+                   f'{_e(_fmt_bytes(r["removed_bytes"]))}, by one new snapshot without them '
+                   f'(nothing is deleted): <code>{_e(r["command"])}</code>. Nothing was changed '
+                   f'to show this.</p>')
+        rows = [f'<tr><td>{_e(_spec(g["partition"]))}</td><td class="n">{g["bucket"]}</td>'
+                f'<td class="n">{g["files"]:,}</td>'
+                f'<td class="n">{g["records"]:,}</td><td class="n" data-bytes="{g["bytes"]}">'
+                f'{_e(_fmt_bytes(g["bytes"]))}</td></tr>' for g in r["groups"][:_SHOWN_ROWS]]
+        out.append(_table([("partition", False), ("bucket", True), ("files", True),
+                           ("records", True), ("bytes", True)], rows))
+    else:
+        out.append(f'<p id="repair-status" data-files="0">Nothing a repair gives up: snapshot '
+                   f'{r["base_snapshot_id"]} misses no data file.</p>')
+    if r["unrepaired"]:
+        out.append(f'<p class="note">Not fixed by a repair: {len(r["unrepaired"]):,} '
+                   f'problem(s) of snapshot {r["base_snapshot_id"]} (a data file of the wrong '
+                   f'size, ...): {_e(", ".join(p["path"] for p in r["unrepaired"][:5]))}</p>')
+    if r["still_broken"]:
+        out.append(f'<p>Still broken after a repair (it changes no existing snapshot or tag): '
+                   f'{_e(", ".join(r["still_broken"]))}.</p>')
+    out.append("</section>")
+    return out
+
+
 def render_html(rep: Any) -> str:
     """One self-contained static HTML page (inline CSS and SVG, no script, no network).
 
@@ -408,7 +513,8 @@ def render_html(rep: Any) -> str:
              ("reclaimable", _fmt_bytes(reclaim_total), "by maintenance, see below"),
              ("snapshots", f"{rep.snapshots:,}",
               f"{rep.earliest} .. {rep.latest}" if rep.snapshots else "none"),
-             ("tags", f"{len(rep.tags):,}", f"{rep.partition_count:,} partitions live")]
+             ("tags", f"{len(rep.tags):,}", f"{rep.partition_count:,} partitions live"),
+             _integrity_card(getattr(rep, "integrity", None))]
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
            f"<title>Paimon table health: {_e(rep.table)}</title>",
            f"<style>{_CSS}</style></head><body>",
@@ -421,6 +527,8 @@ def render_html(rep: Any) -> str:
         out.append(f'<div class="card"><span>{_e(name)}</span><b>{_e(big)}</b>'
                    f'<span>{_e(small)}</span></div>')
     out.append("</div></section>")
+
+    out.extend(_integrity_section(getattr(rep, "integrity", None)))
 
     out.append('<section id="reclaimable"><h2>Reclaimable bytes by cause</h2>')
     how = {"expired snapshots": "snapshot expiration with the table's options "

@@ -238,7 +238,8 @@ class TableMaintenance:
 
     def report(self, progress=None):
         """The table's health report (`report`): live vs on-disk bytes, reclaimable bytes by
-        cause, history, partitions, tags. Read only.
+        cause, history, partitions, tags, integrity (`check`, and for a broken latest
+        snapshot what `repair` would give up). Read only; takes no maintenance lease.
 
         Returns:
             HealthReport (to_dict(); paimon_commit.report.render_html for the HTML page).

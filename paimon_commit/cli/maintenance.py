@@ -199,8 +199,10 @@ def _print_report(r: Dict[str, Any]) -> None:
     print(f"on disk          {r['disk_files']} file(s), {r['disk_bytes']} bytes")
     for cause, v in r["reclaimable"].items():
         print(f"reclaimable      {cause}: {v['files']} file(s), {v['bytes']} bytes")
-    from ..report import small_files_text
+    from ..report import integrity_text, small_files_text
     for line in small_files_text(r.get("small_files") or {}):
+        print(line)
+    for line in integrity_text(r.get("integrity")):
         print(line)
     # (this run's requests: the `requests:` line the CLI prints after every operation)
     if r.get("html"):
@@ -351,7 +353,8 @@ def add_commands(sub, command: Callable) -> None:
 
     r = command("report", cmd_report,
                 "health report: live vs on-disk bytes, reclaimable bytes by cause, history "
-                "charts, largest partitions, tags and their pinned bytes",
+                "charts, largest partitions, tags and their pinned bytes, integrity (check, "
+                "and what repair would give up); read-only",
                 "paimon-commit report /data/wh/db.db/events --html report.html")
     r.add_argument("--html", metavar="OUT", help="write a self-contained HTML page here")
 

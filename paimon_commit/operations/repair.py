@@ -237,8 +237,14 @@ def repair_refusal(store: FileStore) -> Optional[str]:
 
 def repair_table(store: FileStore, apply: bool = False,
                  progress: Optional[Callable[[Any], None]] = None,
-                 commit_user: Optional[str] = None) -> RepairResult:
+                 commit_user: Optional[str] = None,
+                 check: Optional[CheckResult] = None) -> RepairResult:
     """Plan (and with `apply`, commit) the repair of the latest snapshot (module docstring).
+
+    `check`: a dry run only (ValueError with `apply`): plan from this result of
+    check_table(store), made just before, instead of checking the table again (the health
+    report's integrity section, which has checked it already). The files are still chosen
+    from the latest snapshot and its directories listed again, as in every plan.
 
     Raises:
         UnsupportedTableError: a primary-key or data-evolution table (before any I/O beyond
@@ -246,6 +252,9 @@ def repair_table(store: FileStore, apply: bool = False,
         RepairError: the latest snapshot's own metadata is damaged.
         LeaseHeldError: with `apply`, another process kept the maintenance lease.
     """
+    if apply and check is not None:
+        raise ValueError("repair: a check result is planned from in a dry run only (apply "
+                         "checks the table itself, under the lease)")
     problem = repair_refusal(store)
     if problem:
         raise UnsupportedTableError(problem)
@@ -253,7 +262,7 @@ def repair_table(store: FileStore, apply: bool = False,
     with maintenance_lease(store, "repair") if apply else contextlib.nullcontext():
         # Again under the lease (its wait may be long), in every plan and commit attempt
         # (_Repair._pick): an ALTER meanwhile would make files look missing (issue25d d2).
-        return _Repair(store, apply, progress, commit_user).run()
+        return _Repair(store, apply, progress, commit_user).run(check)
 
 
 class _Repair:
@@ -267,12 +276,13 @@ class _Repair:
         self.picked_from: Optional[Snapshot] = None
 
     @billed   # result.requests: what it asked of the storage
-    def run(self) -> RepairResult:
+    def run(self, check: Optional[CheckResult] = None) -> RepairResult:
         seconds: Dict[str, float] = {}
         t = time.perf_counter()
         if self.apply:   # under the lease (its wait may be long), before the long check
             self._check_schema(None)
-        check = check_table(self.store, self.progress)
+        if check is None:   # (given: a dry run planned from the caller's check)
+            check = check_table(self.store, self.progress)
         seconds["check"] = time.perf_counter() - t
         t = time.perf_counter()
         self.missing = {p.path for p in check.problems

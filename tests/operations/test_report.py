@@ -106,8 +106,8 @@ def test_html_is_self_contained_and_parses(built):
     page = Page()
     page.feed(render_html(rep))
     page.close()
-    assert page.sections == ["summary", "reclaimable", "history", "small-files", "partitions",
-                             "tags"]
+    assert page.sections == ["summary", "integrity", "reclaimable", "history", "small-files",
+                             "partitions", "tags"]
     # reclaimable bars + live bytes, live files and records by snapshot time
     assert page.tags.count("svg") == 4
     assert "script" not in page.tags and "link" not in page.tags and "img" not in page.tags
