@@ -134,9 +134,14 @@ class PartitionScope:
 
     # --- manifests --------------------------------------------------------------------------
     def add_partition(self, dir_values: Sequence[str]) -> None:
-        """A partition directory that was listed (its escaped values, one per key)."""
-        self._partitions.append(tuple(self._typed(P.unescape_path_name(v), t)
-                                      for v, t in zip(dir_values, self.types)))
+        """A partition directory that was listed (its escaped values, one per key). A value
+        not spelled exactly as Paimon escapes the value it decodes to (`a%20b`, written
+        unescaped by an older writer, decodes to `a b` but may hold the value `a%20b`) names
+        no single value: _UNKNOWN (audit issue25e e1)."""
+        self._partitions.append(tuple(
+            self._typed(text, t) if P.escape_path_name(text) == v else _UNKNOWN
+            for v, t, text in ((v, t, P.unescape_path_name(v))
+                               for v, t in zip(dir_values, self.types))))
 
     @property
     def partitions(self) -> int:

@@ -509,3 +509,18 @@ def test_may_hold_reads_a_manifest_with_nulls_or_blanks_for_any_value():
     # no blank in range
     for lo, hi in [("!", day), ("\ta", "\t\x7f"), ("a", "zzz")]:
         assert not scope.may_hold(_stats([lo, 1], [hi, 1], (0, 0), types)), (lo, hi)
+
+
+def test_a_directory_value_not_spelled_as_paimon_escapes_it_may_hold_anything():
+    """`v=a%20b` as an unescaping writer wrote the value 'a%20b' (Paimon writes `a%2520b`):
+    decoded it reads 'a b', but a manifest whose range is exactly 'a%20b' must be read
+    (audit issue25e e1: a scoped run skipped it and deleted the live file)."""
+    from paimon_commit.operations.orphan_scope import PartitionScope
+    types = ["STRING"]
+    scope = PartitionScope([{"v": "a*"}], ["v"], types, "__DEFAULT_PARTITION__", "t")
+    scope.add_partition(["a%20b"])
+    assert scope.may_hold(_stats(["a%20b"], ["a%20b"], (0,), types))
+    escaped = PartitionScope([{"v": "a*"}], ["v"], types, "__DEFAULT_PARTITION__", "t")
+    escaped.add_partition(["a%2520b"])   # Paimon's own spelling of 'a%20b': typed exactly
+    assert escaped.may_hold(_stats(["a%20b"], ["a%20b"], (0,), types))
+    assert not escaped.may_hold(_stats(["b"], ["c"], (0,), types))
