@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import bisect
 import datetime
+import unicodedata
 from fnmatch import fnmatchcase
 from typing import Any, Dict, List, Sequence, Tuple
 
@@ -157,6 +158,11 @@ class PartitionScope:
             if root in INTEGER_RANGES:
                 value: Any = int(text)
             elif root in STRING_ROOTS:
+                # A name the file system may have normalized (HFS+ lists every name in NFD):
+                # the value written may be another form of it (audit issue25f f2).
+                if unicodedata.normalize("NFC", text) != text or \
+                        unicodedata.normalize("NFD", text) != text:
+                    return _UNKNOWN
                 value = text
             elif root == "DATE":
                 value = datetime.date(1970, 1, 1) + datetime.timedelta(days=int(text))

@@ -524,3 +524,18 @@ def test_a_directory_value_not_spelled_as_paimon_escapes_it_may_hold_anything():
     escaped.add_partition(["a%2520b"])   # Paimon's own spelling of 'a%20b': typed exactly
     assert escaped.may_hold(_stats(["a%20b"], ["a%20b"], (0,), types))
     assert not escaped.may_hold(_stats(["b"], ["c"], (0,), types))
+
+
+def test_a_directory_value_a_file_system_may_have_normalized_may_hold_anything():
+    """`p=e\u0301` (é decomposed, as HFS+ lists every name) for a value written as 'é'
+    (composed): the manifest whose range is exactly 'é' must be read (audit issue25f f2)."""
+    from paimon_commit.operations.orphan_scope import PartitionScope
+    types = ["STRING"]
+    for listed in ("e\u0301", "\u00e9"):
+        scope = PartitionScope([{"p": "*"}], ["p"], types, "__DEFAULT_PARTITION__", "t")
+        scope.add_partition([listed])
+        assert scope.may_hold(_stats(["\u00e9"], ["\u00e9"], (0,), types)), listed
+        assert scope.may_hold(_stats(["e\u0301"], ["e\u0301"], (0,), types)), listed
+    plain = PartitionScope([{"p": "*"}], ["p"], types, "__DEFAULT_PARTITION__", "t")
+    plain.add_partition(["e"])   # nothing to normalize: pruning kept
+    assert not plain.may_hold(_stats(["\u00e9"], ["\u00e9"], (0,), types))
