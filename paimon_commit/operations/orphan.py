@@ -598,6 +598,8 @@ class OrphanFilesCleaner(FromFileList):
         whole, and every full partition listed is noted for reading the manifests."""
         keys = list(self.store.partition_keys)
         scope = self.scope
+        if scope is not None:
+            scope.fold_case = self.folds_case()
         everything: Tuple[int, ...] = scope.all() if scope is not None else ()
         start = self._data_root_dir()
         if start is None:
@@ -634,6 +636,21 @@ class OrphanFilesCleaner(FromFileList):
                    if st.is_dir and is_bucket_dir(st.name)]
         dirs.extend(buckets)
         return buckets, dirs
+
+    def folds_case(self) -> bool:
+        """Whether the table's storage may fold the case of names: object stores and HDFS
+        name keys exactly; a local file system does when `SCHEMA` is the table's `schema`
+        directory (macOS and Windows by default). True in doubt."""
+        from ..io.local import LocalFileIO
+        if not isinstance(self.io, LocalFileIO):
+            return False
+        try:
+            return os.path.samefile(os.path.join(self.root, "schema"),
+                                    os.path.join(self.root, "SCHEMA"))
+        except FileNotFoundError:
+            return False
+        except OSError:
+            return True
 
     def _data_root_dir(self) -> Optional[FileStatus]:
         """Where partition directories start: the root, or the table's

@@ -72,6 +72,7 @@ class FromFileList:
                 raise FileListError(f"file list {shown}, {row.where}: {row.location!r} is "
                                     f"listed twice, with different sizes or times")
         if self.scope is not None:
+            self.scope.fold_case = self.folds_case()
             for values in sorted(partitions):
                 self.scope.add_partition(values)
         listed = []

@@ -107,6 +107,11 @@ class PartitionScope:
         self.keys = keys
         self.types = list(types)
         self.default_name = default_name
+        # Whether the storage may fold the case of names (macOS, Windows, SMB: the values
+        # 'A' and 'a' share one directory, spelled as its first writer made it): then a
+        # listed string value with a cased letter names no single value (audit issue27c c1).
+        # True in doubt; the cleaner says False for storage that names keys exactly.
+        self.fold_case = True
         self._partitions: List[Tuple[Any, ...]] = []   # listed, typed (or _UNKNOWN)
         from ..format.atomic_types import as_atomic
         self._is_date = {k: as_atomic(t).root == "DATE" for k, t in zip(self.keys, self.types)}
@@ -162,6 +167,9 @@ class PartitionScope:
                 # the value written may be another form of it (audit issue25f f2).
                 if unicodedata.normalize("NFC", text) != text or \
                         unicodedata.normalize("NFD", text) != text:
+                    return _UNKNOWN
+                if self.fold_case and (text.lower() != text or text.upper() != text or
+                                       text.casefold() != text):
                     return _UNKNOWN
                 value = text
             elif root == "DATE":

@@ -486,6 +486,7 @@ def test_may_hold_reads_a_manifest_with_nulls_or_blanks_for_any_value():
     from paimon_commit.operations.orphan_scope import PartitionScope
     types = ["STRING", "INT"]
     scope = PartitionScope([{"dt": "*"}], ["dt", "hr"], types, "NULLS", "t")
+    scope.fold_case = False   # (names kept exactly: fold_case has its own test)
     # an old default name, read as the STRING '__DEFAULT_PARTITION__'; an INT directory
     # value that another writer's default name could be ('7')
     scope.add_partition(["__DEFAULT_PARTITION__", "1"])
@@ -518,9 +519,11 @@ def test_a_directory_value_not_spelled_as_paimon_escapes_it_may_hold_anything():
     from paimon_commit.operations.orphan_scope import PartitionScope
     types = ["STRING"]
     scope = PartitionScope([{"v": "a*"}], ["v"], types, "__DEFAULT_PARTITION__", "t")
+    scope.fold_case = False   # (names kept exactly: fold_case has its own test)
     scope.add_partition(["a%20b"])
     assert scope.may_hold(_stats(["a%20b"], ["a%20b"], (0,), types))
     escaped = PartitionScope([{"v": "a*"}], ["v"], types, "__DEFAULT_PARTITION__", "t")
+    escaped.fold_case = False   # (names kept exactly: fold_case has its own test)
     escaped.add_partition(["a%2520b"])   # Paimon's own spelling of 'a%20b': typed exactly
     assert escaped.may_hold(_stats(["a%20b"], ["a%20b"], (0,), types))
     assert not escaped.may_hold(_stats(["b"], ["c"], (0,), types))
@@ -533,9 +536,36 @@ def test_a_directory_value_a_file_system_may_have_normalized_may_hold_anything()
     types = ["STRING"]
     for listed in ("e\u0301", "\u00e9"):
         scope = PartitionScope([{"p": "*"}], ["p"], types, "__DEFAULT_PARTITION__", "t")
+        scope.fold_case = False   # (names kept exactly: fold_case has its own test)
         scope.add_partition([listed])
         assert scope.may_hold(_stats(["\u00e9"], ["\u00e9"], (0,), types)), listed
         assert scope.may_hold(_stats(["e\u0301"], ["e\u0301"], (0,), types)), listed
     plain = PartitionScope([{"p": "*"}], ["p"], types, "__DEFAULT_PARTITION__", "t")
+    plain.fold_case = False   # (names kept exactly: fold_case has its own test)
     plain.add_partition(["e"])   # nothing to normalize: pruning kept
     assert not plain.may_hold(_stats(["\u00e9"], ["\u00e9"], (0,), types))
+
+
+def test_a_cased_directory_value_may_hold_anything_where_names_may_fold_case(table_path):
+    """On a case-insensitive file system the values 'A' and 'a' share the directory `p=A`:
+    its manifests must be read where names may fold case (audit issue27c c1), and are pruned
+    where they cannot (this Linux file system: `SCHEMA` is not `schema`)."""
+    from paimon_commit.operations.orphan_scope import PartitionScope
+    types = ["STRING"]
+    folding = PartitionScope([{"p": "A"}], ["p"], types, "__DEFAULT_PARTITION__", "t")
+    assert folding.fold_case   # in doubt
+    folding.add_partition(["A"])
+    assert folding.may_hold(_stats(["a"], ["a"], (0,), types))
+    exact = PartitionScope([{"p": "A"}], ["p"], types, "__DEFAULT_PARTITION__", "t")
+    exact.fold_case = False
+    exact.add_partition(["A"])
+    assert not exact.may_hold(_stats(["a"], ["a"], (0,), types))
+    digits = PartitionScope([{"p": "*"}], ["p"], types, "__DEFAULT_PARTITION__", "t")
+    digits.add_partition(["2024-01-01"])   # no cased letter: pruning kept even so
+    assert not digits.may_hold(_stats(["2024-02-01"], ["2024-02-01"], (0,), types))
+    from paimon_commit import Table
+    from paimon_commit.operations.orphan import CleanContext, OrphanFilesCleaner
+    Table.create(str(table_path), pa.schema([("id", pa.int64()), ("p", pa.string())]), ["p"])
+    cleaner = OrphanFilesCleaner(CleanContext(str(table_path), older_than_ms=1_700_000_000_000,
+                                              partitions=["p=A"]))
+    assert cleaner.folds_case() is False
