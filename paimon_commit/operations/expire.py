@@ -251,6 +251,7 @@ class ExpireSnapshots(ChangelogExpiration):
             # Nothing exists in [end, later[0]): keeping later[0] expires exactly the same set,
             # and does not get stuck on a missing snapshot (the reference's #4743).
             end = later[0]
+        end = self._past_half_expired(ids, end)
         expiring_ids = [i for i in ids if i < end]
         if not expiring_ids:
             return
@@ -337,6 +338,48 @@ class ExpireSnapshots(ChangelogExpiration):
             plan.add_metadata(self.reach.unused_metadata(s, lists, keep, plan.skip))
         for sid in plan.expiring:
             plan.add_expiring(sid, sm.snapshot_path(sid), sizes[sid])
+
+    def _past_half_expired(self, ids: List[int], end: int) -> int:
+        """The first snapshot to keep, moved past snapshots an earlier, interrupted run had
+        half expired. A run stopped (killed, a lost lease, a failed lease check) after its
+        list step and before its snapshot-file step leaves snapshot files whose lists are
+        gone, at the head of the history; the next run must finish them whatever its
+        retention says now: a rollback since (the latest moved back), or a larger
+        retain-max, would otherwise keep them, and a retained snapshot would not read
+        (interleaving seed 892431: expire#28 deleted snapshot 3's lists and stopped; a
+        rollback to 5 removed 6; the rerun with retain-max 3 kept 3). Only snapshots after
+        which every snapshot before is expiring are moved past (a half-expired one is
+        always at the head), never the latest, and only when a manifest list a snapshot
+        names is absent (FileNotFoundError, not damage: a corrupt file is not ours to
+        conclude from). The lists of the first kept snapshot are read by the plan anyway
+        (the reads are cached): the usual run does no more I/O."""
+        sm = self.store.snapshots
+        later = [i for i in ids if i >= end]
+        for following in later[1:]:   # (never past the latest)
+            try:
+                snap = self._read(sm, end)
+            except CorruptMetadataError:
+                return end
+            if snap is None:
+                return end
+            missing = None
+            for name in (snap.base_manifest_list, snap.delta_manifest_list):
+                if not name:
+                    continue
+                try:
+                    self.reach.manifests(name)
+                except FileNotFoundError:
+                    missing = name
+                    break
+                except (ValueError, OSError, CorruptMetadataError):
+                    return end
+            if missing is None:
+                return end
+            log.warning("expire: snapshot %d is half expired (its manifest list %s is gone: "
+                        "an earlier run was stopped before deleting its snapshot file); it "
+                        "is expired now whatever the retention says", end, missing)
+            end = following
+        return end
 
     def _named_by_roots(self, roots: List[Root]) -> Set[str]:
         """Every list, index manifest and statistics file the roots name in their JSON, and

@@ -388,3 +388,42 @@ def test_i25_open_a_501_to_the_lease_after_a_batch_commit_reads_as_a_refusal_scr
         s.until(e, "obj", "put", ".maintenance/lease-", create=True, fault=Fault.UNSUPPORTED)
         s.finish(e)
         s.check("after a 501 to the lease's create in a batch commit's maintenance")
+
+
+# --- a rollback between an interrupted expiration and its rerun ---------------------------------
+# Found by the soak (local, 20 rounds at rate 0.03), round 7 (expire#26, expire#28, rollback#27,
+# retag#29): "snapshot 3 does not read completely: FileNotFoundError: .../manifest-list-...".
+# expire#28 (retain-max 3 over snapshots 2..6) planned 2..3 (end 4; tag9 on 2 kept 2's lists),
+# deleted snapshot 3's base and delta lists in its list step, then its lease check before the
+# snapshot-file step failed (an injected fault; a kill does the same) and it stopped, leaving the
+# half-expired snapshot files 2 and 3 for the rerun -- by design (docs/safety.md, "Crashes").
+# rollback#27 to 5 (lease taken after expire#28 released it) deleted snapshot 6; retag#29 moved
+# tag9 to 4. The rerun, again with retain-max 3, computed its first kept snapshot from the new
+# latest (5): 3, so it expired 2 only and kept snapshot 3, whose lists were gone. Fixed in
+# ExpireSnapshots._past_half_expired: a run moves its first kept snapshot past half-expired
+# snapshots (a manifest list absent) at the head of the history, never past the latest.
+
+def test_i25_rollback_between_an_interrupted_expiration_and_its_rerun_seed_892431_local(
+        tmp_path):
+    simulate(tmp_path, seed=892431, rounds=20, rate=0.03, **VARIANTS["local"])
+
+
+@pytest.mark.parametrize("storage", ["local", "memory"])
+def test_i25_rollback_between_an_interrupted_expiration_and_its_rerun_scripted(tmp_path,
+                                                                                storage):
+    # Before the fix: "snapshot 3 does not read completely: FileNotFoundError: ...
+    # manifest-list-..." -- the expiration (retain-max 3 over 1..6) deleted the lists of 1..3
+    # and failed to delete snapshot-1 (the snapshot files stay); the rollback to 5 deleted 6;
+    # the rerun (retain-max 3 over 1..5) kept 3, 4, 5.
+    with _Script(tmp_path, storage) as s:
+        for _ in range(6):
+            s.finish(start_append(s.sim, "a"))       # snapshots 1..6
+        s.sim.check("after 6 appends")
+        e = start_expire(s.sim, retain_max=3)       # plans 1..3 (keeps 4..6)
+        call = s.sched.run_until(e.name, lambda c: c.method.startswith("delete")
+                                 and c.path.endswith("snapshot/snapshot-1"), Fault.BEFORE)
+        assert call is not None, "the expiration never reached its snapshot-file step"
+        s.finish(e)                                 # stops there: lists of 1..3 are gone
+        r = s.finish(start_rollback(s.sim, 5))      # 6 deleted: the latest is 5
+        assert r.outcome == "ok", r
+        s.check("after a rollback between an interrupted expiration and its rerun")
