@@ -120,3 +120,16 @@ def check_problems(path):
     if not isinstance(doc, dict):
         return rc, [f"check output not JSON: {doc!r} {err[-300:]}"]
     return rc, doc.get("problems", [])
+
+
+def add_schema_with_options(table_path, **opts):
+    """A new schema file (id + 1) with `opts` set, as Paimon's ALTER TABLE ... SET writes it."""
+    import json
+    sd = os.path.join(table_path, "schema")
+    last = max(os.listdir(sd), key=lambda n: int(n.split("-")[1]))
+    doc = json.load(open(os.path.join(sd, last)))
+    doc["id"] = doc.get("id", int(last.split("-")[1])) + 1
+    doc.setdefault("options", {}).update(opts)
+    with open(os.path.join(sd, f"schema-{doc['id']}"), "w") as f:
+        json.dump(doc, f)
+    return doc["id"]
