@@ -79,6 +79,9 @@ class HealthReport:
     # not checked (build_report(..., integrity=False)).
     integrity: Optional[Dict[str, Any]] = None
     notes: List[str] = field(default_factory=list)
+    # Why every section but integrity is left out (a metadata file missing or unreadable),
+    # or None.
+    unreadable: Optional[str] = None
     # What building this report asked of the storage (io/metered.py): the report reads the
     # whole table's metadata and lists every file, and says what that cost.
     requests: RequestBill = field(default_factory=RequestBill)
@@ -126,14 +129,54 @@ def build_report(table, progress: Optional[ProgressCallback] = None,
         HealthReport.
 
     Raises:
-        CorruptMetadataError: a snapshot, tag or manifest cannot be read.
+        CorruptMetadataError, FileNotFoundError: a snapshot, tag or manifest cannot be read
+            and `integrity` is False. With `integrity`, the report then has `unreadable`
+            (why), no other section, and the integrity section names what is missing.
     """
-    store = table.store
-    io, mio = store.io, store.manifests
     tick = Throttle(progress)
+    from .errors import CorruptMetadataError
     from .io import redact_uri
     rep = HealthReport(redact_uri(str(table.path)),   # shown on the page: no credentials
                        datetime.datetime.fromtimestamp(clock()).isoformat(timespec="seconds"))
+    try:
+        _fill(rep, table, tick, clock, orphans)
+    except (FileNotFoundError, CorruptMetadataError) as e:
+        if not integrity:
+            raise
+        # A file the metadata names is gone or damaged: what the report would need to be
+        # told most. Its sections would be partial (misleading numbers), so they are left
+        # out, and the integrity section (check reads past a missing file) names every
+        # missing or damaged file and what it breaks.
+        rep = HealthReport(rep.table, rep.generated_at,
+                           unreadable=_unreadable(e, table, rep.table))
+        try:   # (for repair's dry run when the latest snapshot is what is broken)
+            rep.latest = table.store.snapshots.latest_snapshot_id()
+        except (OSError, CorruptMetadataError):
+            pass
+    if integrity:
+        with metering() as meter:   # its share of the bill (counted in rep.requests too)
+            rep.integrity = _integrity(table, rep.table, rep.latest, progress)
+        rep.integrity["requests"] = meter.bill().to_dict()
+    return rep
+
+
+def _unreadable(e: BaseException, table, shown: str) -> str:
+    """Why the report's sections could not be built, the path relative to the table."""
+    from .io.uri import redact_uris_in
+    path = getattr(e, "filename", None) or getattr(e, "path", None)
+    root = str(table.path).rstrip("/") + "/"
+    if path and isinstance(e, FileNotFoundError):
+        what = f"{str(path)[len(root):] if str(path).startswith(root) else path} is missing"
+    else:
+        what = str(e).replace(root, "")
+    return redact_uris_in(f"cannot read the table's metadata ({what}); the report's other "
+                          f"sections are left out: see integrity")
+
+
+def _fill(rep: HealthReport, table, tick: Throttle, clock, orphans: bool) -> None:
+    """Every section but integrity, into `rep`."""
+    store = table.store
+    io, mio = store.io, store.manifests
     snaps = list(store.snapshots.snapshots())
     from .operations.tag_expire import readable_tags
     from .tags import TagManager
@@ -279,11 +322,6 @@ def build_report(table, progress: Optional[ProgressCallback] = None,
     rep.reclaimable["dropped partitions pinned by tags"] = tag_only_dropped
     rep.reclaimable["other files pinned by tags"] = tag_only_other
     rep.small_files = _small_files(table, by_part, keys, rep.notes)
-    if integrity:
-        with metering() as meter:   # its share of the bill (counted in rep.requests too)
-            rep.integrity = _integrity(table, rep.table, rep.latest, progress)
-        rep.integrity["requests"] = meter.bill().to_dict()
-    return rep
 
 
 def _integrity(table, shown: str, latest: Optional[int],

@@ -515,14 +515,23 @@ def render_html(rep: Any) -> str:
               f"{rep.earliest} .. {rep.latest}" if rep.snapshots else "none"),
              ("tags", f"{len(rep.tags):,}", f"{rep.partition_count:,} partitions live"),
              _integrity_card(getattr(rep, "integrity", None))]
+    unreadable = getattr(rep, "unreadable", None)
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
            f"<title>Paimon table health: {_e(rep.table)}</title>",
            f"<style>{_CSS}</style></head><body>",
            f"<h1>Paimon table health</h1><p class=\"sub\">{_e(rep.table)} &middot; generated "
-           f"{_e(rep.generated_at)} &middot; {rep.records:,} records</p>",
+           f"{_e(rep.generated_at)}" +
+           ("" if unreadable else f" &middot; {rep.records:,} records") + "</p>",
            f"<p class=\"sub\" id=\"requests\">this report's {_e(format_bill(rep.requests))}"
-           f"</p>",
-           '<section id="summary"><div class="cards">']
+           f"</p>"]
+    if unreadable:
+        # The other sections were not built (report.build_report): cards and charts of
+        # zeros would read as an empty table.
+        out.append(f'<p class="bad" id="unreadable">{_e(unreadable)}</p>')
+        out.extend(_integrity_section(getattr(rep, "integrity", None)))
+        out.append("</body></html>")
+        return "\n".join(out)
+    out.append('<section id="summary"><div class="cards">')
     for name, big, small in cards:
         out.append(f'<div class="card"><span>{_e(name)}</span><b>{_e(big)}</b>'
                    f'<span>{_e(small)}</span></div>')

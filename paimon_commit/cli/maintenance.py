@@ -189,11 +189,24 @@ def cmd_report(args) -> Dict[str, Any]:
     out = rep.to_dict()
     out["html"] = args.html
     args.print_text = _print_report
+    # As check's: a cron job or a CI step running the report learns of a broken table from
+    # the exit code, not only from the page.
+    ig = rep.integrity or {}
+    if rep.unreadable or ig.get("problems"):
+        args.exit_code = EXIT_FAILED
     return out
 
 
 def _print_report(r: Dict[str, Any]) -> None:
     print(f"table            {r['table']}")
+    if r.get("unreadable"):
+        from ..report import integrity_text
+        print(f"report           {r['unreadable']}")
+        for line in integrity_text(r.get("integrity")):
+            print(line)
+        if r.get("html"):
+            print(f"html report      {r['html']}")
+        return
     print(f"snapshots        {r['snapshots']} (tags {len(r['tags'])})")
     print(f"live             {r['live_files']} file(s), {r['live_bytes']} bytes")
     print(f"on disk          {r['disk_files']} file(s), {r['disk_bytes']} bytes")
@@ -354,7 +367,8 @@ def add_commands(sub, command: Callable) -> None:
     r = command("report", cmd_report,
                 "health report: live vs on-disk bytes, reclaimable bytes by cause, history "
                 "charts, largest partitions, tags and their pinned bytes, integrity (check, "
-                "and what repair would give up); read-only",
+                "and what repair would give up); read-only; exit 1 if a file the table "
+                "needs is missing, damaged or of the wrong size",
                 "paimon-commit report /data/wh/db.db/events --html report.html")
     r.add_argument("--html", metavar="OUT", help="write a self-contained HTML page here")
 

@@ -52,8 +52,9 @@ def tree(path):
     return out
 
 
-def report_text(capsys, table_path):
-    assert main(["report", str(table_path)]) == 0
+def report_text(capsys, table_path, code=0):
+    """The text report; `code`: the exit code expected (1: the table misses a file)."""
+    assert main(["report", str(table_path)]) == code
     return without_bill(capsys.readouterr().out).splitlines()
 
 
@@ -84,7 +85,7 @@ def test_a_deleted_data_file_is_named_with_what_it_breaks_and_what_repair_gives_
     rel = os.path.relpath(f.path, table_path)
     n = checked_files(four)
     before = tree(table_path)
-    lines = report_text(capsys, table_path)
+    lines = report_text(capsys, table_path, code=1)
     assert lines[-6:] == [
         f"integrity        1 problem(s) ({n} file(s) ok, of 4 snapshot(s), 1 tag(s)); broken: "
         f"{STILL}, tag t2",
@@ -105,8 +106,9 @@ def test_a_deleted_data_file_is_named_with_what_it_breaks_and_what_repair_gives_
 def test_json_has_the_integrity_object(four, table_path, capsys):
     f = lose(four)
     rel = os.path.relpath(f.path, table_path)
-    assert main(["report", str(table_path), "--json"]) == 0
+    assert main(["report", str(table_path), "--json"]) == 1
     r = json.loads(capsys.readouterr().out)
+    assert r["unreadable"] is None
     ig = r["integrity"]
     assert (ig["checked"], ig["ok"], ig["complete"], ig["problem_count"]) == (True, False, True, 1)
     (p,) = ig["problems"]
@@ -165,7 +167,7 @@ def test_a_repair_refusal_is_shown(four, table_path, capsys):
     new = dataclasses.replace(old, id=old.id + 1, primary_keys=("id", "dt", "hr"))
     (table_path / "schema" / f"schema-{new.id}").write_bytes(new.to_json())
     before = tree(table_path)
-    lines = report_text(capsys, table_path)
+    lines = report_text(capsys, table_path, code=1)
     assert lines[-1] == (
         f"repair           refused: cannot repair {table_path}: it is a primary-key table "
         f"(dynamic bucket); a data file is one level of its LSM tree, and removing it can "
@@ -201,7 +203,7 @@ def test_a_report_works_while_another_process_holds_the_lease(four, table_path, 
             rep = build_report(Table.open(str(table_path)))
         assert rep.integrity["problem_count"] == 1
         assert rep.integrity["repair"]["removed_files"] == 1
-        lines = report_text(capsys, table_path)
+        lines = report_text(capsys, table_path, code=1)
         assert lines[-3].startswith("repair           a repair would give up 1 missing")
         assert tree(table_path) == before   # the holder's record is still the last one
     finally:
@@ -217,3 +219,45 @@ def test_a_check_result_is_planned_from_in_a_dry_run_only(four):
     with pytest.raises(ValueError, match="dry run only"):
         repair_table(four.store, apply=True, check=c)
     assert [s.id for s in four.snapshots()] == [1, 2, 3, 4]
+
+
+def test_a_missing_manifest_still_gives_the_integrity_section_and_exit_1(
+        four, table_path, capsys, tmp_path):
+    """The report's other sections need every manifest; a missing one used to end the run
+    with `error: [Errno 2] ...` and no report, the one case a report is most wanted for."""
+    # The manifest snapshot 1's delta added: every snapshot and the tag read it.
+    (m,) = [x.file_name for x in four.store.manifests.read_list(
+        four.store.snapshots.snapshot(1).delta_manifest_list)]
+    os.unlink(table_path / "manifest" / m)
+    n = checked_files(four)
+    before = tree(table_path)
+    out = tmp_path / "r.html"
+    assert main(["report", str(table_path), "--html", str(out)]) == 1
+    lines = without_bill(capsys.readouterr().out).splitlines()
+    assert lines[:3] == [
+        f"table            {table_path}",
+        f"report           cannot read the table's metadata (manifest/{m} is missing); the "
+        f"report's other sections are left out: see integrity",
+        f"integrity        1 problem(s) ({n} file(s) ok, of 4 snapshot(s), 1 tag(s)); broken: "
+        f"snapshot 1, {STILL}, tag t2"]
+    assert lines[3].startswith(f"  manifest manifest/{m}: missing (") and \
+        lines[3].endswith(f"bytes); breaks snapshot 1, {STILL}, tag t2")
+    assert lines[4] == f"  paimon-commit check {table_path} names every problem"
+    assert lines[5].startswith("repair           refused: cannot repair")
+    assert lines[-1] == f"html report      {out}"
+    assert main(["report", str(table_path), "--json"]) == 1
+    r = json.loads(capsys.readouterr().out)
+    assert r["unreadable"] == lines[1][len("report           "):]
+    assert (r["integrity"]["problem_count"], r["integrity"]["broken_tags"]) == (1, ["t2"])
+    assert (r["snapshots"], r["live_files"], r["history"], r["reclaimable"]) == (0, 0, [], {})
+    assert r["latest"] == 4
+    page = Page()
+    page.feed(out.read_text())
+    assert "integrity" in page.sections and "summary" not in page.sections
+    assert "history" not in page.sections
+    assert ("id", "unreadable") in page.attrs and ("data-ok", "false") in page.attrs
+    assert f"manifest/{m} is missing" in "".join(page.text)
+    assert tree(table_path) == before   # read-only still
+    # The library call without integrity has nothing to show: it raises as before.
+    with pytest.raises(FileNotFoundError):
+        build_report(Table.open(str(table_path)), integrity=False)
