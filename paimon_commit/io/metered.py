@@ -224,6 +224,10 @@ def in_context(fn: Callable) -> Callable:
 #                                                   hot: write and list $0.065 per 10,000,
 #                                                   read $0.005 per 10,000, all other
 #                                                   $0.005 per 10,000, delete free
+# Checked again 2026-11-27: GCS's pricing-examples page bills Class A (adds, listings) at
+# $0.005 and Class B (gets, metadata) at $0.0004 per 1,000, and S3's LIST/PUT price is $0.005
+# per 1,000, as above; the Azure figures could not be re-read here (they vary by region and
+# redundancy more than the others: give yours as a file).
 # Prices change and contracts differ: `--price FILE.json` takes your own.
 PRICE_TABLES: Dict[str, Dict[str, float]] = {
     "s3-standard": {"LIST": 0.005, "GET": 0.0004, "HEAD": 0.0004, "PUT": 0.005, "DELETE": 0.0},
