@@ -2,6 +2,7 @@
 import json
 import os
 import shutil
+import time
 from typing import Any, Callable, Dict, List, Optional
 
 
@@ -13,6 +14,74 @@ def loadavg() -> Optional[float]:
         return None
 
 
+def _machine_busy_s() -> Optional[float]:
+    """CPU-seconds the whole machine has been busy since boot (Linux /proc/stat)."""
+    try:
+        with open("/proc/stat") as f:
+            user, nice, system, _idle, _iowait, irq, softirq, steal = \
+                (int(x) for x in f.readline().split()[1:9])
+        return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError):
+        return None
+
+
+def _own_cpu_s() -> Optional[float]:
+    """CPU-seconds this process and every process it started have used: itself and the
+    children it reaped (os.times), plus each live descendant with the children it reaped
+    (/proc/PID/stat: worker pools, forkservers, subprocesses still running)."""
+    t = os.times()
+    total = t.user + t.system + t.children_user + t.children_system
+    try:
+        tick = os.sysconf("SC_CLK_TCK")
+        parent, cpu = {}, {}
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue   # (gone meanwhile)
+            pid = int(name)
+            parent[pid] = int(fields[1])
+            cpu[pid] = sum(int(x) for x in fields[11:15]) / tick  # utime stime cutime cstime
+    except (OSError, ValueError, IndexError):
+        return None
+    me = os.getpid()
+    for pid in cpu:
+        p, seen = parent.get(pid), 0
+        while p and p != me and seen < 64:   # (a descendant at any depth)
+            p, seen = parent.get(p), seen + 1
+        if p == me and pid != me:
+            total += cpu[pid]
+    return total
+
+
+class ForeignLoad:
+    """The average number of cores other processes kept busy while a benchmark ran: the
+    machine's busy CPU time (/proc/stat) less what this process and its descendants used,
+    over the wall time. The 1-minute load average after a run counts the benchmark's own
+    worker processes and threads (a compaction on every core reads as a loaded machine);
+    this does not. None where /proc is not there (then the load after the run decides)."""
+
+    def __init__(self) -> None:
+        self._t0 = time.monotonic()
+        self._busy0 = _machine_busy_s()
+        self._own0 = _own_cpu_s()
+
+    def value(self) -> Optional[float]:
+        wall = time.monotonic() - self._t0
+        busy, own = _machine_busy_s(), _own_cpu_s()
+        if None in (busy, own, self._busy0, self._own0) or wall <= 0:
+            return None
+        return round(max(0.0, (busy - self._busy0) - (own - self._own0)) / wall, 2)
+
+
+#: Started when a benchmark script imports this module, i.e. at its start; `finish` records
+#: it (environment.foreign_load).
+_FOREIGN = ForeignLoad()
+
+
 def load_limit(cpus: Optional[int] = None) -> float:
     """The 1-minute load above which a ratio measures the machine, not the code: 1.5 on two
     cores, 0.75 per core elsewhere (a quiet machine still runs the benchmark's own threads)."""
@@ -21,9 +90,15 @@ def load_limit(cpus: Optional[int] = None) -> float:
 
 
 def _loads(result: Dict[str, Any]) -> List[float]:
+    """The loads that decide: the 1-minute load before the run (all of it someone else's),
+    and during it the cores other processes kept busy (`foreign_load`) where measured, else
+    the 1-minute load after (which also counts the run's own workers)."""
     env = result.get("environment") or {}
+    during = env.get("foreign_load")
+    if not isinstance(during, (int, float)):
+        during = env.get("loadavg_1min_after", result.get("loadavg_1min_after"))
     return [x for x in (env.get("loadavg_1min_before", result.get("loadavg_1min_before")),
-                        env.get("loadavg_1min_after", result.get("loadavg_1min_after")))
+                        during)
             if isinstance(x, (int, float))]
 
 
@@ -36,7 +111,9 @@ def honest(result: Dict[str, Any]) -> Dict[str, Any]:
     loads = _loads(result)
     result.setdefault("environment", {}).setdefault("cpu_count", cpus)
     if loads and max(loads) > limit:
-        result["verdict"] = (f"NO VERDICT: 1-min load {max(loads)} > {limit:g} on {cpus} cores; "
+        what = "1-min load" if max(loads) != (result["environment"].get("foreign_load")) \
+            else "other processes' load during the run"
+        result["verdict"] = (f"NO VERDICT: {what} {max(loads)} > {limit:g} on {cpus} cores; "
                              f"rerun on an idle machine")
         for t in (result.get("targets") or {}).values():
             if isinstance(t, dict):
@@ -96,6 +173,9 @@ def finish(result: Dict[str, Any], out: str, run_dir: str, errors: List[str], ke
     """Write the results, report the verdict, and keep or remove the run's tables; the exit
     code is 1 when a correctness check failed (tables kept for inspection), else 0. A run on
     a loaded machine gets no verdict (`honest`)."""
+    env = result.setdefault("environment", {})
+    if "foreign_load" not in env:
+        env["foreign_load"] = _FOREIGN.value()
     out = write_results(honest(result), out)
     print(f"verdict: {result['verdict']}; results written to {out}")
     if errors:

@@ -28,7 +28,10 @@ def _machine(d) -> str:
     before = env.get("loadavg_1min_before", d.get("loadavg_1min_before"))
     after = env.get("loadavg_1min_after", d.get("loadavg_1min_after"))
     load = "/".join(_fmt(x) for x in (before, after) if x is not None) or "?"
-    return f"{cpus or '?'} cores, load {load}"
+    foreign = env.get("foreign_load")
+    # (the load after counts the run's own workers; what decides is the others' share)
+    others = "" if foreign is None else f", others {_fmt(foreign)} during"
+    return f"{cpus or '?'} cores, load {load}{others}"
 
 
 def _verdict(t) -> str:
