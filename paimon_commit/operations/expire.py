@@ -108,6 +108,9 @@ class ExpireSnapshots(ChangelogExpiration):
         self._limit: Optional[int] = None   # snapshots this plan may expire (a chunk)
         self._readds: Optional[ReAdds] = None   # ADD positions, kept across chunks
         self._kept: Optional[KeptIndex] = None   # what later snapshots use, across chunks
+        # (earliest, latest) when the earliest snapshot's lists were all there (see
+        # _head_half_expired): not checked again after every commit.
+        self._complete_head: Optional[Tuple[int, int]] = None
 
     # --- deciding the range --------------------------------------------------------------
     def plan(self) -> ExpirePlan:
@@ -138,7 +141,7 @@ class ExpireSnapshots(ChangelogExpiration):
         now_ms = int(self.clock() * 1000)
         consumer_min = self.consumers.min_next_snapshot()
         end = self._end(earliest, latest, now_ms, consumer_min)
-        if end <= earliest:
+        if end <= earliest and not self._head_half_expired(earliest, latest):
             return ExpirePlan(earliest, latest)
         if self._limit and self._readds is not None and self._readds.memo_from is None:
             limit, self._limit = self._limit, None   # where the whole run ends
@@ -154,8 +157,9 @@ class ExpireSnapshots(ChangelogExpiration):
             earliest, latest = ids[0], max(latest, ids[-1])
             end = self._end(earliest, latest, now_ms, consumer_min)
         plan = ExpirePlan(earliest, latest)
-        if end <= earliest:
+        if end <= earliest and not self._head_half_expired(earliest, latest):
             return plan
+        end = max(end, earliest)   # (_plan_until moves it past the half-expired ones)
         self._plan_until(plan, ids, end)
         if plan.end is not None:
             plan.consumer_floor = min(plan.end, consumer_min) if consumer_min is not None \
@@ -240,6 +244,58 @@ class ExpireSnapshots(ChangelogExpiration):
         data, _, version = self._raw_memo[key]
         name = manager.snapshot_path(sid).rsplit("/", 1)[-1]
         plan.kept[(manager.snapshot_dir, name)] = (what, data, version)
+
+    def _head_half_expired(self, earliest: int, latest: int) -> bool:
+        """Whether the earliest snapshot is half expired (a manifest list it names is
+        absent), for a run whose retention keeps every snapshot: it must still finish what
+        an interrupted run left (_past_half_expired, which _plan_until then applies), else
+        a rollback far back or a larger retain-max would keep an unreadable snapshot. The
+        same rules: never the latest; only a list the snapshot names that the storage says
+        is absent counts; an unreadable snapshot, or a list that cannot be asked about, is
+        left as it is.
+
+        After every commit this runs where nothing is to expire, so it costs a GET of the
+        earliest snapshot and a HEAD per list the first time only: that snapshot `earliest`
+        was complete while the latest was `latest` or more is remembered (the expirer is
+        reused across post-commit runs, table_commit.py). It is checked again when the
+        earliest changes or the latest is seen below `latest` (a rollback: what turns a
+        half-expired snapshot into a kept one). What the memo trades: lists of that
+        snapshot deleted after the check by another process's expiration that was then
+        interrupted are not seen by this expirer while its retention keeps everything and
+        it sees no smaller latest (a rollback followed by as many commits before its next
+        run hides in between); that process's rerun, or any run of a new expirer, finishes
+        them, and so does this one once its retention expires anything (_past_half_expired
+        asks the storage on every plan)."""
+        if latest <= earliest:
+            return False   # (never the latest)
+        memo = self._complete_head
+        if memo is not None and memo[0] == earliest and latest >= memo[1]:
+            return False
+        try:
+            snap = self._read(self.store.snapshots, earliest)
+        except CorruptMetadataError:
+            return False
+        if snap is None:
+            return False   # (expired meanwhile: the listing path decides)
+        if self._missing_list(snap) is not None:
+            return True
+        self._complete_head = (earliest, latest)
+        return False
+
+    def _missing_list(self, snap: Snapshot) -> Optional[str]:
+        """The first manifest list `snap` names that is absent from the storage, or None:
+        all there, or one that cannot be asked about (a hostile name, the storage failing:
+        not ours to conclude from). Asked with `exists` (a HEAD; a stat locally), not
+        `file_size`, which an object store answers from the sizes of the files it wrote."""
+        for name in (snap.base_manifest_list, snap.delta_manifest_list):
+            if not name:
+                continue
+            try:
+                if not self.store.io.exists(self.store.manifests.path(name)):
+                    return name
+            except (ValueError, OSError):
+                return None
+        return None
 
     # --- listing what to delete ----------------------------------------------------------
     def _plan_until(self, plan: ExpirePlan, ids: List[int], end: int) -> None:
@@ -351,8 +407,10 @@ class ExpireSnapshots(ChangelogExpiration):
         which every snapshot before is expiring are moved past (a half-expired one is
         always at the head), never the latest, and only when a manifest list a snapshot
         names is absent (FileNotFoundError, not damage: a corrupt file is not ours to
-        conclude from). The lists of the first kept snapshot are read by the plan anyway
-        (the reads are cached): the usual run does no more I/O."""
+        conclude from). Whether they are there is asked of the storage (a HEAD each, two
+        per plan): the reads of them are cached (by this expirer across runs, by the
+        store for lists it wrote), and a cached list may have been deleted since by another
+        process's interrupted run."""
         sm = self.store.snapshots
         later = [i for i in ids if i >= end]
         for following in later[1:]:   # (never past the latest)
@@ -362,17 +420,7 @@ class ExpireSnapshots(ChangelogExpiration):
                 return end
             if snap is None:
                 return end
-            missing = None
-            for name in (snap.base_manifest_list, snap.delta_manifest_list):
-                if not name:
-                    continue
-                try:
-                    self.reach.manifests(name)
-                except FileNotFoundError:
-                    missing = name
-                    break
-                except (ValueError, OSError, CorruptMetadataError):
-                    return end
+            missing = self._missing_list(snap)
             if missing is None:
                 return end
             log.warning("expire: snapshot %d is half expired (its manifest list %s is gone: "

@@ -44,6 +44,7 @@ printed (pytest -s) and written to <tmp>/soak-summary.json.
 import collections
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -136,6 +137,49 @@ def replay(commits):
     return by_sid
 
 
+UNKNOWN = "PublishOutcomeUnknownError"
+_TRIED = re.compile(r"\bsnapshot (\d+)\b")   # the id it published (the message's first)
+
+
+def model_commits(commits, unknown, latest, retained):
+    """The commits the history is checked against: every reported commit, and each commit
+    whose publish outcome is unknown (PublishOutcomeUnknownError: a designed answer when the
+    snapshots that could tell were expired first) decided once, from the table. Such a
+    commit is in the table at most once, at the id its message names (no attempt follows
+    the error): there exactly when that id is in 1..latest and no writer reported it (then
+    nothing else can be that snapshot), else it is absent. Either way the replay and every
+    read are checked against the decision: its rows present from that id on (until an
+    overwrite of its partition), or never. `retained`: id -> (user, ident, kind) of the
+    snapshots on disk, which must agree. Returns (commits, problems, decided)."""
+    reported = {c["sid"] for c in commits}
+    claims, problems = collections.defaultdict(list), []
+    for e in unknown:
+        m = _TRIED.search(e["error"])
+        if m is None:
+            problems.append(f"commit {e['user']}/{e['ident']}: outcome unknown, but the "
+                            f"message names no snapshot: {e['error']}")
+            continue
+        claims[int(m.group(1))].append(e)
+    decided = []
+    for sid, es in sorted(claims.items()):
+        if sid in reported or not 1 <= sid <= latest:
+            continue   # absent: that id is another commit's, or was never published
+        if sid in retained:
+            es = [e for e in es if (e["user"], e["ident"], e["kind"].upper()) == retained[sid]]
+        if len(es) != 1:
+            problems.append(f"snapshot {sid}: {len(es)} commits whose outcome is unknown "
+                            f"could be it")
+            continue
+        decided.append(dict(es[0], event="commit", sid=sid))
+    return commits + decided, problems, decided
+
+
+def wrong_reads(reads, expected):
+    """A read whose rows are not those of the model's snapshot (or of no modelled one)."""
+    return [e for e in reads if e["sid"] not in expected
+            or e["digest"] != soak_worker.ids_digest(expected[e["sid"]])]
+
+
 # --- the soak ----------------------------------------------------------------------------
 
 def test_writers_expirer_cleaner_and_reader_soak(tmp_path):
@@ -169,8 +213,9 @@ def test_writers_expirer_cleaner_and_reader_soak(tmp_path):
     abandoned = [f for e in writer_events if e.get("event") == "abandoned" for f in e["files"]]
     assert commits, f"no commit at all: {summaries}"
     gave_up = [e for e in commit_errors if e["error"].startswith("CommitFailedError")]
+    unknown = [e for e in commit_errors if e["error"].startswith(UNKNOWN)]
     for e in commit_errors:
-        if e in gave_up:
+        if e in gave_up or e in unknown:
             continue
         if e["error"].startswith("FileNotFoundError") and "/manifest/" in e["error"] \
                 and "in _attempt" in e["traceback"]:
@@ -187,6 +232,12 @@ def test_writers_expirer_cleaner_and_reader_soak(tmp_path):
         (c["user"], c["ident"]) for c in commits).values()), "a commit was logged twice"
     table = Table.open(str(path))
     latest = max(s.id for s in table.snapshots())   # by listing
+    # A commit whose outcome is unknown is decided once from the table (model_commits).
+    commits, undecidable, decided = model_commits(
+        commits, unknown, latest, {s.id: (s.commit_user, s.commit_identifier, s.commit_kind)
+                                   for s in table.snapshots()})
+    lineage += undecidable
+    sids = [c["sid"] for c in commits]
     if table.latest_snapshot().id != latest and not reused:
         lineage.append(f"the latest snapshot resolves to {table.latest_snapshot().id}, the "
                         f"newest on disk is {latest}")
@@ -234,7 +285,7 @@ def test_writers_expirer_cleaner_and_reader_soak(tmp_path):
     # --- reads ---------------------------------------------------------------------------
     reads = [e for e in events["reader-0"] if e.get("event") == "read"]
     if not reused:
-        wrong = [e for e in reads if e["digest"] != soak_worker.ids_digest(expected[e["sid"]])]
+        wrong = wrong_reads(reads, expected)
         lineage += [f"{e['reader']} read wrong rows for snapshot {e['sid']}"
                      for e in wrong[:5]]
     deleted_by, clean_runs = {}, {}
@@ -330,9 +381,11 @@ def test_writers_expirer_cleaner_and_reader_soak(tmp_path):
         "snapshot_ids_published_twice": len(reused),
         "commit_errors": collections.Counter(e["error"].split(":")[0] for e in commit_errors),
         "commits_given_up_at_timeout": len(gave_up),
-        "max_commit_attempts": max(c["attempts"] for c in commits),
-        "max_commit_latency_s": round(max(c["latency"] for c in commits), 3),
-        "commits_slower_than_orphan_age": sum(c["latency"] * 1000 >= ORPHAN_AGE_MS
+        "commits_outcome_unknown": len(unknown),
+        "commits_outcome_unknown_in_the_table": [c["sid"] for c in decided],
+        "max_commit_attempts": max(c.get("attempts", 0) for c in commits),
+        "max_commit_latency_s": round(max(c.get("latency", 0.0) for c in commits), 3),
+        "commits_slower_than_orphan_age": sum(c.get("latency", 0.0) * 1000 >= ORPHAN_AGE_MS
                                               for c in commits),
         "expirer": summaries.get("expirer-0"), "cleaner": summaries.get("cleaner-0"),
         "reads": collections.Counter(e["reader"] for e in reads),
@@ -435,3 +488,71 @@ def test_commit_whose_base_snapshot_expires_meanwhile_retries(table, table_path)
     t = Table.open(str(table_path))
     assert sid == t.latest_snapshot().id == 5
     assert sorted(t.read_arrow().column("id").to_pylist()) == [1, 2, 3, 4, 100]
+
+
+# --- the soak's model of a commit whose outcome is unknown ----------------------------------
+# (one of 12,316 commits of a 120 s soak raised PublishOutcomeUnknownError; the model lacked
+# its rows and reported "snapshots no writer reported" and a read "with wrong rows")
+
+def _c(sid, user, ident, hr, ids, kind="append"):
+    return {"event": "commit", "sid": sid, "user": user, "ident": ident, "kind": kind,
+            "hr": hr, "ids": ids, "files": []}
+
+
+def _unknown(tried, user, ident, hr, ids, kind="append"):
+    return dict(_c(None, user, ident, hr, ids, kind), event="commit_error",
+                error=f"{UNKNOWN}: publishing snapshot {tried} failed with an I/O error, and "
+                      f"by the time the commit looked again snapshot {tried} and the snapshot "
+                      f"after it had been expired: ...")
+
+
+def _read(sid, ids):
+    return {"event": "read", "reader": "ours", "sid": sid, "digest": soak_worker.ids_digest(ids)}
+
+
+def _model(commits, unknown, latest, retained=None):
+    ms, problems, decided = model_commits(commits, unknown, latest, retained or {})
+    sids = {c["sid"] for c in ms}
+    problems += [f"snapshots no writer reported: {sorted(set(range(1, latest + 1)) - sids)}"] \
+        if set(range(1, latest + 1)) - sids else []
+    return replay(ms), problems, decided
+
+
+REPORTED = [_c(1, "w0", 1, 0, [1]), _c(2, "w1", 1, 1, [2]), _c(4, "w1", 2, 0, [4])]
+
+
+def test_soak_model_an_unknown_outcome_in_the_table_is_there_once_from_its_id_on():
+    expected, problems, decided = _model(REPORTED, [_unknown(3, "w0", 2, 1, [3])], 4)
+    assert problems == [] and [c["sid"] for c in decided] == [3]
+    assert expected[3] == [1, 2, 3] and expected[4] == [1, 2, 3, 4]
+    assert wrong_reads([_read(3, [1, 2, 3]), _read(4, [1, 2, 3, 4])], expected) == []
+    # ... and a read after it that lacks its rows (lost), or has them twice, is wrong
+    assert len(wrong_reads([_read(4, [1, 2, 4]), _read(4, [1, 2, 3, 3, 4])], expected)) == 2
+    # (retained on disk, the snapshot must be that commit's)
+    _, problems, _ = _model(REPORTED, [_unknown(3, "w0", 2, 1, [3])], 4,
+                            {3: ("w2", 9, "APPEND")})
+    assert problems == ["snapshot 3: 0 commits whose outcome is unknown could be it",
+                        "snapshots no writer reported: [3]"]
+
+
+def test_soak_model_an_unknown_outcome_not_in_the_table_is_never_read():
+    commits = REPORTED + [_c(3, "w1", 3, 1, [5])]    # id 3 is another writer's
+    expected, problems, decided = _model(commits, [_unknown(3, "w0", 2, 1, [3])], 4)
+    assert problems == [] and decided == []
+    assert expected[4] == [1, 2, 4, 5]
+    assert wrong_reads([_read(4, [1, 2, 4, 5])], expected) == []
+    assert len(wrong_reads([_read(4, [1, 2, 3, 4, 5])], expected)) == 1   # its rows: wrong
+    # an id past the latest was never published: absent too
+    assert _model(commits, [_unknown(5, "w0", 2, 1, [3])], 4)[1:] == ([], [])
+
+
+def test_soak_model_still_fails_a_snapshot_no_commit_explains():
+    # No unknown outcome names snapshot 3: it is still a snapshot no writer reported, and a
+    # read of it matches no modelled snapshot.
+    expected, problems, _ = _model(REPORTED, [_unknown(7, "w0", 2, 1, [3])], 4)
+    assert problems == ["snapshots no writer reported: [3]"]
+    assert len(wrong_reads([_read(3, [1, 2, 3])], expected)) == 1
+    # two unknown outcomes cannot both be one snapshot
+    _, problems, _ = _model(REPORTED, [_unknown(3, "w0", 2, 1, [3]),
+                                       _unknown(3, "w2", 1, 1, [9])], 4)
+    assert problems[0] == "snapshot 3: 2 commits whose outcome is unknown could be it"

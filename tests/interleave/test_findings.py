@@ -427,3 +427,31 @@ def test_i25_rollback_between_an_interrupted_expiration_and_its_rerun_scripted(t
         r = s.finish(start_rollback(s.sim, 5))      # 6 deleted: the latest is 5
         assert r.outcome == "ok", r
         s.check("after a rollback between an interrupted expiration and its rerun")
+
+
+# --- ... and a rerun whose retention keeps everything ---------------------------------------
+# The fix above ran in ExpireSnapshots._plan_until, which _plan skipped when the retention
+# kept every snapshot (end <= earliest): after a rollback far back (the latest moved back to
+# the first kept snapshot) or with a larger retain-max, the rerun returned early and the
+# half-expired head snapshots stayed, unreadable (FileNotFoundError on their lists).
+
+@pytest.mark.parametrize("storage", ["local", "memory"])
+@pytest.mark.parametrize("why", ["rollback", "retain-max"])
+def test_i25_rerun_whose_retention_keeps_everything_finishes_half_expired_snapshots(
+        tmp_path, storage, why):
+    with _Script(tmp_path, storage) as s:
+        for _ in range(5):
+            s.finish(start_append(s.sim, "a"))       # snapshots 1..5
+        e = start_expire(s.sim, retain_max=3)       # plans 1..2 (keeps 3..5)
+        call = s.sched.run_until(e.name, lambda c: c.method.startswith("delete")
+                                 and c.path.endswith("snapshot/snapshot-1"), Fault.BEFORE)
+        assert call is not None, "the expiration never reached its snapshot-file step"
+        s.finish(e)                                 # stops there: lists of 1..2 are gone
+        assert "unfinished" in e.detail, e
+        if why == "rollback":
+            r = s.finish(start_rollback(s.sim, 3))  # 4, 5 deleted: the latest is 3, and
+            assert r.outcome == "ok", r            # retain-max 3 keeps 1..3
+        else:
+            e.target = 10                           # the rerun keeps up to 10: all of 1..5
+        s.check(f"after an interrupted expiration and a rerun whose retention keeps "
+                f"everything ({why})")

@@ -84,3 +84,75 @@ def test_rollback_to_and_create_tag_on_a_readable_snapshot_still_work(table):
     r = t.rollback_to(snapshot_id=TARGET + 1)
     assert r.deleted_snapshots == list(range(TARGET + 2, SNAPSHOTS + 1))
     assert_intact(table)
+
+
+# --- a run whose retention keeps every snapshot still finishes half-expired ones -----------
+# (ExpireSnapshots._head_half_expired; the interleaved cases: tests/interleave/test_findings.py,
+# test_i25_rerun_whose_retention_keeps_everything_finishes_half_expired_snapshots)
+
+def _keep_all(t):
+    from paimon_commit.operations.expire import ExpireConfig, ExpireSnapshots
+    return ExpireSnapshots(t.store, ExpireConfig.from_options(t.store.options, retain_min=1,
+                                                              retain_max=50))
+
+
+def _interrupted_list_step(t, ids):
+    """What an expiration stopped between its list step and its snapshot-file step leaves."""
+    for sid in ids:
+        s = t.store.snapshots.snapshot(sid)
+        for name in (s.base_manifest_list, s.delta_manifest_list):
+            os.unlink(t.store.manifests.path(name))
+
+
+def test_a_reused_expirer_checks_the_head_once_while_nothing_expires(tmp_path):
+    # Post-commit maintenance reuses its expirer after every commit: the check of the
+    # earliest snapshot (a GET of it, a HEAD per list) is made by its first run only.
+    from conftest import SCHEMA, make_rows, write
+    t = Table.create(str(tmp_path / "wh" / "db.db" / "t"), SCHEMA, partition_keys=["dt", "hr"])
+    for i in range(5):
+        write(t, make_rows([i]))
+    e = _keep_all(t)
+    bills = [e.expire().requests for _ in range(3)]
+    assert bills[1] == bills[2]
+    assert bills[0]["GET"] - bills[1]["GET"] <= 1 and bills[0]["HEAD"] - bills[1]["HEAD"] <= 2
+    assert bills[1]["DELETE"] == 0 and [s.id for s in t.snapshots()] == [1, 2, 3, 4, 5]
+
+
+def test_a_reused_expirer_rechecks_the_head_after_a_rollback(tmp_path):
+    # Its memo (snapshot 1 was complete while the latest was 5) holds while the latest does
+    # not move back; a rollback since (to 3, after an interrupted run half expired 1 and 2)
+    # makes it check again, and it finishes them although retain-max 50 keeps everything.
+    from conftest import SCHEMA, make_rows, write
+    from invariants import assert_intact
+    path = str(tmp_path / "wh" / "db.db" / "t")
+    t = Table.create(path, SCHEMA, partition_keys=["dt", "hr"])
+    for i in range(5):
+        write(t, make_rows([i]))
+    e = _keep_all(t)
+    assert e.expire().expired_ids == []
+    _interrupted_list_step(t, [1, 2])
+    t.rollback_to(snapshot_id=3)
+    r = e.expire()
+    assert r.expired_ids == [1, 2], r
+    assert [s.id for s in Table.open(path).snapshots()] == [3]
+    assert_intact(path)
+    assert e.expire().expired_ids == []   # never the latest
+
+
+@pytest.mark.parametrize("damage", ["corrupt-snapshot", "unreadable-list"])
+def test_a_head_that_cannot_be_read_is_left_when_nothing_expires(tmp_path, damage):
+    # The same rules as _past_half_expired: only a list that is absent counts.
+    from conftest import SCHEMA, make_rows, write
+    t = Table.create(str(tmp_path / "wh" / "db.db" / "t"), SCHEMA, partition_keys=["dt", "hr"])
+    for i in range(3):
+        write(t, make_rows([i]))
+    s1 = t.store.snapshots.snapshot(1)
+    if damage == "corrupt-snapshot":
+        with open(t.store.snapshots.snapshot_path(1), "w") as f:
+            f.write("{not json")
+    else:   # a directory where the list is: there, but not a readable file
+        victim = t.store.manifests.path(s1.base_manifest_list)
+        os.unlink(victim)
+        os.mkdir(victim)
+    assert _keep_all(t).expire().expired_ids == []
+    assert all(os.path.exists(t.store.snapshots.snapshot_path(i)) for i in (1, 2, 3))
