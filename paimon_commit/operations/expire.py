@@ -111,6 +111,12 @@ class ExpireSnapshots(ChangelogExpiration):
         # (earliest, latest) when the earliest snapshot's lists were all there (see
         # _head_half_expired): not checked again after every commit.
         self._complete_head: Optional[Tuple[int, int]] = None
+        # Per plan: the consumers' positions (the floor no half-expired snapshot is moved
+        # past), and the names in manifest/ once listed to confirm an absence (see
+        # _missing_list; False: the listing failed or came back empty).
+        self._consumer_list: List = []
+        self._consumer_min: Optional[int] = None
+        self._manifest_names = None
 
     # --- deciding the range --------------------------------------------------------------
     def plan(self) -> ExpirePlan:
@@ -118,6 +124,7 @@ class ExpireSnapshots(ChangelogExpiration):
         one chunk of it (at most `_limit` snapshots from the earliest)."""
         self._memo: Dict[Tuple[str, int], Optional[Snapshot]] = {}
         self._versions = {}
+        self._manifest_names = None   # (listed at most once per plan, and only if needed)
         self.reach.start()
         try:
             return self._plan()
@@ -139,7 +146,11 @@ class ExpireSnapshots(ChangelogExpiration):
         if latest is None or earliest is None:
             return ExpirePlan(None, None)
         now_ms = int(self.clock() * 1000)
-        consumer_min = self.consumers.min_next_snapshot()
+        # (one listing and a GET per consumer, as min_next_snapshot: the list is kept to
+        # name the consumer that holds a half-expired snapshot back)
+        self._consumer_list = self.consumers.consumers()
+        consumer_min = self._consumer_min = min(
+            (c.next_snapshot for c in self._consumer_list), default=None)
         end = self._end(earliest, latest, now_ms, consumer_min)
         if end <= earliest and not self._head_half_expired(earliest, latest):
             return ExpirePlan(earliest, latest)
@@ -250,9 +261,15 @@ class ExpireSnapshots(ChangelogExpiration):
         absent), for a run whose retention keeps every snapshot: it must still finish what
         an interrupted run left (_past_half_expired, which _plan_until then applies), else
         a rollback far back or a larger retain-max would keep an unreadable snapshot. The
-        same rules: never the latest; only a list the snapshot names that the storage says
-        is absent counts; an unreadable snapshot, or a list that cannot be asked about, is
-        left as it is.
+        same rules: never the latest; never a snapshot at or after a consumer's position;
+        only a list the snapshot names that the storage says is absent, twice (_missing_list),
+        counts; an unreadable snapshot, or a list that cannot be asked about, is left as it is.
+
+        A consumer at the earliest snapshot holds it whatever its lists (_past_half_expired
+        would not move past it): the run after every commit then asks nothing (no GET, no
+        HEAD, no LIST per commit for an answer it could not act on); an explicit run
+        (`explain`) still asks, so that its result says the snapshot looks half expired and
+        which consumer keeps it.
 
         After every commit this runs where nothing is to expire, so it costs a GET of the
         earliest snapshot and a HEAD per list the first time only: that snapshot `earliest`
@@ -268,6 +285,9 @@ class ExpireSnapshots(ChangelogExpiration):
         asks the storage on every plan)."""
         if latest <= earliest:
             return False   # (never the latest)
+        if self._consumer_min is not None and self._consumer_min <= earliest \
+                and not self.explain:
+            return False   # (held by a consumer: nothing this run could finish)
         memo = self._complete_head
         if memo is not None and memo[0] == earliest and latest >= memo[1]:
             return False
@@ -286,16 +306,52 @@ class ExpireSnapshots(ChangelogExpiration):
         """The first manifest list `snap` names that is absent from the storage, or None:
         all there, or one that cannot be asked about (a hostile name, the storage failing:
         not ours to conclude from). Asked with `exists` (a HEAD; a stat locally), not
-        `file_size`, which an object store answers from the sizes of the files it wrote."""
+        `file_size`, which an object store answers from the sizes of the files it wrote.
+
+        An absence makes the plan larger (the snapshot is expired whatever the retention
+        says), so one answer is not enough: a false 404 (a stale negative cache of an
+        S3-compatible store, an HDFS failover, an NFS lookup miss) on a healthy list would
+        expire a snapshot that retention keeps and delete the files it reads. It is
+        confirmed by a second, independent answer: the list must also be missing from a
+        listing of manifest/ (a LIST, not the HEAD's path; made once per plan, and only when
+        a HEAD said absent, so the usual run does not pay it). A listing that fails, or
+        comes back empty (the kept snapshots' lists are in that directory), or shows the
+        list, confirms nothing: the snapshot is left as it is."""
         for name in (snap.base_manifest_list, snap.delta_manifest_list):
             if not name:
                 continue
             try:
-                if not self.store.io.exists(self.store.manifests.path(name)):
-                    return name
+                if self.store.io.exists(self.store.manifests.path(name)):
+                    continue
             except (ValueError, OSError):
                 return None
+            listed = self._listed_manifest_names()
+            if not listed:
+                log.warning("expire: the storage says manifest list %s of snapshot %d is "
+                            "absent, but a listing of %s could not confirm it; the snapshot "
+                            "is not treated as half expired", name, snap.id,
+                            self.store.manifests.manifest_dir)
+                return None
+            if name in listed:
+                log.warning("expire: the storage said manifest list %s of snapshot %d is "
+                            "absent, but the listing of %s shows it (a false 404?); the "
+                            "snapshot is not treated as half expired", name, snap.id,
+                            self.store.manifests.manifest_dir)
+                continue
+            return name
         return None
+
+    def _listed_manifest_names(self):
+        """The names in manifest/ (one listing per plan, made on first need), or False when
+        the listing failed or came back empty."""
+        if self._manifest_names is None:
+            try:
+                names = set(self.store.io.list_names(self.store.manifests.manifest_dir))
+            except (ValueError, OSError) as e:
+                log.warning("expire: cannot list %s: %s", self.store.manifests.manifest_dir, e)
+                names = set()
+            self._manifest_names = names or False
+        return self._manifest_names
 
     # --- listing what to delete ----------------------------------------------------------
     def _plan_until(self, plan: ExpirePlan, ids: List[int], end: int) -> None:
@@ -307,7 +363,7 @@ class ExpireSnapshots(ChangelogExpiration):
             # Nothing exists in [end, later[0]): keeping later[0] expires exactly the same set,
             # and does not get stuck on a missing snapshot (the reference's #4743).
             end = later[0]
-        end = self._past_half_expired(ids, end)
+        end = self._past_half_expired(ids, end, plan)
         expiring_ids = [i for i in ids if i < end]
         if not expiring_ids:
             return
@@ -395,7 +451,8 @@ class ExpireSnapshots(ChangelogExpiration):
         for sid in plan.expiring:
             plan.add_expiring(sid, sm.snapshot_path(sid), sizes[sid])
 
-    def _past_half_expired(self, ids: List[int], end: int) -> int:
+    def _past_half_expired(self, ids: List[int], end: int,
+                           plan: Optional[ExpirePlan] = None) -> int:
         """The first snapshot to keep, moved past snapshots an earlier, interrupted run had
         half expired. A run stopped (killed, a lost lease, a failed lease check) after its
         list step and before its snapshot-file step leaves snapshot files whose lists are
@@ -410,7 +467,14 @@ class ExpireSnapshots(ChangelogExpiration):
         conclude from). Whether they are there is asked of the storage (a HEAD each, two
         per plan): the reads of them are cached (by this expirer across runs, by the
         store for lists it wrote), and a cached list may have been deleted since by another
-        process's interrupted run."""
+        process's interrupted run. An absence is acted on only once a listing of manifest/
+        confirms it (_missing_list): this makes the plan larger, and a partial view may
+        only make a plan smaller.
+
+        Never past a consumer's position (the bound `_end` applies too): a consumer whose
+        next snapshot is `end` holds it, half expired or not (its reader, or whoever resets
+        it, decides; a listing that merely looked half expired must not cost a streaming
+        reader its snapshot). Such a snapshot is kept and the plan says so (`skip`)."""
         sm = self.store.snapshots
         later = [i for i in ids if i >= end]
         for following in later[1:]:   # (never past the latest)
@@ -422,6 +486,19 @@ class ExpireSnapshots(ChangelogExpiration):
                 return end
             missing = self._missing_list(snap)
             if missing is None:
+                return end
+            floor = self._consumer_min
+            if floor is not None and end >= floor:
+                holders = sorted(c.consumer_id for c in self._consumer_list
+                                 if c.next_snapshot <= end)
+                reason = (f"snapshot {end} looks half expired (its manifest list {missing} is "
+                          f"absent) but is kept for consumer(s) {', '.join(holders)} (next "
+                          f"snapshot {floor}): expiration never moves past a consumer's "
+                          f"position")
+                if plan is not None:
+                    plan.skip(reason)
+                else:
+                    log.warning("expire: %s", reason)
                 return end
             log.warning("expire: snapshot %d is half expired (its manifest list %s is gone: "
                         "an earlier run was stopped before deleting its snapshot file); it "
