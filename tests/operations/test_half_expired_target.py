@@ -156,3 +156,86 @@ def test_a_head_that_cannot_be_read_is_left_when_nothing_expires(tmp_path, damag
         os.mkdir(victim)
     assert _keep_all(t).expire().expired_ids == []
     assert all(os.path.exists(t.store.snapshots.snapshot_path(i)) for i in (1, 2, 3))
+
+
+# --- a half-expired head is never moved past a consumer, nor concluded from one answer -----
+# (audit/issue25g/g1: one false 404 on a healthy list expired a consumer's snapshot and the
+# files only it read; a partial view may make a plan smaller, never larger)
+
+def _five(tmp_path):
+    from conftest import SCHEMA, make_rows, write
+    path = str(tmp_path / "wh" / "db.db" / "t")
+    t = Table.create(path, SCHEMA, partition_keys=["dt", "hr"])
+    for i in range(5):
+        write(t, make_rows([i]))
+    return path, t
+
+
+def _retain(t, n):
+    from paimon_commit.operations.expire import ExpireConfig, ExpireSnapshots
+    return ExpireSnapshots(t.store, ExpireConfig.from_options(t.store.options, retain_min=n,
+                                                              retain_max=n))
+
+
+@pytest.mark.parametrize("retention", ["keep-all", "retain-4"])
+@pytest.mark.parametrize("at", [1, 2])
+def test_a_half_expired_snapshot_at_a_consumer_position_is_kept(tmp_path, at, retention):
+    # Snapshots 1 and 2 really are half expired (an interrupted run deleted their lists); a
+    # consumer whose next snapshot is `at` holds it: only what lies before it is finished,
+    # by the run that keeps everything (the head path) and the one that expires 1 anyway.
+    from paimon_commit.tags import ConsumerManager
+    path, t = _five(tmp_path)
+    _interrupted_list_step(t, [1, 2])
+    ConsumerManager(t.store.io, t.store.root).write("stream-1", at)
+    e = _keep_all(t) if retention == "keep-all" else _retain(t, 4)
+    e.explain = True   # (an explicit run: it says why the snapshot stays)
+    r = e.expire()
+    assert r.expired_ids == list(range(1, at)), r
+    assert [s for s in range(1, 6) if os.path.exists(t.store.snapshots.snapshot_path(s))] \
+        == list(range(at, 6))
+    assert any(f"snapshot {at} looks half expired" in s and "consumer(s) stream-1" in s
+               for s in r.skipped), r.skipped
+    # Once the consumer moves on, a rerun finishes what the interrupted run left.
+    ConsumerManager(t.store.io, t.store.root).write("stream-1", 3)
+    assert e.expire().expired_ids == list(range(at, 3))
+
+
+def _false_absence(t, sid, listing_fails=False):
+    """Wrap the store's io: `exists` says snapshot `sid`'s base list is absent (a false 404:
+    a stale negative cache answers so for as long as it lives: every time, here);
+    optionally the listing of manifest/ fails."""
+    io = t.store.io
+    victim = t.store.manifests.path(t.store.snapshots.snapshot(sid).base_manifest_list)
+    real_exists, real_names, told = io.exists, io.list_names, []
+
+    def exists(p, *a, **kw):
+        if p == victim:
+            told.append(p)
+            return False
+        return real_exists(p, *a, **kw)
+
+    def list_names(d, *a, **kw):
+        if listing_fails and d == t.store.manifests.manifest_dir:
+            raise OSError("listing failed")
+        return real_names(d, *a, **kw)
+
+    io.exists, io.list_names = exists, list_names
+    return told
+
+
+@pytest.mark.parametrize("listing_fails", [False, True])
+@pytest.mark.parametrize("retention,first_kept", [("keep-all", 1), ("retain-3", 3)])
+def test_one_false_absence_of_a_list_expires_nothing_beyond_retention(tmp_path, retention,
+                                                                      first_kept,
+                                                                      listing_fails):
+    # `exists` says the first kept snapshot's base list is absent; the listing of manifest/
+    # shows it (or fails): the snapshot is not half expired and stays.
+    from invariants import assert_intact
+    path, t = _five(tmp_path)
+    e = _keep_all(t) if retention == "keep-all" else _retain(t, 3)
+    told = _false_absence(t, first_kept, listing_fails)
+    r = e.expire()
+    assert told, "the false absence was not asked about"
+    assert r.expired_ids == list(range(1, first_kept)), r
+    assert [s.id for s in Table.open(path).snapshots()] == list(range(first_kept, 6))
+    assert_intact(path, min_snapshot=first_kept)
