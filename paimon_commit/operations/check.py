@@ -105,7 +105,8 @@ class CheckProblem:
                    f"{self.expected_size}"
         elif self.state == "missing":
             what = "missing" + (f" ({self.expected_size} bytes)"
-                                if self.expected_size is not None else "")
+                                if self.expected_size is not None else "") + \
+                (f" ({self.detail})" if self.detail else "")
         elif self.state == "not-a-file":
             what = "not a regular file"
         else:

@@ -19,8 +19,9 @@ entries) can hold a partition that was listed. A file of a listed partition is o
 by an entry of that partition, and such an entry lies within its manifest's statistics, so no
 manifest left unread names a listed file. In doubt a manifest is read: statistics that cannot
 be decoded, a directory value that does not name exactly one typed value (`07` for an INT,
-the default partition name, a type other than integers, strings, DATE and BOOLEAN), an
-unknown null count.
+the default partition name, a value with a `%` in it, which an older unescaping writer may
+have written literally, a type other than integers, strings, DATE and BOOLEAN), an unknown
+null count.
 
 Default names: an entry whose value is NULL (or, for a string column, empty or whitespace-only)
 lives in the directory its *writer's* `partition.default-name` named, which need not be the
@@ -141,11 +142,15 @@ class PartitionScope:
     # --- manifests --------------------------------------------------------------------------
     def add_partition(self, dir_values: Sequence[str]) -> None:
         """A partition directory that was listed (its escaped values, one per key). A value
-        not spelled exactly as Paimon escapes the value it decodes to (`a%20b`, written
-        unescaped by an older writer, decodes to `a b` but may hold the value `a%20b`) names
-        no single value: _UNKNOWN (audit issue25e e1)."""
+        with a `%` in it names no single value: _UNKNOWN. An older writer (pypaimon before
+        its canonical paths) wrote values unescaped, so `v=a%3Ab` is both how Paimon escapes
+        'a:b' and how such a writer spells the value 'a%3Ab' (audit issue27d h1), and
+        `v=a%20b`, not Paimon's spelling of anything, holds 'a%20b' (audit issue25e e1). A
+        value without `%` that Paimon would spell otherwise (`a:b`, unescaped) names no
+        single value either."""
         self._partitions.append(tuple(
-            self._typed(text, t) if P.escape_path_name(text) == v else _UNKNOWN
+            self._typed(text, t) if "%" not in v and P.escape_path_name(text) == v
+            else _UNKNOWN
             for v, t, text in ((v, t, P.unescape_path_name(v))
                                for v, t in zip(dir_values, self.types))))
 

@@ -19,6 +19,14 @@ What it does not do:
   expiring those snapshots and deleting those tags removes them;
 - give up a file that is there: a data file of the wrong size, unreadable, or a missing extra
   file (a file index) of a data file that is there, is listed in `unrepaired`;
+- give up a file that is there under another layout: a writer with a dynamic option (a job's
+  own `partition.default-name`, pypaimon's `partition.legacy-name` = false; no schema change
+  records it) put it in a directory the table's stored options do not name, which may well
+  exist (another writer's files of the same partition). Before anything is given up, the
+  table's data directories (every directory under the root but its metadata ones) are listed
+  recursively once, and an entry whose file name (UUID-unique) is found anywhere there is
+  kept and listed in `unrepaired`, its `detail` naming where it was found (audit issue27d
+  h2/h6);
 - give up the files of a bucket directory that does not exist at all: that is what a wrong
   path computation looks like, and it would drop a whole partition (RepairError; paths are
   computed by FileStore.bucket_dir, which honours `partition.legacy-name` and
@@ -40,7 +48,9 @@ deletion vectors name data files by name).
 
 Cost: check's (one listing per directory, every metadata file read once), then per plan and
 per commit attempt the latest snapshot's manifests and one listing of each directory that
-holds a missing file.
+holds a missing file; and, only when some file would be given up, one recursive listing of
+the table's data directories (one listing per partition and bucket directory, and the root),
+once per run.
 
 With `apply`, it runs under the table's maintenance lease (lease.py), as every explicit
 maintenance command: LeaseHeldError names the holder (the CLI exits 75). A dry run takes none.
@@ -48,6 +58,7 @@ maintenance command: LeaseHeldError names the holder (the CLI exits 75). A dry r
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import time
 import uuid
@@ -58,7 +69,7 @@ from ..io.metered import RequestBill, billed
 from ..errors import PaimonCommitError, UnsupportedTableError
 from ..format.manifest import ManifestEntry
 from ..format.snapshot import Snapshot
-from ..lease import maintenance_lease
+from ..lease import LEASE_DIR, maintenance_lease
 from ..store import FileStore, SchemaManager
 from .check import CheckProblem, CheckResult, check_table
 from .commit import FileStoreCommit
@@ -70,6 +81,10 @@ __all__ = ["RepairError", "RepairFile", "RepairGroup", "RepairResult", "repair_t
 
 # Problems of the latest snapshot's own metadata: its files cannot be known.
 _METADATA = ("snapshot", "schema", "manifest-list", "manifest")
+
+# The table root's directories that hold no data file: not searched for a missing file's name.
+_METADATA_DIRS = frozenset(("snapshot", "manifest", "schema", "tag", "changelog", "branch",
+                            "consumer", "index", "statistics", LEASE_DIR))
 
 
 class RepairError(PaimonCommitError):
@@ -136,7 +151,8 @@ class RepairResult:
             files).
         unrepaired: problems check found in the latest snapshot that repair does not fix
             (a data file of the wrong size or unreadable, a missing extra file of a data file
-            that is there): its readers still fail on them.
+            that is there, a missing data file whose name is found elsewhere under the table:
+            its `detail` says where): its readers still fail on them.
         check: the check the repair was planned from.
         attempts: commit attempts (0: nothing committed).
         seconds: time per phase ("check", "plan", "commit").
@@ -183,16 +199,31 @@ class RepairResult:
         """One line: what was (or would be) done."""
         if self.base_snapshot_id is None:
             return f"nothing to repair: {self.table} has no snapshot"
+        elsewhere = self.found_elsewhere
         if self.nothing_to_repair:
+            if elsewhere:
+                return (f"nothing to repair: the {len(elsewhere)} missing data file(s) of "
+                        f"snapshot {self.base_snapshot_id} of {self.table} were found "
+                        f"elsewhere under the table (written under another layout: a dynamic "
+                        f"partition option?); not given up")
             return (f"nothing to repair: snapshot {self.base_snapshot_id} of {self.table} "
                     f"names no missing data file")
         what = (f"{len(self.files)} missing data file(s) of snapshot "
                 f"{self.base_snapshot_id}: {self.records} record(s), {self.bytes} bytes")
+        kept = (f" ({len(elsewhere)} more found elsewhere under the table: not given up)"
+                if elsewhere else "")
         if self.dry_run:
-            return (f"dry run, nothing changed: a repair would give up {what}; --apply "
+            return (f"dry run, nothing changed: a repair would give up {what}{kept}; --apply "
                     f"(Python: apply=True) commits a snapshot without them")
         return (f"committed snapshot {self.snapshot_id} (OVERWRITE) without {what} given "
-                f"up; no file was deleted")
+                f"up{kept}; no file was deleted")
+
+    @property
+    def found_elsewhere(self) -> Tuple[CheckProblem, ...]:
+        """The missing data files of the base snapshot kept because a file of that name is
+        elsewhere under the table (in `unrepaired`; `detail` says where)."""
+        return tuple(p for p in self.unrepaired
+                     if p.kind == "data" and p.state == "missing")
 
     def to_dict(self) -> Dict[str, Any]:
         """The result as a JSON-ready dict (what the CLI prints with --json)."""
@@ -274,6 +305,9 @@ class _Repair:
         self.missing: Set[str] = set()
         self.picked: List[ManifestEntry] = []
         self.picked_from: Optional[Snapshot] = None
+        # missing path (relative) -> where a file of its name is (relative), of the last plan
+        self.elsewhere: Dict[str, str] = {}
+        self._found: Optional[Dict[str, List[str]]] = None   # the walk, once per run
 
     @billed   # result.requests: what it asked of the storage
     def run(self, check: Optional[CheckResult] = None) -> RepairResult:
@@ -308,7 +342,10 @@ class _Repair:
             if snapshot_id is None:
                 files = []   # a concurrent commit removed them first
         removed = self._removed_paths(files)
-        unrepaired = tuple(p for p in others if p.path not in removed)
+        unrepaired = tuple(p for p in others if p.path not in removed) + tuple(
+            dataclasses.replace(p, detail=self._found_at(p.path)) for p in check.problems
+            if label in p.roots and p.kind == "data" and p.state == "missing" and
+            p.path in self.elsewhere and p.path not in removed)
         result = RepairResult(self.store.path, not self.apply, latest.id, snapshot_id,
                               tuple(sorted((self._file(e) for e in files),
                                            key=lambda f: f.path)),
@@ -352,6 +389,7 @@ class _Repair:
                 absent[directory] += 1
                 continue
             found.append(e)
+        found = self._not_elsewhere(found)
         if absent:
             # Defence in depth: a file is given up only when its own bucket directory was
             # listed. A whole directory the manifests name being absent is what a wrong path
@@ -378,6 +416,61 @@ class _Repair:
         self._check_schema(latest)
         self.picked, self.picked_from = found, latest
         return found
+
+    def _not_elsewhere(self, found: List[ManifestEntry]) -> List[ManifestEntry]:
+        """`found` less the entries whose file name is somewhere under the table (another
+        layout: a writer's dynamic partition option, audit issue27d h2/h6), noted in
+        self.elsewhere. The data directories are listed (once per run) only when there is
+        something to give up."""
+        self.elsewhere = {}
+        if not found:
+            return found
+        if self._found is None:
+            wanted = {p.rpartition("/")[2] for p in self.missing}
+            self._found = self._walk(wanted)
+        kept = []
+        for e in found:
+            rel = self._rel(self.store.data_file_path(e))
+            where = [w for w in self._found.get(rel.rpartition("/")[2], ()) if w != rel]
+            if where:
+                self.elsewhere[rel] = where[0]
+                log.warning("repair of %s: %s is missing, but %s is there; not given up",
+                            self.store.path, rel, where[0])
+            else:
+                kept.append(e)
+        return kept
+
+    def _walk(self, wanted: Set[str]) -> Dict[str, List[str]]:
+        """name -> where it is (relative, sorted), of the names in `wanted` found anywhere
+        under the table root but its metadata directories (and under the table's
+        `data-file.path-directory` whatever its name). Symlinks are not followed; whatever
+        bears the name counts (in doubt, keep)."""
+        io = self.store.io
+        out: Dict[str, List[str]] = {}
+        starts = [self.root]
+        top = self.store.data_root_names
+        if top and top[0] in _METADATA_DIRS:
+            starts.append(self.store.data_root.rstrip("/"))
+        stack = list(reversed(starts))
+        seen: Set[str] = set()
+        while stack:
+            directory = stack.pop()
+            if directory in seen:
+                continue
+            seen.add(directory)
+            for st in io.list_status(directory):
+                if st.name in wanted:
+                    out.setdefault(st.name, []).append(self._rel(st.path))
+                if st.is_dir and not st.is_symlink and not (
+                        directory == self.root and st.name in _METADATA_DIRS):
+                    stack.append(st.path.rstrip("/"))
+        for v in out.values():
+            v.sort()
+        return out
+
+    def _found_at(self, path: str) -> str:
+        return (f"found at {self.elsewhere[path]}: written under another layout (a dynamic "
+                f"partition option?); not given up")
 
     def _check_schema(self, latest: Optional[Snapshot]) -> None:
         """Refuse (nothing written) unless the paths computed with the handle's schema are

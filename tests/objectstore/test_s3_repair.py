@@ -43,13 +43,19 @@ def test_repair_on_s3_shows_then_commits_and_deletes_nothing(s3, capsys):
     # Opening the table lists schema/, and repair once more (every schema must place data
     # files alike: store.check_layout_history); the check lists each directory once
     # (branch, snapshot, tag, changelog, schema, manifest, 2 buckets); the plan lists the
-    # directory that lost the file once more, right before it trusts the listing, then
+    # directory that lost the file once more, right before it trusts the listing; since a
+    # file is to be given up, the data directories once, recursively (the root, dt=, its two
+    # hr= and their buckets: is a file of that name anywhere else? audit issue27d h2), then
     # schema/ again (the schema the paths were computed with must still be the table's
     # newest: audit issue25d d2).
     lists = [unquote(q.split("prefix=db.db/t/")[1]) for m, q, _ in reqs
              if m == "GET" and "list-type=2" in q]
-    assert len(lists) == 2 + 8 + 2
-    assert lists[-2:] == [key[len("db.db/t/"):].rsplit("/", 1)[0] + "/", "schema/"]
+    lost_dir = key[len("db.db/t/"):].rsplit("/", 1)[0] + "/"
+    assert len(lists) == 2 + 8 + 1 + 6 + 1
+    assert lists[10] == lost_dir and lists[-1] == "schema/"
+    assert sorted(lists[11:17]) == sorted(
+        ["", "dt=19723/", "dt=19723/hr=0/", "dt=19723/hr=1/", "dt=19723/hr=0/bucket-0/",
+         "dt=19723/hr=1/bucket-0/"])
 
     mark = s3.mark()
     assert main(["repair", uri, "--apply"]) == 0

@@ -522,11 +522,54 @@ def test_a_directory_value_not_spelled_as_paimon_escapes_it_may_hold_anything():
     scope.fold_case = False   # (names kept exactly: fold_case has its own test)
     scope.add_partition(["a%20b"])
     assert scope.may_hold(_stats(["a%20b"], ["a%20b"], (0,), types))
-    escaped = PartitionScope([{"v": "a*"}], ["v"], types, "__DEFAULT_PARTITION__", "t")
-    escaped.fold_case = False   # (names kept exactly: fold_case has its own test)
-    escaped.add_partition(["a%2520b"])   # Paimon's own spelling of 'a%20b': typed exactly
-    assert escaped.may_hold(_stats(["a%20b"], ["a%20b"], (0,), types))
-    assert not escaped.may_hold(_stats(["b"], ["c"], (0,), types))
+    unescaped = PartitionScope([{"v": "a*"}], ["v"], types, "__DEFAULT_PARTITION__", "t")
+    unescaped.fold_case = False   # (names kept exactly: fold_case has its own test)
+    unescaped.add_partition(["a:b"])   # Paimon spells 'a:b' `a%3Ab`: an unescaping writer's
+    assert unescaped.may_hold(_stats(["b"], ["c"], (0,), types))
+    plain = PartitionScope([{"v": "a*"}], ["v"], types, "__DEFAULT_PARTITION__", "t")
+    plain.fold_case = False   # (names kept exactly: fold_case has its own test)
+    plain.add_partition(["a-b"])   # nothing to escape: typed exactly, pruning kept
+    assert plain.may_hold(_stats(["a-b"], ["a-b"], (0,), types))
+    assert not plain.may_hold(_stats(["b"], ["c"], (0,), types))
+
+
+def test_a_directory_value_with_a_percent_may_hold_anything():
+    """`v=a%3Ab` is how Paimon escapes 'a:b' and how an unescaping writer (pypaimon before its
+    canonical paths) spells the value 'a%3Ab': a manifest whose range is exactly 'a%3Ab' must
+    be read, and so must any other (audit issue27d h1: the scope typed it 'a:b', skipped the
+    manifest of 'a%3Ab' and deleted its live file). Likewise Paimon's `a%2520b`."""
+    from paimon_commit.operations.orphan_scope import PartitionScope
+    types = ["STRING"]
+    for listed, literal, decoded in [("a%3Ab", "a%3Ab", "a:b"),
+                                     ("a%2520b", "a%2520b", "a%20b")]:
+        scope = PartitionScope([{"v": "a*"}], ["v"], types, "__DEFAULT_PARTITION__", "t")
+        scope.fold_case = False   # (names kept exactly: fold_case has its own test)
+        scope.add_partition([listed])
+        assert scope.may_hold(_stats([literal], [literal], (0,), types)), listed
+        assert scope.may_hold(_stats([decoded], [decoded], (0,), types)), listed
+        assert scope.may_hold(_stats(["b"], ["c"], (0,), types)), listed
+
+
+def test_a_literal_percent_partition_of_an_unescaping_writer_is_kept(tmp_path):
+    """End to end (audit issue27d h1): the value 'a%3Ab' in `v=a%3Ab/` (an unescaping
+    writer's layout), a stray beside it; a scoped run deletes the stray only, as a full run
+    does, and the table reads as written."""
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    path = tmp_path / "wh" / "db.db" / "pct"
+    t = Table.create(str(path), schema, partition_keys=["v"])
+    data = pa.table({"id": [1, 2], "v": ["a%3Ab", "a%3Ab"]}, schema=schema)
+    write(t, data)
+    os.rename(path / "v=a%253Ab", path / "v=a%3Ab")
+    live = [f for f in files_under(path) if "/bucket-" in f]
+    assert live and all(f.startswith("v=a%3Ab/") for f in live), live
+    stray = "v=a%3Ab/bucket-0/data-00000000-0000-0000-0000-00000000dead-0.parquet"
+    (path / stray).write_bytes(b"orphan")
+    age(path)
+    r = clean(path, partitions=["v=a*"])
+    for rel in live:
+        assert (path / rel).exists(), rel
+    assert r.deleted_paths == [stray]
+    assert r.partitions_listed == 1 and r.manifests_skipped == 0
 
 
 def test_a_directory_value_a_file_system_may_have_normalized_may_hold_anything():

@@ -2,12 +2,14 @@
 file deleted by hand is found by check, shown by a dry run that changes nothing, and given up
 by one OVERWRITE snapshot that our reader and pypaimon read; concurrent commits and retries go
 through the commit loop; what it refuses, it refuses with one line and touches nothing."""
+import datetime
 import hashlib
 import json
 import os
 import re
 import socket
 
+import pyarrow as pa
 import pytest
 
 from conftest import D1, make_rows, without_bill, write
@@ -437,3 +439,64 @@ def test_expiring_what_stays_broken_leaves_a_healthy_table(four, table_path, cap
     code, out, _ = run_cli(capsys, table_path)
     assert code == 0 and out == (f"nothing to repair: snapshot 5 of {table_path} names no "
                                  f"missing data file\n")
+
+
+# --- a file written under another layout (a dynamic option) is not given up ------------------
+
+@pytest.mark.parametrize("option, typ, value, other, where", [
+    ({"partition.default-name": "NULLS"}, "string", None, "x", "dt=NULLS"),
+    ({"partition.legacy-name": "false"}, "date", D1, datetime.date(2024, 1, 2),
+     "dt=2024-01-01"),
+], ids=["dynamic-default-name", "dynamic-legacy-name"])
+def test_a_file_written_under_a_dynamic_layout_option_is_not_given_up(
+        table_path, capsys, option, typ, value, other, where):
+    """A pypaimon job with a dynamic option (no schema change records it) puts its file in a
+    directory the stored options do not name, beside which the stored layout's directory of
+    the same partition exists (our writer's rows). repair finds the file missing where the
+    stored options put it; it must not give it up, since a file of that name is elsewhere
+    under the table (audit issue27d h2/h6). A file really lost is given up as before."""
+    from oracle import pp_table
+    typ = pa.string() if typ == "string" else pa.date32()
+    schema = pa.schema([("id", pa.int64()), ("dt", typ)])
+    t = Table.create(str(table_path), schema, partition_keys=["dt"])
+    write(t, pa.table({"id": [1], "dt": [value]}, schema=schema))     # the stored layout
+    pt = pp_table(table_path, **option)                               # a job's own layout
+    wb = pt.new_batch_write_builder()
+    w, c = wb.new_write(), wb.new_commit()
+    w.write_arrow(pa.table({"id": [2], "dt": [value]}, schema=schema))
+    c.commit(w.prepare_commit())
+    w.close()
+    c.close()
+    write(t, pa.table({"id": [3], "dt": [other]}, schema=schema))     # to be really lost
+    t = Table.open(str(table_path))
+    (dyn,) = [f for root, _, names in os.walk(table_path / where) for f in
+              (os.path.relpath(os.path.join(root, n), table_path) for n in names)]
+    (lost,) = [f for f in t.live_files() if f.partition["dt"] == other]
+    os.unlink(lost.path)
+    at_stored = [p.path for p in t.check().problems if p.state == "missing"]
+    assert sorted(at_stored) == sorted([rel(t, lost.path), next(
+        p for p in at_stored if os.path.basename(p) == os.path.basename(dyn))])
+    reason = (f"found at {dyn}: written under another layout (a dynamic partition option?); "
+              f"not given up")
+    for apply in (False, True):
+        before = tree(table_path)
+        r = Table.open(str(table_path)).repair(apply=apply)
+        assert [f.path for f in r.files] == [rel(t, lost.path)]
+        assert [(os.path.basename(p.path), p.state, p.detail) for p in r.unrepaired] == [
+            (os.path.basename(dyn), "missing", reason)]
+        assert [p.path for p in r.found_elsewhere] == [p.path for p in r.unrepaired]
+        assert "(1 more found elsewhere under the table: not given up)" in r.message
+        if not apply:
+            assert tree(table_path) == before
+    assert r.snapshot_id == 4
+    live = {os.path.basename(f.path) for f in Table.open(str(table_path)).live_files()}
+    assert os.path.basename(dyn) in live and os.path.basename(lost.path) not in live
+    assert os.path.exists(table_path / dyn)
+    # (No reader reads both files of that partition now: each computes one directory for it.
+    # Restoring the layout, e.g. moving the file where the stored options put it, is the
+    # operator's call; repair only keeps the entry.)
+    # Nothing left to give up: said so, the kept file still shown, with where it is.
+    code, out, _ = run_cli(capsys, table_path)
+    assert code == 1
+    assert out.startswith("nothing to repair: the 1 missing data file(s) of snapshot 4 of ")
+    assert f"missing ({os.path.getsize(table_path / dyn)} bytes) ({reason}); breaks " in out
