@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import bisect
 import datetime
+import re
 import unicodedata
 from fnmatch import fnmatchcase
 from typing import Any, Dict, List, Sequence, Tuple
@@ -54,6 +55,8 @@ from ..format import paths as P
 __all__ = ["parse_partition_patterns", "PartitionScope", "describe_patterns"]
 
 _UNKNOWN = object()   # a directory value that names no single typed value: always "may hold"
+# The string directory values pruning trusts (_typed): printable ASCII without `%`.
+_PLAIN = re.compile(r"[\x20-\x24\x26-\x7e]+")
 
 
 def parse_partition_patterns(patterns: Any, what: str = "partitions") -> List[Dict[str, str]]:
@@ -168,6 +171,15 @@ class PartitionScope:
             if root in INTEGER_RANGES:
                 value: Any = int(text)
             elif root in STRING_ROOTS:
+                # Only a plain ASCII name is trusted to be the value written: every review
+                # of this pruning found one more way a file system or a writer turns a
+                # value into another name (escapes, audit issue25e e1 and issue27d h1; NFD
+                # normalization on HFS+, issue25f f2; case folding, issue27c c1), and the
+                # non-ASCII ones are families (Windows drops trailing dots and spaces, JDKs
+                # disagree on whitespace). Other names read the manifest: slower for such
+                # tables, never wrong.
+                if not _PLAIN.fullmatch(text) or text.endswith((" ", ".")):
+                    return _UNKNOWN
                 # A name the file system may have normalized (HFS+ lists every name in NFD):
                 # the value written may be another form of it (audit issue25f f2).
                 if unicodedata.normalize("NFC", text) != text or \

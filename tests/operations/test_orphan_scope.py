@@ -550,6 +550,22 @@ def test_a_directory_value_with_a_percent_may_hold_anything():
         assert scope.may_hold(_stats(["b"], ["c"], (0,), types)), listed
 
 
+def test_only_plain_ascii_string_values_are_pruned_on():
+    """String directory values are trusted to be the value written only when printable
+    ASCII without `%`, not ending in a space or dot (the families every review found one
+    more of: escapes, normalization, case folding; Windows trims trailing dots and spaces):
+    any other name reads every manifest. Plain ones, spaces inside included, still prune."""
+    from paimon_commit.operations.orphan_scope import PartitionScope
+    types = ["STRING"]
+    for listed, pruned in [("a-b_c.d", True), ("New York", True), ("東京", False),
+                           ("a.", False), ("a ", False), ("\u00e9", False), ("a\tb", False)]:
+        scope = PartitionScope([{"v": "*"}], ["v"], types, "__DEFAULT_PARTITION__", "t")
+        scope.fold_case = False
+        scope.add_partition([listed])
+        assert scope.may_hold(_stats([listed], [listed], (0,), types)), listed
+        assert scope.may_hold(_stats(["zzzz"], ["zzzzz"], (0,), types)) is not pruned, listed
+
+
 def test_a_literal_percent_partition_of_an_unescaping_writer_is_kept(tmp_path):
     """End to end (audit issue27d h1): the value 'a%3Ab' in `v=a%3Ab/` (an unescaping
     writer's layout), a stray beside it; a scoped run deletes the stray only, as a full run
