@@ -20,8 +20,8 @@ by an entry of that partition, and such an entry lies within its manifest's stat
 manifest left unread names a listed file. In doubt a manifest is read: statistics that cannot
 be decoded, a directory value that does not name exactly one typed value (`07` for an INT,
 the default partition name, a value with a `%` in it, which an older unescaping writer may
-have written literally, a type other than integers, strings, DATE and BOOLEAN), an unknown
-null count.
+have written literally, a string value that is not plain printable ASCII (`_typed`), a type
+other than integers, strings, DATE and BOOLEAN), an unknown null count.
 
 Default names: an entry whose value is NULL (or, for a string column, empty or whitespace-only)
 lives in the directory its *writer's* `partition.default-name` named, which need not be the
