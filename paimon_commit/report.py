@@ -433,11 +433,25 @@ def integrity_text(ig: Optional[Dict[str, Any]], top: int = SHOWN_PROBLEMS) -> L
                      f"{r['base_snapshot_id']} misses no data file")
     if r["unrepaired"]:
         lines.append(f"  not fixed by repair: {len(r['unrepaired'])} problem(s) of snapshot "
-                     f"{r['base_snapshot_id']} (a data file of the wrong size, ...)")
+                     f"{r['base_snapshot_id']}:")
+        for p in r["unrepaired"][:top]:
+            lines.append(f"    {_unrepaired_text(p)}")
+        if len(r["unrepaired"]) > top:
+            lines.append(f"    ... and {len(r['unrepaired']) - top} more")
     if r["still_broken"]:
         lines.append(f"  still broken after it: {', '.join(r['still_broken'])} (repair "
                      f"changes no existing snapshot or tag)")
     return lines
+
+
+def _unrepaired_text(p: Dict[str, Any]) -> str:
+    """One problem repair leaves (a CheckProblem's dict): a wrong size, or a missing file
+    kept because a file of its name is elsewhere (its detail says where)."""
+    if p["state"] == "wrong-size":
+        what = f"wrong size: {p['actual_size']} bytes, the metadata says {p['expected_size']}"
+    else:
+        what = p["state"] + (f" ({p['detail']})" if p.get("detail") else "")
+    return f"{p['kind']} {p['path']}: {what}"
 
 
 def _small_files(table, by_part: Dict[bytes, Dict[str, Any]], keys: Sequence[str],

@@ -485,8 +485,11 @@ def _integrity_section(ig: Any) -> List[str]:
                    f'{r["base_snapshot_id"]} misses no data file.</p>')
     if r["unrepaired"]:
         out.append(f'<p class="note">Not fixed by a repair: {len(r["unrepaired"]):,} '
-                   f'problem(s) of snapshot {r["base_snapshot_id"]} (a data file of the wrong '
-                   f'size, ...): {_e(", ".join(p["path"] for p in r["unrepaired"][:5]))}</p>')
+                   f'problem(s) of snapshot {r["base_snapshot_id"]}:</p><ul>' +
+                   "".join(f'<li>{_e(p["kind"])} <code>{_e(p["path"])}</code>: '
+                           f'{_e(p["state"])}'
+                           + (f' ({_e(p["detail"])})' if p.get("detail") else "") + '</li>'
+                           for p in r["unrepaired"][:_SHOWN_ROWS]) + '</ul>')
     if r["still_broken"]:
         out.append(f'<p>Still broken after a repair (it changes no existing snapshot or tag): '
                    f'{_e(", ".join(r["still_broken"]))}.</p>')

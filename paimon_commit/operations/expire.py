@@ -161,6 +161,10 @@ class ExpireSnapshots(ChangelogExpiration):
             finally:
                 self._limit = limit
         ids = self._list_with_versions(sm)
+        # A manifest/ listing taken before the snapshot ids were listed (by the head check
+        # above) does not show the lists of snapshots committed since: listed again if
+        # needed (audit issue25h, hardening).
+        self._manifest_names = None
         if not ids:
             return ExpirePlan(None, None)
         if ids[0] != earliest or ids[-1] > latest:

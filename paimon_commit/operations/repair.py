@@ -444,7 +444,10 @@ class _Repair:
         """name -> where it is (relative, sorted), of the names in `wanted` found anywhere
         under the table root but its metadata directories (and under the table's
         `data-file.path-directory` whatever its name). Symlinks are not followed; whatever
-        bears the name counts (in doubt, keep)."""
+        bears the name counts (in doubt, keep). A symlinked directory met on the way (not
+        followed: never a path out of the table) may hold any of them: refused, nothing
+        written (audit issue25h k1: a partition directory moved to another volume and
+        linked back)."""
         io = self.store.io
         out: Dict[str, List[str]] = {}
         starts = [self.root]
@@ -461,8 +464,18 @@ class _Repair:
             for st in io.list_status(directory):
                 if st.name in wanted:
                     out.setdefault(st.name, []).append(self._rel(st.path))
-                if st.is_dir and not st.is_symlink and not (
-                        directory == self.root and st.name in _METADATA_DIRS):
+                if directory == self.root and st.name in _METADATA_DIRS:
+                    continue
+                if st.is_symlink and st.name not in wanted:
+                    # (a link to a file or a directory alike: listings do not say which)
+                    raise RepairError(
+                        f"cannot repair {self.store.path}: {len(wanted)} data file(s) its "
+                        f"latest snapshot names are not where the table's layout puts them, "
+                        f"and {self._rel(st.path)} is a symbolic link, which repair does "
+                        f"not follow: they may be behind it. Nothing was written. Restore "
+                        f"the files, or replace the link with the directory itself and run "
+                        f"repair again")
+                if st.is_dir:
                     stack.append(st.path.rstrip("/"))
         for v in out.values():
             v.sort()

@@ -261,3 +261,35 @@ def test_a_missing_manifest_still_gives_the_integrity_section_and_exit_1(
     # The library call without integrity has nothing to show: it raises as before.
     with pytest.raises(FileNotFoundError):
         build_report(Table.open(str(table_path)), integrity=False)
+
+
+def test_what_repair_leaves_is_named_with_why(table_path, capsys):
+    """A missing file kept by repair because a file of its name is elsewhere (a writer's
+    dynamic partition option, audit issue27d h2) is listed with where it was found, not
+    filed under 'a data file of the wrong size' (audit issue25h)."""
+    import pyarrow as pa
+    from oracle import pp_table
+    schema = pa.schema([("id", pa.int64()), ("dt", pa.string())])
+    t = Table.create(str(table_path), schema, partition_keys=["dt"])
+    write(t, pa.table({"id": [1], "dt": [None]}, schema=schema))
+    pt = pp_table(table_path, **{"partition.default-name": "NULLS"})
+    wb = pt.new_batch_write_builder()
+    w, c = wb.new_write(), wb.new_commit()
+    w.write_arrow(pa.table({"id": [2], "dt": [None]}, schema=schema))
+    c.commit(w.prepare_commit())
+    w.close()
+    c.close()
+    write(t, pa.table({"id": [3], "dt": ["x"]}, schema=schema))
+    (lost,) = [f for f in Table.open(str(table_path)).live_files() if f.partition["dt"] == "x"]
+    os.unlink(lost.path)
+    (dyn,) = [os.path.relpath(os.path.join(r, n), table_path)
+              for r, _, ns in os.walk(table_path / "dt=NULLS") for n in ns]
+    lines = report_text(capsys, table_path, code=1)
+    at = lines.index("  not fixed by repair: 1 problem(s) of snapshot 3:")
+    (p,) = [p for p in Table.open(str(table_path)).check().problems
+            if os.path.basename(p.path) == os.path.basename(dyn)]
+    assert lines[at + 1] == (f"    data {p.path}: missing (found at {dyn}: written under "
+                             f"another layout (a dynamic partition option?); not given up)")
+    page = Page()
+    page.feed(render_html(build_report(Table.open(str(table_path)))))
+    assert f"found at {dyn}" in "".join(page.text)
