@@ -134,12 +134,34 @@ def build_report(table, progress: Optional[ProgressCallback] = None,
             (why), no other section, and the integrity section names what is missing.
     """
     tick = Throttle(progress)
-    from .errors import CorruptMetadataError
     from .io import redact_uri
     rep = HealthReport(redact_uri(str(table.path)),   # shown on the page: no credentials
                        datetime.datetime.fromtimestamp(clock()).isoformat(timespec="seconds"))
+    rep = _sections(rep, table, tick, clock, orphans, integrity)
+    if integrity:
+        with metering() as meter:   # its share of the bill (counted in rep.requests too)
+            rep.integrity = _integrity(table, rep.table, rep.latest, progress)
+        rep.integrity["requests"] = meter.bill().to_dict()
+        if rep.unreadable and rep.integrity.get("ok") and rep.integrity.get("complete"):
+            # The check, after, found every file: the metadata moved under the sections
+            # (an expiration deleted what they were reading): built again, once; a table
+            # that is healthy is not reported unreadable (exit 1) for a race.
+            again = _sections(HealthReport(rep.table, rep.generated_at), table, tick, clock,
+                              orphans, integrity)
+            if not again.unreadable:
+                again.integrity = rep.integrity
+                rep = again
+    return rep
+
+
+def _sections(rep: HealthReport, table, tick: Throttle, clock, orphans: bool,
+              integrity: bool) -> HealthReport:
+    """`rep` with every section but integrity, or, where a metadata file is missing or
+    damaged and `integrity` will tell which, an empty report saying why (`unreadable`)."""
+    from .errors import CorruptMetadataError
     try:
         _fill(rep, table, tick, clock, orphans)
+        return rep
     except (FileNotFoundError, CorruptMetadataError) as e:
         if not integrity:
             raise
@@ -147,17 +169,13 @@ def build_report(table, progress: Optional[ProgressCallback] = None,
         # told most. Its sections would be partial (misleading numbers), so they are left
         # out, and the integrity section (check reads past a missing file) names every
         # missing or damaged file and what it breaks.
-        rep = HealthReport(rep.table, rep.generated_at,
+        out = HealthReport(rep.table, rep.generated_at,
                            unreadable=_unreadable(e, table, rep.table))
         try:   # (for repair's dry run when the latest snapshot is what is broken)
-            rep.latest = table.store.snapshots.latest_snapshot_id()
+            out.latest = table.store.snapshots.latest_snapshot_id()
         except (OSError, CorruptMetadataError):
             pass
-    if integrity:
-        with metering() as meter:   # its share of the bill (counted in rep.requests too)
-            rep.integrity = _integrity(table, rep.table, rep.latest, progress)
-        rep.integrity["requests"] = meter.bill().to_dict()
-    return rep
+        return out
 
 
 def _unreadable(e: BaseException, table, shown: str) -> str:

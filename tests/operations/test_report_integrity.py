@@ -293,3 +293,25 @@ def test_what_repair_leaves_is_named_with_why(table_path, capsys):
     page = Page()
     page.feed(render_html(build_report(Table.open(str(table_path)))))
     assert f"found at {dyn}" in "".join(page.text)
+
+
+def test_a_healthy_table_whose_metadata_moved_under_the_report_is_built_again(
+        four, table_path, monkeypatch):
+    """An expiration deleting a manifest the sections were reading makes them fail on a
+    table the check then finds healthy: the sections are built again, once, and the report
+    is not 'unreadable' (exit 1) for a race (audit issue25h)."""
+    import paimon_commit.report as report
+    real, calls = report._fill, []
+
+    def racing(rep, *a, **kw):
+        calls.append(1)
+        if len(calls) == 1:   # as if an expiration removed the manifest being read
+            raise FileNotFoundError(2, "No such file or directory",
+                                    str(table_path / "manifest" / "manifest-gone-0"))
+        return real(rep, *a, **kw)
+
+    monkeypatch.setattr(report, "_fill", racing)
+    rep = build_report(Table.open(str(table_path)))
+    assert len(calls) == 2 and rep.unreadable is None
+    assert rep.snapshots == 4 and rep.integrity["ok"] is True
+    assert main(["report", str(table_path)]) == 0
