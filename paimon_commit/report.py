@@ -361,7 +361,7 @@ def _integrity(table, shown: str, latest: Optional[int],
                            "check_command": f"paimon-commit check {quoted}", "repair": None}
     try:   # read-only, no lease (a fresh metered read-only view of the table)
         c = check_table(table.store, progress)
-    except PaimonCommitError as e:   # a layout this library cannot spell: check refuses it
+    except (PaimonCommitError, OSError) as e:   # a layout it cannot spell; storage failing
         out["error"] = f"check not possible: {said(e)}"
         return out
     files = sum(v.get("files", 0) for v in c.checked.values())
@@ -382,7 +382,7 @@ def _integrity(table, shown: str, latest: Optional[int],
     with metering() as meter:
         try:   # a dry run: nothing written, no lease; planned from this check
             r = repair_table(table.store, apply=False, check=c)
-        except PaimonCommitError as e:   # RepairError, UnsupportedTableError: why it refuses
+        except (PaimonCommitError, OSError) as e:   # RepairError, ...; a listing failing
             r, rep["refused"] = None, said(e)
     rep["requests"] = meter.bill().to_dict()
     if r is None:

@@ -461,7 +461,20 @@ class _Repair:
             if directory in seen:
                 continue
             seen.add(directory)
-            for st in io.list_status(directory):
+            listed = io.list_status(directory)
+            if not listed and directory not in starts:
+                # Listed by its parent a moment ago, read as empty now: a listing reads a
+                # directory that is gone (moved, renamed, being linked back) as empty, and
+                # would give its files up (audit issue25i m1). Asked again: gone then too,
+                # refused, as an absent bucket directory is.
+                listed = io.list_status(directory)
+            if not listed and directory not in starts and not io.exists(directory):
+                raise RepairError(
+                    f"cannot repair {self.store.path}: {self._rel(directory)} disappeared "
+                    f"while repair looked for {len(wanted)} missing data file(s) under the "
+                    f"table: they may have moved with it. Nothing was written. Run repair "
+                    f"again once the table's directories stay put")
+            for st in listed:
                 if st.name in wanted:
                     out.setdefault(st.name, []).append(self._rel(st.path))
                 if directory == self.root and st.name in _METADATA_DIRS:

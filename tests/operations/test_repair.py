@@ -539,3 +539,49 @@ def test_a_symlinked_directory_under_the_table_refuses_rather_than_gives_up(
     r = Table.open(str(table_path)).repair(apply=True)
     assert list(r.files) == [] and r.snapshot_id is None
     assert len(r.found_elsewhere) == 1
+
+
+@pytest.mark.parametrize("back", [True, False], ids=["linked-back", "gone"])
+def test_a_directory_moved_while_repair_walks_is_not_read_as_empty(
+        table_path, tmp_path, monkeypatch, back):
+    """The found-elsewhere walk lists a directory its parent's listing named; moved away at
+    that moment (a listing reads a vanished directory as empty) its file was given up
+    (audit issue25i m1). Now it is listed again: back by then (linked back), the file is
+    found and kept; still gone, repair refuses, nothing written."""
+    from oracle import pp_table
+    schema = pa.schema([("id", pa.int64()), ("dt", pa.string())])
+    t = Table.create(str(table_path), schema, partition_keys=["dt"])
+    write(t, pa.table({"id": [1], "dt": [None]}, schema=schema))
+    pt = pp_table(table_path, **{"partition.default-name": "NULLS"})
+    wb = pt.new_batch_write_builder()
+    w, c = wb.new_write(), wb.new_commit()
+    w.write_arrow(pa.table({"id": [2], "dt": [None]}, schema=schema))
+    c.commit(w.prepare_commit())
+    w.close()
+    c.close()
+    real, moved = LocalFileIO.list_status, tmp_path / "vol" / "dt=NULLS"
+    target = str(table_path / "dt=NULLS")
+
+    def racing(self, directory):
+        if directory.rstrip("/") == target and not moved.exists():
+            moved.parent.mkdir()
+            os.rename(target, moved)            # mv dt=NULLS /other/volume/
+            try:
+                return real(self, directory)    # listed while gone
+            finally:
+                if back:
+                    os.symlink(moved, target)   # ln -s /other/volume/dt=NULLS dt=NULLS
+        return real(self, directory)
+
+    monkeypatch.setattr(LocalFileIO, "list_status", racing)
+    before = tree(table_path)
+    if back:
+        r = Table.open(str(table_path)).repair(apply=True)
+        assert list(r.files) == [] and r.snapshot_id is None and len(r.found_elsewhere) == 1
+    else:
+        with pytest.raises(RepairError, match=r"dt=NULLS disappeared while repair looked for "
+                                              r"1 missing data file\(s\)"):
+            Table.open(str(table_path)).repair(apply=True)
+    assert moved.exists()
+    assert {k: v for k, v in tree(table_path).items() if not k.startswith("dt=NULLS")} == \
+        {k: v for k, v in before.items() if not k.startswith("dt=NULLS")}
