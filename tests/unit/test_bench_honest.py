@@ -75,28 +75,30 @@ def test_the_run_s_own_workers_do_not_count_as_load_other_processes_do(tmp_path)
     assert r["verdict"] == ("NO VERDICT: other processes' load during the run 2.1 > 1.5 on 2 "
                             "cores; rerun on an idle machine")
     assert r["targets"]["x"]["pass"] is None
-    # Measured: two worker processes of ours spinning are not foreign; one process outside
-    # the tree spinning is about one core.
+    # Measured: the CPU of this process's workers (forkserver children, reaped by the
+    # forkserver, not by us) is counted as ours, so not as the others' load. (CPU time, not
+    # the foreign figure itself: that one is as loaded as the machine running the suite.)
     code = """
 import multiprocessing as mp, sys, time
 sys.path.insert(0, sys.argv[1])
 import _common
 
 def spin(s):
-    t = time.time()
-    while time.time() - t < s:
+    t = time.process_time()
+    while time.process_time() - t < s:
         pass
 
 if __name__ == "__main__":
+    before = _common._own_cpu_s()
     with mp.get_context("forkserver").Pool(2) as p:
-        p.map(spin, [1.0, 1.0])
-    print(_common._FOREIGN.value())
+        p.map(spin, [0.3, 0.3])
+        print(_common._own_cpu_s() - before)
 """
     script = tmp_path / "own.py"
     script.write_text(code)
     ours = subprocess.run([sys.executable, str(script), os.path.join(ROOT, "benchmarks")],
                           capture_output=True, text=True, check=True, timeout=120)
-    assert float(ours.stdout) < 0.5, ours.stdout
+    assert float(ours.stdout) >= 0.55, ours.stdout
     # A process outside the tree (its parent shell exits at once: it is re-parented) spinning
     # for 1.5 s is about a core of someone else's load.
     meter = ForeignLoad()
