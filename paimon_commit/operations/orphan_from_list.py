@@ -54,6 +54,11 @@ class FromFileList:
         for row in rows:
             n += 1
             path = storage_path_of(row, kind, io, shown)
+            if path.endswith("/") and row.size == 0 and path.startswith(prefix):
+                # A folder marker (the zero-byte `dir/` object consoles and some tools
+                # create; S3 Inventory lists it): no file, never a candidate (a listing
+                # does not take it either).
+                continue
             try:
                 check_path_shape(path, root)
             except UnsafePathError:

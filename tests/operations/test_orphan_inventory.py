@@ -418,3 +418,21 @@ def test_a_file_list_is_refused_where_it_would_be_ignored(history, table_path, t
                                  "--file-list", inv, "--file-list-time", _recent()],
             f"error: --file-list lists one table: give its path, not the pattern "
             f"{str(table_path.parent / '*')!r}")
+
+
+def test_folder_markers_are_skipped_not_refused(history, table_path, tmp_path):
+    """S3 Inventory lists the zero-byte `dir/` objects a console or a tool creates (folder
+    markers); they are no files: skipped, never candidates, the rest of the list used (they
+    made the whole list refused: an empty path segment)."""
+    planted = strays(table_path)
+    listed = entries(table_path)
+    markers = [(str(table_path) + "/dt=2024-01-01/", 0, now_ms() - 2 * HOUR_MS),
+               (str(table_path) + "/manifest/", 0, now_ms() - 2 * HOUR_MS)]
+    r = clean(table_path, csv_list(listed + markers), tmp_path, dry_run=True)
+    plain = clean(table_path, csv_list(listed), tmp_path, dry_run=True)
+    assert r.deleted_paths == plain.deleted_paths and set(planted) <= set(r.deleted_paths)
+    assert r.to_dict()["file_list_rows"] == len(listed) + 2
+    # Not a marker: a `dir/` row with bytes is refused, as before.
+    with pytest.raises(FileListError, match="is not a file inside the table root"):
+        clean(table_path, csv_list(listed + [(str(table_path) + "/manifest/", 5,
+                                              now_ms() - 2 * HOUR_MS)]), tmp_path, dry_run=True)
