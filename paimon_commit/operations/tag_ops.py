@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Set
 
 from ..io.metered import RequestBill, billed
-from ..errors import CorruptMetadataError
+from ..errors import CorruptMetadataError, PaimonCommitError
 from ..format import paths as P
 from ..format.manifest import FileKind
 from ..format.snapshot import Snapshot, Tag
@@ -385,6 +385,44 @@ class TagOperations:
                 raise ValueError(f"{what}: its metadata file {mio.path(name)} cannot be read "
                                  f"({e}); nothing was changed") from None
 
+    def _check_data_present(self, snap, what: str) -> None:
+        """Refuse a rollback target whose data files are not all there. An expiration
+        deletes data files first and snapshot files last; one stopped in between (a fault,
+        a kill, a lost lease) leaves snapshot files whose lists read but whose files are
+        partly gone until its rerun; rolling back to one of them made the table's latest
+        snapshot unreadable (interleaving soak seed 497513: the compaction's inputs, which
+        the expired range dropped, were deleted; a rollback past the compaction then
+        restored a latest snapshot naming them). One listing per bucket directory, under
+        the rollback's lease (no expiration runs meanwhile); a name the listing lacks is
+        asked again. Entries whose path cannot be computed here are not checked."""
+        st, io = self.store, self.store.io
+        by_dir: Dict[str, List[str]] = {}
+        try:
+            entries = st.live_entries(snap)
+        except (FileNotFoundError, CorruptMetadataError) as e:
+            raise ValueError(f"{what}: its manifests cannot be read ({e}); nothing was "
+                             f"changed") from None
+        for e in entries:
+            try:
+                path = st.data_file_path(e)
+            except (ValueError, PaimonCommitError):
+                continue
+            d, _, n = path.rpartition("/")
+            by_dir.setdefault(d, []).append(n)
+        for d, names in by_dir.items():
+            try:
+                listed = {x.name for x in io.list_status(d)}
+            except OSError:
+                listed = set()
+            for n in names:
+                if n in listed or io.exists(f"{d}/{n}"):
+                    continue
+                rel = f"{d}/{n}"[len(st.root) + 1:] if d.startswith(st.root + "/") else \
+                    f"{d}/{n}"
+                raise ValueError(f"{what}: its data file {rel} does not exist (an expiration "
+                                 f"stopped half-way deleted it, or it was lost: `check` names "
+                                 f"every missing file); nothing was changed")
+
     def _delete_tag_file(self, name: str) -> None:
         if not self.tags.delete_tag_file(name) and self.tags.exists(name):
             raise OSError(f"could not delete tag file {self.tags.tag_path(name)}; its files "
@@ -514,6 +552,7 @@ class TagOperations:
                                  f"({'it is gone' if now is None else 'it was replaced'}); "
                                  f"nothing was deleted")
             self._check_readable(target, what)
+            self._check_data_present(target, what)
             if t is not None:
                 self._check_tag_unchanged(tag, t, what)
         except ValueError as e:

@@ -239,3 +239,27 @@ def test_one_false_absence_of_a_list_expires_nothing_beyond_retention(tmp_path, 
     assert r.expired_ids == list(range(1, first_kept)), r
     assert [s.id for s in Table.open(path).snapshots()] == list(range(first_kept, 6))
     assert_intact(path, min_snapshot=first_kept)
+
+
+def test_rollback_to_a_snapshot_whose_data_an_interrupted_expiration_deleted_is_refused(
+        tmp_path):
+    """An expiration deletes data files first and snapshot files last: stopped in between,
+    the snapshot files it was expiring read their lists but miss data files. Rolling back to
+    one deleted the newer snapshots and left a latest snapshot that did not read
+    (interleaving soak seed 497513, local): refused now, nothing changed."""
+    path = str(tmp_path / "wh" / "db.db" / "t")
+    build_overwrite_table(path, SNAPSHOTS * 2, 2)
+    t = Table.open(path)
+    gone = [f for f in t.live_files(TARGET)
+            if f.file_name not in {g.file_name for g in t.live_files()}][0]
+    os.unlink(gone.path)   # what the stopped expiration deleted: dropped by a later overwrite
+    before = files(path)
+    with pytest.raises(ValueError) as e:
+        Table.open(path).rollback_to(snapshot_id=TARGET)
+    rel = os.path.relpath(gone.path, path)
+    assert str(e.value) == (
+        f"cannot roll back to snapshot {TARGET}: its data file {rel} does not exist (an "
+        f"expiration stopped half-way deleted it, or it was lost: `check` names every missing "
+        f"file); nothing was changed")
+    assert files(path) == before
+    assert Table.open(path).latest_snapshot().id == SNAPSHOTS
