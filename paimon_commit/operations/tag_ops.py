@@ -415,10 +415,17 @@ class TagOperations:
             except OSError:
                 listed = set()
             for n in names:
-                if n in listed or io.exists(f"{d}/{n}"):
+                if n in listed:
                     continue
                 rel = f"{d}/{n}"[len(st.root) + 1:] if d.startswith(st.root + "/") else \
                     f"{d}/{n}"
+                try:
+                    there = io.exists(f"{d}/{n}")
+                except OSError as e:   # in doubt, refuse (a ValueError: a restore is undone)
+                    raise ValueError(f"{what}: cannot tell whether its data file {rel} exists "
+                                     f"({e}); nothing was changed") from None
+                if there:
+                    continue
                 raise ValueError(f"{what}: its data file {rel} does not exist (an expiration "
                                  f"stopped half-way deleted it, or it was lost: `check` names "
                                  f"every missing file); nothing was changed")
