@@ -399,10 +399,12 @@ class TagOperations:
         by_dir: Dict[str, List[str]] = {}
         try:
             entries = st.live_entries(snap)
-        except (FileNotFoundError, CorruptMetadataError) as e:
+        except (OSError, CorruptMetadataError) as e:
             raise ValueError(f"{what}: its manifests cannot be read ({e}); nothing was "
                              f"changed") from None
         for e in entries:
+            if e.file.external_path:
+                continue   # not ours to look for (as check and reachability: another store)
             try:
                 path = st.data_file_path(e)
             except (ValueError, PaimonCommitError):
@@ -562,13 +564,14 @@ class TagOperations:
             self._check_data_present(target, what)
             if t is not None:
                 self._check_tag_unchanged(tag, t, what)
-        except ValueError as e:
+        except Exception as e:   # (a refusal, or the storage failing: undone alike)
             if restored is None:
                 raise
             # Refused after restoring: "nothing was deleted" must also mean the table is as
-            # it was, so take back exactly what the restore wrote.
+            # it was, so take back exactly what the restore wrote (audit issue25j: an
+            # OSError of the data check left the restored snapshot file behind).
             left = self._undo_restore(target, *restored)
-            if left is None:
+            if left is None or not isinstance(e, ValueError):
                 raise
             raise ValueError(f"{e}; {left}") from None
         # LATEST first, so that readers never resolve a snapshot about to disappear.
