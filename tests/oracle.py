@@ -39,8 +39,11 @@ def pp_create(path, schema: pa.Schema, partition_keys: Sequence[str] = (),
     return cat.get_table(f"{db}.{name}")
 
 
-def pp_write(path, data: pa.Table, overwrite: Optional[Dict[str, Any]] = None) -> None:
-    t = pp_table(path)
+def pp_write(path, data: pa.Table, overwrite: Optional[Dict[str, Any]] = None,
+             **dynamic_options) -> None:
+    """One pypaimon commit of `data`; `dynamic_options`: the job's own options (e.g. a
+    `partition.default-name` no schema records)."""
+    t = pp_table(path, **dynamic_options)
     wb = t.new_batch_write_builder()
     if overwrite is not None:
         wb = wb.overwrite(overwrite)

@@ -455,18 +455,13 @@ def test_a_file_written_under_a_dynamic_layout_option_is_not_given_up(
     the same partition exists (our writer's rows). repair finds the file missing where the
     stored options put it; it must not give it up, since a file of that name is elsewhere
     under the table (audit issue27d h2/h6). A file really lost is given up as before."""
-    from oracle import pp_table
+    from oracle import pp_write
     typ = pa.string() if typ == "string" else pa.date32()
     schema = pa.schema([("id", pa.int64()), ("dt", typ)])
     t = Table.create(str(table_path), schema, partition_keys=["dt"])
     write(t, pa.table({"id": [1], "dt": [value]}, schema=schema))     # the stored layout
-    pt = pp_table(table_path, **option)                               # a job's own layout
-    wb = pt.new_batch_write_builder()
-    w, c = wb.new_write(), wb.new_commit()
-    w.write_arrow(pa.table({"id": [2], "dt": [value]}, schema=schema))
-    c.commit(w.prepare_commit())
-    w.close()
-    c.close()
+    pp_write(table_path, pa.table({"id": [2], "dt": [value]}, schema=schema),
+             **option)                                                # a job's own layout
     write(t, pa.table({"id": [3], "dt": [other]}, schema=schema))     # to be really lost
     t = Table.open(str(table_path))
     (dyn,) = [f for root, _, names in os.walk(table_path / where) for f in
@@ -508,17 +503,12 @@ def test_a_symlinked_directory_under_the_table_refuses_rather_than_gives_up(
     partition directory moved to another volume and linked back may hold the file a
     dynamic-option writer put there: repair refuses, nothing written, rather than give it up
     (audit issue25h k1: it committed a snapshot without the file)."""
-    from oracle import pp_table
+    from oracle import pp_write
     schema = pa.schema([("id", pa.int64()), ("dt", pa.string())])
     t = Table.create(str(table_path), schema, partition_keys=["dt"])
     write(t, pa.table({"id": [1], "dt": [None]}, schema=schema))
-    pt = pp_table(table_path, **{"partition.default-name": "NULLS"})
-    wb = pt.new_batch_write_builder()
-    w, c = wb.new_write(), wb.new_commit()
-    w.write_arrow(pa.table({"id": [2], "dt": [None]}, schema=schema))
-    c.commit(w.prepare_commit())
-    w.close()
-    c.close()
+    pp_write(table_path, pa.table({"id": [2], "dt": [None]}, schema=schema),
+             **{"partition.default-name": "NULLS"})
     moved = tmp_path / "other-volume" / "dt=NULLS"
     moved.parent.mkdir()
     os.rename(table_path / "dt=NULLS", moved)
@@ -548,17 +538,12 @@ def test_a_directory_moved_while_repair_walks_is_not_read_as_empty(
     that moment (a listing reads a vanished directory as empty) its file was given up
     (audit issue25i m1). Now it is listed again: back by then (linked back), the file is
     found and kept; still gone, repair refuses, nothing written."""
-    from oracle import pp_table
+    from oracle import pp_write
     schema = pa.schema([("id", pa.int64()), ("dt", pa.string())])
     t = Table.create(str(table_path), schema, partition_keys=["dt"])
     write(t, pa.table({"id": [1], "dt": [None]}, schema=schema))
-    pt = pp_table(table_path, **{"partition.default-name": "NULLS"})
-    wb = pt.new_batch_write_builder()
-    w, c = wb.new_write(), wb.new_commit()
-    w.write_arrow(pa.table({"id": [2], "dt": [None]}, schema=schema))
-    c.commit(w.prepare_commit())
-    w.close()
-    c.close()
+    pp_write(table_path, pa.table({"id": [2], "dt": [None]}, schema=schema),
+             **{"partition.default-name": "NULLS"})
     real, moved = LocalFileIO.list_status, tmp_path / "vol" / "dt=NULLS"
     target = str(table_path / "dt=NULLS")
 

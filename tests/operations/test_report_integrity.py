@@ -268,17 +268,12 @@ def test_what_repair_leaves_is_named_with_why(table_path, capsys):
     dynamic partition option, audit issue27d h2) is listed with where it was found, not
     filed under 'a data file of the wrong size' (audit issue25h)."""
     import pyarrow as pa
-    from oracle import pp_table
+    from oracle import pp_write
     schema = pa.schema([("id", pa.int64()), ("dt", pa.string())])
     t = Table.create(str(table_path), schema, partition_keys=["dt"])
     write(t, pa.table({"id": [1], "dt": [None]}, schema=schema))
-    pt = pp_table(table_path, **{"partition.default-name": "NULLS"})
-    wb = pt.new_batch_write_builder()
-    w, c = wb.new_write(), wb.new_commit()
-    w.write_arrow(pa.table({"id": [2], "dt": [None]}, schema=schema))
-    c.commit(w.prepare_commit())
-    w.close()
-    c.close()
+    pp_write(table_path, pa.table({"id": [2], "dt": [None]}, schema=schema),
+             **{"partition.default-name": "NULLS"})
     write(t, pa.table({"id": [3], "dt": ["x"]}, schema=schema))
     (lost,) = [f for f in Table.open(str(table_path)).live_files() if f.partition["dt"] == "x"]
     os.unlink(lost.path)
