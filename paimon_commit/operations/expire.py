@@ -32,6 +32,7 @@ from ..io.metered import billed
 from ..io.metered import ContextExecutor
 from ..dynamic_options import refuse_other_changelog_producer
 from ..io.deletion import Deleter, StopDeleting
+from ..expiring import ExpiringMarkers
 from ..lease import maintenance_lease
 from ..errors import CorruptMetadataError, PaimonCommitError
 from ..format import paths as P
@@ -90,6 +91,7 @@ class ExpireSnapshots(ChangelogExpiration):
         self.tags = tag_manager(store)
         self.consumers = ConsumerManager(store.io, store.root)
         self.changelogs = ChangelogManager(store.io, store.root)
+        self._markers = ExpiringMarkers(store.io, store.root)   # expirations in progress
         # Kept from one run to the next (TableCommit reuses its expirer after every commit),
         # so that a run decodes only what is new since the last one. Snapshot files are
         # re-read every run (rollback can re-create an id) and only their parse is reused.
@@ -852,8 +854,15 @@ class ExpireSnapshots(ChangelogExpiration):
         target snapshot, and every consumer's position. A rollback (a kept snapshot gone or
         re-created), a tag deleted and created again under its name on another snapshot, a
         tag listing that came back short, a consumer reset below the plan's end: any of them
-        is recorded in the plan and nothing is deleted; the next run plans again."""
+        is recorded in the plan and nothing is deleted; the next run plans again.
+
+        A snapshot plan first writes its marker (expiring.py), before anything is read
+        again: a tag created after the re-check read the tags then finds the marker (or,
+        once the marker is removed, its snapshot gone) and takes itself back."""
         io = self.store.io
+        if not plan.changelogs and plan.expiring and plan.marker is None:
+            plan.marker = self._markers.write(min(plan.expiring), plan.end,
+                                              self._snapshot_bytes(plan.end))
         changes: List[str] = []
         by_dir: Dict[str, List[Tuple[str, str, bytes, Optional[str]]]] = {}
         for (directory, name), (what, data, version) in plan.kept.items():
@@ -883,8 +892,37 @@ class ExpireSnapshots(ChangelogExpiration):
         if changes:
             plan.skip(f"the table changed while planning ({', '.join(changes)}); nothing is "
                       f"deleted, the next run plans again")
+            if plan.marker is not None and not plan.deleting:
+                # (Nothing of this plan was deleted: its snapshots are whole.)
+                if self._markers.remove(plan.marker):
+                    plan.marker = None
             return False
         return True
+
+    def _snapshot_bytes(self, sid: int) -> Optional[bytes]:
+        """Snapshot `sid`'s file as planned with (read now if the plan did not), or None."""
+        known = self._raw_memo.get((self.store.snapshots.snapshot_dir, sid))
+        if known is not None:
+            return known[0]
+        try:
+            return self.store.io.read_bytes(self.store.snapshots.snapshot_path(sid))
+        except FileNotFoundError:
+            return None
+
+    def _finished(self, plan: ExpirePlan) -> None:
+        """Every snapshot below `plan.end` is gone: remove this run's marker and any an
+        interrupted run left whose range lies below (those snapshots are gone too)."""
+        try:
+            stale = [m for m in self._markers.listed() if m.end <= plan.end]
+        except OSError as e:
+            log.warning("expire: cannot list the markers of expirations in progress: %s", e)
+            stale = [plan.marker] if plan.marker is not None else []
+        for m in stale:
+            if not self._markers.remove(m):
+                log.warning("expire: the marker %s could not be removed; tags and rollbacks "
+                            "on snapshots below %d are refused until a later run removes it",
+                            m.name, m.end)
+        plan.marker = None
 
     def _execute(self, plan: ExpirePlan) -> bool:
         """Delete what `plan` lists in the crash-safe order; True when all of it is gone
@@ -894,6 +932,7 @@ class ExpireSnapshots(ChangelogExpiration):
             return False
         if not self._unchanged(plan):
             return False
+        plan.deleting = True
         manager = self.changelogs if plan.changelogs else self.store.snapshots
         keep_as_changelog = self.config.changelog_decoupled and not plan.changelogs
         earliest = plan.end
@@ -951,4 +990,6 @@ class ExpireSnapshots(ChangelogExpiration):
                     break
             deleting()
         manager.commit_earliest_hint(earliest)
+        if earliest == plan.end and not plan.changelogs and plan.expiring:
+            self._finished(plan)
         return earliest == plan.end

@@ -62,6 +62,11 @@ class ExpirePlan:
     consumer_floor: Optional[int] = None
     skipped: List[str] = field(default_factory=list)
     deleted: Dict[str, List[str]] = field(default_factory=dict)   # filled by execution
+    # The marker of this expiration in progress (expiring.py), written before the re-check
+    # and removed once the range is gone; `deleting`: the re-check passed, deletes may have
+    # begun (a later refusal then leaves the marker: the snapshots are half expired).
+    marker: Any = None
+    deleting: bool = False
 
     def skip(self, reason: str) -> None:
         """Record (and log) something the run leaves for later, with the reason."""

@@ -12,6 +12,7 @@ from ..format import paths as P
 from ..format.manifest import FileKind
 from ..format.snapshot import Snapshot, Tag
 from ..io.deletion import Deleter, StopDeleting, checkpoint
+from ..expiring import ExpiringMarkers
 from ..lease import maintenance_lease
 from ..reachability import Reachability, Root, Unreadable
 from ..snapshots import EARLIEST, ChangelogManager
@@ -83,6 +84,7 @@ class TagOperations:
     def __init__(self, store: FileStore):
         self.store = store
         self.tags = tag_manager(store)
+        self._markers = ExpiringMarkers(store.io, store.root)
 
     def create_tag(self, name: str, snapshot_id: Optional[int] = None,
                    time_retained_ms: Optional[int] = None) -> Tag:
@@ -100,7 +102,46 @@ class TagOperations:
                   time_retained_ms)
         if not self.tags.create(tag):   # (refuses while a deletion of `name` is unfinished)
             raise ValueError(f"tag {name!r} already exists")
+        try:
+            # After the tag file, not before (expiring.py): an expiration whose re-check of
+            # the tags came too early to see this tag has its marker written by now.
+            self._check_not_expiring(snap, f"cannot create tag {name!r} on snapshot {snap.id}")
+        except BaseException:
+            self._take_back(tag)
+            raise
         return tag
+
+    def _check_not_expiring(self, snap: Snapshot, what: str) -> None:
+        """Refuse a snapshot an expiration in progress (or stopped half-way) covers, or one
+        gone or replaced since it was read: some of its files may be deleted (expiring.py).
+        The marker listing first, then the snapshot read again: an expiration removes its
+        marker only after the snapshot files of its range are gone."""
+        sm = self.store.snapshots
+
+        def read(sid: int) -> Optional[bytes]:
+            try:
+                return sm.io.read_bytes(sm.snapshot_path(sid))
+            except FileNotFoundError:
+                return None
+        marker = self._markers.covering(snap.id, read)
+        if marker is not None:
+            raise ValueError(f"{what}: {marker.describe()}, so some of its files may already "
+                             f"be deleted; the next snapshot expiration finishes it. Nothing "
+                             f"was changed")
+        now = sm.try_snapshot(snap.id)
+        if now != snap:
+            raise ValueError(f"{what}: it was {'expired' if now is None else 'replaced'} "
+                             f"meanwhile; nothing was changed")
+
+    def _take_back(self, tag: Tag) -> None:
+        """Delete the tag file `create_tag` just wrote, if it still holds that tag."""
+        try:
+            if self.store.io.read_bytes(self.tags.tag_path(tag.name)) == tag.to_json():
+                self.tags.delete_tag_file(tag.name)
+        except FileNotFoundError:
+            pass
+        except Exception as e:   # (the refusal being raised says more than this)
+            log.error("could not take back tag %r after refusing it: %s", tag.name, e)
 
     @billed   # result.requests: what it asked of the storage
     def delete_tag(self, name: str, expected: Optional[Snapshot] = None) -> TagDeleteResult:
@@ -561,6 +602,8 @@ class TagOperations:
                                  f"({'it is gone' if now is None else 'it was replaced'}); "
                                  f"nothing was deleted")
             self._check_readable(target, what)
+            if t is None:   # (a tag's data is kept by the tag: expiration roots)
+                self._check_not_expiring(target, what)
             self._check_data_present(target, what)
             if t is not None:
                 self._check_tag_unchanged(tag, t, what)

@@ -63,6 +63,7 @@ class DistributedExpireSnapshots(ExpireSnapshots):
             # the plan): nothing is deleted. The local execution below checks again.
             plan.deleted = {}
             return False
+        plan.deleting = True   # (the marker stays from here until the range is gone)
         deleted: Dict[str, List[str]] = {}
         for kind, paths in wide.items():
             plan.deleted = deleted   # (what a stop at the next safe point reports)

@@ -1,0 +1,150 @@
+"""Markers of snapshot expirations in progress: `<root>/.maintenance/expiring-<first>-<end>-<token>`.
+
+An expiration deletes data files first and snapshot files last. Between the two steps (and
+for good, when it is killed or stopped there) snapshots `first..end-1` still have their
+snapshot files and readable lists while some of their data files are gone. Two things must
+not be built on such a snapshot: a tag (it would never read) and a rollback (the table's
+latest snapshot would not read). Names cannot tell them apart from healthy snapshots, so the
+expiration says so on the storage before it deletes anything and takes it back only after
+the last snapshot file of the range is gone:
+
+- The expiration writes its marker before its re-check of the tags (`ExpireSnapshots.
+  _unchanged`), and removes it once the range is gone (or when the re-check stops it before
+  any delete). A run stopped in between leaves it; the run that later expires through `end`
+  removes every marker whose range lies below its new earliest snapshot.
+- `create_tag` creates the tag file, then lists the markers, then reads its snapshot again.
+  Either the expiration's re-check (after its marker) sees the tag and deletes nothing, or
+  `create_tag`'s listing (after its tag) sees the marker, or the marker was already removed,
+  which happens only after the snapshot files are gone, so the read after the listing finds
+  the snapshot gone. In the last two cases the tag is taken back and the call refused.
+- `rollback_to` (under the maintenance lease) refuses a target a marker covers.
+
+A marker is in force while snapshot `end`, the first the expiration kept, is the one it
+planned with (its bytes' SHA-256): once history below it was rewritten (a rollback by a tool
+that does not know markers, then new commits re-using the ids), the marker says nothing about
+the new snapshots. One whose content does not parse is in force while snapshot `end` exists
+(in doubt, refuse). Records live beside the maintenance lease's, outside every
+directory Paimon, pypaimon and orphan cleanup list.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import socket
+import time
+import uuid
+from dataclasses import dataclass
+from typing import List, Optional
+
+from .io import FileIO
+
+log = logging.getLogger(__name__)
+
+__all__ = ["ExpiringMarker", "ExpiringMarkers", "MARKER_DIR"]
+
+MARKER_DIR = ".maintenance"   # (lease.LEASE_DIR: records of both live side by side)
+_NAME = re.compile(r"^expiring-(\d{1,18})-(\d{1,18})-([0-9a-f]{32})$")
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True)
+class ExpiringMarker:
+    """Snapshots `first`..`end - 1` are being expired (some of their files may be gone)."""
+    name: str
+    first: int
+    end: int
+    end_sha256: Optional[str] = None   # snapshot `end`'s bytes when planned
+    created_ms: int = 0
+    holder: str = ""
+
+    def covers(self, sid: int) -> bool:
+        return self.first <= sid < self.end
+
+    def describe(self) -> str:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.created_ms / 1000)) \
+            if self.created_ms else "an unknown time"
+        who = f" by {self.holder}" if self.holder else ""
+        return (f"an expiration of snapshots {self.first}..{self.end - 1} started at "
+                f"{when}{who} and has not finished (marker {MARKER_DIR}/{self.name})")
+
+
+class ExpiringMarkers:
+    def __init__(self, io: FileIO, root: str):
+        self.io = io
+        self.dir = io.join(root, MARKER_DIR)
+
+    def path(self, name: str) -> str:
+        return self.io.join(self.dir, name)
+
+    def write(self, first: int, end: int, end_bytes: Optional[bytes]) -> ExpiringMarker:
+        name = f"expiring-{first}-{end}-{uuid.uuid4().hex}"
+        marker = ExpiringMarker(name, first, end,
+                                None if end_bytes is None else digest(end_bytes),
+                                int(time.time() * 1000),
+                                f"{socket.gethostname()} pid {os.getpid()}")
+        body = {"first": first, "end": end, "endSnapshotSha256": marker.end_sha256,
+                "createdMs": marker.created_ms, "holder": marker.holder}
+        self.io.mkdirs(self.dir)
+        # A unique name: a plain write (one PUT; a temp file and a rename locally).
+        self.io.overwrite_atomic(self.path(name), json.dumps(body).encode())
+        return marker
+
+    def remove(self, marker: ExpiringMarker) -> bool:
+        """Delete one marker through the deletion gate; False if it could not be."""
+        if self.io.delete_quietly(self.path(marker.name)):
+            return True
+        try:
+            return not self.io.exists(self.path(marker.name))
+        except OSError:
+            return False
+
+    def listed(self) -> List[ExpiringMarker]:
+        """The markers by name (range only, content not read)."""
+        out = []
+        for name in self.io.list_names(self.dir):
+            m = _NAME.match(name)
+            if m is not None:
+                out.append(ExpiringMarker(name, int(m.group(1)), int(m.group(2))))
+        return sorted(out, key=lambda m: (m.first, m.end, m.name))
+
+    def read(self, marker: ExpiringMarker) -> Optional[ExpiringMarker]:
+        """The marker with its content; None when it is gone. Content that does not parse
+        leaves the marker as listed (no digest: in force while snapshot `end` exists)."""
+        try:
+            data = self.io.read_bytes(self.path(marker.name))
+        except FileNotFoundError:
+            return None
+        try:
+            body = json.loads(data)
+            sha = body.get("endSnapshotSha256")
+            return ExpiringMarker(marker.name, marker.first, marker.end,
+                                  sha if isinstance(sha, str) else None,
+                                  int(body.get("createdMs") or 0), str(body.get("holder") or ""))
+        except (ValueError, TypeError, AttributeError):
+            log.warning("expiring marker %s cannot be parsed; treated as in force",
+                        self.path(marker.name))
+            return marker
+
+    def in_force(self, marker: ExpiringMarker, end_bytes: Optional[bytes]) -> bool:
+        """Whether `marker` (as read) still speaks of the snapshots below `end`: snapshot
+        `end` exists (`end_bytes`) and is the one the expiration planned with."""
+        if end_bytes is None:
+            return False
+        return marker.end_sha256 is None or marker.end_sha256 == digest(end_bytes)
+
+    def covering(self, sid: int, read_snapshot) -> Optional[ExpiringMarker]:
+        """A marker in force whose range holds snapshot `sid`, or None. `read_snapshot(id)`
+        returns a snapshot file's bytes or None."""
+        for m in self.listed():
+            if not m.covers(sid):
+                continue
+            full = self.read(m)
+            if full is not None and self.in_force(full, read_snapshot(m.end)):
+                return full
+        return None

@@ -1,0 +1,252 @@
+"""An expiration in progress is marked on the storage (expiring.py): a tag is never left on a
+snapshot whose data files an expiration deletes, whether that expiration is running (the tag
+created between its re-check of the tags and its deletes) or was stopped half-way (its
+snapshot files still list readable manifests, some data files are gone). Before, `create_tag`
+checked the target's lists only, and its tag did not read; docs/safety.md named it "not
+covered". Real directories; what a user sees: the error, the tag files, pypaimon reads."""
+import json
+import os
+import time
+
+import pytest
+
+from conftest import D1, SCHEMA, make_rows
+from invariants import assert_intact
+
+from paimon_commit import Table
+from paimon_commit.expiring import MARKER_DIR, ExpiringMarkers
+from paimon_commit.format.snapshot import Tag
+from paimon_commit.io import deletion
+from paimon_commit.operations.expire import ExpireConfig, ExpireSnapshots
+from paimon_commit.operations.tag_ops import TagOperations
+from paimon_commit.tags import tag_manager
+
+FAR_FUTURE = lambda: time.time() + 10 * 365 * 86400  # noqa: E731  everything is "old"
+
+
+class Killed(BaseException):
+    """The process dies here (as a kill -9 would: nothing after it runs)."""
+
+
+def table_with(tmp_path, n=6):
+    """n snapshots, each an overwrite of partition hr=0 (so each one's data file is dropped by
+    the next: expiring a snapshot deletes its data)."""
+    path = str(tmp_path / "wh" / "db.db" / "t")
+    t = Table.create(path, SCHEMA, partition_keys=["dt", "hr"])
+    for i in range(1, n + 1):
+        w = t.new_writer()
+        w.write_arrow(make_rows([i], hr=0))
+        with t.new_commit() as c:
+            c.overwrite(w.prepare_commit(), {"dt": D1, "hr": 0})
+    return Table.open(path)
+
+
+def expire(t, retain_max=2):
+    return ExpireSnapshots(t.store, ExpireConfig(retain_max=retain_max, retain_min=retain_max,
+                                                 time_retained_ms=0, max_deletes=1000),
+                           clock=FAR_FUTURE).expire()
+
+
+def markers(path):
+    d = os.path.join(path, MARKER_DIR)
+    return sorted(n for n in os.listdir(d) if n.startswith("expiring-")) \
+        if os.path.isdir(d) else []
+
+
+def tag_files(path):
+    d = os.path.join(path, "tag")
+    return sorted(os.listdir(d)) if os.path.isdir(d) else []
+
+
+def stop_after_data_step(monkeypatch):
+    """The expiration dies right before it deletes its first manifest (data files gone)."""
+    files = deletion.Deleter.files
+
+    def hooked(self, kind, paths, must_finish=False):
+        if kind == "manifest":
+            raise Killed()
+        return files(self, kind, paths, must_finish)
+    monkeypatch.setattr(deletion.Deleter, "files", hooked)
+
+
+def test_a_finished_expiration_leaves_no_marker(tmp_path):
+    t = table_with(tmp_path)
+    r = expire(t)
+    assert r.expired_ids == [1, 2, 3, 4]
+    assert markers(t.store.root) == []
+    assert_intact(t.store.root)
+
+
+def test_create_tag_on_a_snapshot_a_stopped_expiration_half_deleted_is_refused(tmp_path,
+                                                                               monkeypatch):
+    t = table_with(tmp_path)
+    path = t.store.root
+    stop_after_data_step(monkeypatch)
+    with pytest.raises(Killed):
+        expire(t)
+    monkeypatch.undo()
+    # Snapshot 3 still reads its lists; its data file is gone.
+    (m,) = markers(path)
+    assert m.startswith("expiring-1-5-")
+    snap3 = t.store.snapshots.snapshot(3)
+    assert not all(os.path.exists(f.path) for f in t.live_files(3))
+    with pytest.raises(ValueError) as e:
+        Table.open(path).create_tag("t3", 3)
+    assert str(e.value).startswith(
+        "cannot create tag 't3' on snapshot 3: an expiration of snapshots 1..4 started at ")
+    assert str(e.value).endswith(
+        f"has not finished (marker {MARKER_DIR}/{m}), so some of its files may already be "
+        f"deleted; the next snapshot expiration finishes it. Nothing was changed")
+    assert tag_files(path) == []
+    # A rollback to it is refused by the marker too, before the data listing.
+    with pytest.raises(ValueError, match=r"cannot roll back to snapshot 3: an expiration of "
+                                         r"snapshots 1\.\.4 started at "):
+        Table.open(path).rollback_to(snapshot_id=3)
+    assert Table.open(path).latest_snapshot().id == 6
+    # Snapshots the marker does not cover are tagged as before.
+    Table.open(path).create_tag("t5", 5)
+    assert tag_files(path) == ["tag-t5"]
+    assert t.store.snapshots.snapshot(3) == snap3
+    # The rerun finishes the range and removes the marker.
+    r = expire(Table.open(path))
+    assert r.expired_ids == [1, 2, 3, 4]
+    assert markers(path) == []
+    assert_intact(path)
+
+
+def test_a_tag_created_between_the_recheck_and_the_deletes_is_taken_back(tmp_path,
+                                                                        monkeypatch):
+    """The window the re-check cannot close: the tags were read again (none on 3), then
+    another process tags snapshot 3, then the expiration deletes 3's files. Before, the tag
+    stayed and did not read."""
+    t = table_with(tmp_path)
+    path = t.store.root
+    unchanged = ExpireSnapshots._unchanged
+    errors = []
+
+    def hooked(self, plan):
+        ok = unchanged(self, plan)
+        if ok and not errors:
+            try:
+                TagOperations(Table.open(path).store).create_tag("late", 3)
+                errors.append(None)
+            except ValueError as e:
+                errors.append(str(e))
+        return ok
+    monkeypatch.setattr(ExpireSnapshots, "_unchanged", hooked)
+    r = expire(t)
+    assert r.expired_ids == [1, 2, 3, 4]
+    assert errors[0] is not None and errors[0].startswith(
+        "cannot create tag 'late' on snapshot 3: an expiration of snapshots 1..4 started at ")
+    assert tag_files(path) == []
+    assert markers(path) == []
+    assert_intact(path)
+
+
+def test_a_tag_created_after_the_expiration_finished_on_its_snapshot_is_taken_back(
+        tmp_path, monkeypatch):
+    """create_tag read snapshot 3, then a whole expiration ran (marker written and removed),
+    then the tag file was created: the marker is gone, the snapshot read again is gone."""
+    t = table_with(tmp_path)
+    path = t.store.root
+    from paimon_commit.tags import TagManager
+    create = TagManager.create
+    ran = []
+
+    def hooked(self, tag):
+        if not ran:
+            ran.append(expire(Table.open(path)))
+        return create(self, tag)
+    monkeypatch.setattr(TagManager, "create", hooked)
+    with pytest.raises(ValueError) as e:
+        Table.open(path).create_tag("late", 3)
+    assert str(e.value) == ("cannot create tag 'late' on snapshot 3: it was expired meanwhile; "
+                            "nothing was changed")
+    assert ran[0].expired_ids == [1, 2, 3, 4]
+    assert tag_files(path) == []
+    assert_intact(path)
+
+
+def test_an_expiration_that_sees_the_tag_deletes_nothing_and_removes_its_marker(
+        tmp_path, monkeypatch):
+    """The tag is created after the marker and before the re-check reads the tags: the
+    tag sees the marker (refused, taken back) or the expiration sees the tag (stops): never
+    a tag on deleted files. Here the tag is created right after the marker, so it is refused,
+    and the expiration goes on."""
+    t = table_with(tmp_path)
+    path = t.store.root
+    write_marker = ExpiringMarkers.write
+    errors = []
+
+    def hooked(self, first, end, end_bytes):
+        m = write_marker(self, first, end, end_bytes)
+        try:
+            Table.open(path).create_tag("mid", 3)
+            errors.append(None)
+        except ValueError as e:
+            errors.append(str(e))
+        return m
+    monkeypatch.setattr(ExpiringMarkers, "write", hooked)
+    r = expire(t)
+    assert errors[0] is not None and "an expiration of snapshots 1..4" in errors[0]
+    assert r.expired_ids == [1, 2, 3, 4]
+    assert tag_files(path) == [] and markers(path) == []
+    assert_intact(path)
+
+
+def test_a_refused_recheck_removes_the_marker_it_wrote(tmp_path, monkeypatch):
+    """A tag created before the re-check (and before the marker): the expiration stops,
+    deleting nothing, and takes back its marker (its snapshots are whole)."""
+    t = table_with(tmp_path)
+    path = t.store.root
+    write_marker = ExpiringMarkers.write
+
+    def hooked(self, first, end, end_bytes):
+        # Another process tags 3 just before this marker is written (its own marker check,
+        # earlier still, found nothing).
+        store = Table.open(path).store
+        assert tag_manager(store).create(Tag("early", store.snapshots.snapshot(3)))
+        return write_marker(self, first, end, end_bytes)
+    monkeypatch.setattr(ExpiringMarkers, "write", hooked)
+    r = expire(t)
+    assert r.expired_ids == []
+    assert any("tag early was created on snapshot 3" in s for s in r.skipped)
+    assert markers(path) == []
+    assert tag_files(path) == ["tag-early"]
+    assert_intact(path)
+
+
+def test_a_marker_whose_first_kept_snapshot_was_replaced_is_not_in_force(tmp_path):
+    """History below the marker's end was rewritten by a tool that knows no marker (its end
+    snapshot's bytes differ): the marker says nothing about the new snapshots."""
+    t = table_with(tmp_path)
+    path = t.store.root
+    ms = ExpiringMarkers(t.store.io, path)
+    ms.write(1, 5, b"other bytes")
+    Table.open(path).create_tag("t3", 3)
+    assert tag_files(path) == ["tag-t3"]
+    # The same marker naming snapshot 5 as it is: in force.
+    five = open(t.store.snapshots.snapshot_path(5), "rb").read()
+    ms.write(1, 5, five)
+    with pytest.raises(ValueError, match="an expiration of snapshots 1..4"):
+        Table.open(path).create_tag("t2", 2)
+    assert tag_files(path) == ["tag-t3"]
+
+
+def test_a_marker_that_does_not_parse_is_in_force(tmp_path):
+    t = table_with(tmp_path)
+    path = t.store.root
+    os.makedirs(os.path.join(path, MARKER_DIR), exist_ok=True)
+    name = "expiring-2-4-" + "0" * 32
+    with open(os.path.join(path, MARKER_DIR, name), "w") as f:
+        f.write("{not json")
+    with pytest.raises(ValueError, match=f"an expiration of snapshots 2..3 started at an "
+                                         f"unknown time and has not finished \\(marker "
+                                         f"{MARKER_DIR}/{name}\\)"):
+        Table.open(path).create_tag("t3", 3)
+    Table.open(path).create_tag("t4", 4)
+    assert tag_files(path) == ["tag-t4"]
+    body = json.loads(open(os.path.join(path, MARKER_DIR,
+                                        ExpiringMarkers(t.store.io, path).write(
+                                            1, 2, None).name)).read())
+    assert body["first"] == 1 and body["end"] == 2 and body["endSnapshotSha256"] is None
