@@ -859,10 +859,34 @@ class ExpireSnapshots(ChangelogExpiration):
         A snapshot plan first writes its marker (expiring.py), before anything is read
         again: a tag created after the re-check read the tags then finds the marker (or,
         once the marker is removed, its snapshot gone) and takes itself back."""
-        io = self.store.io
         if not plan.changelogs and plan.expiring and plan.marker is None:
             plan.marker = self._markers.write(min(plan.expiring), plan.end,
                                               self._snapshot_bytes(plan.end))
+        try:
+            changes = self._changes(plan)
+        except BaseException:   # (an unreadable tag, an interrupt: nothing is deleted)
+            self._unmark_untouched(plan)
+            raise
+        if changes:
+            plan.skip(f"the table changed while planning ({', '.join(changes)}); nothing is "
+                      f"deleted, the next run plans again")
+            self._unmark_untouched(plan)
+            return False
+        return True
+
+    def _unmark_untouched(self, plan: ExpirePlan) -> None:
+        """Take back the plan's marker while nothing of the plan was deleted (its snapshots
+        are whole); once deletes may have begun it stays."""
+        if plan.marker is not None and not plan.deleting:
+            try:
+                if self._markers.remove(plan.marker):
+                    plan.marker = None
+            except Exception as e:   # (it stays: a later run removes it)
+                log.warning("expire: could not remove marker %s: %s", plan.marker.name, e)
+
+    def _changes(self, plan: ExpirePlan) -> List[str]:
+        """How what the plan rests on changed since it was planned (see _unchanged)."""
+        io = self.store.io
         changes: List[str] = []
         by_dir: Dict[str, List[Tuple[str, str, bytes, Optional[str]]]] = {}
         for (directory, name), (what, data, version) in plan.kept.items():
@@ -889,15 +913,7 @@ class ExpireSnapshots(ChangelogExpiration):
                     changes.append(f"consumer {c.consumer_id} is at snapshot "
                                    f"{c.next_snapshot}, below the plan's first kept "
                                    f"snapshot {plan.end}")
-        if changes:
-            plan.skip(f"the table changed while planning ({', '.join(changes)}); nothing is "
-                      f"deleted, the next run plans again")
-            if plan.marker is not None and not plan.deleting:
-                # (Nothing of this plan was deleted: its snapshots are whole.)
-                if self._markers.remove(plan.marker):
-                    plan.marker = None
-            return False
-        return True
+        return changes
 
     def _snapshot_bytes(self, sid: int) -> Optional[bytes]:
         """Snapshot `sid`'s file as planned with (read now if the plan did not), or None."""

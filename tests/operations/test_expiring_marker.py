@@ -250,3 +250,20 @@ def test_a_marker_that_does_not_parse_is_in_force(tmp_path):
                                         ExpiringMarkers(t.store.io, path).write(
                                             1, 2, None).name)).read())
     assert body["first"] == 1 and body["end"] == 2 and body["endSnapshotSha256"] is None
+
+
+def test_a_recheck_that_fails_removes_the_marker_it_wrote(tmp_path, monkeypatch):
+    """The re-check cannot read something (a storage error): nothing is deleted, and the
+    marker goes too (its snapshots are whole)."""
+    t = table_with(tmp_path)
+    path = t.store.root
+
+    def failing(self, plan):
+        raise OSError("the storage failed")
+    monkeypatch.setattr(ExpireSnapshots, "_changes", failing)
+    with pytest.raises(OSError, match="the storage failed"):
+        expire(t)
+    assert markers(path) == []
+    assert [s.id for s in Table.open(path).snapshots()] == [1, 2, 3, 4, 5, 6]
+    Table.open(path).create_tag("t3", 3)
+    assert_intact(path)
