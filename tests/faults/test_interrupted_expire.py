@@ -114,6 +114,8 @@ def step_of(rel):
         return "statistics"
     if rel.startswith("snapshot/"):
         return "snapshot"
+    if rel.startswith(".maintenance/expiring-"):
+        return "mark"   # (removed once the range is gone: expiring.py)
     name = os.path.basename(rel)
     for prefix, step in (("manifest-list-", "manifest-list"), ("index-manifest-", "index"),
                          ("manifest-", "manifest")):

@@ -310,17 +310,22 @@ def _before_check_or_delete(s, op):
 @pytest.mark.parametrize("storage", ["local", "memory"])
 def test_i25_lease_expired_while_paused_is_taken_over_scripted(tmp_path, storage):
     # An expiration that planned 1..7 holds the lease and is paused past it (the lease clock
-    # jumps); a rollback to 5 takes the lease over and finishes; the expiration resumes, finds
-    # a newer lease record at its check and deletes nothing. Without the lease (today's code)
-    # this is finding 1: "the table has no snapshot any more (it had snapshots up to 8)".
+    # jumps); a rollback to 5 takes the lease over, and is refused: the expiration's mark
+    # (expiring.py, written before its re-check) covers 5, whose files it may have deleted;
+    # the expiration resumes, finds a newer lease record at its check and deletes nothing.
+    # Without the lease and the mark this is finding 1: "the table has no snapshot any more
+    # (it had snapshots up to 8)". A rollback to 8, outside the mark, takes the lease over
+    # and finishes.
     with _Script(tmp_path, storage) as s:
-        for _ in range(8):
-            s.finish(start_append(s.sim, "a"))       # snapshots 1..8
-        s.sim.check("after 8 appends")
-        e = start_expire(s.sim, retain_max=1)       # plans 1..7
+        for _ in range(9):
+            s.finish(start_append(s.sim, "a"))       # snapshots 1..9
+        s.sim.check("after 9 appends")
+        e = start_expire(s.sim, retain_max=2)       # plans 1..7
         _before_check_or_delete(s, e)
         s.sim.expire_leases(" (the expiration is paused)")
         r = s.finish(start_rollback(s.sim, 5))
+        assert r.outcome == "unknown" and "an expiration of snapshots 1..7 started" in r.error, r
+        r = s.finish(start_rollback(s.sim, 8))
         assert r.outcome == "ok", r                 # it took the lease over
         s.finish(e)
         s.check("after a rollback took over the lease of a paused expiration")

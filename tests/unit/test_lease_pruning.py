@@ -31,7 +31,9 @@ def _skewed(table):
 
 
 def _records(table_path):
-    return sorted(int(n.split("-")[1]) for n in os.listdir(table_path / ".maintenance"))
+    # (not an expiration's mark beside them, expiring.py: `expiring-<first>-<end>-<token>`)
+    return sorted(int(n.split("-")[1]) for n in os.listdir(table_path / ".maintenance")
+                  if n.startswith("lease-"))
 
 
 class SkewedTaker:
