@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Set
 
@@ -357,52 +358,75 @@ class TagOperations:
             raise ValueError(f"{what}: the tag changed while the rollback was prepared; "
                              f"nothing was deleted")
 
-    def _restore(self, target: Snapshot):
-        """Write the expired snapshot `target` back from its tag and point EARLIEST at it.
-        Returns what an undo needs: whether this call created the snapshot file (only then
-        may the undo delete it) and the EARLIEST hint's bytes before (None: there was none)."""
+    def _restore(self, target: Snapshot, state: Dict) -> None:
+        """Write the expired snapshot `target` back from its tag and point EARLIEST at it,
+        noting in `state` what an undo needs as it goes (a failure half-way is undone too):
+        the EARLIEST hint's bytes before ("earliest_before", None: there was none), and
+        whether this call created the snapshot file ("created": True, False, or None while
+        the create's outcome is unknown -- the file was absent right before, under the
+        lease, so one holding the tag's snapshot then is taken to be ours)."""
         sm = self.store.snapshots
         hint = sm.io.join(sm.snapshot_dir, EARLIEST)
         try:
-            earliest_before: Optional[bytes] = sm.io.read_bytes(hint)
+            state["earliest_before"] = sm.io.read_bytes(hint)
         except FileNotFoundError:
-            earliest_before = None
+            state["earliest_before"] = None
         sm.io.mkdirs(sm.snapshot_dir)
-        created = sm.try_commit(target)
+        state["created"] = None
+        state["created"] = sm.try_commit(target)
         sm.commit_earliest_hint(target.id)
-        return created, earliest_before
 
-    def _undo_restore(self, target: Snapshot, created: bool,
-                      earliest_before: Optional[bytes]) -> Optional[str]:
-        """Take back what `_restore` wrote, and only that: the snapshot file if this call
-        created it and it still holds the tag's snapshot, and EARLIEST if it still says
-        `target` (another process may have moved it since: its value stands). Returns what
-        could not be undone, in the user's words, or None."""
+    def _undo_restore(self, target: Snapshot, state: Dict) -> Optional[str]:
+        """Take back what `_restore` wrote, and only that: EARLIEST if it still says
+        `target` (another process may have moved it since: its value stands), then the
+        snapshot file if this call created it (or may have) and it still holds the tag's
+        snapshot. Each step is tried whatever the other's outcome (a throttled store);
+        returns what could not be undone, in the user's words, or None."""
+        if "earliest_before" not in state:
+            return None   # (nothing written yet)
         sm, io = self.store.snapshots, self.store.io
-        left = None
-        path = sm.snapshot_path(target.id)
-        # (Local disk takes identical bytes at the name for our own create. Another
-        # rollback to this tag writes the same bytes: once it made the restored snapshot the
-        # latest it deletes every newer one, so a restored snapshot that is the latest is
-        # left alone.)
-        if created and sm.try_snapshot(target.id) == target and \
-                any(i > target.id for i in sm.list_snapshot_ids()):
-            if not io.delete_quietly(path) and io.exists(path):
-                left = (f"the snapshot {target.id} it restored from the tag could not be "
-                        f"removed again: it is {path}")
+        left = []
         hint = io.join(sm.snapshot_dir, EARLIEST)
         try:
-            ours = io.read_bytes(hint) == str(target.id).encode()
-        except FileNotFoundError:
-            ours = False
-        if ours:
-            if earliest_before is None:
-                io.delete_quietly(hint)
-            else:
-                sm.io.overwrite_atomic(hint, earliest_before)
+            try:
+                ours = io.read_bytes(hint) == str(target.id).encode()
+            except FileNotFoundError:
+                ours = False
+            if ours:
+                if state["earliest_before"] is None:
+                    io.delete_quietly(hint)
+                else:
+                    sm.io.overwrite_atomic(hint, state["earliest_before"])
+        except Exception as e:   # (reported: the rest is still undone)
+            left.append(f"the EARLIEST hint it moved to {target.id} could not be put back "
+                        f"({e})")
+        path = sm.snapshot_path(target.id)
+        for attempt in range(3):   # (a throttled store: a few tries, then say so)
+            try:
+                # (Local disk takes identical bytes at the name for our own create. Another
+                # rollback to this tag writes the same bytes: once it made the restored
+                # snapshot the latest it deletes every newer one, so a restored snapshot
+                # that is the latest is left alone.)
+                if state.get("created", False) is not False \
+                        and sm.try_snapshot(target.id) == target \
+                        and any(i > target.id for i in sm.list_snapshot_ids()):
+                    if not io.delete_quietly(path) and io.exists(path):
+                        raise OSError("its delete failed")
+                break
+            except Exception as e:
+                if attempt < 2:
+                    time.sleep(0.2 * (attempt + 1))
+                    continue
+                # Harmless to readers (it holds the tag's snapshot, whose files the tag
+                # keeps, below the newer ones); expiration removes it like any old snapshot.
+                left.append(f"the snapshot file {path} it restored from the tag could not "
+                            f"be removed again ({e}); it holds the tag's snapshot, which reads "
+                            f"(the tag keeps its files), and expiration removes it like any "
+                            f"old snapshot")
         log.info("rollback to snapshot %d refused: the restored snapshot file and the EARLIEST "
-                 "hint were taken back", target.id)
-        return left
+                 "hint were taken back%s", target.id, f" except: {'; '.join(left)}" if left
+                 else "")
+        return "; ".join(left) or None
 
     def _check_readable(self, snap, what: str) -> None:
         """Refuse a target snapshot whose manifest lists or index manifest cannot be read:
@@ -435,7 +459,7 @@ class TagOperations:
         the expired range dropped, were deleted; a rollback past the compaction then
         restored a latest snapshot naming them). One listing per bucket directory, under
         the rollback's lease (no expiration runs meanwhile); a name the listing lacks is
-        asked again. Entries whose path cannot be computed here are not checked."""
+        asked again. A target whose paths cannot be computed here is refused."""
         st, io = self.store, self.store.io
         by_dir: Dict[str, List[str]] = {}
         try:
@@ -448,8 +472,12 @@ class TagOperations:
                 continue   # not ours to look for (as check and reachability: another store)
             try:
                 path = st.data_file_path(e)
-            except (ValueError, PaimonCommitError):
-                continue
+            except (ValueError, PaimonCommitError) as x:
+                # In doubt, refuse (audit issue25k k5: a layout this library cannot compute
+                # the paths of was skipped whole, and a target missing files was restored).
+                raise ValueError(f"{what}: where its data files are cannot be computed here "
+                                 f"({x}), so it cannot be checked that they are all there; "
+                                 f"nothing was changed") from None
             d, _, n = path.rpartition("/")
             by_dir.setdefault(d, []).append(n)
         for d, names in by_dir.items():
@@ -568,34 +596,31 @@ class TagOperations:
     def _rollback_to(self, snapshot_id: Optional[int], tag: Optional[str]) -> RollbackResult:
         sm = self.store.snapshots
         t: Optional[Tag] = None
-        restored = None   # what restoring an expired target wrote (_restore), to undo
+        restored: Dict = {}   # what restoring an expired target wrote (_restore), to undo
         if tag is not None:
             t = self.tags.try_tag(validate_tag_name(tag))
             if t is None:
                 raise ValueError(f"tag {tag!r} does not exist")
             target = t.snapshot
             what = f"cannot roll back to tag {tag!r}"
-            self._check_readable(target, what)
-            expected = sm.try_snapshot(target.id)
-            if expected is None:
-                # The tag outlived its snapshot: restore the snapshot file from the tag. The
-                # tag is read again first (a refusal then has written nothing); one changed
-                # after this is refused below, and what the restore wrote is undone.
-                self._check_tag_unchanged(tag, t, what)
-                restored = self._restore(target)
-                expected = target
         else:
             target = sm.try_snapshot(snapshot_id)
             if target is None:
                 raise ValueError(f"cannot roll back to snapshot {snapshot_id}: it does not exist")
             what = f"cannot roll back to snapshot {snapshot_id}"
-            self._check_readable(target, what)
-            expected = target
-        # Read the target again right before the first delete (content, not its name): an
-        # expiration or another rollback that removed or re-created it meanwhile would leave
-        # a table whose latest snapshot is gone or is not the one asked for. This narrows
-        # the window, it does not close it (the maintenance lease does, for our operations).
+        self._check_readable(target, what)
+        expected = target if t is None else sm.try_snapshot(target.id)
         try:
+            if expected is None:
+                # The tag outlived its snapshot: restore the snapshot file from it. The tag
+                # is read again first (a refusal then has written nothing); one changed
+                # after this is refused below, and what the restore wrote is undone.
+                self._check_tag_unchanged(tag, t, what)
+                self._restore(target, restored)
+                expected = target
+            # Read the target again right before the first change (content, not its name):
+            # an expiration or another rollback that removed or re-created it meanwhile
+            # would leave a table whose latest snapshot is gone or is not the one asked for.
             now = sm.try_snapshot(target.id)
             if now != expected:
                 raise ValueError(f"{what}: it changed while the rollback was prepared "
@@ -607,16 +632,25 @@ class TagOperations:
             self._check_data_present(target, what)
             if t is not None:
                 self._check_tag_unchanged(tag, t, what)
-        except Exception as e:   # (a refusal, or the storage failing: undone alike)
-            if restored is None:
-                raise
-            # Refused after restoring: "nothing was deleted" must also mean the table is as
-            # it was, so take back exactly what the restore wrote (audit issue25j: an
-            # OSError of the data check left the restored snapshot file behind).
-            left = self._undo_restore(target, *restored)
+            # A safe point before the first change (LATEST): a stop asked for during the
+            # checks (the CLI's Ctrl-C, a lost lease) leaves the table as it was.
+            checkpoint()
+        except StopDeleting as e:
+            left = self._undo_restore(target, restored)
+            message = (f"rollback to snapshot {target.id} stopped before any change: "
+                       f"{e.reason}; nothing was changed" + (f" ({left})" if left else ""))
+            log.warning("%s: %s", self.store.path, message)
+            return RollbackResult(target.id, [], [], False, e.cause, message)
+        except BaseException as e:   # a refusal, the storage failing, an interrupt: undone
+            # "Nothing was deleted" must also mean the table is as it was, so take back
+            # exactly what the restore wrote (audits issue25j, issue25k).
+            left = self._undo_restore(target, restored)
             if left is None or not isinstance(e, ValueError):
                 raise
-            raise ValueError(f"{e}; {left}") from None
+            msg = str(e)
+            for said in ("; nothing was changed", "; nothing was deleted"):
+                msg = msg[:-len(said)] if msg.endswith(said) else msg
+            raise ValueError(f"{msg}; not rolled back, but {left}") from None
         # LATEST first, so that readers never resolve a snapshot about to disappear.
         sm.commit_latest_hint(target.id)
         # Every *listed* id above the target, newest first: hints can look valid after a

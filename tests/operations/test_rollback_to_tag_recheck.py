@@ -136,3 +136,121 @@ def test_rollback_keeps_a_newer_tag_re_created_on_a_kept_snapshot_meanwhile(
     assert done and r.deleted_snapshots == [4, 5, 6] and r.deleted_tags == []
     assert [(t.name, t.id) for t in table.tags()] == [("t5", 2)]
     assert_intact(table_path, {3: [1, 2, 3]}, {"t5": [1, 2]})
+
+
+# --- audit issue25k: every way out of the checks after a restore leaves the table as it was --
+
+def _unchanged(table_path, before, hint):
+    assert files_under(table_path) == before
+    assert earliest(table_path) == hint
+
+
+def test_an_interrupt_during_the_data_check_takes_the_restore_back(table, table_path,
+                                                                   monkeypatch):
+    """Ctrl-C in a Python caller (KeyboardInterrupt) while the data check lists a bucket
+    directory (k2: `except Exception` let it through, the restored snapshot and the moved
+    EARLIEST stayed)."""
+    tagged_then_expired(table, table_path)
+    before, hint = files_under(table_path), earliest(table_path)
+    t = Table.open(str(table_path))
+    real = t.store.io.list_status
+
+    def ls(d):
+        if "bucket-" in d:
+            raise KeyboardInterrupt()
+        return real(d)
+    monkeypatch.setattr(t.store.io, "list_status", ls)
+    with pytest.raises(KeyboardInterrupt):
+        t.rollback_to(tag="t2")
+    monkeypatch.undo()
+    _unchanged(table_path, before, hint)
+
+
+def test_a_restore_whose_create_outcome_is_unknown_is_taken_back(table, table_path,
+                                                                 monkeypatch):
+    """The create of the restored snapshot lands and its answer is lost (k3: the restore was
+    outside the undo, its snapshot file stayed)."""
+    tagged_then_expired(table, table_path)
+    before, hint = files_under(table_path), earliest(table_path)
+    real = SnapshotManager.try_commit
+
+    def lost_reply(self, *a, **kw):
+        real(self, *a, **kw)
+        raise OSError("connection reset: the outcome of the create is unknown")
+    monkeypatch.setattr(SnapshotManager, "try_commit", lost_reply)
+    with pytest.raises(OSError, match="the outcome of the create is unknown"):
+        table.rollback_to(tag="t2")
+    monkeypatch.undo()
+    _unchanged(table_path, before, hint)
+
+
+def test_a_stop_asked_for_during_the_checks_changes_nothing(table, table_path, monkeypatch):
+    """The CLI's Ctrl-C (a stop at the next safe point) during the data check (k8: the first
+    safe point came after LATEST was moved: a half-applied rollback that said "the same
+    rollback again finishes it")."""
+    import signal
+    from paimon_commit.io.deletion import clear_stop, interrupt_reason, request_stop
+    tagged_then_expired(table, table_path)
+    before, hint = files_under(table_path), earliest(table_path)
+    latest = (table_path / "snapshot" / "LATEST").read_bytes()
+    t = Table.open(str(table_path))
+    real = t.store.io.list_status
+
+    def ls(d):
+        if "bucket-" in d:
+            request_stop(interrupt_reason(signal.SIGINT))
+        return real(d)
+    monkeypatch.setattr(t.store.io, "list_status", ls)
+    try:
+        r = t.rollback_to(tag="t2")
+    finally:
+        clear_stop()
+    monkeypatch.undo()
+    assert (r.complete, r.stopped_by, r.deleted_snapshots) == (False, "interrupt", [])
+    assert r.message.startswith("rollback to snapshot 2 stopped before any change: ")
+    assert r.message.endswith("; nothing was changed")
+    _unchanged(table_path, before, hint)
+    assert (table_path / "snapshot" / "LATEST").read_bytes() == latest
+    assert Table.open(str(table_path)).latest_snapshot().id == 6
+
+
+def test_an_undo_retries_a_storage_that_fails_for_a_moment(table, table_path, monkeypatch):
+    """The data check refuses on a storage error, and the undo's own listing of snapshot/
+    fails once (k7: the undo's OSError escaped, the restored file and EARLIEST stayed)."""
+    tagged_then_expired(table, table_path)
+    before, hint = files_under(table_path), earliest(table_path)
+    t = Table.open(str(table_path))
+    io = t.store.io
+    real_ls, real_exists, real_names = io.list_status, io.exists, io.list_names
+    failing = []
+
+    def ls(d):
+        if "bucket-" in d:
+            failing.append(d)
+            raise OSError("503 SlowDown")
+        if d.endswith("snapshot") and len(failing) == 1:
+            failing.append(d)
+            raise OSError("503 SlowDown")
+        return real_ls(d)
+
+    def names(d):
+        if d.endswith("snapshot") and len(failing) == 1:
+            failing.append(d)
+            raise OSError("503 SlowDown")
+        return real_names(d)
+
+    def exists(p):
+        if failing and "bucket-" in p:
+            raise OSError("503 SlowDown")
+        return real_exists(p)
+    monkeypatch.setattr(io, "list_status", ls)
+    monkeypatch.setattr(io, "list_names", names)
+    monkeypatch.setattr(io, "exists", exists)
+    with pytest.raises(ValueError) as e:
+        t.rollback_to(tag="t2")
+    monkeypatch.undo()
+    assert str(e.value).startswith("cannot roll back to tag 't2': cannot tell whether its "
+                                   "data file ")
+    assert str(e.value).endswith(" exists (503 SlowDown); nothing was changed")
+    assert len(failing) == 2   # (the undo's listing failed once)
+    _unchanged(table_path, before, hint)
