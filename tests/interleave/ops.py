@@ -204,12 +204,19 @@ def start_drop(sim: Sim, partition: str = "a") -> Op:
     return sim.spawn(op, body)
 
 
-def start_tag(sim: Sim, snapshot_id: Optional[int] = None) -> Op:
+def start_tag(sim: Sim, snapshot_id: Optional[int] = None, older: bool = False) -> Op:
+    """A tag on `snapshot_id` (default: the latest); `older`: on a snapshot chosen by the
+    seed among those the table lists when the tag starts (one an expiration may be deleting)."""
     name = f"tag{len(sim.ops)}"
     op = sim.new_op("tag", detail=name, target=snapshot_id)
 
     def body(op: Op) -> None:
-        tag = sim.table(op).create_tag(name, snapshot_id)
+        sid = snapshot_id
+        if older:
+            ids = [s.id for s in sim.table(op).snapshots()]
+            sid = sim.rng.choice(ids) if ids else None
+            op.detail += f" on {sid}"
+        tag = sim.table(op).create_tag(name, sid)
         op.target = tag.snapshot.id
         sim.tags.append(name)
     return sim.spawn(op, body)
@@ -472,7 +479,8 @@ def maintenance_race(sim: Sim, ext: random.Random, exclude=()) -> List[Optional[
         started.append(start_retag(sim))
     if ext.random() < 0.5:
         kind = ext.choice(("tag", "untag", "retag", "reset", "consume", "orphan", "expire"))
-        started.append({"tag": start_tag, "untag": start_untag, "retag": start_retag,
+        started.append({"tag": lambda sim: start_tag(sim, older=True),
+                        "untag": start_untag, "retag": start_retag,
                         "reset": start_reset, "consume": start_consume,
                         "orphan": start_orphan,
                         "expire": lambda sim: start_expire(sim, ext.randint(1, 3))}[kind](sim))
