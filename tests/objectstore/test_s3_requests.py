@@ -87,7 +87,10 @@ def test_post_commit_expiration_of_one_snapshot_does_not_reread_history(s3):
     # (+2 since the half-expired check (ExpireSnapshots._missing_list) asks the storage
     # whether the first kept snapshot's two lists are there, a HEAD each, instead of trusting
     # the cached reads of them: 43 now, the budget reached.)
-    assert len(reqs) - len(lease) <= 43, sorted(reqs)
+    # (+1 since the mark of the expiration in progress (expiring.py): its PUT and the listing
+    # that finds the marks to remove are under .maintenance/ (counted above, 11 of 12 now),
+    # its removal is one more batch DELETE here: 44.)
+    assert len(reqs) - len(lease) <= 44, sorted(reqs)
     # (one of them: the publish's base identity check re-reads the base, audit F10)
     # (one more: the re-check reads the first kept snapshot again, see above)
     assert len([p for m, p, _ in reqs if m == "GET" and "/snapshot/snapshot-" in p]) <= 7
