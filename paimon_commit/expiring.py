@@ -104,10 +104,11 @@ class ExpiringMarkers:
         except OSError:
             return False
 
-    def listed(self) -> List[ExpiringMarker]:
-        """The markers by name (range only, content not read)."""
+    def listed(self, names: Optional[List[str]] = None) -> List[ExpiringMarker]:
+        """The markers by name (range only, content not read), from a listing of the
+        directory, or from `names` already listed."""
         out = []
-        for name in self.io.list_names(self.dir):
+        for name in (self.io.list_names(self.dir) if names is None else names):
             m = _NAME.match(name)
             if m is not None:
                 out.append(ExpiringMarker(name, int(m.group(1)), int(m.group(2))))

@@ -92,6 +92,8 @@ class ExpireSnapshots(ChangelogExpiration):
         self.consumers = ConsumerManager(store.io, store.root)
         self.changelogs = ChangelogManager(store.io, store.root)
         self._markers = ExpiringMarkers(store.io, store.root)   # expirations in progress
+        self._mark_names: Optional[List[str]] = None   # .maintenance/ as the lease listed it
+        self._doomed: Optional[int] = None   # per plan: see _doomed_end
         # Kept from one run to the next (TableCommit reuses its expirer after every commit),
         # so that a run decodes only what is new since the last one. Snapshot files are
         # re-read every run (rollback can re-create an id) and only their parse is reused.
@@ -153,6 +155,7 @@ class ExpireSnapshots(ChangelogExpiration):
         self._consumer_list = self.consumers.consumers()
         consumer_min = self._consumer_min = min(
             (c.next_snapshot for c in self._consumer_list), default=None)
+        self._doomed = self._doomed_end(earliest, latest)
         end = self._end(earliest, latest, now_ms, consumer_min)
         if end <= earliest and not self._head_half_expired(earliest, latest):
             return ExpirePlan(earliest, latest)
@@ -184,7 +187,53 @@ class ExpireSnapshots(ChangelogExpiration):
         return plan
 
     def _end(self, earliest: int, latest: int, now_ms: int, consumer_min: Optional[int]) -> int:
-        """The first snapshot to keep: from retain min/max, consumers, the limit, and time."""
+        """The first snapshot to keep: from retain min/max, consumers, the limit, and time;
+        then at least past what a run stopped half-way had begun to expire (`_doomed`),
+        within the same bounds of consumers, the limit and max-deletes."""
+        end = self._retained_end(earliest, latest, now_ms, consumer_min)
+        doomed = self._doomed
+        if doomed is None or doomed <= end:
+            return end
+        cap = min(doomed, earliest + self.config.max_deletes)
+        if consumer_min is not None:
+            cap = min(cap, consumer_min)
+        if self._limit:
+            cap = min(cap, earliest + self._limit)
+        return max(end, cap)
+
+    def _doomed_end(self, earliest: int, latest: int) -> Optional[int]:
+        """The highest `end` of the marks in force of runs stopped half-way (expiring.py)
+        whose snapshots below `end` still exist, or None. Those snapshots may miss files
+        that run deleted: they are expired whatever the retention says now (a larger
+        retain-max, a rollback since), else a retained snapshot would not read. A mark is
+        in force while snapshot `end` is the one that run planned with; one this run cannot
+        read or list is not acted on (a partial view may only make a plan smaller)."""
+        try:
+            marks = self._markers.listed(getattr(self, "_mark_names", None))
+        except (OSError, ValueError) as e:
+            log.warning("expire: cannot list the marks of stopped expirations: %s", e)
+            return None
+        out = None
+        for m in marks:
+            if not earliest < m.end <= latest or (out is not None and m.end <= out):
+                continue
+            try:
+                full = self._markers.read(m)
+                if full is None or not self._markers.in_force(
+                        full, self._snapshot_bytes(m.end, fresh=True)):
+                    continue
+            except (OSError, ValueError) as e:
+                log.warning("expire: cannot read the mark %s: %s", m.name, e)
+                continue
+            log.warning("expire: %s; snapshots %d..%d are expired now whatever the retention "
+                        "says (their files may be partly gone)", full.describe(), earliest,
+                        m.end - 1)
+            out = m.end
+        return out
+
+    def _retained_end(self, earliest: int, latest: int, now_ms: int,
+                      consumer_min: Optional[int]) -> int:
+        """The first snapshot to keep from the retention alone (see _end)."""
         cfg = self.config
         older_than = cfg.older_than_ms if cfg.older_than_ms is not None \
             else now_ms - cfg.time_retained_ms
@@ -623,7 +672,10 @@ class ExpireSnapshots(ChangelogExpiration):
             maintenance_lease(self.store, "expire-snapshots")
         try:
             # One operation for the deletion gate: directories resolved once, afresh.
-            with lease, self.store.io.resolution_scope(), collector_paused():
+            with lease as held, self.store.io.resolution_scope(), collector_paused():
+                # The marks of runs stopped half-way, from the lease's listing (no request
+                # of its own after every commit); a dry run lists them itself.
+                self._mark_names = held.manager.names_seen if held is not None else None
                 try:
                     return self._expire(dry_run, deadline)
                 except OUT_OF_MEMORY as e:
@@ -640,7 +692,7 @@ class ExpireSnapshots(ChangelogExpiration):
                     return self._out_of_memory(dry_run)
                 return self._stopped_at_safe_point(dry_run, stopped)
         finally:
-            self._totals = self._running = None
+            self._totals = self._running = self._mark_names = None
             if own is not None:
                 self.executor = None
                 own.shutdown(wait=True)
@@ -915,9 +967,10 @@ class ExpireSnapshots(ChangelogExpiration):
                                    f"snapshot {plan.end}")
         return changes
 
-    def _snapshot_bytes(self, sid: int) -> Optional[bytes]:
-        """Snapshot `sid`'s file as planned with (read now if the plan did not), or None."""
-        known = self._raw_memo.get((self.store.snapshots.snapshot_dir, sid))
+    def _snapshot_bytes(self, sid: int, fresh: bool = False) -> Optional[bytes]:
+        """Snapshot `sid`'s file as planned with (read now if the plan did not, or with
+        `fresh`), or None."""
+        known = None if fresh else self._raw_memo.get((self.store.snapshots.snapshot_dir, sid))
         if known is not None:
             return known[0]
         try:
