@@ -46,7 +46,8 @@ log = logging.getLogger(__name__)
 __all__ = ["ExpiringMarker", "ExpiringMarkers", "MARKER_DIR"]
 
 MARKER_DIR = ".maintenance"   # (lease.LEASE_DIR: records of both live side by side)
-_NAME = re.compile(r"^expiring-(\d{1,18})-(\d{1,18})-([0-9a-f]{32})$")
+# (Snapshot ids are Java longs: up to 19 digits.)
+_NAME = re.compile(r"^expiring-(\d{1,19})-(\d{1,19})-([0-9a-f]{32})$")
 
 
 def digest(data: bytes) -> str:
@@ -138,6 +139,15 @@ class ExpiringMarkers:
         if end_bytes is None:
             return False
         return marker.end_sha256 is None or marker.end_sha256 == digest(end_bytes)
+
+    def covering_snapshot(self, sid: int, snapshots) -> Optional[ExpiringMarker]:
+        """`covering` with the snapshot files of a SnapshotManager."""
+        def read(i: int) -> Optional[bytes]:
+            try:
+                return snapshots.io.read_bytes(snapshots.snapshot_path(i))
+            except FileNotFoundError:
+                return None
+        return self.covering(sid, read)
 
     def covering(self, sid: int, read_snapshot) -> Optional[ExpiringMarker]:
         """A marker in force whose range holds snapshot `sid`, or None. `read_snapshot(id)`

@@ -26,6 +26,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..io.metered import RequestBill, billed
 from ..errors import CorruptMetadataError
+from ..expiring import ExpiringMarkers
 from ..format import paths as P
 from ..format.snapshot import Tag
 from ..io.deletion import StopDeleting
@@ -128,6 +129,15 @@ def create_tag_into(store: FileStore, tags: TagManager, tag: Tag, into) -> bool:
     if tags.has_deletion_marker(name):
         delete_tag_into(store, name, into,
                         "created (finishing the deletion of an earlier tag of that name)")
+    # Under the maintenance lease: no expiration of ours runs meanwhile, but one stopped
+    # half-way may have deleted files of this snapshot (its mark: expiring.py).
+    mark = ExpiringMarkers(store.io, store.root).covering_snapshot(tag.snapshot.id,
+                                                                   store.snapshots)
+    if mark is not None:
+        into.skipped.append(f"tag {name} not created on snapshot {tag.snapshot.id}: "
+                            f"{mark.describe()}, so some of its files may be gone")
+        log.warning("%s: %s", store.path, into.skipped[-1])
+        return False
     try:
         return tags.create(tag)
     except ValueError:   # the marker is still there

@@ -107,6 +107,14 @@ class TagOperations:
             # After the tag file, not before (expiring.py): an expiration whose re-check of
             # the tags came too early to see this tag has its marker written by now.
             self._check_not_expiring(snap, f"cannot create tag {name!r} on snapshot {snap.id}")
+        except ValueError as e:
+            left = self._take_back(tag)
+            if left is None:
+                raise
+            msg = str(e)
+            for said in (" Nothing was changed", "; nothing was changed"):
+                msg = msg[:-len(said)] if msg.endswith(said) else msg
+            raise ValueError(f"{msg.rstrip('.')}; {left}") from None
         except BaseException:
             self._take_back(tag)
             raise
@@ -117,32 +125,37 @@ class TagOperations:
         gone or replaced since it was read: some of its files may be deleted (expiring.py).
         The marker listing first, then the snapshot read again: an expiration removes its
         marker only after the snapshot files of its range are gone."""
-        sm = self.store.snapshots
-
-        def read(sid: int) -> Optional[bytes]:
-            try:
-                return sm.io.read_bytes(sm.snapshot_path(sid))
-            except FileNotFoundError:
-                return None
-        marker = self._markers.covering(snap.id, read)
-        if marker is not None:
-            raise ValueError(f"{what}: {marker.describe()}, so some of its files may already "
-                             f"be deleted; the next snapshot expiration finishes it. Nothing "
-                             f"was changed")
-        now = sm.try_snapshot(snap.id)
+        self._check_no_mark(snap.id, what)
+        now = self.store.snapshots.try_snapshot(snap.id)
         if now != snap:
             raise ValueError(f"{what}: it was {'expired' if now is None else 'replaced'} "
                              f"meanwhile; nothing was changed")
 
-    def _take_back(self, tag: Tag) -> None:
-        """Delete the tag file `create_tag` just wrote, if it still holds that tag."""
+    def _check_no_mark(self, sid: int, what: str) -> None:
+        """Refuse snapshot `sid` while a mark of an expiration in force covers it."""
+        marker = self._markers.covering_snapshot(sid, self.store.snapshots)
+        if marker is not None:
+            raise ValueError(f"{what}: {marker.describe()}, so some of its files may already "
+                             f"be deleted; the next snapshot expiration finishes it. Nothing "
+                             f"was changed")
+
+    def _take_back(self, tag: Tag) -> Optional[str]:
+        """Delete the tag file `create_tag` just wrote, if it still holds that tag. Returns
+        what was left, in the user's words, or None."""
+        path = self.tags.tag_path(tag.name)
         try:
-            if self.store.io.read_bytes(self.tags.tag_path(tag.name)) == tag.to_json():
-                self.tags.delete_tag_file(tag.name)
+            if self.store.io.read_bytes(path) != tag.to_json():
+                return None   # (not ours any more)
+            if self.tags.delete_tag_file(tag.name) or not self.store.io.exists(path):
+                return None
+            problem = "its delete failed"
         except FileNotFoundError:
-            pass
-        except Exception as e:   # (the refusal being raised says more than this)
-            log.error("could not take back tag %r after refusing it: %s", tag.name, e)
+            return None
+        except Exception as e:
+            problem = str(e)
+        log.error("could not take back tag %r after refusing it: %s", tag.name, problem)
+        return (f"the tag file {path} it had written could not be taken back ({problem}): "
+                f"the tag may not read; delete_tag({tag.name!r}) removes it")
 
     @billed   # result.requests: what it asked of the storage
     def delete_tag(self, name: str, expected: Optional[Snapshot] = None) -> TagDeleteResult:
@@ -627,8 +640,9 @@ class TagOperations:
                                  f"({'it is gone' if now is None else 'it was replaced'}); "
                                  f"nothing was deleted")
             self._check_readable(target, what)
-            if t is None:   # (a tag's data is kept by the tag: expiration roots)
-                self._check_not_expiring(target, what)
+            # A tag too: one created in create_tag's window, or one a run that cannot see
+            # marks created, is no proof that an expiration kept its files (audit 25l).
+            self._check_no_mark(target.id, what)
             self._check_data_present(target, what)
             if t is not None:
                 self._check_tag_unchanged(tag, t, what)

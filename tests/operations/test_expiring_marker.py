@@ -311,3 +311,74 @@ def test_a_mark_whose_first_kept_snapshot_was_replaced_forces_nothing(tmp_path):
     r = expire(Table.open(path), retain_max=10)
     assert r.expired_ids == []
     assert_intact(path)
+
+
+# --- audit issue25l ----------------------------------------------------------------------
+
+def test_an_automatic_tag_is_not_created_on_a_marked_snapshot(tmp_path, monkeypatch):
+    """Post-commit automatic tags (tag_lifecycle -> create_tag_into) run under the lease, so
+    no expiration of ours runs meanwhile, but a stopped one's mark covers snapshots whose
+    files may be gone (l1: the tag was created and did not read)."""
+    import types
+    from paimon_commit.operations.tag_expire import create_tag_into
+    path = _stopped_after_data_step(tmp_path, monkeypatch)
+    store = Table.open(path).store
+    into = types.SimpleNamespace(skipped=[], errors=[])
+    assert not create_tag_into(store, tag_manager(store),
+                               Tag("2024-01-01", store.snapshots.snapshot(2)), into)
+    assert into.skipped[0].startswith("tag 2024-01-01 not created on snapshot 2: an "
+                                      "expiration of snapshots 1..4 started at ")
+    assert tag_files(path) == []
+    assert create_tag_into(store, tag_manager(store),
+                           Tag("2024-01-02", store.snapshots.snapshot(5)), into)
+    assert tag_files(path) == ["tag-2024-01-02"]
+
+
+def test_rollback_to_a_tag_on_a_marked_snapshot_is_refused(tmp_path, monkeypatch):
+    """A tag on a snapshot a stopped run's mark covers is no proof that the run kept its
+    files (one created in create_tag's window, or by an engine that knows no marks): the
+    rollback to it made a snapshot missing a file the latest and deleted the intact newer
+    ones (l1b, l3); and it deleted the mark's first kept snapshot, which put the mark out of
+    force (l2). Refused now, nothing changed."""
+    path = _stopped_after_data_step(tmp_path, monkeypatch)
+    t = Table.open(path)
+    # What an engine that knows no marks (pypaimon, Java) leaves: a tag on snapshot 2.
+    assert tag_manager(t.store).create(Tag("T", t.store.snapshots.snapshot(2)))
+    before = sorted(os.listdir(os.path.join(path, "snapshot")))
+    with pytest.raises(ValueError, match=r"^cannot roll back to tag 'T': an expiration of "
+                                         r"snapshots 1\.\.4 started at "):
+        Table.open(path).rollback_to(tag="T")
+    assert sorted(os.listdir(os.path.join(path, "snapshot"))) == before
+    assert Table.open(path).latest_snapshot().id == 6
+    with pytest.raises(ValueError, match="an expiration of snapshots 1..4"):
+        Table.open(path).create_tag("x", 1)
+
+
+def test_marks_of_snapshot_ids_of_nineteen_digits_are_seen(tmp_path):
+    """Snapshot ids are Java longs (l6: names were parsed with at most 18 digits, and a mark
+    of such ids was not seen)."""
+    t = table_with(tmp_path)
+    big = 9223372036854775000
+    ms = ExpiringMarkers(t.store.io, t.store.root)
+    m = ms.write(big, big + 2, None)
+    assert [(x.first, x.end) for x in ms.listed()] == [(big, big + 2)]
+    assert ms.covering(big + 1, lambda sid: b"x") is not None
+    assert m.name.startswith(f"expiring-{big}-{big + 2}-")
+
+
+def test_a_tag_that_cannot_be_taken_back_is_named_in_the_refusal(tmp_path, monkeypatch):
+    """The take-back's delete fails (a store answering 403): the refusal said "Nothing was
+    changed" while the tag stayed (l7); it names the tag file and how to remove it."""
+    path = _stopped_after_data_step(tmp_path, monkeypatch)
+    t = Table.open(path)
+    monkeypatch.setattr(t.store.io, "delete_quietly", lambda p: False)
+    with pytest.raises(ValueError) as e:
+        t.create_tag("x", 1)
+    tag_path = os.path.join(path, "tag", "tag-x")
+    assert str(e.value).startswith("cannot create tag 'x' on snapshot 1: an expiration of "
+                                   "snapshots 1..4 started at ")
+    assert "Nothing was changed" not in str(e.value)
+    assert str(e.value).endswith(
+        f"so some of its files may already be deleted; the next snapshot expiration finishes "
+        f"it; the tag file {tag_path} it had written could not be taken back (its delete "
+        f"failed): the tag may not read; delete_tag('x') removes it")
