@@ -710,10 +710,18 @@ class Sim:
                     and not o.detail.endswith("gone"):
                 if t.store.snapshots.try_snapshot(o.target) is None:
                     o.detail += " target gone"   # expired by a racing expiration
-                    # What it did not delete is still published (no writer raced it).
-                    for x in o.marked:
+                    # What it did not delete is still published (no writer raced it). It
+                    # deletes newest first: while the newest snapshot it would have deleted
+                    # is there, it deleted none, and what an expiration took since is not
+                    # its doing either (seed 908050, memory: it failed taking the lease, and
+                    # a drop whose snapshot then expired counted as rolled back).
+                    def there(x):
                         s = t.store.snapshots.try_snapshot(max(x.sids))
-                        if s is not None and s.commit_user == x.user:
+                        return s is not None and s.commit_user == x.user
+                    newest = max(o.marked, key=lambda x: max(x.sids), default=None)
+                    none_deleted = newest is not None and there(newest)
+                    for x in o.marked:
+                        if none_deleted or there(x):
                             x.rolled_back = False
                     continue
                 t.rollback_to(o.target)
