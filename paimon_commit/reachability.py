@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import gc
 import logging
-from contextlib import contextmanager
+from concurrent.futures import Future
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
@@ -180,7 +181,13 @@ class Reachability:
     `prune()` after it, so that the cache holds what the last run touched and no more.
     Manifest entries are read as FileRefs (names, sizes, identity; no stats) and cached for
     at most MEMO_REFS entries: a run over millions of files holds what it decides with, not
-    every entry it read."""
+    every entry it read.
+
+    On an object store the reads a loop makes one per snapshot (deltas, lists, index
+    manifests, a tag's base manifests) are made a few in flight at once (io/read_ahead.py:
+    `prefetch`, `_deltas_ahead`), only those the loop makes, and handled in the loop's order:
+    an unreadable file raises or is skipped at its turn, as before. Local storage reads one
+    at a time, each at its turn (`reads` is 1)."""
 
     MEMO_REFS = 200_000
     # At most this many entries of the deltas a run expires in a later chunk are cached
@@ -208,11 +215,19 @@ class Reachability:
         self.producer = store.options.get("changelog-producer") or "none"
         self._dirs = {"index": store.io.join(store.root, P.INDEX_DIR),
                       "statistics": store.io.join(store.root, P.STATISTICS_DIR)}
+        # Reads kept in flight (io/read_ahead.py): 1 on local storage, where every read is
+        # made at its turn as before; more on an object store.
+        self.reads = read_ahead.concurrency_of(store.io)
+        # (id(memo), name) -> the error a read ahead (`prefetch`) met: raised at the read's
+        # turn instead of asking the storage a second time.
+        self._failed: Dict[Tuple[int, str], BaseException] = {}
 
     def start(self) -> None:
         self._touched = set()
+        self._failed = {}
 
     def prune(self) -> None:
+        self._failed = {}
         if not self._touched:   # a run that read nothing keeps what it had
             return
         for memo in (self._lists, self._entries, self._bounds, self._index):
@@ -225,8 +240,54 @@ class Reachability:
         self._touched.add(name)
         value = memo.get(name)
         if value is None:
+            failed = self._failed.pop((id(memo), name), None) if self._failed else None
+            if failed is not None:
+                raise failed   # (what the read ahead met is what this read would meet)
             value = memo[name] = load(name)
         return value
+
+    def _prefetch(self, memo: Dict[str, list], names: Iterable[Optional[str]],
+                  load: Callable[[str], list]) -> None:
+        """Read the files among `names` not read yet, `self.reads` in flight at once, into
+        `memo`; one that fails leaves its error for its read (`_read`), which raises it at
+        its turn as it would have. Only names the caller reads next (nothing more is read
+        than before); what is held is what `memo` holds after those reads anyway. A no-op
+        where reads are serial (local storage: each read is made at its turn)."""
+        if self.reads <= 1:
+            return
+        todo = [n for n in dict.fromkeys(names)
+                if n and n not in memo and (id(memo), n) not in self._failed]
+        if len(todo) < 2:
+            return
+        with closing(read_ahead.ordered(load, todo, self.reads)) as reads:
+            for name, got in zip(todo, reads):
+                e = got.exception()
+                if e is None:
+                    memo[name] = got.result()
+                elif isinstance(e, Exception):   # (an interrupt is not kept for later)
+                    self._failed[(id(memo), name)] = e
+                else:
+                    raise e
+
+    def prefetch(self, lists: Iterable[Optional[str]] = (),
+                 index: Iterable[Optional[str]] = ()) -> None:
+        """Manifest lists and index manifests the caller reads next (`manifests`,
+        `index_files`), read with several in flight on an object store (see `_prefetch`)."""
+        self._prefetch(self._lists, lists, self._read_list)
+        self._prefetch(self._index, index, self.mio.read_index_file_names)
+
+    def prefetch_roots(self, roots: Iterable[Root], keep: bool = False) -> None:
+        """What `metadata_names(root, keep)` reads for each root, read ahead (`prefetch`)."""
+        if self.reads <= 1:
+            return
+        lists: List[str] = []
+        index: List[str] = []
+        for r in roots:
+            lists.extend(n for n, _ in r.lists(self.producer)
+                         if not (keep and n in r.names_only))
+            if r.snapshot.index_manifest and not (keep and r.kind == "changelog"):
+                index.append(r.snapshot.index_manifest)
+        self.prefetch(lists, index)
 
     def prefetch_lists(self, names: Iterable[str], workers: int) -> None:
         """Read the manifest lists among `names` not read yet, `workers` in flight at once
@@ -257,12 +318,13 @@ class Reachability:
             return refs
         return parts[0][1] if len(parts) == 1 else [e for _, r in parts for e in r]
 
-    def delta_refs(self, list_name: str, memo: bool = True, deletes_only: bool = False
-                   ) -> List[Tuple[int, List[FileRef]]]:
+    def delta_refs(self, list_name: str, memo: bool = True, deletes_only: bool = False,
+                   fetched: Optional["Future"] = None) -> List[Tuple[int, List[FileRef]]]:
         """(index of the manifest in the list, its entries) for the manifests of a list.
         Raises if unreadable. With `deletes_only`, a manifest the list says has no DELETE
         entry is not read (the caller wants only DELETEs; were the count wrong, fewer
-        files would be deleted, never more). Cached like `entries` when read whole."""
+        files would be deleted, never more). Cached like `entries` when read whole.
+        `fetched`: what `_deltas_ahead` read for it (its outcome stands for these reads)."""
         self._touched.add(list_name)
         refs = self._entries.get(list_name)
         if refs is not None:
@@ -270,13 +332,16 @@ class Reachability:
             if len(b) == 2:
                 return [(0, refs)]
             return [(i, refs[b[i]:b[i + 1]]) for i in range(len(b) - 1)]
-        parts: List[Tuple[int, List[FileRef]]] = []
-        whole = True
-        for i, m in enumerate(self.manifests(list_name)):
-            if deletes_only and getattr(m, "num_deleted_files", None) == 0:
-                whole = False
-                continue
-            parts.append((i, self.mio.read_manifest_files(m.file_name)))
+        got = fetched.result() if fetched is not None else None   # (the list's own error)
+        if got is not None:
+            metas, parts, whole, error = got
+            if list_name not in self._lists:   # (as `manifests` caches it)
+                self._failed.pop((id(self._lists), list_name), None)
+                self._lists[list_name] = metas
+            if error is not None:
+                raise error   # (the first manifest that could not be read, at its turn)
+        else:
+            parts, whole = self._delta_parts(self.manifests(list_name), deletes_only)
         n = sum(len(r) for _, r in parts)
         if memo and whole and parts and self._memo_refs + n <= self.MEMO_REFS:
             bounds = [0]
@@ -287,6 +352,49 @@ class Reachability:
             self._bounds[list_name] = tuple(bounds)
             self._memo_refs += n
         return parts
+
+    def _delta_parts(self, metas: list, deletes_only: bool
+                     ) -> Tuple[List[Tuple[int, List[FileRef]]], bool]:
+        parts: List[Tuple[int, List[FileRef]]] = []
+        whole = True
+        for i, m in enumerate(metas):
+            if deletes_only and getattr(m, "num_deleted_files", None) == 0:
+                whole = False
+                continue
+            parts.append((i, self.mio.read_manifest_files(m.file_name)))
+        return parts, whole
+
+    # Deltas read ahead at most (their entries held until their turn): a few, whatever the
+    # number of reads in flight elsewhere.
+    DELTAS_AHEAD = 16
+
+    def _deltas_ahead(self, items: List[Tuple[str, bool]]) -> Iterator["Future"]:
+        """For each (delta list, deletes_only), in order, the outcome of the reads
+        `delta_refs` makes for it (its list unless read, then its manifests), a few deltas
+        in flight at once (io/read_ahead.py); pass each to `delta_refs` as `fetched`. On
+        local storage each is read at its turn, as before."""
+        def fetch(item: Tuple[str, bool]):
+            name, deletes_only = item
+            if name in self._entries:
+                return None   # (delta_refs answers from the cache)
+            metas = self._lists.get(name)
+            if metas is None:
+                metas = self._read_list(name)   # (its error: the future's, raised first)
+            parts: List[Tuple[int, List[FileRef]]] = []
+            whole = True
+            for i, m in enumerate(metas):
+                if deletes_only and getattr(m, "num_deleted_files", None) == 0:
+                    whole = False
+                    continue
+                try:
+                    parts.append((i, self.mio.read_manifest_files(m.file_name)))
+                except Exception as e:   # raised by delta_refs, after the list is noted
+                    return metas, parts, whole, e
+            return metas, parts, whole, None
+        if self.reads <= 1:   # (local storage: delta_refs reads each at its turn)
+            return iter([None] * len(items))
+        workers = min(self.reads, self.DELTAS_AHEAD)
+        return read_ahead.ordered(fetch, items, workers, window=workers)
 
     def index_files(self, index_manifest: str) -> List[str]:
         """Names (under index/) an index manifest lists. Raises if unreadable."""
@@ -382,6 +490,10 @@ class Reachability:
         Unreadable."""
         index = index if index is not None else KeptIndex()
         indexed = index.indexed
+        others = list(others)
+        # (What the loop and kept_metadata read, read ahead on an object store.)
+        self.prefetch_roots([root_of(sid, snap) for sid, snap in later.items()
+                             if indexed.get(sid) is not snap] + others, keep=True)
         for sid, snap in later.items():
             if indexed.get(sid) is not snap:
                 index.note(sid, self.metadata_names(root_of(sid, snap), keep=True))
@@ -395,8 +507,13 @@ class Reachability:
             live: Dict[Tuple[Any, ...], FileRef] = {}
             # Base manifests are read one at a time and not cached (a base list can name
             # millions of files); the delta is cached like every other delta.
-            for m in self.manifests(snapshot.base_manifest_list):
-                _merge_live(live, self.mio.read_manifest_files(m.file_name))
+            # (A few in flight on an object store, merged in order: io/read_ahead.py.)
+            with closing(read_ahead.ordered(
+                    lambda m: self.mio.read_manifest_files(m.file_name),
+                    self.manifests(snapshot.base_manifest_list),
+                    min(self.reads, self.DELTAS_AHEAD))) as reads:
+                for refs in reads:
+                    _merge_live(live, refs.result())
             _merge_live(live, self.entries(snapshot.delta_manifest_list))
             out: Dict[str, int] = {}
             for e in live.values():
@@ -546,50 +663,79 @@ class Reachability:
         paths_of = self.file_paths
         memo_all: Optional[bool] = None   # decided when the first later delta is read
         ADD = FileKind.ADD
-        for sid, s in lineage:
-            expiring = sid <= until
-            if not expiring and not candidates:
-                return {}   # later deltas only protect candidates: none, nothing to read
-            if s is None:
-                blind_before = sid
+
+        def read(sid: int, s: Optional[Snapshot]) -> bool:   # (the loop reads its delta)
+            return s is not None and (sid <= until
+                                      or readds.scanned.get(sid) != s.delta_manifest_list)
+        # The expiring deltas, then the later ones (only once there are candidates): each
+        # part's deltas are read a few in flight on an object store (_deltas_ahead) and
+        # handled in order, each outcome (an error included) at its turn.
+        first_later = next((i for i, (sid, _) in enumerate(lineage) if sid > until),
+                           len(lineage))
+        for part in (lineage[:first_later], lineage[first_later:]):
+            if not part:
                 continue
-            delta = s.delta_manifest_list
-            scan = readds.scanned.get(sid) != delta
-            if not scan and not expiring:
-                continue
-            try:
-                # A delta whose ADDs are known already is read for its DELETEs only.
-                if not expiring and memo_all is None:
+            if part[0][0] > until:
+                if not candidates:
+                    return {}   # later deltas only protect candidates: none, nothing to read
+                if memo_all is None and any(read(sid, s) for sid, s in part):
+                    # (as at the first later delta read, before any of them is read)
                     memo_all = readds.memo_from is None or \
                         self._later_fit(lineage, until, readds)
-                memo = not expiring and (memo_all or sid >= readds.memo_from)
-                parts = self.delta_refs(delta, memo=memo, deletes_only=not scan)
-            except UNREADABLE as e:
-                skip(f"delta of snapshot {sid} is unreadable ({e}); data files deleted at or "
-                     f"before it are left for orphan cleanup")
-                blind_before = sid
-                continue
-            for mi, refs in parts:
-                base = ReAdds.position(sid, mi)
-                for ei, e in enumerate(refs):
-                    add = e.kind == ADD
-                    if add:
-                        if not scan:
-                            continue
-                    elif not expiring or keep_entry(e):
+            ahead = self._deltas_ahead([(s.delta_manifest_list,
+                                         readds.scanned.get(sid) == s.delta_manifest_list)
+                                        for sid, s in part if read(sid, s)])
+            try:
+                for sid, s in part:
+                    expiring = sid <= until
+                    if not expiring and not candidates:
+                        return {}
+                    if s is None:
+                        blind_before = sid
                         continue
+                    delta = s.delta_manifest_list
+                    scan = readds.scanned.get(sid) != delta
+                    if not scan and not expiring:
+                        continue
+                    fetched = next(ahead)
                     try:
-                        paths = paths_of(e)
-                    except ValueError as err:
-                        skip(f"snapshot {sid}: {err}")
+                        # A delta whose ADDs are known already is read for its DELETEs only.
+                        if not expiring and memo_all is None:
+                            memo_all = readds.memo_from is None or \
+                                self._later_fit(lineage, until, readds)
+                        memo = not expiring and (memo_all or sid >= readds.memo_from)
+                        parts = self.delta_refs(delta, memo=memo, deletes_only=not scan,
+                                                fetched=fetched)
+                    except UNREADABLE as e:
+                        skip(f"delta of snapshot {sid} is unreadable ({e}); data files "
+                             f"deleted at or before it are left for orphan cleanup")
+                        blind_before = sid
                         continue
-                    if not paths:
-                        continue
-                    if add:
-                        readds.add(paths[0], base + ei)
-                    else:
-                        candidates.append((base + ei, paths, e.file_size))
-            readds.scanned[sid] = delta
+                    for mi, refs in parts:
+                        base = ReAdds.position(sid, mi)
+                        for ei, e in enumerate(refs):
+                            add = e.kind == ADD
+                            if add:
+                                if not scan:
+                                    continue
+                            elif not expiring or keep_entry(e):
+                                continue
+                            try:
+                                paths = paths_of(e)
+                            except ValueError as err:
+                                skip(f"snapshot {sid}: {err}")
+                                continue
+                            if not paths:
+                                continue
+                            if add:
+                                readds.add(paths[0], base + ei)
+                            else:
+                                candidates.append((base + ei, paths, e.file_size))
+                    readds.scanned[sid] = delta
+            finally:
+                close = getattr(ahead, "close", None)
+                if close is not None:
+                    close()
         out: Dict[str, int] = {}
         if not candidates:
             return out
@@ -631,6 +777,11 @@ class Reachability:
         manifests only)."""
         budget = self.MEMO_REFS - self._memo_refs
         total = expiring = 0
+        # (The lists this reads, read ahead on an object store; the scan reads each of
+        # them after this in any case.)
+        self.prefetch([s.delta_manifest_list for sid, s in lineage
+                       if sid > until and s is not None
+                       and readds.scanned.get(sid) != s.delta_manifest_list])
         for sid, s in lineage:
             if sid <= until or s is None or readds.scanned.get(sid) == s.delta_manifest_list:
                 continue

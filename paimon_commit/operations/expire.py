@@ -28,6 +28,7 @@ import time
 from concurrent.futures import Executor
 from typing import Dict, List, Optional, Set, Tuple
 
+from ..io import read_ahead
 from ..io.metered import billed
 from ..io.metered import ContextExecutor
 from ..dynamic_options import refuse_other_changelog_producer
@@ -260,8 +261,10 @@ class ExpireSnapshots(ChangelogExpiration):
                 return sid
         return hi
 
-    def _read(self, manager: SnapshotManager, sid: int) -> Optional[Snapshot]:
-        """A snapshot or changelog (None if absent), read at most once per run."""
+    def _read(self, manager: SnapshotManager, sid: int, fetched=None) -> Optional[Snapshot]:
+        """A snapshot or changelog (None if absent), read at most once per run.
+        `fetched`: its file's read, made ahead (`_read_ahead`); its outcome stands for the
+        read (an error is raised here, at the snapshot's turn)."""
         key = (manager.snapshot_dir, sid)
         if key in self._memo:
             return self._memo[key]
@@ -272,7 +275,9 @@ class ExpireSnapshots(ChangelogExpiration):
             self._memo[key] = known[1]
             return known[1]
         try:
-            data = self.store.io.read_bytes(path)
+            data = fetched.result() if fetched is not None else None
+            if data is None:
+                data = self.store.io.read_bytes(path)
         except FileNotFoundError:
             self._memo[key] = None
             return None
@@ -283,6 +288,35 @@ class ExpireSnapshots(ChangelogExpiration):
         self._raw_memo[key] = (data, snap, version)
         self._memo[key] = snap
         return snap
+
+    def _read_ahead(self, manager: SnapshotManager, sids: List[int]):
+        """(id, fetched) for each id in order, for `_read(manager, id, fetched)`: the files
+        `_read` would read are read a few in flight at once on an object store
+        (io/read_ahead.py: ids whose parse is known are not read). On local storage
+        `fetched` is None and each is read at its turn, as before."""
+        workers = read_ahead.concurrency_of(self.store.io)
+        if workers <= 1:
+            for sid in sids:
+                yield sid, None
+            return
+        need = set()
+        for sid in sids:
+            key = (manager.snapshot_dir, sid)
+            version = self._versions.get(key)
+            known = self._raw_memo.get(key)
+            if key not in self._memo and (version is None or known is None
+                                          or known[2] != version):
+                need.add(sid)
+        io = self.store.io
+
+        def fetch(sid: int) -> Optional[bytes]:
+            return io.read_bytes(manager.snapshot_path(sid)) if sid in need else None
+        got = read_ahead.ordered(fetch, sids, workers)
+        try:
+            for sid, fetched in zip(sids, got):
+                yield sid, fetched
+        finally:
+            got.close()
 
     def _list_with_versions(self, manager: SnapshotManager) -> List[int]:
         """The snapshot ids in a directory, noting each file's version where the storage
@@ -425,19 +459,22 @@ class ExpireSnapshots(ChangelogExpiration):
         plan.begin, plan.end = expiring_ids[0], end
         snaps: Dict[int, Snapshot] = {}
         sizes: Dict[int, int] = {}
-        for sid in [i for i in ids if i >= plan.begin]:
-            try:
-                snap = self._read(sm, sid)
-                if snap is None:
-                    continue  # expired concurrently
-                snaps[sid] = snap
-                sizes[sid] = len(self._raw(sm, sid))
-            except CorruptMetadataError:
-                if sid >= end:
-                    raise  # the table is damaged: fail loudly, before deleting anything
-                plan.skip(f"expiring snapshot {sid} is unreadable; its files are left for "
-                          f"orphan cleanup")
-                sizes[sid] = 0
+        # (Read a few in flight on an object store, each handled at its turn.)
+        with contextlib.closing(self._read_ahead(sm, [i for i in ids if i >= plan.begin])) \
+                as reads:
+            for sid, fetched in reads:
+                try:
+                    snap = self._read(sm, sid, fetched)
+                    if snap is None:
+                        continue  # expired concurrently
+                    snaps[sid] = snap
+                    sizes[sid] = len(self._raw(sm, sid))
+                except CorruptMetadataError:
+                    if sid >= end:
+                        raise  # the table is damaged: fail loudly, before deleting anything
+                    plan.skip(f"expiring snapshot {sid} is unreadable; its files are left "
+                              f"for orphan cleanup")
+                    sizes[sid] = 0
         if end not in snaps:
             plan.skip(f"snapshot {end} vanished while planning; nothing is deleted")
             plan.begin = plan.end = None
@@ -486,19 +523,31 @@ class ExpireSnapshots(ChangelogExpiration):
                           (s.delta_manifest_list, s.changelog_manifest_list))
                      for i, s in snaps.items() if i >= end]
             named = self._named_by_roots(roots + others)
+        todo = []   # (snapshot, its lists that may go, its changelog list to read or None)
         for sid in plan.expiring:
             s = snaps.get(sid)
             if s is None:
                 continue
+            changelog = None
             if not cfg.changelog_decoupled:
                 lists = s.manifest_lists()
                 if s.changelog_manifest_list and s.changelog_manifest_list not in named:
-                    plan.add("changelog", self.reach.added_files(s.changelog_manifest_list,
-                                                                 plan.skip))
+                    changelog = s.changelog_manifest_list
             elif cfg.changelog_producer != "none":
                 lists = (s.base_manifest_list, s.delta_manifest_list)
             else:
                 lists = ()
+            todo.append((s, lists, changelog))
+        # What the loop reads (the lists, index manifests), read ahead on an object store.
+        self.reach.prefetch(
+            [n for s, lists, changelog in todo
+             for n in ((changelog,) + (tuple(lists) if keep is not None else ()))
+             if n and (n == changelog or n not in keep)],
+            [s.index_manifest for s, _, _ in todo if keep is not None
+             and s.index_manifest and s.index_manifest not in keep])
+        for s, lists, changelog in todo:
+            if changelog is not None:
+                plan.add("changelog", self.reach.added_files(changelog, plan.skip))
             if keep is None:
                 plan.add_metadata(self._unnamed_metadata(s, lists, named, plan))
                 continue
@@ -626,8 +675,9 @@ class ExpireSnapshots(ChangelogExpiration):
         cm = self.changelogs
         if not self.config.changelog_decoupled and not self.store.io.exists(cm.snapshot_dir):
             return []   # (not listed after every commit where there can be none)
-        read = ((cid, self._read(cm, cid)) for cid in cm.list_snapshot_ids())
-        return [Root(cm.snapshot_path(cid), c, "changelog") for cid, c in read if c]
+        with contextlib.closing(self._read_ahead(cm, cm.list_snapshot_ids())) as reads:
+            read = ((cid, self._read(cm, cid, f)) for cid, f in reads)
+            return [Root(cm.snapshot_path(cid), c, "changelog") for cid, c in read if c]
 
     # --- acting --------------------------------------------------------------------------
     @billed   # result.requests: what it asked of the storage
