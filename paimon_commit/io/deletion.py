@@ -183,6 +183,9 @@ class Deleter:
         self.io = io
         self.deleted: Dict[str, List[str]] = {}
         self.left: List[str] = []
+        # Paths handed to an unlink so far (deleted or not, a reply lost or not): 0 means
+        # nothing of this plan can be gone (a stop at the first safe point).
+        self.attempted = 0
         self._executor = executor
         self._own: Optional[ThreadPoolExecutor] = None
         self._threads = thread_num or os.cpu_count() or 1
@@ -216,6 +219,7 @@ class Deleter:
         if paths:
             checkpoint()
             log.info("deleting %d %s file(s)", len(paths), kind)   # (-v: where a run is)
+        self.attempted += len(paths)
         done = run_deletions(self.io, paths, self._pool() if len(paths) >= 64 else None)
         self.deleted.setdefault(kind, []).extend(done)
         left = still_there(self.io, paths, done) if must_finish else []
@@ -229,6 +233,7 @@ class Deleter:
         done = self.deleted.setdefault(kind, [])
         for i, p in enumerate(paths):
             checkpoint()
+            self.attempted += 1
             if self.io.delete_quietly(p):
                 done.append(p)
             elif self.io.exists(p):

@@ -33,7 +33,7 @@ from ..io.metered import billed
 from ..io.metered import ContextExecutor
 from ..dynamic_options import refuse_other_changelog_producer
 from ..io.deletion import Deleter, StopDeleting
-from ..expiring import ExpiringMarkers
+from ..expiring import ExpiringMarkers, digest
 from ..lease import maintenance_lease
 from ..errors import CorruptMetadataError, PaimonCommitError
 from ..format import paths as P
@@ -94,7 +94,7 @@ class ExpireSnapshots(ChangelogExpiration):
         self.changelogs = ChangelogManager(store.io, store.root)
         self._markers = ExpiringMarkers(store.io, store.root)   # expirations in progress
         self._mark_names: Optional[List[str]] = None   # .maintenance/ as the lease listed it
-        self._doomed: Optional[int] = None   # per plan: see _doomed_end
+        self._doomed: Optional[Tuple[int, str]] = None   # per plan: see _doomed_end
         # Kept from one run to the next (TableCommit reuses its expirer after every commit),
         # so that a run decodes only what is new since the last one. Snapshot files are
         # re-read every run (rollback can re-create an id) and only their parse is reused.
@@ -182,6 +182,8 @@ class ExpireSnapshots(ChangelogExpiration):
             return plan
         end = max(end, earliest)   # (_plan_until moves it past the half-expired ones)
         self._plan_until(plan, ids, end)
+        if plan.end is not None and self._doomed is not None and plan.end <= self._doomed[0]:
+            plan.forced = self._doomed   # (the re-check verifies it again)
         if plan.end is not None:
             plan.consumer_floor = min(plan.end, consumer_min) if consumer_min is not None \
                 else plan.end
@@ -192,7 +194,7 @@ class ExpireSnapshots(ChangelogExpiration):
         then at least past what a run stopped half-way had begun to expire (`_doomed`),
         within the same bounds of consumers, the limit and max-deletes."""
         end = self._retained_end(earliest, latest, now_ms, consumer_min)
-        doomed = self._doomed
+        doomed = self._doomed[0] if self._doomed is not None else None
         if doomed is None or doomed <= end:
             return end
         cap = min(doomed, earliest + self.config.max_deletes)
@@ -202,8 +204,9 @@ class ExpireSnapshots(ChangelogExpiration):
             cap = min(cap, earliest + self._limit)
         return max(end, cap)
 
-    def _doomed_end(self, earliest: int, latest: int) -> Optional[int]:
-        """The highest `end` of the marks in force of runs stopped half-way (expiring.py)
+    def _doomed_end(self, earliest: int, latest: int) -> Optional[Tuple[int, str]]:
+        """(end, its digest) of the mark with the highest `end` of runs stopped half-way
+        (expiring.py), proven in force (a digest that matches snapshot `end`),
         whose snapshots below `end` still exist, or None. Those snapshots may miss files
         that run deleted: they are expired whatever the retention says now (a larger
         retain-max, a rollback since), else a retained snapshot would not read. A mark is
@@ -216,20 +219,20 @@ class ExpireSnapshots(ChangelogExpiration):
             return None
         out = None
         for m in marks:
-            if not earliest < m.end <= latest or (out is not None and m.end <= out):
+            if not earliest < m.end <= latest or (out is not None and m.end <= out[0]):
                 continue
             try:
                 full = self._markers.read(m)
                 if full is None or not self._markers.in_force(
-                        full, self._snapshot_bytes(m.end, fresh=True)):
-                    continue
+                        full, self._snapshot_bytes(m.end, fresh=True), proven=True):
+                    continue   # (one that cannot be verified forces nothing: audit 25m m1)
             except (OSError, ValueError) as e:
                 log.warning("expire: cannot read the mark %s: %s", m.name, e)
                 continue
             log.warning("expire: %s; snapshots %d..%d are expired now whatever the retention "
                         "says (their files may be partly gone)", full.describe(), earliest,
                         m.end - 1)
-            out = m.end
+            out = (m.end, full.end_sha256)
         return out
 
     def _retained_end(self, earliest: int, latest: int, now_ms: int,
@@ -1007,6 +1010,15 @@ class ExpireSnapshots(ChangelogExpiration):
                     continue
                 if now != data:
                     changes.append(f"{what} was replaced")
+        if plan.forced is not None:
+            # The stopped run's mark this plan finishes: its first kept snapshot, as the
+            # plan read it, must still be the one it named (the bytes read then are compared
+            # with the storage's above, as every kept snapshot's).
+            end, sha = plan.forced
+            data = self._snapshot_bytes(end)
+            if data is None or digest(data) != sha:
+                changes.append(f"snapshot {end}, the first a stopped expiration kept, is not "
+                               f"the one its mark names")
         # (An unreadable tag or consumer file raises here: nothing is deleted.)
         changes += tag_changes(plan.tags, {t.name: t.snapshot for t in self.tags.tags()})
         if plan.consumer_floor is not None:
@@ -1054,12 +1066,27 @@ class ExpireSnapshots(ChangelogExpiration):
         plan.deleting = True
         manager = self.changelogs if plan.changelogs else self.store.snapshots
         keep_as_changelog = self.config.changelog_decoupled and not plan.changelogs
-        earliest = plan.end
         total = len({p for v in plan.files.values() for p in v} | set(plan.metadata_files))
+        d = Deleter(self.store.io, self.executor, self.config.thread_num)
+        try:
+            return self._delete(plan, d, manager, keep_as_changelog, total)
+        except BaseException:
+            if d.attempted == 0 and not plan.deleted_elsewhere:
+                # Stopped at the first safe point (an interrupt, a lost lease): nothing of
+                # the plan is gone, so its mark goes too, else a later run would finish a
+                # range nobody deleted from (audit issue25m m2).
+                plan.deleting = False
+                self._unmark_untouched(plan)
+            raise
+
+    def _delete(self, plan: ExpirePlan, d: Deleter, manager, keep_as_changelog: bool,
+                total: int) -> bool:
+        """`_execute`'s deletes, in the crash-safe order."""
+        earliest = plan.end
 
         def deleting() -> None:
             emit(self.progress, DELETING, sum(len(v) for v in d.deleted.values()), total)
-        with Deleter(self.store.io, self.executor, self.config.thread_num) as d:
+        with d:
             plan.deleted = d.deleted
             if not all([d.files(k, list(plan.files[k]), must_finish=True)
                         for k in ("data", "changelog")]):

@@ -120,9 +120,10 @@ def delete_tag_into(store: FileStore, name: str, into, action: str = "expired",
     return r.deleted
 
 
-def create_tag_into(store: FileStore, tags: TagManager, tag: Tag, into) -> bool:
+def create_tag_into(store: FileStore, tags: TagManager, tag: Tag, into) -> Optional[bool]:
     """TagManager.create, finishing first an unfinished deletion of an earlier tag of that
-    name (as delete_tag(name) would). While that deletion cannot be finished the tag is not
+    name (as delete_tag(name) would). None (falsy) when a stopped expiration's mark covers
+    the snapshot: the tag belongs on a later one. While that deletion cannot be finished the tag is not
     created (reported in `into.skipped`): the marker is the only record of the files the
     earlier tag alone kept. False if not created."""
     name = tag.name
@@ -137,7 +138,7 @@ def create_tag_into(store: FileStore, tags: TagManager, tag: Tag, into) -> bool:
         into.skipped.append(f"tag {name} not created on snapshot {tag.snapshot.id}: "
                             f"{mark.describe()}, so some of its files may be gone")
         log.warning("%s: %s", store.path, into.skipped[-1])
-        return False
+        return None   # (not False: a later snapshot may take the tag; audit issue25m m3)
     try:
         return tags.create(tag)
     except ValueError:   # the marker is still there

@@ -303,7 +303,10 @@ class TagAutoCreation:
             else:
                 retained = self.config.default_time_retained_ms
                 tag = Tag(name, s, local_now(self.clock) if retained else None, retained)
-                if create_tag_into(self.store, self.tags, tag, result):
+                created = create_tag_into(self.store, self.tags, tag, result)
+                if created is None:
+                    return   # (a stopped expiration's mark covers it: the next snapshot)
+                if created:
                     result.created.append(name)
                     log.info("created tag %s for snapshot %d of %s", name, s.id,
                              self.store.path)

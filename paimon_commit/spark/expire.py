@@ -68,7 +68,14 @@ class DistributedExpireSnapshots(ExpireSnapshots):
         for kind, paths in wide.items():
             plan.deleted = deleted   # (what a stop at the next safe point reports)
             # The driver holds the maintenance lease: checked before each executor job.
-            checkpoint()
+            try:
+                checkpoint()
+            except BaseException:
+                if not plan.deleted_elsewhere:   # (nothing deleted yet: the mark goes)
+                    plan.deleting = False
+                    self._unmark_untouched(plan)
+                raise
+            plan.deleted_elsewhere = True
             done, failed = self._delete_on_executors(plan, kind, paths)
             deleted[kind] = done
             if failed:

@@ -382,3 +382,92 @@ def test_a_tag_that_cannot_be_taken_back_is_named_in_the_refusal(tmp_path, monke
         f"so some of its files may already be deleted; the next snapshot expiration finishes "
         f"it; the tag file {tag_path} it had written could not be taken back (its delete "
         f"failed): the tag may not read; delete_tag('x') removes it")
+
+
+# --- audit issue25m ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("content", [b"", b"{}", b"{not json"])
+def test_a_mark_that_cannot_be_verified_refuses_but_forces_nothing(tmp_path, content):
+    """A mark without a digest that matches (empty, no digest, damaged) is in force for a
+    refusal (in doubt, refuse) but never makes a run expire what its retention keeps (m1:
+    a stray `{}` expired four retained snapshots)."""
+    t = table_with(tmp_path)
+    path = t.store.root
+    os.makedirs(os.path.join(path, MARKER_DIR), exist_ok=True)
+    with open(os.path.join(path, MARKER_DIR, "expiring-1-5-" + "a" * 32), "wb") as f:
+        f.write(content)
+    with pytest.raises(ValueError, match="an expiration of snapshots 1..4"):
+        Table.open(path).create_tag("t2", 2)
+    r = expire(Table.open(path), retain_max=10)
+    assert r.expired_ids == []
+    assert [s.id for s in Table.open(path).snapshots()] == [1, 2, 3, 4, 5, 6]
+
+
+def test_a_run_stopped_before_its_first_delete_takes_its_mark_back(tmp_path, monkeypatch):
+    """Ctrl-C (a stop at the next safe point) right after the re-check: nothing is deleted,
+    and the mark goes too (m2: it stayed, and the next run expired the intact snapshots its
+    own retention keeps)."""
+    from paimon_commit.io.deletion import clear_stop, request_stop
+    t = table_with(tmp_path)
+    path = t.store.root
+    changes = ExpireSnapshots._changes
+
+    def then_ctrl_c(self, plan):
+        out = changes(self, plan)
+        request_stop("interrupted (Ctrl-C)")
+        return out
+    monkeypatch.setattr(ExpireSnapshots, "_changes", then_ctrl_c)
+    try:
+        r = expire(t)
+    finally:
+        clear_stop()
+    monkeypatch.undo()
+    assert (r.complete, r.expired_ids) == (False, [])
+    assert markers(path) == []
+    assert expire(Table.open(path), retain_max=10).expired_ids == []
+    assert [s.id for s in Table.open(path).snapshots()] == [1, 2, 3, 4, 5, 6]
+
+
+def test_a_mark_whose_end_changes_after_the_plan_read_it_stops_the_forced_run(
+        tmp_path, monkeypatch):
+    """The forced range rests on snapshot `end` being the one the mark names: read again by
+    the re-check (the plan read it after the mark was verified)."""
+    path = _stopped_after_data_step(tmp_path, monkeypatch)
+    t = Table.open(path)
+    e = ExpireSnapshots(t.store, ExpireConfig(retain_max=10, retain_min=10, time_retained_ms=0,
+                                              max_deletes=1000), clock=FAR_FUTURE)
+    plan_until = ExpireSnapshots._plan_until
+
+    def then_the_memo_differs(self, plan, ids, end):
+        plan_until(self, plan, ids, end)
+        key = (self.store.snapshots.snapshot_dir, 5)
+        data, snap, version = self._raw_memo[key]
+        self._raw_memo[key] = (data + b" ", snap, version)   # (as if read after a change)
+    monkeypatch.setattr(ExpireSnapshots, "_plan_until", then_the_memo_differs)
+    r = e.expire()
+    assert r.expired_ids == []
+    assert any("snapshot 5, the first a stopped expiration kept, is not the one its mark "
+               "names" in s for s in r.skipped)
+
+
+def test_an_automatic_tag_skipped_on_a_marked_snapshot_lands_on_a_later_one(tmp_path,
+                                                                           monkeypatch):
+    """The period's automatic tag is not lost when the first snapshot the tagger looks at is
+    marked (m3: the tagger moved on to the next period, and the period had no tag)."""
+    path = _stopped_after_data_step(tmp_path, monkeypatch)
+    sd = os.path.join(path, "schema")
+    last = os.path.join(sd, max(os.listdir(sd), key=lambda n: int(n.split("-")[1])))
+    doc = json.load(open(last))
+    doc.setdefault("options", {}).update({"tag.automatic-creation": "process-time",
+                                          "tag.creation-period": "daily"})
+    with open(last, "w") as f:
+        json.dump(doc, f)
+    t = Table.open(path)
+    with t.new_commit() as c:   # one streaming writer: its tagger lives across commits
+        for i in (7, 8):
+            w = t.new_writer()
+            w.write_arrow(make_rows([i], hr=1))
+            c.commit(w.prepare_commit())
+    tags = Table.open(path).tags()
+    assert len(tags) == 1 and tags[0].snapshot.id >= 5, tags
+    assert_intact(path)
