@@ -133,18 +133,15 @@ class ExpiringMarkers:
                         self.path(marker.name))
             return marker
 
-    def in_force(self, marker: ExpiringMarker, end_bytes: Optional[bytes],
-                 proven: bool = False) -> bool:
+    def in_force(self, marker: ExpiringMarker, end_bytes: Optional[bytes]) -> bool:
         """Whether `marker` (as read) still speaks of the snapshots below `end`: snapshot
         `end` exists (`end_bytes`) and is the one the expiration planned with. A mark
         without a digest (it did not parse, or `end` could not be read when it was written)
-        is in force for a refusal (in doubt, refuse) but not `proven`, which a deletion
-        needs (in doubt, leave the file)."""
+        is in force while `end` exists: marks only refuse (in doubt, refuse); nothing is
+        ever deleted because of one (in doubt, leave the file)."""
         if end_bytes is None:
             return False
-        if marker.end_sha256 is None:
-            return not proven
-        return marker.end_sha256 == digest(end_bytes)
+        return marker.end_sha256 is None or marker.end_sha256 == digest(end_bytes)
 
     def covering_snapshot(self, sid: int, snapshots) -> Optional[ExpiringMarker]:
         """`covering` with the snapshot files of a SnapshotManager."""

@@ -325,7 +325,6 @@ class LeaseManager:
         # Storage on a local file system (the deletion gate resolves its symlinks there):
         # entries can be symlinks, FIFOs, ..., which an object store's keys cannot.
         self.local = getattr(io, "_resolver", None) is not None
-        self.names_seen: Optional[List[str]] = None   # of `.maintenance/`, last listing
 
     def record_path(self, number: int) -> str:
         return self.io.join(self.lease_dir, f"lease-{number}")
@@ -391,12 +390,7 @@ class LeaseManager:
         for an entry named like a record that is not one of ours (see _NAME)."""
         out = []
         self.check_dir()
-        listed = self.io.list_status(self.lease_dir)
-        # Every name, for those who keep other records beside these (expiring.py: an
-        # expiration reads the marks of stopped runs from its lease's listing, no request
-        # of its own).
-        self.names_seen = [st.name for st in listed]
-        for st in listed:
+        for st in self.io.list_status(self.lease_dir):
             m = _NAME.match(st.name)
             if m is None:
                 continue   # not a record: temp files (`.lease-N.<uuid>.tmp`), anything else

@@ -33,7 +33,7 @@ from ..io.metered import billed
 from ..io.metered import ContextExecutor
 from ..dynamic_options import refuse_other_changelog_producer
 from ..io.deletion import Deleter, StopDeleting
-from ..expiring import ExpiringMarkers, digest
+from ..expiring import ExpiringMarkers
 from ..lease import maintenance_lease
 from ..errors import CorruptMetadataError, PaimonCommitError
 from ..format import paths as P
@@ -93,8 +93,6 @@ class ExpireSnapshots(ChangelogExpiration):
         self.consumers = ConsumerManager(store.io, store.root)
         self.changelogs = ChangelogManager(store.io, store.root)
         self._markers = ExpiringMarkers(store.io, store.root)   # expirations in progress
-        self._mark_names: Optional[List[str]] = None   # .maintenance/ as the lease listed it
-        self._doomed: Optional[Tuple[int, str]] = None   # per plan: see _doomed_end
         # Kept from one run to the next (TableCommit reuses its expirer after every commit),
         # so that a run decodes only what is new since the last one. Snapshot files are
         # re-read every run (rollback can re-create an id) and only their parse is reused.
@@ -156,7 +154,6 @@ class ExpireSnapshots(ChangelogExpiration):
         self._consumer_list = self.consumers.consumers()
         consumer_min = self._consumer_min = min(
             (c.next_snapshot for c in self._consumer_list), default=None)
-        self._doomed = self._doomed_end(earliest, latest)
         end = self._end(earliest, latest, now_ms, consumer_min)
         if end <= earliest and not self._head_half_expired(earliest, latest):
             return ExpirePlan(earliest, latest)
@@ -182,62 +179,13 @@ class ExpireSnapshots(ChangelogExpiration):
             return plan
         end = max(end, earliest)   # (_plan_until moves it past the half-expired ones)
         self._plan_until(plan, ids, end)
-        if plan.end is not None and self._doomed is not None and plan.end <= self._doomed[0]:
-            plan.forced = self._doomed   # (the re-check verifies it again)
         if plan.end is not None:
             plan.consumer_floor = min(plan.end, consumer_min) if consumer_min is not None \
                 else plan.end
         return plan
 
     def _end(self, earliest: int, latest: int, now_ms: int, consumer_min: Optional[int]) -> int:
-        """The first snapshot to keep: from retain min/max, consumers, the limit, and time;
-        then at least past what a run stopped half-way had begun to expire (`_doomed`),
-        within the same bounds of consumers, the limit and max-deletes."""
-        end = self._retained_end(earliest, latest, now_ms, consumer_min)
-        doomed = self._doomed[0] if self._doomed is not None else None
-        if doomed is None or doomed <= end:
-            return end
-        cap = min(doomed, earliest + self.config.max_deletes)
-        if consumer_min is not None:
-            cap = min(cap, consumer_min)
-        if self._limit:
-            cap = min(cap, earliest + self._limit)
-        return max(end, cap)
-
-    def _doomed_end(self, earliest: int, latest: int) -> Optional[Tuple[int, str]]:
-        """(end, its digest) of the mark with the highest `end` of runs stopped half-way
-        (expiring.py), proven in force (a digest that matches snapshot `end`),
-        whose snapshots below `end` still exist, or None. Those snapshots may miss files
-        that run deleted: they are expired whatever the retention says now (a larger
-        retain-max, a rollback since), else a retained snapshot would not read. A mark is
-        in force while snapshot `end` is the one that run planned with; one this run cannot
-        read or list is not acted on (a partial view may only make a plan smaller)."""
-        try:
-            marks = self._markers.listed(getattr(self, "_mark_names", None))
-        except (OSError, ValueError) as e:
-            log.warning("expire: cannot list the marks of stopped expirations: %s", e)
-            return None
-        out = None
-        for m in marks:
-            if not earliest < m.end <= latest or (out is not None and m.end <= out[0]):
-                continue
-            try:
-                full = self._markers.read(m)
-                if full is None or not self._markers.in_force(
-                        full, self._snapshot_bytes(m.end, fresh=True), proven=True):
-                    continue   # (one that cannot be verified forces nothing: audit 25m m1)
-            except (OSError, ValueError) as e:
-                log.warning("expire: cannot read the mark %s: %s", m.name, e)
-                continue
-            log.warning("expire: %s; snapshots %d..%d are expired now whatever the retention "
-                        "says (their files may be partly gone)", full.describe(), earliest,
-                        m.end - 1)
-            out = (m.end, full.end_sha256)
-        return out
-
-    def _retained_end(self, earliest: int, latest: int, now_ms: int,
-                      consumer_min: Optional[int]) -> int:
-        """The first snapshot to keep from the retention alone (see _end)."""
+        """The first snapshot to keep: from retain min/max, consumers, the limit, and time."""
         cfg = self.config
         older_than = cfg.older_than_ms if cfg.older_than_ms is not None \
             else now_ms - cfg.time_retained_ms
@@ -725,10 +673,7 @@ class ExpireSnapshots(ChangelogExpiration):
             maintenance_lease(self.store, "expire-snapshots")
         try:
             # One operation for the deletion gate: directories resolved once, afresh.
-            with lease as held, self.store.io.resolution_scope(), collector_paused():
-                # The marks of runs stopped half-way, from the lease's listing (no request
-                # of its own after every commit); a dry run lists them itself.
-                self._mark_names = held.manager.names_seen if held is not None else None
+            with lease, self.store.io.resolution_scope(), collector_paused():
                 try:
                     return self._expire(dry_run, deadline)
                 except OUT_OF_MEMORY as e:
@@ -745,7 +690,7 @@ class ExpireSnapshots(ChangelogExpiration):
                     return self._out_of_memory(dry_run)
                 return self._stopped_at_safe_point(dry_run, stopped)
         finally:
-            self._totals = self._running = self._mark_names = None
+            self._totals = self._running = None
             if own is not None:
                 self.executor = None
                 own.shutdown(wait=True)
@@ -1010,15 +955,6 @@ class ExpireSnapshots(ChangelogExpiration):
                     continue
                 if now != data:
                     changes.append(f"{what} was replaced")
-        if plan.forced is not None:
-            # The stopped run's mark this plan finishes: its first kept snapshot, as the
-            # plan read it, must still be the one it named (the bytes read then are compared
-            # with the storage's above, as every kept snapshot's).
-            end, sha = plan.forced
-            data = self._snapshot_bytes(end)
-            if data is None or digest(data) != sha:
-                changes.append(f"snapshot {end}, the first a stopped expiration kept, is not "
-                               f"the one its mark names")
         # (An unreadable tag or consumer file raises here: nothing is deleted.)
         changes += tag_changes(plan.tags, {t.name: t.snapshot for t in self.tags.tags()})
         if plan.consumer_floor is not None:
@@ -1029,10 +965,9 @@ class ExpireSnapshots(ChangelogExpiration):
                                    f"snapshot {plan.end}")
         return changes
 
-    def _snapshot_bytes(self, sid: int, fresh: bool = False) -> Optional[bytes]:
-        """Snapshot `sid`'s file as planned with (read now if the plan did not, or with
-        `fresh`), or None."""
-        known = None if fresh else self._raw_memo.get((self.store.snapshots.snapshot_dir, sid))
+    def _snapshot_bytes(self, sid: int) -> Optional[bytes]:
+        """Snapshot `sid`'s file as planned with (read now if the plan did not), or None."""
+        known = self._raw_memo.get((self.store.snapshots.snapshot_dir, sid))
         if known is not None:
             return known[0]
         try:

@@ -70,9 +70,6 @@ class ExpirePlan:
     # Data files of this plan deleted by other processes (Spark executors): a stop later
     # does not mean nothing is gone.
     deleted_elsewhere: bool = False
-    # (end, SHA-256 of snapshot `end`) of the stopped run's mark this plan finishes
-    # (ExpireSnapshots._doomed_end), checked again by the re-check; None if not forced.
-    forced: Any = None
 
     def skip(self, reason: str) -> None:
         """Record (and log) something the run leaves for later, with the reason."""
