@@ -216,7 +216,6 @@ class TagAutoCreation:
         self.delay = datetime.timedelta(milliseconds=config.delay_ms)
         self._next_snapshot: Optional[int] = None
         self._next_tag: Optional[datetime.datetime] = None
-        self._retry_tag: Optional[datetime.datetime] = None   # see _maybe_tag
 
     def _auto_tags(self) -> List[Tag]:
         return [t for t in readable_tags(self.tags) if self.handler.is_auto_tag(t.name)]
@@ -295,11 +294,6 @@ class TagAutoCreation:
         this = h.normalize_to_previous_tag(t)
         if self.config.automatic_completion and self._next_tag is not None:
             this = self._next_tag
-        if self._retry_tag is not None:
-            # The period an earlier snapshot was due for but could not take (a stopped
-            # expiration's mark covered it): this one, later, takes that period's tag
-            # (audit issue25n n4: the period was passed over).
-            this, self._retry_tag = self._retry_tag, None
         name = h.time_to_tag(this)
         validate_tag_name(name)
         if not self.tags.exists(name):
@@ -310,8 +304,11 @@ class TagAutoCreation:
                 retained = self.config.default_time_retained_ms
                 tag = Tag(name, s, local_now(self.clock) if retained else None, retained)
                 created = create_tag_into(self.store, self.tags, tag, result)
-                if created is None:   # (a stopped expiration's mark covers it)
-                    self._retry_tag = this   # (the next snapshot takes this period's tag)
+                if created is None:
+                    # A stopped expiration's mark covers it: the next snapshot is tagged as
+                    # if this one were not there (its own period, as Paimon names it; with
+                    # tag.automatic-completion the period still due). Naming a later
+                    # snapshot after this one's period would tag later data (audit 25n n4).
                     return
                 if created:
                     result.created.append(name)

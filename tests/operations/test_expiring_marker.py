@@ -441,3 +441,38 @@ def test_an_automatic_tag_skipped_on_a_marked_snapshot_lands_on_a_later_one(tmp_
     tags = Table.open(path).tags()
     assert len(tags) == 1 and tags[0].snapshot.id >= 5, tags
     assert_intact(path, min_snapshot=5)   # (1..4: the stopped run's, for the next run)
+
+
+@pytest.mark.parametrize("completion", [False, True])
+def test_a_retried_automatic_tag_is_named_as_paimon_names_it(tmp_path, completion):
+    """Hourly tags; a stopped run's mark covers snapshots 1 (09:10), 2 (10:10), 3 (10:40);
+    the first the tagger may tag is 4 (11:10). It is tagged as if 1..3 were not there: hour
+    10, its own previous hour, as Paimon names it, with or without tag.automatic-completion.
+    Never a tag named for an hour before its data's (audit 25n n4 asked for hour 09 on
+    snapshot 4: a tag of 09 holding 11:10's data)."""
+    import datetime
+    from paimon_commit.operations.tag_expire import local_time
+    from paimon_commit.operations.tag_lifecycle import TagAutoCreation, TagLifecycleConfig
+    from paimon_commit.options import validate_options
+    opts = {"tag.automatic-creation": "process-time", "tag.creation-period": "hourly"}
+    if completion:
+        opts["tag.automatic-completion"] = "true"
+    cfg = TagLifecycleConfig.from_options(validate_options(opts))
+    day = datetime.datetime(2026, 1, 5)
+    times = {1: (9, 10), 2: (10, 10), 3: (10, 40), 4: (11, 10), 5: (11, 20)}
+    t = table_with(tmp_path, n=5)
+    path = t.store.root
+    for sid, (h, m) in times.items():
+        p = os.path.join(path, "snapshot", f"snapshot-{sid}")
+        doc = json.load(open(p))
+        doc["timeMillis"] = int(day.replace(hour=h, minute=m).timestamp() * 1000)
+        assert local_time(doc["timeMillis"]).hour == h
+        with open(p, "w") as f:
+            json.dump(doc, f)
+    store = Table.open(path).store
+    ExpiringMarkers(store.io, path).write(
+        1, 4, open(os.path.join(path, "snapshot", "snapshot-4"), "rb").read())
+    r = TagAutoCreation(Table.open(path).store, cfg).run()
+    tags = {x.name: x.snapshot.id for x in Table.open(path).tags()}
+    # (completion fills periods after the first tag; a fresh tagger has none yet)
+    assert tags == {"2026-01-05 10": 4}, (tags, r.skipped)
