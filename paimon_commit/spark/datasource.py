@@ -5,7 +5,10 @@ CommitMessages; the driver hands them to one TableCommit, so post-commit mainten
 every write with the table's options. A task that raises deletes its own files; `abort()`
 deletes the files of the tasks that did finish and, found by the write's run marker in their
 names (`data-file.prefix` + `spark-<run id>-`), those of tasks cancelled mid-write, which
-return nothing.
+return nothing. Before it lists them it writes the run's abort record
+(`.maintenance/spark-aborted-<marker>`); a task that has closed its files checks for that
+record and, if it is there, deletes its own files and fails, so a cancelled task that goes on
+to finish its file after the abort's listings does not leave it behind (_write_task, _abort).
 
 Streaming writes commit each micro-batch with its batch id as the commit identifier and a
 commit user kept in the checkpoint, so a replayed batch is recognised and not committed twice.
@@ -183,20 +186,90 @@ class PaimonWriterMessage(WriterCommitMessage):
 
 def _write_task(path: str, iterator: Iterator[pa.RecordBatch],
                 storage: Optional[Dict[str, str]] = None,
-                marker: Optional[str] = None) -> PaimonWriterMessage:
+                marker: Optional[str] = None,
+                check_aborted: bool = False) -> PaimonWriterMessage:
     """One Spark task: its rows as data files, named with the write's run marker (as the
     data-file.prefix of this task's table handle) so that the driver's abort finds them even
-    when this task never returns (cancelled because another task failed)."""
+    when this task never returns (cancelled because another task failed).
+
+    With `check_aborted` (batch writes), once every file of the task is closed and visible,
+    the task looks for the abort record of its run (`_abort_record`): if the driver's abort
+    has begun, the task deletes its own files and fails instead of returning them. The abort
+    writes that record before it lists the bucket directories, so either the abort's listing
+    sees this task's file or this check sees the record."""
     table = Table.open(path, storage_options=storage,
                        options={"data-file.prefix": marker} if marker else None)
     writer = table.new_writer()
     try:
         for batch in iterator:
             writer.write_arrow(batch)
-        return PaimonWriterMessage(writer.prepare_commit())
+        msgs = writer.prepare_commit()
     except BaseException:
         writer.abort()  # a failed task leaves no file behind
         raise
+    if check_aborted and marker and msgs:
+        _unless_aborted(table.store, marker, msgs)
+    return PaimonWriterMessage(msgs)
+
+
+class RunAbortedError(RuntimeError):
+    """A task of a batch write finished its files after the driver began aborting the write:
+    it deleted them (see _write_task)."""
+
+
+def _unless_aborted(store, marker: str, msgs: List[CommitMessage]) -> None:
+    """The task side of the abort handshake: the task's files (`msgs`, all closed and
+    visible) are deleted, through the gate and only these, if the abort record of the run
+    exists, or if whether it exists cannot be told; then RunAbortedError (or the error)."""
+    from ..operations.abort import abort_files
+    try:
+        aborted = store.io.exists(_abort_record(store.io, marker))
+    except BaseException:
+        abort_files(store, message_paths(store, msgs), handed_out=False)
+        raise
+    if aborted:
+        deleted = abort_files(store, message_paths(store, msgs), handed_out=False).deleted
+        raise RunAbortedError(
+            f"the write of run {marker!r} to {store.path} is being aborted: this task's "
+            f"{len(deleted)} file(s) deleted")
+
+
+#: The directory of the abort records of failed Spark batch writes (with the lease records
+#: and expiration markers: outside every directory Paimon, pypaimon and orphan cleanup list).
+ABORT_RECORD_DIR = ".maintenance"
+
+
+def _abort_record(io, marker: str) -> str:
+    """Where the abort of the write with run `marker` records that it has begun: a path every
+    task of the write computes from the table root and the marker alone."""
+    return io.join(io.root, ABORT_RECORD_DIR, "spark-aborted-" + marker.replace("/", "%2F"))
+
+
+def _record_abort(store, marker: str) -> bool:
+    """Write the abort record of run `marker` (before the abort lists the run's files).
+    False, logged, when it cannot be written: the abort then relies on its two listings."""
+    io = store.io
+    record = _abort_record(io, marker)
+    try:
+        if getattr(io, "_resolver", None) is not None:   # local disk: never through a link
+            import os
+            import stat
+            d = io.join(io.root, ABORT_RECORD_DIR)
+            try:
+                mode = os.lstat(d).st_mode
+            except FileNotFoundError:
+                mode = None
+            if mode is not None and not stat.S_ISDIR(mode):
+                raise OSError(f"{d} is not a directory")
+        io.write_new(record, f"aborted {int(time.time() * 1000)}\n".encode())
+    except FileExistsError:
+        pass
+    except OSError as e:
+        log.warning("abort of %s: cannot write the abort record %s of run %s (%s); a task "
+                    "still running may leave its file to orphan cleanup", store.path, record,
+                    marker, e)
+        return False
+    return True
 
 
 def _messages(messages: Sequence[Optional[PaimonWriterMessage]]) -> List[CommitMessage]:
@@ -205,7 +278,7 @@ def _messages(messages: Sequence[Optional[PaimonWriterMessage]]) -> List[CommitM
 
 def _abort(path: str, messages, commit_user: str, storage: Optional[Dict[str, str]] = None,
            since_snapshot: Optional[int] = None, batch_id: Optional[int] = None,
-           marker: Optional[str] = None) -> None:
+           marker: Optional[str] = None, record: bool = False) -> None:
     """Spark aborts when commit() raised, even if the snapshot was already published (e.g.
     the process died right after): the one abort (operations/abort.py) deletes nothing then,
     nor any file a snapshot, tag or changelog names.
@@ -215,10 +288,19 @@ def _abort(path: str, messages, commit_user: str, storage: Optional[Dict[str, st
     With a run `marker`, every file named with it is aborted too (found by listing the
     table's bucket directories), and the listing is repeated after RUN_SWEEP_GRACE_S, when
     Spark has stopped the cancelled tasks' Python workers (spark.python.task.killTimeout,
-    2 s by default): a file such a task finished after the first listing is found then."""
+    2 s by default): a file such a task finished after the first listing is found then.
+
+    With `record` (batch writes, whose run marker is fresh per write), the abort first writes
+    the run's abort record (`_abort_record`), then lists: a task that closes its file after
+    a listing finds the record and deletes its file itself (`_write_task`), so no ordering of
+    the two sides leaves the file of a task that runs to its end. The record stays (a few
+    bytes per failed write): a task still running after the abort returned must still find
+    it, and no later write has the same run marker."""
     from ..operations.abort import abort_files
     table = Table.open(path, storage_options=storage)
     st = table.store
+    if marker and record:
+        _record_abort(st, marker)
     paths = message_paths(st, _messages(messages))
     sweeps = 2 if marker else 0
     while True:
@@ -305,7 +387,8 @@ class PaimonBatchWriter(DataSourceArrowWriter):
         self.marker = f"{table.store.options['data-file.prefix']}spark-{self.run_id}-"
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PaimonWriterMessage:
-        return _write_task(self.path, iterator, self.storage, self.marker)
+        return _write_task(self.path, iterator, self.storage, self.marker,
+                           check_aborted=True)
 
     def commit(self, messages) -> None:
         table = Table.open(self.path, storage_options=self.storage)
@@ -318,7 +401,7 @@ class PaimonBatchWriter(DataSourceArrowWriter):
 
     def abort(self, messages) -> None:
         _abort(self.path, messages, self.commit_user, self.storage,
-               since_snapshot=self.base_snapshot_id, marker=self.marker)
+               since_snapshot=self.base_snapshot_id, marker=self.marker, record=True)
 
 
 class PaimonStreamWriter(DataSourceStreamArrowWriter):
@@ -373,7 +456,13 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
         maybe compacted and expired since) never match it. Nothing is deleted if this commit
         user already committed `batchId` (a replay of a published batch), nor any file a
         snapshot, tag or changelog names (the one abort). Not under the maintenance lease:
-        docs/safety.md, finding 9."""
+        docs/safety.md, finding 9.
+
+        No abort record (the batch writes' handshake, _write_task): a batch marker repeats
+        when a restarted stream replays the batch, and a record left by an abort that died
+        before removing it would make every task of every replay delete its files and fail.
+        A task of a failed micro-batch that finishes its file after both listings leaves it
+        to orphan cleanup."""
         _abort(self.path, messages, self.commit_user, self.storage, batch_id=batchId,
                marker=self._batch_marker(batchId))
 

@@ -378,6 +378,69 @@ def test_a_task_message_handed_twice_to_the_driver_is_refused_and_aborted(path, 
     assert ids_of(path) == [0, 1, 2]
 
 
+def test_a_task_finishing_its_file_after_the_aborts_listings_deletes_it(path, monkeypatch):
+    # test_failed_task_leaves_no_file_behind failed under load: a task cancelled because
+    # another one failed finished its file after both of the abort's listings, and the file
+    # stayed. The abort now writes the run's abort record before it lists; a task checks for
+    # it once its files are closed. Here the worst order, without load: the whole abort runs
+    # first, then a task of the same run writes its file. Driver side only: no session.
+    from pyspark.sql.types import DateType, IntegerType, LongType, StringType, StructField, \
+        StructType
+    from paimon_commit.spark import datasource
+    monkeypatch.setattr(datasource, "RUN_SWEEP_GRACE_S", 0.0)
+    schema = StructType([StructField("id", LongType()), StructField("name", StringType()),
+                         StructField("dt", DateType()), StructField("hr", IntegerType())])
+
+    def data(ids):
+        return pa.Table.from_pylist(
+            [{"id": i, "name": f"n{i}", "dt": D[i % 3], "hr": 0} for i in ids],
+            schema=pa.schema([("id", pa.int64()), ("name", pa.string()),
+                              ("dt", pa.date32()), ("hr", pa.int32())])).to_batches()
+    opts = {"path": str(path), "partition-keys": "dt"}
+    w = datasource.PaimonBatchWriter(opts, schema, overwrite=False)
+    w.commit([w.write(iter(data(range(3))))])
+    before = data_files(path)
+
+    failed = datasource.PaimonBatchWriter(opts, schema, overwrite=False)
+    failed.abort([])   # both listings done: nothing of the run there yet
+    record = datasource._abort_record(Table.open(str(path)).store.io, failed.marker)
+    assert os.path.isfile(record) and "/.maintenance/" in record
+    with pytest.raises(datasource.RunAbortedError, match="3 file\\(s\\) deleted"):
+        failed.write(iter(data(range(10, 13))))   # its files closed after the listings
+    assert data_files(path) == before
+    assert not [p for p in path.rglob("*") if p.name.startswith(failed.marker)]
+    assert len(Table.open(str(path)).snapshots()) == 1
+    assert ids_of(path) == [0, 1, 2]
+    assert_intact(path)
+
+    # The record is of that run only: a later write (a fresh run id) commits as before.
+    w = datasource.PaimonBatchWriter(opts, schema, overwrite=False)
+    w.commit([w.write(iter(data(range(3, 5))))])
+    assert ids_of(path) == [0, 1, 2, 3, 4]
+
+
+def test_a_task_that_cannot_tell_whether_its_run_is_aborted_deletes_its_files(
+        path, monkeypatch):
+    # The task's check of the abort record fails: it cannot know the driver will not abort
+    # the write after listing the bucket directories, so it deletes its own files and fails.
+    from pyspark.sql.types import LongType, StructField, StructType
+    from paimon_commit.io.local import LocalFileIO
+    from paimon_commit.spark import datasource
+    schema = StructType([StructField("id", LongType())])
+    w = datasource.PaimonBatchWriter({"path": str(path)}, schema, overwrite=False)
+    real = LocalFileIO.exists
+
+    def exists(self, p):
+        if "spark-aborted-" in p:
+            raise OSError("storage unreachable")
+        return real(self, p)
+    monkeypatch.setattr(LocalFileIO, "exists", exists)
+    batch = pa.RecordBatch.from_arrays([pa.array([1, 2], pa.int64())], names=["id"])
+    with pytest.raises(OSError, match="storage unreachable"):
+        w.write(iter([batch]))
+    assert data_files(path) == []
+
+
 def test_a_failed_micro_batch_leaves_no_file_and_other_streams_go_on(sp, path, tmp_path):
     # Stream A's batch 1 fails as the batch write above: task 0 has a file open on disk
     # (more rows than a row group, in a partition nothing else writes) and stalls, task 1
