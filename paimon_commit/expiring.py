@@ -40,12 +40,13 @@ from dataclasses import dataclass
 from typing import List, Optional
 
 from .io import FileIO
+from .lease import LEASE_DIR
 
 log = logging.getLogger(__name__)
 
 __all__ = ["ExpiringMarker", "ExpiringMarkers", "MARKER_DIR"]
 
-MARKER_DIR = ".maintenance"   # (lease.LEASE_DIR: records of both live side by side)
+MARKER_DIR = LEASE_DIR   # (the lease records and the marks live side by side)
 # (Snapshot ids are Java longs: up to 19 digits.)
 _NAME = re.compile(r"^expiring-(\d{1,19})-(\d{1,19})-([0-9a-f]{32})$")
 

@@ -53,6 +53,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from ..lease import LEASE_DIR
 from ..errors import OptionError, TableNotFoundError
 from ..io import redact_uri
 from ..io.object_store_config import storage_options
@@ -236,7 +237,7 @@ def _unless_aborted(store, marker: str, msgs: List[CommitMessage]) -> None:
 
 #: The directory of the abort records of failed Spark batch writes (with the lease records
 #: and expiration markers: outside every directory Paimon, pypaimon and orphan cleanup list).
-ABORT_RECORD_DIR = ".maintenance"
+ABORT_RECORD_DIR = LEASE_DIR
 
 
 def _abort_record(io, marker: str) -> str:
