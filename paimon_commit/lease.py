@@ -33,6 +33,16 @@ commit record's key: one however the table is spelled, s3a:// as s3://), the hol
   its own record gone (see `HeldLease._check_own_record`).
 - Re-entrant on one thread for one table: a nested operation joins the held lease (never
   across a fork: a forked child holds none of its parent's leases).
+- Waiting in line: a command that waits for the lease writes `wait-<since ms>-<token>` beside
+  the records and rewrites it every WAITER_REFRESH_S while it waits (its storage time is its
+  heartbeat); it deletes it once it took the lease or gave up. A taker that finds the lease
+  free but a waiter ahead of it in line (by since, then token; one rewritten within
+  WAITER_TTL_MS by the taker's clock, and not left by a killed process of this machine)
+  treats the lease as held: post-commit maintenance skips its turn, a command waits in line.
+  Without it a holder that takes the lease again right after releasing it (a looping
+  expiration, a stream's post-commit maintenance) starved a waiter backing off to 2 s
+  pauses. Fairness only: who may delete is decided by the records above, and a waiter
+  record nobody rewrites holds the line for WAITER_TTL_MS at most, whatever the clocks.
 - Names: records are numbered 1..MAX_NUMBER without leading zeros; any other entry named
   `lease-<digits>` (a directory, a symlink, 19 digits, ...) is refused naming it, and taking
   the lease is bounded however its races go: never a loop that ignores its wait.
@@ -82,6 +92,12 @@ LEASE_DIR = ".maintenance"
 _NAME = re.compile(r"^lease-(\d+)$")
 MAX_NUMBER = 10 ** 18 - 1
 _MAX_DIGITS = len(str(MAX_NUMBER))
+# A command waiting for the lease says so: `wait-<since ms>-<token>`, rewritten while it waits
+# (its storage time is its heartbeat), deleted when it takes the lease or gives up. Only
+# fairness rests on these; never safety (see "Waiting in line" in maintenance_lease).
+_WAITER = re.compile(r"^wait-(\d{1,19})-([0-9a-f]{32})$")
+WAITER_TTL_MS = 30_000      # a waiter record not rewritten for this long is a gone waiter's
+WAITER_REFRESH_S = 10.0     # how often a waiter rewrites it (well inside the TTL)
 _UNSEEN_TRIES = 3   # lost races for a name that the listing then does not show, before refusing
 _LOST_RACES = 10    # races lost in a row past the wait, before giving up (skip or refuse)
 
@@ -307,6 +323,21 @@ class LeaseRecord:
                 f"{_shown(self.expiry_ms)})")
 
 
+@dataclass(frozen=True)
+class Waiter:
+    """A command waiting for the lease (`.maintenance/wait-<since_ms>-<token>`), as listed:
+    the line is ordered by (since_ms, token); `mtime_ms` (the storage's time of its last
+    rewrite) says whether its waiter is still there."""
+    name: str
+    since_ms: int
+    token: str
+    mtime_ms: int
+
+    @property
+    def order(self) -> Tuple[int, str]:
+        return (self.since_ms, self.token)
+
+
 class LeaseManager:
     """Reads and creates the lease records of one table (no policy: see maintenance_lease).
 
@@ -388,11 +419,20 @@ class LeaseManager:
     def listing(self) -> List[Tuple[int, int]]:
         """(number, modification time in ms) of every record, by number. LeaseRecordError
         for an entry named like a record that is not one of ours (see _NAME)."""
+        return self.scan()[0]
+
+    def scan(self) -> Tuple[List[Tuple[int, int]], List[Waiter]]:
+        """One listing of the lease directory: (`listing()`'s records, the waiter records
+        in line order)."""
         out = []
+        waiters: List[Waiter] = []
         self.check_dir()
         for st in self.io.list_status(self.lease_dir):
             m = _NAME.match(st.name)
             if m is None:
+                w = _WAITER.match(st.name)
+                if w is not None and not st.is_dir and not st.is_symlink:
+                    waiters.append(Waiter(st.name, int(w.group(1)), w.group(2), st.mtime_ms))
                 continue   # not a record: temp files (`.lease-N.<uuid>.tmp`), anything else
             digits = m.group(1)
             path = self.io.join(self.lease_dir, st.name)
@@ -409,7 +449,7 @@ class LeaseManager:
                                       f"zero, which this library never writes",
                                 remedy=self._remove)
             out.append((int(digits), st.mtime_ms))
-        return sorted(out)
+        return sorted(out), sorted(waiters, key=lambda w: w.order)
 
     def read(self, number: int, check: bool = True) -> LeaseRecord:
         """Record `number`; FileNotFoundError if absent, LeaseRecordError if it is not a
@@ -472,16 +512,86 @@ class LeaseManager:
                ) -> Tuple[List[Tuple[int, int]], Optional[LeaseRecord]]:
         """(the records listed: (number, mtime ms), the highest record). A record pruned
         between the listing and the read sends it back to the listing."""
+        listing, latest, _ = self.listed_with_waiters(check)
+        return listing, latest
+
+    def listed_with_waiters(self, check: bool = True
+                            ) -> Tuple[List[Tuple[int, int]], Optional[LeaseRecord],
+                                       List[Waiter]]:
+        """`listed()` and the waiter records of the same listing."""
         for _ in range(10):
-            listing = self.listing()
+            listing, waiters = self.scan()
             if not listing:
-                return listing, None
+                return listing, None, waiters
             try:
-                return listing, self.read(listing[-1][0], check)
+                return listing, self.read(listing[-1][0], check), waiters
             except FileNotFoundError:
                 continue
         raise OSError(f"the lease records under {self.io._describe(self.lease_dir)} keep "
                       f"changing while being read")
+
+    # --- waiting in line (fairness only: see maintenance_lease) ---
+
+    def waiter_path(self, name: str) -> str:
+        return self.io.join(self.lease_dir, name)
+
+    def waiting(self, waiters: List[Waiter]) -> List[Waiter]:
+        """The waiters still there: rewritten within WAITER_TTL_MS by this taker's clock.
+        One whose time lies further ahead than that (a store's clock far ahead, or a hand-made
+        file) is not counted either: a record nobody rewrites must never hold the line for
+        longer than its TTL, whatever the clocks say."""
+        now = self.clock()
+        return [w for w in waiters if now - WAITER_TTL_MS <= w.mtime_ms <= now + WAITER_TTL_MS]
+
+    def ahead_of(self, waiters: List[Waiter], token: Optional[str]) -> List[Waiter]:
+        """The waiters still there ahead of the waiter `token` in line (all of them others',
+        for a taker not in line: it comes last)."""
+        live = self.waiting(waiters)
+        mine = next((w for w in waiters if w.token == token), None) if token else None
+        if mine is None:
+            return [w for w in live if w.token != token]
+        return [w for w in live if w.order < mine.order]
+
+    def write_waiter(self, name: str, operation: str, since_ms: int) -> None:
+        """Write (or rewrite: its heartbeat) the waiter record `name`. One PUT on object
+        stores; a temp file and a rename locally."""
+        body = {"table": self.identity, "host": socket.gethostname(), "pid": os.getpid(),
+                "machine": _MACHINE, "operation": operation, "sinceMillis": since_ms}
+        self.check_dir()
+        self.io.mkdirs(self.lease_dir)
+        self.io.overwrite_atomic(self.waiter_path(name), json.dumps(body).encode())
+
+    def waiter_gone(self, waiter: Waiter) -> bool:
+        """Whether `waiter` was left by a process of this machine that no longer exists (a
+        killed command: its record would hold the line until its TTL ran out). One read;
+        anything unreadable or from elsewhere counts as there (the TTL decides)."""
+        if not _MACHINE:
+            return False
+        try:
+            d = json.loads(self.io.read_bytes(self.waiter_path(waiter.name)))
+            if isinstance(d, dict) and d.get("machine") == _MACHINE \
+                    and isinstance(d.get("pid"), int) and not isinstance(d["pid"], bool):
+                return _pid_gone(d["pid"])
+        except FileNotFoundError:
+            return True
+        except (OSError, ValueError, UnicodeDecodeError):
+            pass
+        return False
+
+    def remove_waiter(self, name: str) -> None:
+        """Best effort (a record left is a gone waiter's after WAITER_TTL_MS): through the
+        gate, and not in the run's deletion log (bookkeeping, as pruned records)."""
+        path = self.waiter_path(name)
+        try:
+            deleted = self.io.delete_quietly(path)
+        except OSError as e:
+            log.info("could not delete the lease waiter record %s (%s)", path, e)
+            return
+        if deleted and self.io.deletion_log is not None:
+            try:
+                self.io.deletion_log.remove(path)
+            except ValueError:
+                pass
 
     def is_free(self, record: Optional[LeaseRecord]) -> bool:
         if record is None or record.released or record.expiry_ms < self.clock():
@@ -936,12 +1046,65 @@ def maintenance_lease(store, operation: str, *, wait_s: Optional[float] = None,
 def _take(m: LeaseManager, operation: str, duration_ms: int, wait_s: float,
           skip_if_held: bool) -> Optional[HeldLease]:
     token = uuid.uuid4().hex
+    line = _Line(m, operation, token)
+    try:
+        return _take_in_line(m, operation, duration_ms, wait_s, skip_if_held, token, line)
+    finally:
+        line.leave()
+
+
+class _Line:
+    """This take's place in line (its waiter record), from its first wait on."""
+
+    def __init__(self, m: LeaseManager, operation: str, token: str):
+        self.m, self.operation, self.token = m, operation, token
+        self.name: Optional[str] = None
+        self.written = 0.0   # time.monotonic() of the last write
+        self._gone: Dict[str, bool] = {}   # waiters ahead, looked at once each
+
+    def gone(self, waiter: Waiter) -> bool:
+        """Whether a waiter ahead was left by a killed process of this machine (read once)."""
+        if waiter.name not in self._gone:
+            self._gone[waiter.name] = self.m.waiter_gone(waiter)
+            if self._gone[waiter.name]:
+                log.info("the lease waiter record %s was left by a process that is gone; "
+                         "not waiting for it", self.m.waiter_path(waiter.name))
+        return self._gone[waiter.name]
+
+    def stand(self) -> None:
+        """Write the waiter record the first time, rewrite it when due. A failed write only
+        costs this waiter its place (logged): waiting goes on as before."""
+        if self.name is not None and time.monotonic() - self.written < WAITER_REFRESH_S:
+            return
+        first = self.name is None
+        if first:
+            self.name = f"wait-{self.m.clock()}-{self.token}"
+        try:
+            self.m.write_waiter(self.name, self.operation,
+                                int(self.name.split("-")[1]))
+            self.written = time.monotonic()
+        except OSError as e:
+            log.info("could not write the lease waiter record %s (%s); waiting without a "
+                     "place in line", self.m.waiter_path(self.name), e)
+            self.written = time.monotonic()   # (not retried at every pause)
+        if first:
+            log.info("waiting in line for the maintenance lease of %s (%s)", self.m.path,
+                     self.m.waiter_path(self.name))
+
+    def leave(self) -> None:
+        if self.name is not None:
+            self.m.remove_waiter(self.name)
+            self.name = None
+
+
+def _take_in_line(m: LeaseManager, operation: str, duration_ms: int, wait_s: float,
+                  skip_if_held: bool, token: str, line: _Line) -> Optional[HeldLease]:
     deadline = time.monotonic() + wait_s
     pause = 0.05
     tried: Optional[int] = None   # the record number of the race just lost
     lost = unseen = 0             # races lost in a row; of them, won by no listed record
     while True:
-        listed, latest = m.listed()
+        listed, latest, waiters = m.listed_with_waiters()
         number = latest.number if latest is not None else 0
         if tried is not None and number < tried:
             # Record `tried` exists (its create failed) but the listing does not show it:
@@ -955,7 +1118,10 @@ def _take(m: LeaseManager, operation: str, duration_ms: int, wait_s: float,
                              remedy=m._remove)
             time.sleep(pause)
         tried = None
-        if m.is_free(latest):
+        free = m.is_free(latest)
+        ahead = [w for w in m.ahead_of(waiters, line.name and token)
+                 if not line.gone(w)] if free else []
+        if free and not ahead:
             n = number + 1
             record = m.new_record(n, operation, duration_ms, token)
             with _live_lock:   # live before it exists: no thread of ours may free it
@@ -1001,19 +1167,31 @@ def _take(m: LeaseManager, operation: str, duration_ms: int, wait_s: float,
                 raise LeaseHeldError(f"{why}; rerun later or raise --lease-wait")
             continue
         lost = 0
+        # Held, or free with others waiting in line ahead of this take: their turn.
+        who = latest.describe(m.path) if not free else _describe_line(m, ahead)
         if skip_if_held:
-            log.info("%s; skipping %s (the holder does the work)", latest.describe(m.path),
-                     operation)
+            log.info("%s; skipping %s (%s)", who, operation,
+                     "it does the work" if free else "the holder does the work")
             return None
         left = deadline - time.monotonic()
         if left <= 0:
-            raise LeaseHeldError(f"{latest.describe(m.path)}; rerun later or raise "
-                                 f"--lease-wait", latest)
+            raise LeaseHeldError(f"{who}; rerun later or raise --lease-wait",
+                                 None if free else latest)
+        line.stand()
         if pause == 0.05:
-            log.info("%s; waiting up to %.0f s for it (--lease-wait)",
-                     latest.describe(m.path), left)
+            log.info("%s; waiting up to %.0f s for it (--lease-wait)", who, left)
         _sleep_unless_stopped(min(left, pause * (0.5 + random.random())))
         pause = min(2.0, pause * 2)
+
+
+def _describe_line(m: LeaseManager, ahead: List[Waiter]) -> str:
+    """`N command(s) wait(s) for the maintenance lease of T ahead of this one (the first
+    since T0, .maintenance/wait-...)`."""
+    first = ahead[0]
+    n = len(ahead)
+    return (f"{n} other command{'s' if n > 1 else ''} wait{'' if n > 1 else 's'} for the "
+            f"maintenance lease of {m.path} ahead of this one (the first since "
+            f"{_shown(first.since_ms)}: {LEASE_DIR}/{first.name})")
 
 
 def _sleep_unless_stopped(seconds: float) -> None:

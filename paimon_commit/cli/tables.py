@@ -8,7 +8,7 @@ import functools
 import json
 import sys
 import time
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 from ..options import format_duration_ms
 from ..progress import terminal_progress
@@ -283,9 +283,28 @@ def cmd_lease(args) -> Dict[str, Any]:
                          "start_ms": latest.start_ms, "expiry_ms": latest.expiry_ms,
                          "released": latest.released, "table": latest.table}
         out["holder"] = latest.describe(args.table) if held else None
+    out["waiting"] = _lease_waiters(t, m) if problem is None else []
     if args.break_lease:
         broken = m.break_lease()
         out["broken"] = _rel(t, m.record_path(broken.number)) if broken else None
+    return out
+
+
+def _lease_waiters(t, m) -> List[Dict[str, Any]]:
+    """The commands waiting in line for the lease (`wait-*` records rewritten lately), first
+    first, each with what its record says (a record that went or does not parse: its name)."""
+    out = []
+    for w in m.waiting(m.scan()[1]):
+        entry: Dict[str, Any] = {"path": _rel(t, m.waiter_path(w.name)), "since_ms": w.since_ms}
+        try:
+            body = json.loads(m.io.read_bytes(m.waiter_path(w.name)))
+            if isinstance(body, dict):
+                entry.update({k: body.get(k) for k in ("host", "pid", "operation")})
+        except FileNotFoundError:
+            continue   # it took the lease or gave up since the listing
+        except (OSError, ValueError, UnicodeDecodeError):
+            pass
+        out.append(entry)
     return out
 
 
@@ -424,6 +443,12 @@ def print_text(command: str, r: Dict[str, Any]) -> None:
             state = "released" if rec["released"] else "expired"
             print(f"table {r['table']}: free (last lease {state}: {rec['operation']} by "
                   f"{rec['host']} pid {rec['pid']}, {rec['path']})")
+        for w in r.get("waiting") or []:
+            since = datetime.datetime.fromtimestamp(w["since_ms"] / 1000,
+                                                    datetime.timezone.utc)
+            who = (f"{w['operation']} by {w['host']} pid {w['pid']}"
+                   if w.get("operation") else "a command")
+            print(f"waiting: {who} since {since:%Y-%m-%d %H:%M:%S} UTC ({w['path']})")
         if r.get("broken"):
             print(f"broke the lease: {r['broken']} supersedes it as released")
     else:
