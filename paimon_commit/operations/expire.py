@@ -109,6 +109,7 @@ class ExpireSnapshots(ChangelogExpiration):
         self._raw_memo: Dict[Tuple[str, int], Tuple[bytes, Snapshot, Optional[str]]] = {}
         self._versions: Dict[Tuple[str, int], str] = {}
         self._limit: Optional[int] = None   # snapshots this plan may expire (a chunk)
+        self._horizon: Optional[int] = None   # the first snapshot this run keeps, at most
         self._readds: Optional[ReAdds] = None   # ADD positions, kept across chunks
         self._kept: Optional[KeptIndex] = None   # what later snapshots use, across chunks
         # (earliest, latest) when the earliest snapshot's lists were all there (see
@@ -163,6 +164,11 @@ class ExpireSnapshots(ChangelogExpiration):
                 self._readds.memo_from = self._end(earliest, latest, now_ms, consumer_min)
             finally:
                 self._limit = limit
+            # And there the run stops: snapshots that become expirable while it runs are the
+            # next run's. A run chasing a busy stream, chunk after chunk of a few snapshots
+            # each, held the maintenance lease for as long as the writers wrote (the
+            # object-store soak: over 4 minutes, while an orphan cleanup waited in vain).
+            self._horizon = self._readds.memo_from
         ids = self._list_with_versions(sm)
         # A manifest/ listing taken before the snapshot ids were listed (by the head check
         # above) does not show the lists of snapshots committed since: listed again if
@@ -196,6 +202,8 @@ class ExpireSnapshots(ChangelogExpiration):
         hi = min(hi, earliest + cfg.max_deletes)
         if self._limit:
             hi = min(hi, earliest + self._limit)
+        if self._horizon is not None:
+            hi = min(hi, self._horizon)
         # time-retained 0 (and no older-than) means no time condition at all; with the bare
         # rule a successor committed in the current millisecond, or stamped ahead by a
         # writer's skewed clock, would still hold its predecessor back.
@@ -735,7 +743,7 @@ class ExpireSnapshots(ChangelogExpiration):
                                    CHUNK_FILES * len(plan.expiring) // max(1, files)))
                 del plan
         finally:
-            self._readds = self._kept = self._limit = None
+            self._readds = self._kept = self._limit = self._horizon = None
         self._first_kept = last_end
         if stop is None and 0 < self.config.max_deletes <= len(totals.expired) \
                 and last_end is not None and self._more_expirable(last_end):

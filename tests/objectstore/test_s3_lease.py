@@ -147,3 +147,23 @@ def test_a_live_record_of_an_earlier_version_naming_another_endpoint_spelling_is
     with lease_settings(wait_s=0.3), pytest.raises(
             LeaseHeldError, match=r"is being maintained by elsewhere pid 1 \(expire-snapshots"):
         t.expire_snapshots(retain_max=1, retain_min=1)
+
+
+def test_a_waiting_command_is_not_starved_on_s3(s3):
+    # The object-store soak's failure: a looping expiration re-took the lease right after
+    # each release while an orphan cleanup waited in vain. The waiter's record is in line
+    # on the store (its LastModified is its heartbeat).
+    from tests.operations.test_lease_line import Looper
+    uri = s3.table_uri("db.db/t")
+    t = Table.create(uri, SCHEMA, ["dt", "hr"], EAGER)
+    for i in range(1, 6):
+        write(t, make_rows([i]))
+    looper = Looper(Table.open(uri))
+    try:
+        with lease_settings(wait_s=20):
+            r = t.expire_snapshots(retain_max=1, retain_min=1)
+    finally:
+        looper.end()
+    assert r.complete and r.expired_snapshots == 4
+    assert looper.turns >= 2
+    assert not any(k.startswith("db.db/t/.maintenance/wait-") for k in s3.keys())

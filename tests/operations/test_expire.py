@@ -178,6 +178,33 @@ def test_interrupted_tag_deletion_is_finished_by_running_it_again(table, table_p
     table.create_tag("t5")
 
 
+def test_a_run_stops_where_it_planned_to_while_writers_go_on(table, table_path, monkeypatch):
+    # A run expires what was expirable when it started; snapshots committed meanwhile are
+    # the next run's. Chasing a busy stream chunk after chunk, a run held the maintenance
+    # lease for as long as the writers wrote (the object-store soak: over 4 minutes, while
+    # an orphan cleanup waited in vain for it).
+    import paimon_commit.operations.expire as expire_mod
+    monkeypatch.setattr(expire_mod, "FIRST_CHUNK", 4)
+    history(table, 12)
+    execute, commits = ExpireSnapshots._execute, []
+    writer = Table.open(str(table_path), options={"write-only": "true"})
+
+    def execute_while_a_writer_commits(self, plan):
+        done = execute(self, plan)
+        for _ in range(3):   # a writer commits while the run goes on
+            commits.append(write(writer, make_rows([100 + len(commits)], hr=1)))
+        return done
+    monkeypatch.setattr(ExpireSnapshots, "_execute", execute_while_a_writer_commits)
+    r = expire(table, retain_min=2)
+    assert r.complete
+    assert r.expired_ids == list(range(1, 11))   # 11 = 12 - 2 + 1 was the first to keep
+    assert commits and max(commits) > 20         # (that many more became expirable)
+    monkeypatch.undo()
+    assert [s.id for s in table.snapshots()][0] == 11
+    assert expire(table, retain_min=2).expired_ids == list(range(11, max(commits) - 1))
+    assert_intact(table_path)
+
+
 def test_tag_created_while_expiration_plans_stops_it(table, table_path, monkeypatch):
     expected = history(table, 9, drop_every=3)
     plan = ExpireSnapshots.plan
