@@ -322,6 +322,7 @@ class RepeatScreen:
         unknown: List[Committed] = []   # files of an earlier call like this one that raised
         forgotten = 0   # files the bounded record may have committed and evicted
         removed: List[Tuple[ManifestEntry, Committed]] = []   # rolled back since
+        others: List[Tuple[ManifestEntry, Committed]] = []   # another user's commits
         for e in adds:
             c = hits.get(e.identifier)
             if c is None:
@@ -329,6 +330,8 @@ class RepeatScreen:
                     forgotten += 1
                     check_table = True
                 continue
+            if c.commit_user != user:
+                others.append((e, c))
             if c.commit_user != user or c.snapshot_id is None:
                 check_table = True
                 if (c.commit_user, c.identifier, c.kind, c.snapshot_id) == \
@@ -352,6 +355,8 @@ class RepeatScreen:
             e, c = mine[0]
             raise self._committed_otherwise(e, c.identifier, c.kind, c.snapshot_id,
                                             identifier, kind)
+        if others:
+            self._refuse_replaced(others)
         if removed:
             # Publishing them again is not safe, even with the files on disk: a rollback
             # leaves them to orphan cleanup, which selects them by age (they are as old as the
@@ -501,6 +506,29 @@ class RepeatScreen:
             f"or a rollback removed them, which the table cannot tell apart; refusing to "
             f"commit them again, as their rows could be read twice. Write the rows again with "
             f"a new writer if they are missing")
+
+    def _refuse_replaced(self, others: List[Tuple[ManifestEntry, Committed]]) -> None:
+        """CommitConflictError when a file another commit user of this process published (or
+        may have: its call raised) is no longer live: a compaction or an overwrite replaced
+        it (its rows are still in the table, in other files) or a rollback removed it, which
+        the table cannot tell apart. The table check refuses only a live file: published
+        again, the compacted rows were read twice (audit issue25p p5: a retried notebook cell
+        gets a new random commit user, and post-commit compaction had replaced its file).
+        Live files are left to the table check, which names the snapshot holding them."""
+        gone = {e.identifier for e in self._not_live([e for e, _ in others])}
+        for e, c in others:
+            if e.identifier not in gone:
+                continue
+            how = (f"{c.kind} snapshot {c.snapshot_id}" if c.snapshot_id is not None else
+                   f"a {c.kind} call that raised after it may have published it")
+            raise CommitConflictError(
+                f"data file {self.store.data_file_path(e)} was already committed to "
+                f"{self.store.root} by commit user {c.commit_user!r} "
+                f"({_ident_str(c.identifier)}, {how}) and is no longer live: a compaction or "
+                f"an overwrite replaced it (its rows are still in the table) or a rollback "
+                f"removed it, which the table cannot tell apart; refusing to commit it again "
+                f"as commit user {self.commit_user!r}, as its rows could be read twice. Write "
+                f"the rows again with a new writer if they are missing")
 
     def _committed_otherwise(self, e: ManifestEntry, was_identifier: int, was_kind: str,
                              snapshot_id: int, identifier: int, kind: str

@@ -182,6 +182,48 @@ def test_a_repeat_of_an_interrupted_commit_whose_files_were_compacted_is_a_no_op
     assert_intact(table_path, {2: [1, 2, 3], 3: [1, 2, 3]})
 
 
+def test_a_repeat_by_another_commit_user_after_a_compaction_is_refused(table, table_path):
+    # Regression (audit issue25p p5): a file another commit user of this process published
+    # was checked against the live files only; once a compaction replaced it, committing
+    # the same messages as another user published its rows a second time.
+    msgs = [prepared(table, [i]) for i in range(3)]
+    for m in msgs:
+        with table.new_commit(commit_user="job-a") as c:
+            c.commit(m)
+    assert table.compact(options={"compaction.min.file-num": "2"}).snapshot_id == 4
+    with table.new_commit(commit_user="job-b") as c:
+        with pytest.raises(CommitConflictError) as e:
+            c.commit(msgs[0])
+    assert str(e.value) == (
+        f"data file {data_path(table_path, msgs[0])} was already committed to {table_path} by "
+        f"commit user 'job-a' (a batch commit, APPEND snapshot 1) and is no longer live: a "
+        f"compaction or an overwrite replaced it (its rows are still in the table) or a "
+        f"rollback removed it, which the table cannot tell apart; refusing to commit it again "
+        f"as commit user 'job-b', as its rows could be read twice. Write the rows again with a "
+        f"new writer if they are missing")
+    assert snapshot_ids(table_path) == [1, 2, 3, 4]
+    assert ids_read(table_path) == [0, 1, 2]
+
+
+def test_a_retried_cell_after_its_own_post_commit_compaction_is_refused(table_path):
+    # The default commit user is a new random one per commit object, so a notebook cell run
+    # again is another user; its first run's post-commit compaction had replaced the file.
+    t = Table.create(str(table_path), make_rows([]).schema, partition_keys=["dt", "hr"],
+                     options={"compaction.post-commit.enabled": "true",
+                              "compaction.min.file-num": "2"})
+    write(t, make_rows([10]))
+    cell = prepared(t, [11])
+    with t.new_commit() as c:
+        assert c.commit(cell) == 2
+    assert snapshot_ids(table_path) == [1, 2, 3]   # 3: the post-commit compaction
+    with t.new_commit() as c:   # the cell run again
+        with pytest.raises(CommitConflictError, match=r"was already committed to .* and is no "
+                                                      r"longer live"):
+            c.commit(cell)
+    assert snapshot_ids(table_path) == [1, 2, 3]
+    assert ids_read(table_path) == [10, 11]
+
+
 def test_a_repeat_of_an_interrupted_commit_compacted_and_expired_is_refused(table, table_path):
     # The same, once snapshot 2 has expired: the table cannot tell whether the call published
     # (its rows are in the compacted file) or not, so the repeat is refused, not a second copy.
