@@ -34,6 +34,7 @@ import logging
 import os
 import re
 import socket
+import stat as _stat
 import time
 import uuid
 from dataclasses import dataclass
@@ -119,6 +120,15 @@ class ExpiringMarkers:
     def read(self, marker: ExpiringMarker) -> Optional[ExpiringMarker]:
         """The marker with its content; None when it is gone. Content that does not parse
         leaves the marker as listed (no digest: in force while snapshot `end` exists)."""
+        if getattr(self.io, "_resolver", None) is not None:   # local: lstat, never open
+            try:                                                # a FIFO (a read that never
+                mode = os.lstat(self.path(marker.name)).st_mode  # returns) or a symlink
+            except FileNotFoundError:
+                return None
+            if not _stat.S_ISREG(mode):
+                log.warning("%s is not a regular file; treated as an expiring marker in "
+                            "force", self.path(marker.name))
+                return marker   # (in doubt, refuse: as one whose content does not parse)
         try:
             data = self.io.read_bytes(self.path(marker.name))
         except FileNotFoundError:

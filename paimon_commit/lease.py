@@ -163,7 +163,9 @@ def _pid_gone(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return True
-    except OSError:
+    except (OSError, OverflowError, ValueError):
+        # (A pid no process can have, in a damaged or hand-made record: OverflowError. Not
+        # proof of anything; raised, it failed commits that had published: audit 25p p2.)
         return False
     return False
 
@@ -565,6 +567,8 @@ class LeaseManager:
         """Whether `waiter` was left by a process of this machine that no longer exists (a
         killed command: its record would hold the line until its TTL ran out). One read;
         anything unreadable or from elsewhere counts as there (the TTL decides)."""
+        if self.local and not self._regular(waiter.name):
+            return True
         if not _MACHINE:
             return False
         try:
@@ -577,6 +581,26 @@ class LeaseManager:
         except (OSError, ValueError, UnicodeDecodeError):
             pass
         return False
+
+    def _regular(self, name: str) -> bool:
+        """Whether the local entry `name` of the lease directory is a regular file (not read
+        otherwise: a FIFO's read never returns, a symlink's target is outside the protocol).
+        Anything else named like a waiter record is no waiter; absent counts as gone too."""
+        try:
+            return _stat.S_ISREG(os.lstat(self.waiter_path(name)).st_mode)
+        except OSError:
+            return False
+
+    def read_waiter(self, name: str) -> Optional[Dict[str, Any]]:
+        """The body of waiter record `name` (None: gone, not a regular file, or not a JSON
+        object); for `lease TABLE`."""
+        if self.local and not self._regular(name):
+            return None
+        try:
+            body = json.loads(self.io.read_bytes(self.waiter_path(name)))
+        except (OSError, ValueError, UnicodeDecodeError):
+            return None
+        return body if isinstance(body, dict) else None
 
     def remove_waiter(self, name: str) -> None:
         """Best effort (a record left is a gone waiter's after WAITER_TTL_MS): through the
@@ -1119,8 +1143,14 @@ def _take_in_line(m: LeaseManager, operation: str, duration_ms: int, wait_s: flo
             time.sleep(pause)
         tried = None
         free = m.is_free(latest)
+        # The line applies to a lease free for every taker (none, released, expired). One
+        # free only to this taker (its holder a killed process of this machine, or a record
+        # this process left unreleased) is taken at once: a waiter of another machine sees
+        # it held until its expiry and would hold the line that long (audit issue25p p3).
+        in_line = free and (latest is None or latest.released
+                            or latest.expiry_ms < m.clock())
         ahead = [w for w in m.ahead_of(waiters, line.name and token)
-                 if not line.gone(w)] if free else []
+                 if not line.gone(w)] if in_line else []
         if free and not ahead:
             n = number + 1
             record = m.new_record(n, operation, duration_ms, token)

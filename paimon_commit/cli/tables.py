@@ -296,14 +296,9 @@ def _lease_waiters(t, m) -> List[Dict[str, Any]]:
     out = []
     for w in m.waiting(m.scan()[1]):
         entry: Dict[str, Any] = {"path": _rel(t, m.waiter_path(w.name)), "since_ms": w.since_ms}
-        try:
-            body = json.loads(m.io.read_bytes(m.waiter_path(w.name)))
-            if isinstance(body, dict):
-                entry.update({k: body.get(k) for k in ("host", "pid", "operation")})
-        except FileNotFoundError:
-            continue   # it took the lease or gave up since the listing
-        except (OSError, ValueError, UnicodeDecodeError):
-            pass
+        body = m.read_waiter(w.name)   # (None: gone since the listing, or not readable)
+        if body is not None:
+            entry.update({k: body.get(k) for k in ("host", "pid", "operation")})
         out.append(entry)
     return out
 

@@ -135,9 +135,13 @@ class TagOperations:
         """Refuse snapshot `sid` while a mark of an expiration in force covers it."""
         marker = self._markers.covering_snapshot(sid, self.store.snapshots)
         if marker is not None:
+            # (No later run finishes a stopped run's range whatever its retention: marks
+            # only refuse. Audit issue25o b3: this said one did.)
             raise ValueError(f"{what}: {marker.describe()}, so some of its files may already "
-                             f"be deleted; the next snapshot expiration finishes it. Nothing "
-                             f"was changed")
+                             f"be deleted; the mark stays until a snapshot expiration expires "
+                             f"past snapshot {marker.end - 1} (if `paimon-commit check` finds "
+                             f"snapshot {sid} intact, removing the mark by hand lifts this). "
+                             f"Nothing was changed")
 
     def _take_back(self, tag: Tag) -> Optional[str]:
         """Delete the tag file `create_tag` just wrote, if it still holds that tag. Returns

@@ -224,7 +224,14 @@ def _unless_aborted(store, marker: str, msgs: List[CommitMessage]) -> None:
     exists, or if whether it exists cannot be told; then RunAbortedError (or the error)."""
     from ..operations.abort import abort_files
     try:
-        aborted = store.io.exists(_abort_record(store.io, marker))
+        # Absent only on FileNotFoundError: `exists` answers False for any error on local
+        # disk (os.path.exists), which let a task whose check failed return its files
+        # (audit issue25o a1). One HEAD on object stores (no LIST for a directory).
+        try:
+            store.io.file_size(_abort_record(store.io, marker))
+            aborted = True
+        except FileNotFoundError:
+            aborted = False
     except BaseException:
         abort_files(store, message_paths(store, msgs), handed_out=False)
         raise

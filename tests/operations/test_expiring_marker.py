@@ -96,7 +96,9 @@ def test_create_tag_on_a_snapshot_a_stopped_expiration_half_deleted_is_refused(t
         "cannot create tag 't3' on snapshot 3: an expiration of snapshots 1..4 started at ")
     assert str(e.value).endswith(
         f"has not finished (marker {MARKER_DIR}/{m}), so some of its files may already be "
-        f"deleted; the next snapshot expiration finishes it. Nothing was changed")
+        f"deleted; the mark stays until a snapshot expiration expires past snapshot 4 (if "
+        f"`paimon-commit check` finds snapshot 3 intact, removing the mark by hand lifts "
+        f"this). Nothing was changed")
     assert tag_files(path) == []
     # A rollback to it is refused by the marker too, before the data listing.
     with pytest.raises(ValueError, match=r"cannot roll back to snapshot 3: an expiration of "
@@ -371,8 +373,10 @@ def test_a_tag_that_cannot_be_taken_back_is_named_in_the_refusal(tmp_path, monke
                                    "snapshots 1..4 started at ")
     assert "Nothing was changed" not in str(e.value)
     assert str(e.value).endswith(
-        f"so some of its files may already be deleted; the next snapshot expiration finishes "
-        f"it; the tag file {tag_path} it had written could not be taken back (its delete "
+        f"so some of its files may already be deleted; the mark stays until a snapshot "
+        f"expiration expires past snapshot 4 (if `paimon-commit check` finds snapshot 1 "
+        f"intact, removing the mark by hand lifts this); the tag file {tag_path} it had "
+        f"written could not be taken back (its delete "
         f"failed): the tag may not read; delete_tag('x') removes it")
 
 
@@ -476,3 +480,49 @@ def test_a_retried_automatic_tag_is_named_as_paimon_names_it(tmp_path, completio
     tags = {x.name: x.snapshot.id for x in Table.open(path).tags()}
     # (completion fills periods after the first tag; a fresh tagger has none yet)
     assert tags == {"2026-01-05 10": 4}, (tags, r.skipped)
+
+
+# --- audit issue25o ----------------------------------------------------------------------
+
+def _returns_within(fn, seconds, unblock):
+    """fn()'s outcome ("ok" or its exception), or "hung" if it had not returned after
+    `seconds` (then `unblock()` lets it finish, so that the test itself never hangs)."""
+    import threading
+    out = []
+
+    def run():
+        try:
+            fn()
+            out.append("ok")
+        except Exception as e:  # noqa: BLE001 - the outcome is the test's subject
+            out.append(e)
+    th = threading.Thread(target=run, daemon=True)
+    th.start()
+    th.join(seconds)
+    if th.is_alive():
+        unblock()
+        th.join(30)
+        return "hung"
+    return out[0]
+
+
+def test_a_fifo_named_like_a_mark_refuses_and_never_hangs(tmp_path):
+    # Audit issue25o b4: a mark was read with a plain read, which a FIFO never answers; the
+    # lease records beside it are lstat()ed first. Now: in doubt, a mark in force.
+    import uuid
+    t = table_with(tmp_path)
+    d = os.path.join(t.path, MARKER_DIR)
+    os.makedirs(d, exist_ok=True)
+    fifo = os.path.join(d, f"expiring-1-5-{uuid.uuid4().hex}")
+    os.mkfifo(fifo)
+
+    def unblock():
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    for fn in (lambda: Table.open(t.path).create_tag("t3", 3),
+               lambda: Table.open(t.path).rollback_to(3)):
+        outcome = _returns_within(fn, 10, unblock)
+        assert isinstance(outcome, ValueError), outcome
+        assert "has not finished (marker " in str(outcome) and "Nothing was changed" in \
+            str(outcome)
+    assert tag_files(t.path) == []
+    assert [s.id for s in Table.open(t.path).snapshots()] == [1, 2, 3, 4, 5, 6]

@@ -284,3 +284,70 @@ def test_lease_command_shows_who_waits_in_line(capsys, table, table_path):
                                    "host": "h", "pid": 1, "operation": "expire-snapshots"}]
     finally:
         holder.release()
+
+
+# --- audit issue25p ------------------------------------------------------------------------
+
+ONE = {"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1"}
+
+
+def maintained_commit(table, ids):
+    """One commit whose post-commit maintenance keeps one snapshot."""
+    with table.new_commit(options=ONE) as c:
+        return write(table, make_rows(ids), commit=c)
+
+def test_a_fifo_named_like_a_waiter_record_never_hangs_a_commit(table, table_path):
+    # p1: a FIFO named like a waiter record (its storage time fresh) was read to tell whether
+    # its waiter was gone: post-commit maintenance of a commit that had published blocked for
+    # ever, and so did `lease TABLE`. Not a regular file: no waiter.
+    from tests.operations.test_expiring_marker import _returns_within
+    d = os.path.join(str(table_path), LEASE_DIR)
+    os.makedirs(d, exist_ok=True)
+    fifo = os.path.join(d, f"wait-{int(time.time() * 1000)}-{'b' * 32}")
+    os.mkfifo(fifo)
+
+    def unblock():
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    for _ in range(2):
+        assert _returns_within(lambda: maintained_commit(table, [1]), 10, unblock) == "ok"
+    assert [s.id for s in table.snapshots()] == [2]   # maintained: no waiter holds the line
+    assert _returns_within(lambda: main(["lease", str(table_path)]), 10, unblock) == "ok"
+
+
+def test_a_record_with_a_pid_no_process_can_have_never_fails_a_commit(table, table_path):
+    # p2: os.kill(pid, 0) raises OverflowError for such a pid, which escaped into the
+    # post-commit maintenance of a commit that had published.
+    plant_waiter(table_path, machine=_MACHINE, pid=2 ** 70)
+    assert maintained_commit(table, [1]) == 1
+    with table.new_commit(options=ONE) as c:
+        write(table, make_rows([2]), commit=c, identifier=1)
+        assert c.last_maintenance.lease_skipped   # (a waiter still there: its turn)
+    assert [s.id for s in table.snapshots()] == [1, 2]
+
+
+def test_a_killed_local_holder_is_taken_over_at_once_with_a_waiter_of_elsewhere_in_line(
+        table, table_path):
+    # p3: the lease of a killed holder of this machine is free here only; a waiter of another
+    # machine sees it held until its expiry. Standing behind that waiter, the command of this
+    # machine waited out the expiry too. The line applies to a lease free for everyone.
+    import json
+    import uuid
+    from paimon_commit.lease import LeaseRecord, table_identity
+    history(table)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    m = LeaseManager(table.store.io, str(table_path))
+    n = (m.numbers() or [0])[-1] + 1
+    now = int(time.time() * 1000)
+    rec = LeaseRecord(n, table_identity(table.store.io), "here", dead.pid, uuid.uuid4().hex,
+                      "expire-snapshots", now, now + 120_000, False, "a-killed-process",
+                      _MACHINE)
+    with open(m.record_path(n), "wb") as f:
+        f.write(rec.to_json())
+    plant_waiter(table_path)   # a command of another machine, in line first
+    t0 = time.monotonic()
+    with lease_settings(wait_s=10):
+        r = table.expire_snapshots(retain_max=2, retain_min=1)
+    assert time.monotonic() - t0 < 5
+    assert r.complete and r.expired_snapshots == 7
+    assert json.loads(open(m.record_path(n)).read())["pid"] == dead.pid

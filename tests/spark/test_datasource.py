@@ -423,21 +423,25 @@ def test_a_task_that_cannot_tell_whether_its_run_is_aborted_deletes_its_files(
         path, monkeypatch):
     # The task's check of the abort record fails: it cannot know the driver will not abort
     # the write after listing the bucket directories, so it deletes its own files and fails.
+    # Injected at the stat of the record (an executor that may not search the driver's
+    # `.maintenance/`, EACCES): `os.path.exists` answers False to that, which let the task
+    # return its file (audit issue25o a1).
+    import errno
     from pyspark.sql.types import LongType, StructField, StructType
-    from paimon_commit.io.local import LocalFileIO
     from paimon_commit.spark import datasource
     schema = StructType([StructField("id", LongType())])
     w = datasource.PaimonBatchWriter({"path": str(path)}, schema, overwrite=False)
-    real = LocalFileIO.exists
+    real = os.stat
 
-    def exists(self, p):
-        if "spark-aborted-" in p:
-            raise OSError("storage unreachable")
-        return real(self, p)
-    monkeypatch.setattr(LocalFileIO, "exists", exists)
+    def stat(p, *a, **k):
+        if "spark-aborted-" in os.fspath(p):
+            raise PermissionError(errno.EACCES, "Permission denied", p)
+        return real(p, *a, **k)
+    monkeypatch.setattr(os, "stat", stat)
     batch = pa.RecordBatch.from_arrays([pa.array([1, 2], pa.int64())], names=["id"])
-    with pytest.raises(OSError, match="storage unreachable"):
+    with pytest.raises(PermissionError, match="Permission denied"):
         w.write(iter([batch]))
+    monkeypatch.undo()
     assert data_files(path) == []
 
 
