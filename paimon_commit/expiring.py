@@ -139,7 +139,7 @@ class ExpiringMarkers:
             return ExpiringMarker(marker.name, marker.first, marker.end,
                                   sha if isinstance(sha, str) else None,
                                   int(body.get("createdMs") or 0), str(body.get("holder") or ""))
-        except (ValueError, TypeError, AttributeError):
+        except (ValueError, TypeError, AttributeError, RecursionError):
             log.warning("expiring marker %s cannot be parsed; treated as in force",
                         self.path(marker.name))
             return marker

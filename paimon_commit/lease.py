@@ -305,6 +305,8 @@ class LeaseRecord:
             d = json.loads(data)
         except (ValueError, UnicodeDecodeError) as e:
             raise ValueError(f"not JSON ({e})") from None
+        except RecursionError:   # (nested deeper than the parser goes: audit 25q l1)
+            raise ValueError("not JSON (nested too deeply)") from None
         if not isinstance(d, dict):
             raise ValueError("not a JSON object")
         fields = {"table": str, "host": str, "pid": int, "token": str, "operation": str,
@@ -578,8 +580,8 @@ class LeaseManager:
                 return _pid_gone(d["pid"])
         except FileNotFoundError:
             return True
-        except (OSError, ValueError, UnicodeDecodeError):
-            pass
+        except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+            pass   # (RecursionError: a body nested deeper than the parser goes, audit 25q l1)
         return False
 
     def _regular(self, name: str) -> bool:
@@ -598,7 +600,7 @@ class LeaseManager:
             return None
         try:
             body = json.loads(self.io.read_bytes(self.waiter_path(name)))
-        except (OSError, ValueError, UnicodeDecodeError):
+        except (OSError, ValueError, UnicodeDecodeError, RecursionError):
             return None
         return body if isinstance(body, dict) else None
 

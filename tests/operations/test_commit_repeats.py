@@ -224,6 +224,31 @@ def test_a_retried_cell_after_its_own_post_commit_compaction_is_refused(table_pa
     assert ids_read(table_path) == [10, 11]
 
 
+def test_a_repeat_by_another_user_the_record_forgot_after_a_compaction_is_refused(
+        table, table_path, monkeypatch):
+    # Regression (audit issue25q e1): once the bounded record had forgotten another user's
+    # commit of the file, the walk of the table looked at this user's snapshots only; the
+    # compaction had replaced the file, so it was published again (rows read twice).
+    from paimon_commit.operations import commit_record
+    monkeypatch.setattr(commit_record, "RECORD", commit_record.CommitRecord(capacity=3))
+    msgs = [prepared(table, [i]) for i in range(3)]
+    for m in msgs:
+        with table.new_commit(commit_user="job-a") as c:
+            c.commit(m)
+    assert table.compact(options={"compaction.min.file-num": "2"}).snapshot_id == 4
+    for i in range(4):   # more files than the record holds: the first commit is forgotten
+        write(table, make_rows([10 + i]))
+    with table.new_commit(commit_user="job-b") as c:
+        with pytest.raises(CommitConflictError, match=r"was added by snapshot 1 \(commit user "
+                                                      r"'job-a'\) and is no longer live"):
+            c.commit(msgs[0])
+        # With a new file beside it (only some files forgotten): the same refusal.
+        with pytest.raises(CommitConflictError, match=r"was added by snapshot 1"):
+            c.commit(msgs[0] + prepared(table, [99]))
+    assert snapshot_ids(table_path) == list(range(1, 9))
+    assert ids_read(table_path) == [0, 1, 2, 10, 11, 12, 13]
+
+
 def test_a_repeat_of_an_interrupted_commit_compacted_and_expired_is_refused(table, table_path):
     # The same, once snapshot 2 has expired: the table cannot tell whether the call published
     # (its rows are in the compacted file) or not, so the repeat is refused, not a second copy.

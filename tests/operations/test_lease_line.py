@@ -351,3 +351,23 @@ def test_a_killed_local_holder_is_taken_over_at_once_with_a_waiter_of_elsewhere_
     assert time.monotonic() - t0 < 5
     assert r.complete and r.expired_snapshots == 7
     assert json.loads(open(m.record_path(n)).read())["pid"] == dead.pid
+
+
+def test_records_nested_deeper_than_the_parser_goes_never_fail_a_commit(table, table_path):
+    # Audit issue25q l1: json.loads raised RecursionError, which nothing caught, into the
+    # post-commit maintenance of a commit that had published.
+    d = os.path.join(str(table_path), LEASE_DIR)
+    os.makedirs(d, exist_ok=True)
+    deep = b"[" * 100_000 + b"]" * 100_000
+    with open(os.path.join(d, f"wait-{int(time.time() * 1000)}-{'c' * 32}"), "wb") as f:
+        f.write(deep)
+    assert maintained_commit(table, [1]) == 1
+    assert main(["lease", str(table_path)]) == 0
+    m = LeaseManager(table.store.io, str(table_path))
+    n = (m.numbers() or [0])[-1] + 1
+    with open(m.record_path(n), "wb") as f:
+        f.write(deep)
+    with table.new_commit(options=ONE) as c:   # skipped with a warning naming the record
+        assert write(table, make_rows([2]), commit=c, identifier=1) == 2
+        assert c.last_maintenance.lease_skipped
+    assert [s.id for s in table.snapshots()] == [1, 2]
