@@ -10,14 +10,31 @@ and deletes C data files plus the manifests, manifest lists and snapshot files o
 Every measurement runs on a fresh copy of the built table (shutil.copytree), opened fresh
 (Table.open), so that nothing is cached in-process:
   * ours:  ExpireSnapshots(store, ExpireConfig(retain_min=1, time_retained_ms=0)).expire()
+  * ours_thread: the same, in the same process, with another library's threads alive and
+           working from before Table.open until expire() returns, as in a Spark driver, a
+           notebook kernel or an Airflow worker (issue "Fast where users run it": every
+           operation is measured both without and with another library's threads running).
+           The threads (bench_orphan.OtherThreads): (a) one idle daemon thread, blocked on an
+           event; (b) a daemon thread that every 5 ms builds a 512-row table
+           (pa.Table.from_pydict: it holds the GIL briefly), aggregates it
+           (Table.group_by().aggregate(): Acero, on pyarrow's own CPU thread pool) and sums a
+           pyarrow.compute expression over it: about 0.1-0.3 ms of work per 5 ms, a few
+           percent of one core, kept small on purpose so that what is measured is our
+           expiration sharing the process (GIL hand-offs, a live foreign pool), not a CPU
+           taken by the load itself. Both threads are stopped after each run; the process's
+           thread count at the start and the background operations done meanwhile are
+           recorded. Its process CPU seconds include those threads' (not used for a target).
   * floor: for the same snapshots, read each snapshot JSON, its delta manifest list and the
            manifests in it (plain file read + fastavro.reader, every record decoded), then
            os.unlink, one by one, exactly the files our run deleted (same relative paths).
-Each is repeated R times (new copies each time; the order ours/floor alternates) and medians
-are reported.
+Each is repeated R times (new copies each time; the order of ours/ours_thread/floor rotates
+per repetition, ours first in the first) and medians are reported. ours and ours_thread run
+in the benchmark's own process (after an untimed warm-up run), the floor too.
 
 Targets:
-  * floor: ours median <= 1.3 x the floor median, at both sizes (issue 19)
+  * floor: ours median <= 1.3 x the floor median, at both sizes (issue 19; floor_small,
+           floor_large), and the same for ours_thread (floor_thread_small,
+           floor_thread_large: "a process with other threads running")
   * scale: ours at the large size <= 1.5 x ours at the small size (cost follows the
            number of expired snapshots, not the size of the retained table), in median
            process CPU seconds: a ratio of one tool at two sizes, measured minutes apart,
@@ -28,7 +45,9 @@ Targets:
 Afterwards (untimed) every expired copy is checked: C snapshots expired, C data files
 deleted, every file the latest snapshot references exists, the same files deleted in every
 repetition, and (first repetition) pypaimon reads exactly the expected rows from the latest
-snapshot. A mismatch exits 1; missing a target only prints FAIL (exit 0).
+snapshot. A mismatch exits 1; missing a target only prints FAIL (exit 0). A missed floor
+target profiles our expire() (cProfile, top 25, the calling thread only) on the worst table:
+ours for floor_*, ours with the other threads running for floor_thread_*.
 
     python benchmarks/bench_expire.py            # 1,000 snapshots; 1,000 / 20,000 live files
     python benchmarks/bench_expire.py --quick    # 200 snapshots; 500 / 5,000 live files
@@ -64,6 +83,7 @@ if _REPO not in sys.path:
     sys.path.insert(0, _REPO)
 
 import fastavro  # noqa: E402
+from bench_orphan import OTHER_PERIOD_S, OTHER_ROWS, OtherThreads  # noqa: E402,E501  (ours_thread)
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
@@ -71,6 +91,8 @@ N_PARTITIONS = 4
 BULK_COMMITS = 4         # commits that load the initial live files
 FLOOR_TARGET = 1.3       # ours <= 1.3 x floor (issue 19)
 SCALE_TARGET = 1.5       # ours(large) <= 1.5 x ours(small)
+SIDES = ("ours", "ours_thread", "floor")
+OURS = ("ours", "ours_thread")   # ours_thread: the same expire() with other threads running
 PROFILE_TOP = 25
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("p", pa.int32())])
@@ -212,7 +234,21 @@ def _du(path: str) -> int:
 
 
 # --- the two sides (timed) --------------------------------------------------------------
-def run_ours(copy: str, n_expire: int, profile: bool = False):
+def run_ours(copy: str, n_expire: int, profile: bool = False, other_threads: bool = False):
+    """Our expire() on `copy`: (result, wall seconds, profiler or None, facts about the other
+    threads or None). other_threads: the ours_thread side, with another library's threads
+    (bench_orphan.OtherThreads) started before the table is opened and stopped after."""
+    from paimon_commit import Table  # noqa: F401  (imported before the threads start)
+    from paimon_commit.operations.expire import ExpireSnapshots  # noqa: F401
+    other = OtherThreads().start() if other_threads else None
+    try:
+        res = _run_ours(copy, n_expire, profile)
+    finally:
+        facts = other.stop() if other is not None else None
+    return res + (facts,)
+
+
+def _run_ours(copy: str, n_expire: int, profile: bool):
     from paimon_commit import Table
     from paimon_commit.operations.expire import ExpireSnapshots
     t = Table.open(copy)  # fresh: no manifest cache from building
@@ -307,21 +343,21 @@ def measure_size(label: str, info: Dict[str, Any], warehouse: str, reps: int,
     built = info["path"]
     db_dir = os.path.dirname(built)
     n = info["churn_commits"]
-    ours_runs: List[Dict[str, Any]] = []
-    floor_runs: List[Dict[str, Any]] = []
+    runs: Dict[str, List[Dict[str, Any]]] = {side: [] for side in SIDES}
+    floor_runs = runs["floor"]
     rel_paths: Optional[List[str]] = None
     delta_ids: Optional[List[int]] = None
     by_kind: Dict[str, Any] = {}
 
-    def ours_once(rep: int) -> None:
+    def ours_once(rep: int, side: str) -> None:
         nonlocal rel_paths, delta_ids, by_kind
-        name = f"{label}_ours_{rep}"
+        name = f"{label}_{side}_{rep}"
         copy = os.path.join(db_dir, name)
         shutil.copytree(built, copy)
-        r, wall, _ = run_ours(copy, n)
+        r, wall, _, other = run_ours(copy, n, other_threads=side == "ours_thread")
         rels = sorted(os.path.relpath(p, copy) for p in r.deleted_paths)
-        errs = verify_expired(copy, info, r, read_rows=(rep == 0), warehouse=warehouse,
-                              identifier=f"db.{name}")
+        errs = verify_expired(copy, info, r, read_rows=(rep == 0 and side == "ours"),
+                              warehouse=warehouse, identifier=f"db.{name}")
         if rel_paths is None:
             rel_paths = [os.path.relpath(p, copy) for p in r.deleted_paths]  # our order
             delta_ids = list(range(r.expired_ids[0] + 1, r.earliest + 1)) if r.expired_ids \
@@ -330,12 +366,12 @@ def measure_size(label: str, info: Dict[str, Any], warehouse: str, reps: int,
         elif rels != sorted(rel_paths):
             errs.append(f"repetition {rep} deleted a different set of files "
                         f"({len(rels)} vs {len(rel_paths)})")
-        errors.extend(f"{label} table, repetition {rep}: {e}" for e in errs)
-        ours_runs.append({"seconds": wall, "plan_seconds": r.seconds["plan"],
-                          "delete_seconds": r.seconds["delete"],
-                          "cpu_seconds": r.seconds["cpu"],
-                          "expired_snapshots": r.expired_snapshots,
-                          "deleted_files": r.deleted_files})
+        errors.extend(f"{label} table, {side} repetition {rep}: {e}" for e in errs)
+        runs[side].append({"seconds": wall, "plan_seconds": r.seconds["plan"],
+                           "delete_seconds": r.seconds["delete"],
+                           "cpu_seconds": r.seconds["cpu"],
+                           "expired_snapshots": r.expired_snapshots,
+                           "deleted_files": r.deleted_files, **(other or {})})
         shutil.rmtree(copy, ignore_errors=True)
 
     def floor_once(rep: int) -> None:
@@ -348,63 +384,81 @@ def measure_size(label: str, info: Dict[str, Any], warehouse: str, reps: int,
         shutil.rmtree(copy, ignore_errors=True)
 
     for rep in range(reps):
-        # ours must run first once (the floor deletes what ours deleted); then alternate
-        if rep % 2 == 0:
-            ours_once(rep)
-            floor_once(rep)
-        else:
-            floor_once(rep)
-            ours_once(rep)
-        o, f = ours_runs[-1], floor_runs[-1] if floor_runs else None
-        print(f"    rep {rep + 1}/{reps}: ours {o['seconds']:.3f} s "
-              f"(plan {o['plan_seconds']:.3f} + delete {o['delete_seconds']:.3f})"
-              + (f", floor {f['seconds']:.3f} s (read {f['read_seconds']:.3f} + unlink "
-                 f"{f['unlink_seconds']:.3f})" if f else ""), flush=True)
+        # The order rotates per repetition; ours runs first in the first one (the floor
+        # deletes what ours deleted).
+        order = SIDES[rep % len(SIDES):] + SIDES[:rep % len(SIDES)]
+        for side in order:
+            if side == "floor":
+                floor_once(rep)
+            else:
+                ours_once(rep, side)
+        parts = []
+        for side in OURS:
+            o = runs[side][-1]
+            parts.append(f"{side} {o['seconds']:.3f} s (plan {o['plan_seconds']:.3f} + "
+                         f"delete {o['delete_seconds']:.3f})")
+        f = floor_runs[-1] if floor_runs else None
+        if f:
+            parts.append(f"floor {f['seconds']:.3f} s (read {f['read_seconds']:.3f} + unlink "
+                         f"{f['unlink_seconds']:.3f})")
+        print(f"    rep {rep + 1}/{reps}: " + ", ".join(parts), flush=True)
 
     def med(runs: List[Dict[str, Any]], key: str) -> float:
         return statistics.median(x[key] for x in runs) if runs else float("nan")
 
+    def ours_of(side_runs: List[Dict[str, Any]]) -> Dict[str, Any]:
+        return {"median_seconds": med(side_runs, "seconds"),
+                "median_plan_seconds": med(side_runs, "plan_seconds"),
+                "median_delete_seconds": med(side_runs, "delete_seconds"),
+                "median_cpu_seconds": med(side_runs, "cpu_seconds"),
+                "min_seconds": min(x["seconds"] for x in side_runs),
+                "runs": side_runs}
+
     files = len(rel_paths or [])
-    ours = {"median_seconds": med(ours_runs, "seconds"),
-            "median_plan_seconds": med(ours_runs, "plan_seconds"),
-            "median_delete_seconds": med(ours_runs, "delete_seconds"),
-            "median_cpu_seconds": med(ours_runs, "cpu_seconds"),
-            "min_seconds": min(x["seconds"] for x in ours_runs),
-            "runs": ours_runs}
+    ours, ours_thread = ours_of(runs["ours"]), ours_of(runs["ours_thread"])
     floor = {"median_seconds": med(floor_runs, "seconds"),
              "median_read_seconds": med(floor_runs, "read_seconds"),
              "median_unlink_seconds": med(floor_runs, "unlink_seconds"),
              "median_cpu_seconds": med(floor_runs, "cpu_seconds"),
              "min_seconds": min((x["seconds"] for x in floor_runs), default=float("nan")),
              "delta_snapshots_read": len(delta_ids or []), "runs": floor_runs}
-    ours["files_per_second"] = files / ours["median_seconds"] if ours_runs else None
+    for o in (ours, ours_thread):
+        o["files_per_second"] = files / o["median_seconds"]
     floor["files_per_second"] = files / floor["median_seconds"] if floor_runs else None
     return {
         "live_files": info["live_files"],
-        "expired_snapshots": ours_runs[0]["expired_snapshots"] if ours_runs else None,
+        "expired_snapshots": runs["ours"][0]["expired_snapshots"],
         "deleted_files": files,
         "deleted_by_kind": by_kind,
-        "ours": ours, "floor": floor,
+        "ours": ours, "ours_thread": ours_thread, "floor": floor,
         "ours_over_floor": ratio(ours["median_seconds"], floor["median_seconds"])
         if floor_runs else None,
         "ours_over_floor_best": ratio(ours["min_seconds"], floor["min_seconds"])
         if floor_runs else None,
         "ours_over_floor_cpu": ratio(ours["median_cpu_seconds"], floor["median_cpu_seconds"])
         if floor_runs else None,
+        # the same for ours with another library's threads running (its CPU seconds include
+        # theirs: process CPU counts every thread)
+        "ours_thread_over_floor": ratio(ours_thread["median_seconds"], floor["median_seconds"])
+        if floor_runs else None,
+        "ours_thread_over_floor_best": ratio(ours_thread["min_seconds"], floor["min_seconds"])
+        if floor_runs else None,
+        "ours_thread_over_ours": ratio(ours_thread["median_seconds"], ours["median_seconds"]),
         "build": {k: v for k, v in info.items() if k not in ("expected_ids", "path")},
     }
 
 
-def profile_ours(built: str, n: int) -> str:
+def profile_ours(built: str, n: int, other_threads: bool = False) -> str:
     copy = built + "_profile"
     shutil.copytree(built, copy)
     try:
-        _, wall, prof = run_ours(copy, n, profile=True)
+        _, wall, prof, _ = run_ours(copy, n, profile=True, other_threads=other_threads)
     finally:
         shutil.rmtree(copy, ignore_errors=True)
     buf = io.StringIO()
     pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(PROFILE_TOP)
-    return f"profiled expire() on a copy of {os.path.basename(built)}: {wall:.3f} s wall " \
+    busy = ", other threads running (calling thread profiled)" if other_threads else ""
+    return f"profiled expire() on a copy of {os.path.basename(built)}{busy}: {wall:.3f} s wall " \
            f"(profiler overhead included)\n" + buf.getvalue()
 
 
@@ -570,7 +624,8 @@ def main(argv=None) -> int:
     load_after = _loadavg()
 
     if len(results) < len(sizes) or not all(
-            r["floor"]["runs"] and r["ours"]["runs"] for r in results.values()):
+            r["floor"]["runs"] and r["ours"]["runs"] and r["ours_thread"]["runs"]
+            for r in results.values()):
         print("run aborted:")
         for e in errors:
             print(f"  ERROR: {e}")
@@ -582,8 +637,11 @@ def main(argv=None) -> int:
     scale_ours = ratio(l_["ours"]["median_seconds"], s["ours"]["median_seconds"])
     scale_cpu = ratio(l_["ours"]["median_cpu_seconds"], s["ours"]["median_cpu_seconds"])
     scale_floor = ratio(l_["floor"]["median_seconds"], s["floor"]["median_seconds"])
-    floor_ok = all(r["ours_over_floor"] is not None and r["ours_over_floor"] <= FLOOR_TARGET
-                   for r in results.values())
+    def floor_pass(v: Optional[float]) -> bool:
+        return v is not None and v <= FLOOR_TARGET
+
+    floor_ok = all(floor_pass(r["ours_over_floor"]) for r in results.values())
+    thread_ok = all(floor_pass(r["ours_thread_over_floor"]) for r in results.values())
     scale_ok = scale_cpu is not None and scale_cpu <= SCALE_TARGET
 
     print()
@@ -600,6 +658,19 @@ def main(argv=None) -> int:
               f"{f['median_seconds']:>9.3f}{f['median_read_seconds']:>8.3f}"
               f"{f['median_unlink_seconds']:>8.3f}{f['files_per_second']:>9.0f}"
               f"{fmt_ratio(r['ours_over_floor']):>12}")
+    print("with another library's threads running (an idle one, pyarrow work every "
+          f"{OTHER_PERIOD_S * 1000:g} ms; medians):")
+    for label, r in results.items():
+        o = r["ours_thread"]
+        counts = [x["threads_at_start"] for x in o["runs"]]
+        threads = f"{min(counts)}" if min(counts) == max(counts) else \
+            f"{min(counts)}-{max(counts)}"
+        ops = statistics.median(x.get("background_ops", 0) for x in o["runs"])
+        print(f"  {label}: ours_thread {o['median_seconds']:.3f} s (plan "
+              f"{o['median_plan_seconds']:.3f} + delete {o['median_delete_seconds']:.3f}), "
+              f"ours_thread/floor {fmt_ratio(r['ours_thread_over_floor'])}, ours_thread/ours "
+              f"{fmt_ratio(r['ours_thread_over_ours'])}; {threads} threads in the process at "
+              f"the start, {ops:g} background operations meanwhile")
     print(f"large/small  ours {fmt_ratio(scale_ours)} (CPU {fmt_ratio(scale_cpu)})   "
           f"floor {fmt_ratio(scale_floor)}")
     print("less sensitive to machine load: best of the repetitions (wall), and median process "
@@ -614,10 +685,11 @@ def main(argv=None) -> int:
         kinds = ", ".join(f"{k} {v['files']}" for k, v in r["deleted_by_kind"].items())
         print(f"  {label}: deleted {kinds}")
     print()
-    for label, r in results.items():
-        print(f"target floor ({label}: ours/floor <= {FLOOR_TARGET}):        "
-              f"{fmt_ratio(r['ours_over_floor'])}  "
-              f"{'PASS' if r['ours_over_floor'] is not None and r['ours_over_floor'] <= FLOOR_TARGET else 'FAIL'}")
+    for side, key in (("ours", "ours_over_floor"), ("ours_thread", "ours_thread_over_floor")):
+        for label, r in results.items():
+            print(f"target floor ({label}: {side}/floor <= {FLOOR_TARGET}):"
+                  f"{' ' * (20 - len(side) - len(label))}{fmt_ratio(r[key])}  "
+                  f"{'PASS' if floor_pass(r[key]) else 'FAIL'}")
     print(f"target scale (ours large/small CPU s <= {SCALE_TARGET}):    "
           f"{fmt_ratio(scale_cpu)}  {'PASS' if scale_ok else 'FAIL'}  (wall "
           f"{fmt_ratio(scale_ours)})")
@@ -636,6 +708,13 @@ def main(argv=None) -> int:
               f"({'requested' if args.profile else 'floor target missed'}) ...", flush=True)
         profile_text = profile_ours(infos[worst]["path"], n)
         print(profile_text)
+    profile_thread_text = None
+    if not thread_ok:
+        worst = max(results, key=lambda k: results[k]["ours_thread_over_floor"] or 0)
+        print(f"\nprofiling our expire() on the {worst} table with other threads running "
+              f"(ours_thread floor target missed) ...", flush=True)
+        profile_thread_text = profile_ours(infos[worst]["path"], n, other_threads=True)
+        print(profile_thread_text)
 
     print(f"verification: {'OK' if not errors else 'FAILED'}")
     for e in errors:
@@ -648,7 +727,8 @@ def main(argv=None) -> int:
                        f"one) from append tables of {args.small} and {args.large} live files; "
                        f"ours = ExpireSnapshots.expire() on a fresh copy opened fresh, floor = "
                        f"read the same delta manifests with fastavro + os.unlink the same "
-                       f"files on another fresh copy; medians of {args.reps}",
+                       f"files on another fresh copy; ours also with another library's "
+                       f"threads running; medians of {args.reps}",
         "timestamp_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "config": {"snapshots": n, "small_live_files": args.small,
                    "large_live_files": args.large, "repetitions": args.reps,
@@ -659,7 +739,14 @@ def main(argv=None) -> int:
                                      "thread_num": "default (cpu_count)"},
                    "floor": "per snapshot: read snapshot JSON, delta manifest list and its "
                             "manifests (open().read() + fastavro.reader, all records); then "
-                            "os.unlink each file ours deleted, sequentially"},
+                            "os.unlink each file ours deleted, sequentially",
+                   "ours_thread": "ours, with other threads alive and working in the process "
+                                  "from before Table.open to after expire(): one idle daemon "
+                                  f"thread and one that every {OTHER_PERIOD_S * 1000:g} ms "
+                                  f"builds a {OTHER_ROWS}-row table (pa.Table.from_pydict), "
+                                  "group_by().aggregate()s it on pyarrow's CPU thread pool "
+                                  "and sums a pyarrow.compute expression (its cpu_seconds "
+                                  "include theirs)"},
         "environment": {
             "paimon_commit": _ours_version(), "pypaimon": version("pypaimon"),
             "pyarrow": pa.__version__, "fastavro": _safe_version("fastavro"),
@@ -673,17 +760,25 @@ def main(argv=None) -> int:
         "sizes": results,
         "large_over_small": {"ours": scale_ours, "floor": scale_floor, "ours_cpu": scale_cpu},
         "targets": {
-            **{f"floor_{label}": {"metric": "ours median / floor median",
+            **{f"floor_{label}": {"metric": "ours median / floor median (the benchmark's "
+                                            "own process, no background work started)",
                                   "value": r["ours_over_floor"], "target": FLOOR_TARGET,
-                                  "pass": r["ours_over_floor"] is not None
-                                  and r["ours_over_floor"] <= FLOOR_TARGET}
+                                  "pass": floor_pass(r["ours_over_floor"])}
+               for label, r in results.items()},
+            **{f"floor_thread_{label}": {"metric": "ours median in a process with other "
+                                                   "threads running (an idle one, pyarrow "
+                                                   "work) / floor median",
+                                         "value": r["ours_thread_over_floor"],
+                                         "target": FLOOR_TARGET,
+                                         "pass": floor_pass(r["ours_thread_over_floor"])}
                for label, r in results.items()},
             "scale": {"metric": "ours median CPU seconds at the large size / at the small "
                                 "size", "value": scale_cpu, "wall_value": scale_ours,
                       "target": SCALE_TARGET, "pass": scale_ok},
         },
-        "verdict": "PASS" if floor_ok and scale_ok else "FAIL",
+        "verdict": "PASS" if floor_ok and thread_ok and scale_ok else "FAIL",
         "profile": profile_text,
+        "profile_thread": profile_thread_text,
         "correctness": {"ok": not errors, "errors": errors},
     }
     return finish(result, args.out, run_dir, errors, args.keep)

@@ -16,6 +16,22 @@ works on a fresh copy of the built layout (cp -a, mtimes preserved, then sync, u
 dry run changes nothing (checked after every run) and works on the built layout itself:
   * ours dry / real:  OrphanFilesCleaner(CleanContext(path, older_than_ms=now - 1 day,
                       dry_run=...)).clean()  (constructor included in the time)
+  * ours_thread dry / real: the same, in a fresh subprocess that already has other threads
+                      alive and working when the clock starts, as in a Spark driver, a
+                      notebook kernel or an Airflow worker (issue "Fast where users run it":
+                      every operation is measured both in a fresh process and in one with
+                      another library's threads running). The threads (OtherThreads,
+                      started after the imports, before the clock, stopped after it):
+                      (a) one idle daemon thread, blocked on an event; (b) a daemon thread
+                      that every 5 ms builds a 512-row table (pa.Table.from_pydict: it holds
+                      the GIL briefly), aggregates it (Table.group_by().aggregate(): Acero,
+                      on pyarrow's own CPU thread pool, whose threads it starts) and sums a
+                      pyarrow.compute expression over it. That is about 0.1-0.3 ms of work
+                      per 5 ms, a few percent of one core: kept small on purpose, so that
+                      what is measured is our cleaner sharing the process (the GIL, a live
+                      foreign thread pool, no safe fork), not a CPU taken by the load itself.
+                      Each run records the process's threads when the clock started and how
+                      many background operations ran meanwhile.
   * delta dry / real: DeltaTable(path).vacuum(retention_hours=0, dry_run=...,
                       enforce_retention_duration=False, full=True)  (open included)
   * floor dry / real: on the Paimon copy, a recursive os.scandir walk of the whole table,
@@ -33,13 +49,15 @@ threads), so a one-thread floor would not be a floor (use --floor-threads 1 to s
                       unlinkat relative to a directory descriptor, slices of 256 names of
                       one directory, directories interleaved over --floor-threads threads.
                       A real run of any cleaner costs at least this.
-Each repetition runs all seven (the side order rotates per repetition); medians
+Each repetition runs all nine (the side order rotates per repetition); medians
 over R repetitions are reported. Peak memory is the worker's own peak RSS (VmHWM; see
 peak_rss_kb for why not ru_maxrss alone); a worker that only imports the same modules gives
-the baseline.
+the baseline (for ours_thread: imports and the other threads started).
 
 Targets (at the target size: 100,000 orphans, or 10,000 with --quick):
-  * vs delta: ours real <= 0.5 x delta real, ours dry <= 0.5 x delta dry
+  * vs delta: ours real <= 0.5 x delta real, ours dry <= 0.5 x delta dry (vs_delta_real,
+              vs_delta_dry), and the same for ours_thread (vs_delta_thread_real,
+              vs_delta_thread_dry: "a process with other threads running")
   * vs floor: ours real <= 2 x floor real,   ours dry <= 2 x floor dry,
               ours real <= 2 x unlink real (delta-rs real / unlink real is printed too: if
               delta-rs runs at the unlink floor, 0.5 x delta-rs real is not reachable)
@@ -50,8 +68,9 @@ Correctness (untimed, every run): each side reports exactly the planted orphans 
 same set); after a real run exactly those are gone and every other file remains; after a dry
 run nothing changed. For one real run per size, pypaimon reads the Paimon copy with the right
 row count and deltalake reads the Delta copy with the right row count. A mismatch exits 1;
-missing a target only prints FAIL (exit 0). If a target of ours is missed, our clean() is
-profiled (cProfile, top 25 cumulative) on a fresh copy and the profile is printed and stored.
+missing a target only prints FAIL (exit 0). If a target of ours (or ours_thread) is missed,
+our clean() is profiled (cProfile, top 25 cumulative; the calling thread only; with the other
+threads running for ours_thread) on a fresh copy and the profile is printed and stored.
 
     python benchmarks/bench_orphan.py                # 100k orphans; scaling 10k, 100k
     python benchmarks/bench_orphan.py --quick        # 10k orphans; scaling 1k, 10k
@@ -93,10 +112,11 @@ VS_DELTA_TARGET = 0.5         # issue 19: ours <= 0.5 x delta-rs full vacuum, dr
 VS_FLOOR_TARGET = 2.0
 LINEAR_TARGET = 1.25            # per-orphan time at a size <= 1.25 x at the previous size
 PROFILE_TOP = 25
-SIDES = ("ours", "delta", "floor", "unlink")
+SIDES = ("ours", "ours_thread", "delta", "floor", "unlink")
+OURS = ("ours", "ours_thread")  # ours_thread: the same clean() with other threads running
 # (side, dry_run); "unlink" is the bare unlinks of a real run (nothing to do when dry)
-MODES = {"ours": (True, False), "delta": (True, False), "floor": (True, False),
-         "unlink": (False,)}
+MODES = {"ours": (True, False), "ours_thread": (True, False), "delta": (True, False),
+         "floor": (True, False), "unlink": (False,)}
 OPS = [(s, d) for s in SIDES for d in MODES[s]]
 DEFAULT_OUT = os.path.join(_REPO, "benchmarks", "results", "bench_orphan.json")
 
@@ -111,6 +131,83 @@ def ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
 
 def digest(paths) -> str:
     return hashlib.sha256("\n".join(sorted(paths)).encode()).hexdigest()
+
+
+# --- another library's threads (the ours_thread side; bench_expire uses it too) ------------
+OTHER_PERIOD_S = 0.005   # the background work sleeps this long between two small operations
+OTHER_ROWS = 512
+
+
+def _os_threads() -> int:
+    """Threads of this process, native ones included (pyarrow's pool is not in threading)."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        import threading
+        return threading.active_count()
+
+
+class OtherThreads:
+    """Threads of another library alive and working in this process, as in a Spark driver,
+    a notebook kernel or an Airflow worker: (a) one idle daemon thread (blocked on an event)
+    and (b) a daemon thread that, every OTHER_PERIOD_S (5 ms), builds a 512-row table with
+    pa.Table.from_pydict (holds the GIL briefly), aggregates it with
+    Table.group_by().aggregate() (Acero: runs on pyarrow's CPU thread pool, whose threads it
+    starts) and sums a pyarrow.compute expression over it: about 0.1-0.3 ms of work per
+    5 ms, a few percent of one core, so it measures an operation in a process that has other
+    threads (GIL hand-offs, a live thread pool, no safe fork), not one starved of CPU.
+    start() returns once the first operation is done (pyarrow's pool is up); stop() ends
+    both threads and returns what ran meanwhile."""
+
+    def __init__(self, period_s: float = OTHER_PERIOD_S) -> None:
+        import threading
+        self.period_s = period_s
+        self._stop = threading.Event()
+        self._ready = threading.Event()
+        self._ops = 0
+        self._error: Optional[str] = None
+        self._threads = [
+            threading.Thread(target=self._stop.wait, daemon=True, name="bench-idle"),
+            threading.Thread(target=self._work, daemon=True, name="bench-pyarrow")]
+        self._ops_at_start = 0
+        self.threads_at_start = 0
+
+    def _work(self) -> None:
+        try:
+            import pyarrow as pa
+            import pyarrow.compute as pc
+            keys = [i % 16 for i in range(OTHER_ROWS)]
+            vals = list(range(OTHER_ROWS))
+            while not self._stop.is_set():
+                t = pa.Table.from_pydict({"k": keys, "v": vals})
+                t.group_by("k").aggregate([("v", "sum")])
+                pc.sum(pc.multiply(t.column("v"), 3)).as_py()
+                self._ops += 1
+                self._ready.set()
+                self._stop.wait(self.period_s)
+        except Exception as e:  # noqa: BLE001 - reported by stop(), never silently
+            self._error = repr(e)
+        finally:
+            self._ready.set()
+
+    def start(self) -> "OtherThreads":
+        for t in self._threads:
+            t.start()
+        self._ready.wait()
+        if self._error:
+            raise RuntimeError(f"the background pyarrow thread failed: {self._error}")
+        self._ops_at_start = self._ops
+        self.threads_at_start = _os_threads()
+        return self
+
+    def stop(self) -> Dict[str, Any]:
+        ops = self._ops - self._ops_at_start
+        self._stop.set()
+        for t in self._threads:
+            t.join()
+        if self._error:
+            raise RuntimeError(f"the background pyarrow thread failed: {self._error}")
+        return {"threads_at_start": self.threads_at_start, "background_ops": ops}
 
 
 # --- worker (runs in a fresh subprocess) ------------------------------------------------
@@ -146,6 +243,12 @@ def worker(spec: Dict[str, Any]) -> Dict[str, Any]:
     if side == "baseline-ours":
         from paimon_commit import CleanContext, OrphanFilesCleaner  # noqa: F401
         return peak_rss_kb()
+    if side == "baseline-ours_thread":
+        from paimon_commit import CleanContext, OrphanFilesCleaner  # noqa: F401
+        other = OtherThreads().start()
+        rss = peak_rss_kb()
+        other.stop()
+        return rss
     if side == "baseline-delta":
         import deltalake  # noqa: F401
         return peak_rss_kb()
@@ -153,8 +256,10 @@ def worker(spec: Dict[str, Any]) -> Dict[str, Any]:
         return peak_rss_kb()
 
     out: Dict[str, Any] = {}
-    if side == "ours":
+    if side in OURS:
         from paimon_commit import CleanContext, OrphanFilesCleaner
+        # ours_thread: another library's threads alive and working (OtherThreads)
+        other = OtherThreads().start() if side == "ours_thread" else None
         older = int(time.time() * 1000) - DAY_MS
         prof = None
         if spec.get("profile"):
@@ -166,6 +271,8 @@ def worker(spec: Dict[str, Any]) -> Dict[str, Any]:
         secs = time.perf_counter() - t0
         if prof is not None:
             prof.disable()
+        if other is not None:
+            out.update(other.stop())
         rss = peak_rss_kb()
         rels = list(r.deleted_paths)
         out.update(phases=dict(r.seconds), deleted_bytes=r.deleted_bytes,
@@ -424,7 +531,7 @@ def verify_run(kind: str, side: str, dry: bool, copy: str, res: Dict[str, Any],
         missing, extra = expected - after, after - expected
         errs.append(f"files on disk differ from expected: {len(missing)} missing (e.g. "
                     f"{sorted(missing)[:3]}), {len(extra)} unexpected (e.g. {sorted(extra)[:3]})")
-    if side == "ours" and not dry and res.get("deleted_dirs"):
+    if side in OURS and not dry and res.get("deleted_dirs"):
         errs.append(f"removed {res['deleted_dirs']} directories; none was empty")
     if read_rows and not dry and not (kind == "paimon" and NO_PYPAIMON):
         try:
@@ -484,7 +591,7 @@ def measure_size(info: Dict[str, Any], reps: int, warehouse: str, floor_threads:
                     if not dry:
                         remove_tree(copy)
                     continue
-                read = side in ("ours", "delta") and not dry and not read_done[kind]
+                read = side in (*OURS, "delta") and not dry and not read_done[kind]
                 errs = verify_run(kind, side, dry, copy, res, info, read, warehouse)
                 if read:
                     read_done[kind] = True
@@ -624,14 +731,22 @@ def main(argv=None) -> int:
         results[n] = measure_size(info, reps, warehouse, args.floor_threads, errors)
         if n == target_n:
             r = results[n]
-            missed = [op for op in ("real", "dry")
+            # (side, op) pairs of ours that missed a target: ours vs delta-rs and the floor,
+            # ours_thread vs delta-rs (its only target)
+            missed = [("ours", op) for op in ("real", "dry")
                       if not _ok(ratio(med_of(r, f"ours_{op}"), med_of(r, f"delta_{op}")),
                                  VS_DELTA_TARGET)
                       or not _ok(ratio(med_of(r, f"ours_{op}"), med_of(r, f"floor_{op}")),
                                  VS_FLOOR_TARGET)]
-            for op in (missed if not args.profile else ["real", "dry"]):
+            missed += [("ours_thread", op) for op in ("real", "dry")
+                       if not _ok(ratio(med_of(r, f"ours_thread_{op}"),
+                                        med_of(r, f"delta_{op}")), VS_DELTA_TARGET)]
+            todo = missed if not args.profile else \
+                [("ours", "real"), ("ours", "dry")] + [m for m in missed if m[0] != "ours"]
+            for side, op in todo:
                 dry = op == "dry"
-                print(f"  profiling our clean() ({op} run) ...", flush=True)
+                busy = ", other threads running" if side == "ours_thread" else ""
+                print(f"  profiling our clean() ({op} run{busy}) ...", flush=True)
                 copy = info["paimon"]["base"]
                 if not dry:
                     copy = os.path.join(os.path.dirname(copy), "run")
@@ -639,9 +754,10 @@ def main(argv=None) -> int:
                     copy_tree(info["paimon"]["base"], copy)
                     os.sync()
                 try:
-                    res = run_worker({"side": "ours", "path": copy, "dry_run": dry,
+                    res = run_worker({"side": side, "path": copy, "dry_run": dry,
                                       "profile": True})
-                    profiles.append({"orphans": n, "dry_run": dry, "missed": op in missed,
+                    profiles.append({"orphans": n, "side": side, "dry_run": dry,
+                                     "missed": (side, op) in missed,
                                      "seconds_with_profiler": res["seconds"],
                                      "phases": res["phases"], "text": res["profile"]})
                 except RuntimeError as e:
@@ -662,35 +778,41 @@ def main(argv=None) -> int:
         r = results[n]
         print(f"{n:,} orphans + {LIVE_FILES} live files, {N_PARTITIONS} partitions "
               f"(median of {len(r['ours_real']['runs']) if r.get('ours_real') else 0}):")
-        hdr = (f"  {'operation':<12}{'median s':>10}{'min s':>9}{'max s':>9}"
+        hdr = (f"  {'operation':<17}{'median s':>10}{'min s':>9}{'max s':>9}"
                f"{'us/orphan':>11}{'peak RSS MB':>13}{'over base':>11}")
         print(hdr)
         print("  " + "-" * (len(hdr) - 2))
         for side, dry in OPS:
             d = r.get(op_name(side, dry))
             if not d:
-                print(f"  {op_name(side, dry):<12}  (no successful run)")
+                print(f"  {op_name(side, dry):<17}  (no successful run)")
                 continue
-            print(f"  {op_name(side, dry):<12}{d['median_seconds']:>10.3f}"
+            print(f"  {op_name(side, dry):<17}{d['median_seconds']:>10.3f}"
                   f"{d['min_seconds']:>9.3f}{d['max_seconds']:>9.3f}"
                   f"{d['us_per_orphan']:>11.2f}{d['peak_rss_mb']:>13.1f}"
                   f"{d['peak_rss_mb'] - baseline[side]:>11.1f}")
-        for op in ("real", "dry"):
-            o = r.get(f"ours_{op}")
-            if o:
-                ph = o["median_phase_seconds"]
-                print(f"  ours {op} phases (median s): " +
-                      ", ".join(f"{k} {v:.3f}" for k, v in ph.items()))
+        for side in OURS:
+            for op in ("real", "dry"):
+                o = r.get(f"{side}_{op}")
+                if o:
+                    ph = o["median_phase_seconds"]
+                    print(f"  {side} {op} phases (median s): " +
+                          ", ".join(f"{k} {v:.3f}" for k, v in ph.items()))
         print()
 
     # targets
     rt = results[target_n]
     targets: Dict[str, Dict[str, Any]] = {}
-    for op in ("real", "dry"):
-        v = ratio(med_of(rt, f"ours_{op}"), med_of(rt, f"delta_{op}"))
-        targets[f"vs_delta_{op}"] = {
-            "metric": f"ours {op} / delta-rs vacuum {op} (median, {target_n:,} orphans)",
-            "value": v, "target": VS_DELTA_TARGET, "pass": _ok(v, VS_DELTA_TARGET)}
+    for side, key, where in (("ours", "vs_delta", "a fresh process"),
+                             ("ours_thread", "vs_delta_thread",
+                              "a process with other threads running (an idle one, pyarrow "
+                              "work)")):
+        for op in ("real", "dry"):
+            v = ratio(med_of(rt, f"{side}_{op}"), med_of(rt, f"delta_{op}"))
+            targets[f"{key}_{op}"] = {
+                "metric": f"ours {op} in {where} / delta-rs vacuum {op} (median, "
+                          f"{target_n:,} orphans)",
+                "value": v, "target": VS_DELTA_TARGET, "pass": _ok(v, VS_DELTA_TARGET)}
     for op in ("real", "dry"):
         v = ratio(med_of(rt, f"ours_{op}"), med_of(rt, f"floor_{op}"))
         targets[f"vs_floor_{op}"] = {
@@ -708,6 +830,10 @@ def main(argv=None) -> int:
         "ours_dry_over_floor_real": ratio(med_of(rt, "ours_dry"), med_of(rt, "floor_real")),
         "delta_real_over_floor_real": ratio(med_of(rt, "delta_real"), med_of(rt, "floor_real")),
         "delta_dry_over_floor_dry": ratio(med_of(rt, "delta_dry"), med_of(rt, "floor_dry")),
+        "ours_thread_real_over_ours_real": ratio(med_of(rt, "ours_thread_real"),
+                                                 med_of(rt, "ours_real")),
+        "ours_thread_dry_over_ours_dry": ratio(med_of(rt, "ours_thread_dry"),
+                                               med_of(rt, "ours_dry")),
     }
     scaling: Dict[str, Any] = {}
     for side, dry in OPS:
@@ -729,7 +855,7 @@ def main(argv=None) -> int:
             "pass": _ok(v, LINEAR_TARGET)}
 
     print("scaling (median seconds; us per orphan; marginal us per added orphan):")
-    print(f"  {'operation':<12}" + "".join(f"{n:>24,}" for n, _ in sizes))
+    print(f"  {'operation':<17}" + "".join(f"{n:>24,}" for n, _ in sizes))
     for side, dry in OPS:
         name = op_name(side, dry)
         s = scaling[name]
@@ -737,11 +863,11 @@ def main(argv=None) -> int:
         for i, p in enumerate(s["points"]):
             m = f" +{s['marginal_us_per_orphan'][i - 1]:.2f}" if i else ""
             cells.append(f"{p['median_seconds']:.3f}s {p['us_per_orphan']:.2f}us{m}")
-        print(f"  {name:<12}" + "".join(f"{c:>24}" for c in cells))
+        print(f"  {name:<17}" + "".join(f"{c:>24}" for c in cells))
     print()
     for key, t in targets.items():
         v = "n/a" if t["value"] is None else f"{t['value']:.3f}"
-        print(f"target {key:<15} ({t['metric']} <= {t['target']}): {v}  "
+        print(f"target {key:<21} ({t['metric']} <= {t['target']}): {v}  "
               f"{'PASS' if t['pass'] else 'FAIL'}")
     print("for reference: " + ", ".join(
         f"{k} {'n/a' if v is None else f'{v:.3f}'}" for k, v in info_ratios.items()))
@@ -765,7 +891,8 @@ def main(argv=None) -> int:
               "are interleaved per repetition and more robust")
     for prof in profiles:
         print()
-        print(f"profile of our clean() ({'dry' if prof['dry_run'] else 'real'} run, "
+        busy = ", other threads running" if prof.get("side") == "ours_thread" else ""
+        print(f"profile of our clean() ({'dry' if prof['dry_run'] else 'real'} run{busy}, "
               f"{prof['orphans']:,} orphans, "
               f"{prof['seconds_with_profiler']:.3f} s with the profiler; phases " +
               ", ".join(f"{k} {v:.3f}" for k, v in prof["phases"].items()) + "):")
@@ -781,7 +908,8 @@ def main(argv=None) -> int:
                        f"{LIVE_FILES} live files and N planted orphans: paimon_commit "
                        f"OrphanFilesCleaner vs deltalake vacuum(full=True, retention_hours=0) "
                        f"on the same layout vs an os.scandir+stat+unlink floor; each run on a "
-                       f"fresh copy in a fresh subprocess",
+                       f"fresh copy in a fresh subprocess, ours also in one with another "
+                       f"library's threads running",
         "timestamp_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "config": {"target_orphans": target_n, "sizes": [n for n, _ in sizes],
                    "reader_check": reader_check(),
@@ -790,6 +918,12 @@ def main(argv=None) -> int:
                    "orphan_bytes": len(ORPHAN_BYTES), "data_file_age_seconds": AGE_S,
                    "ours": "OrphanFilesCleaner(CleanContext(path, older_than_ms=now-1d, "
                            "dry_run)).clean(), default thread pool",
+                   "ours_thread": "the same, with other threads alive and working in the "
+                                  "process: one idle daemon thread and one that every "
+                                  f"{OTHER_PERIOD_S * 1000:g} ms builds a {OTHER_ROWS}-row "
+                                  "table (pa.Table.from_pydict), group_by().aggregate()s it "
+                                  "on pyarrow's CPU thread pool and sums a pyarrow.compute "
+                                  "expression",
                    "delta": "DeltaTable(path).vacuum(retention_hours=0, dry_run, "
                             "enforce_retention_duration=False, full=True)",
                    "floor": "recursive os.scandir of the Paimon table + set lookup of the "
