@@ -186,3 +186,80 @@ def finish(result: Dict[str, Any], out: str, run_dir: str, errors: List[str], ke
     else:
         remove(run_dir)
     return 0
+
+
+# --- another library's threads (the ours_thread sides of bench_orphan and bench_expire) ------------
+OTHER_PERIOD_S = 0.005   # the background work sleeps this long between two small operations
+OTHER_ROWS = 512
+
+
+def _os_threads() -> int:
+    """Threads of this process, native ones included (pyarrow's pool is not in threading)."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        import threading
+        return threading.active_count()
+
+
+class OtherThreads:
+    """Threads of another library alive and working in this process, as in a Spark driver,
+    a notebook kernel or an Airflow worker: (a) one idle daemon thread (blocked on an event)
+    and (b) a daemon thread that, every OTHER_PERIOD_S (5 ms), builds a 512-row table with
+    pa.Table.from_pydict (holds the GIL briefly), aggregates it with
+    Table.group_by().aggregate() (Acero: runs on pyarrow's CPU thread pool, whose threads it
+    starts) and sums a pyarrow.compute expression over it: about 0.1-0.3 ms of work per
+    5 ms, a few percent of one core, so it measures an operation in a process that has other
+    threads (GIL hand-offs, a live thread pool, no safe fork), not one starved of CPU.
+    start() returns once the first operation is done (pyarrow's pool is up); stop() ends
+    both threads and returns what ran meanwhile."""
+
+    def __init__(self, period_s: float = OTHER_PERIOD_S) -> None:
+        import threading
+        self.period_s = period_s
+        self._stop = threading.Event()
+        self._ready = threading.Event()
+        self._ops = 0
+        self._error: Optional[str] = None
+        self._threads = [
+            threading.Thread(target=self._stop.wait, daemon=True, name="bench-idle"),
+            threading.Thread(target=self._work, daemon=True, name="bench-pyarrow")]
+        self._ops_at_start = 0
+        self.threads_at_start = 0
+
+    def _work(self) -> None:
+        try:
+            import pyarrow as pa
+            import pyarrow.compute as pc
+            keys = [i % 16 for i in range(OTHER_ROWS)]
+            vals = list(range(OTHER_ROWS))
+            while not self._stop.is_set():
+                t = pa.Table.from_pydict({"k": keys, "v": vals})
+                t.group_by("k").aggregate([("v", "sum")])
+                pc.sum(pc.multiply(t.column("v"), 3)).as_py()
+                self._ops += 1
+                self._ready.set()
+                self._stop.wait(self.period_s)
+        except Exception as e:  # noqa: BLE001 - reported by stop(), never silently
+            self._error = repr(e)
+        finally:
+            self._ready.set()
+
+    def start(self) -> "OtherThreads":
+        for t in self._threads:
+            t.start()
+        self._ready.wait()
+        if self._error:
+            raise RuntimeError(f"the background pyarrow thread failed: {self._error}")
+        self._ops_at_start = self._ops
+        self.threads_at_start = _os_threads()
+        return self
+
+    def stop(self) -> Dict[str, Any]:
+        ops = self._ops - self._ops_at_start
+        self._stop.set()
+        for t in self._threads:
+            t.join()
+        if self._error:
+            raise RuntimeError(f"the background pyarrow thread failed: {self._error}")
+        return {"threads_at_start": self.threads_at_start, "background_ops": ops}

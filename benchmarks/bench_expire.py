@@ -14,7 +14,7 @@ Every measurement runs on a fresh copy of the built table (shutil.copytree), ope
            working from before Table.open until expire() returns, as in a Spark driver, a
            notebook kernel or an Airflow worker (issue "Fast where users run it": every
            operation is measured both without and with another library's threads running).
-           The threads (bench_orphan.OtherThreads): (a) one idle daemon thread, blocked on an
+           The threads (_common.OtherThreads): (a) one idle daemon thread, blocked on an
            event; (b) a daemon thread that every 5 ms builds a 512-row table
            (pa.Table.from_pydict: it holds the GIL briefly), aggregates it
            (Table.group_by().aggregate(): Acero, on pyarrow's own CPU thread pool) and sums a
@@ -83,7 +83,7 @@ if _REPO not in sys.path:
     sys.path.insert(0, _REPO)
 
 import fastavro  # noqa: E402
-from bench_orphan import OTHER_PERIOD_S, OTHER_ROWS, OtherThreads  # noqa: E402,E501  (ours_thread)
+from _common import OTHER_PERIOD_S, OTHER_ROWS, OtherThreads  # noqa: E402  (ours_thread)
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
@@ -237,7 +237,7 @@ def _du(path: str) -> int:
 def run_ours(copy: str, n_expire: int, profile: bool = False, other_threads: bool = False):
     """Our expire() on `copy`: (result, wall seconds, profiler or None, facts about the other
     threads or None). other_threads: the ours_thread side, with another library's threads
-    (bench_orphan.OtherThreads) started before the table is opened and stopped after."""
+    (_common.OtherThreads) started before the table is opened and stopped after."""
     from paimon_commit import Table  # noqa: F401  (imported before the threads start)
     from paimon_commit.operations.expire import ExpireSnapshots  # noqa: F401
     other = OtherThreads().start() if other_threads else None

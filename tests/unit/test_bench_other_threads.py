@@ -1,5 +1,5 @@
 """The benchmarks' ours_thread side: another library's threads alive and working in the process
-(bench_orphan.OtherThreads, used by bench_orphan and bench_expire)."""
+(_common.OtherThreads, used by bench_orphan and bench_expire)."""
 import os
 import sys
 import threading
@@ -8,7 +8,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
-from bench_orphan import OPS, OtherThreads, _os_threads  # noqa: E402
+from _common import OtherThreads, _os_threads  # noqa: E402
+from bench_orphan import OPS  # noqa: E402
 
 
 def test_other_threads_run_pyarrow_work_until_stopped():
