@@ -247,8 +247,17 @@ class FileStoreCommit:
         if last is not None:
             return [i for i in ids if i > last.commit_identifier], None
         earliest = sm.earliest_snapshot_id()
-        if not ids or earliest is None or earliest <= 1:
-            return ids, None   # the whole history is retained: the user never committed
+        if not ids or earliest is None:
+            return ids, None   # nothing to commit, or an empty table
+        if earliest <= 1:
+            # The whole history is retained: this user never committed. But the files may
+            # have been, by another user (a job restarted with a new commit user: the default
+            # one is random): a file the table names is refused by filter_and_commit, as
+            # after an expiration (audit issue25r r5: after a compaction they were published
+            # again, rows read twice).
+            return ids, (f"commit user {self.commit_user!r} has no snapshot in "
+                         f"{self.store.root} (a job restarted under another commit user, such "
+                         f"as a new default random one, cannot tell what it committed before)")
         what = f"identifier {ids[0]}" if len(ids) == 1 else \
             f"identifiers {', '.join(map(str, ids))}"
         why = (f"commit user {self.commit_user!r} has no snapshot left in {self.store.root} "

@@ -324,6 +324,7 @@ class RepeatScreen:
         forgotten_adds: List[ManifestEntry] = []
         removed: List[Tuple[ManifestEntry, Committed]] = []   # rolled back since
         others: List[Tuple[ManifestEntry, Committed]] = []   # another user's commits
+        raised_mine: List[Tuple[ManifestEntry, Committed]] = []   # this user's calls that raised
         for e in adds:
             c = hits.get(e.identifier)
             if c is None:
@@ -334,6 +335,8 @@ class RepeatScreen:
                 continue
             if c.commit_user != user:
                 others.append((e, c))
+            elif c.snapshot_id is None:
+                raised_mine.append((e, c))
             if c.commit_user != user or c.snapshot_id is None:
                 check_table = True
                 if (c.commit_user, c.identifier, c.kind, c.snapshot_id) == \
@@ -349,16 +352,32 @@ class RepeatScreen:
                 removed.append((e, c))   # later repeat is refused the same way.
         if mine:
             first = mine[0][1]
-            if len(mine) == len(adds) and first.identifier == identifier \
-                    and first.kind == kind and all(c == first for _, c in mine):
+            exact = first.identifier == identifier and first.kind == kind \
+                and all(c == first for _, c in mine)
+            if exact and len(mine) == len(adds):
+                log.info("commit %s/%s was already published as snapshot %d; not again",
+                         user, _ident_str(identifier), first.snapshot_id)
+                return first.snapshot_id, False
+            if exact and len(mine) + forgotten == len(adds) \
+                    and self.still_committed(first.snapshot_id, user, identifier, kind, adds):
+                # The same call, some of whose files the bounded record forgot: its
+                # snapshot ADDs them all (audit issue25r r4: refused as "committed otherwise").
+                RECORD.record(root, [e.identifier for e in adds], first,
+                              times=[e.file.creation_time for e in adds])
                 log.info("commit %s/%s was already published as snapshot %d; not again",
                          user, _ident_str(identifier), first.snapshot_id)
                 return first.snapshot_id, False
             e, c = mine[0]
             raise self._committed_otherwise(e, c.identifier, c.kind, c.snapshot_id,
                                             identifier, kind)
-        if others:
-            self._refuse_replaced(others)
+        # Files this process handed to another commit user, or to a call of this user that
+        # raised, in anything but the exact repeat of that call (looked for in the table's
+        # history below): refused whether or not they are live now, so no compaction between
+        # this screen and the attempt can let them through (audit issue25r r1, r2).
+        walk = (unknown and len(unknown) + forgotten == len(adds)) or forgotten == len(adds)
+        known = others + ([] if walk else raised_mine)
+        if known:
+            self._refuse_known(known)
         if removed:
             # Publishing them again is not safe, even with the files on disk: a rollback
             # leaves them to orphan cleanup, which selects them by age (they are as old as the
@@ -379,14 +398,15 @@ class RepeatScreen:
                         f"{last[1]}: identifiers must increase (filter_committed treats every "
                         f"identifier up to {last[0]} as committed)")
                 RECORD.forget_user(root, user)   # rolled back since
-        if len(unknown) == len(adds) or forgotten == len(adds):
-            # A call that raised after it may have published, or one the record forgot: the
-            # table's history tells whether this user published exactly these files with this
-            # identifier (a repeat, as if remembered); otherwise the table check refuses an
-            # ADD of a live file.
-            raised = len(unknown) == len(adds)
-            lowest = min(c.lowest_id for c in unknown) if raised \
-                else RECORD.forgotten_from(root)
+        if walk:
+            # A call that raised after it may have published, or one the record forgot (or
+            # both, for some files each): the table's history tells whether this user
+            # published exactly these files with this identifier (a repeat, as if
+            # remembered); otherwise one that is live, or that a retained commit added and
+            # that was replaced since, is refused.
+            raised = bool(unknown)
+            lowest = min([c.lowest_id for c in unknown]
+                         + ([RECORD.forgotten_from(root)] if forgotten else []))
             done = self._published_before(adds, identifier, kind, lowest, raised)
             if done is not None:
                 RECORD.record(root, [e.identifier for e in adds],
@@ -460,8 +480,15 @@ class RepeatScreen:
                f"({_ident_str(identifier)}) to {store.root} earlier in this process (more "
                f"files since than it remembers)")
         gone = self._not_live(adds)
-        if not gone:
-            return None
+        gone_ids = {e.identifier for e in gone}
+        live = [e for e in adds if e.identifier not in gone_ids]
+        if live:
+            # In the table (not this call's exact repeat): refused here, not left to the
+            # attempt's table check, which a compaction in between would pass (issue25r r2).
+            latest = sm.latest_snapshot()
+            raise CommitConflictError(
+                f"file {store.data_file_path(live[0])} is already live in snapshot "
+                f"{latest.id if latest is not None else '?'}; refusing to add it twice")
         if complete and raised:
             # Never published, or a rollback removed it: the table cannot tell. After a
             # rollback, publishing them again races orphan cleanup (see screen), so refuse;
@@ -536,18 +563,25 @@ class RepeatScreen:
             f"commit them again, as their rows could be read twice. Write the rows again with "
             f"a new writer if they are missing")
 
-    def _refuse_replaced(self, others: List[Tuple[ManifestEntry, Committed]]) -> None:
-        """CommitConflictError when a file another commit user of this process published (or
-        may have: its call raised) is no longer live: a compaction or an overwrite replaced
-        it (its rows are still in the table, in other files) or a rollback removed it, which
-        the table cannot tell apart. The table check refuses only a live file: published
-        again, the compacted rows were read twice (audit issue25p p5: a retried notebook cell
-        gets a new random commit user, and post-commit compaction had replaced its file).
-        Live files are left to the table check, which names the snapshot holding them."""
-        gone = {e.identifier for e in self._not_live([e for e, _ in others])}
-        for e, c in others:
-            if e.identifier not in gone:
-                continue
+    def _refuse_known(self, known: List[Tuple[ManifestEntry, Committed]]) -> None:
+        """CommitConflictError for files this process committed (or may have: the call
+        raised) that are handed to a call other than the exact repeat of that commit: one
+        that is live is in the table already; one that is not was replaced since by a
+        compaction or an overwrite (its rows are still in the table, in other files) or
+        removed by a rollback, which the table cannot tell apart. Before, only live files
+        were refused (by the attempt's table check): published again, the compacted rows were
+        read twice (audit issue25p p5: a retried notebook cell gets a new random commit user,
+        and post-commit compaction had replaced its file; issue25r r1: a call that raised,
+        repeated with more files; r2: a compaction between the screen and the attempt)."""
+        entries = [e for e, _ in known]
+        gone = {e.identifier for e in self._not_live(entries)}
+        live = [e for e in entries if e.identifier not in gone]
+        if live:
+            latest = self.store.snapshots.latest_snapshot()
+            raise CommitConflictError(
+                f"file {self.store.data_file_path(live[0])} is already live in snapshot "
+                f"{latest.id if latest is not None else '?'}; refusing to add it twice")
+        for e, c in known:
             how = (f"{c.kind} snapshot {c.snapshot_id}" if c.snapshot_id is not None else
                    f"a {c.kind} call that raised after it may have published it")
             raise CommitConflictError(

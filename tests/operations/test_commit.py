@@ -353,8 +353,10 @@ def test_recommit_of_a_live_file_is_refused(table, table_path):
     msgs = w.prepare_commit()
     with table.new_commit(commit_user="a") as c:
         c.commit(msgs, 1)
+    # (User b has no snapshot: whatever the table names is refused before any attempt.)
     with table.new_commit(commit_user="b") as c, pytest.raises(
-            CommitConflictError, match="already live"):
+            CommitConflictError, match=r"commit user 'b' has no snapshot in .* and data file "
+                                       r".* is named by a retained snapshot"):
         c.filter_and_commit({1: msgs})
 
 

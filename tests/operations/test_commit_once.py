@@ -159,8 +159,10 @@ def test_filter_and_commit_with_already_committed_files(table, table_path):
                            r"\(identifier 5, APPEND snapshot 1\)"):
             c.filter_and_commit({6: msgs})
     with table.new_commit(commit_user="recovery") as c:
-        with pytest.raises(CommitConflictError, match="already live in snapshot 1"):
+        with pytest.raises(CommitConflictError, match="is named by a retained snapshot"):
             c.filter_and_commit({5: msgs})
+        with pytest.raises(CommitConflictError, match="already live in snapshot 1"):
+            c.commit(msgs, 5)
     assert snapshot_ids(table_path) == [1]
     assert read_ids(table_path) == [1]
 

@@ -249,6 +249,96 @@ def test_a_repeat_by_another_user_the_record_forgot_after_a_compaction_is_refuse
     assert ids_read(table_path) == [0, 1, 2, 10, 11, 12, 13]
 
 
+@pytest.mark.parametrize("how", ["another-identifier", "with-one-more-file"])
+def test_an_interrupted_commit_changed_and_repeated_after_a_compaction_is_refused(
+        table, table_path, how):
+    # Regression (audit issue25r r1): a call that raised after it may have published left
+    # its files recorded without a snapshot; a repeat that was not its exact repeat (another
+    # identifier, or more files) was only checked against the live files, which the
+    # compaction had replaced: published again, rows read twice.
+    write(table, make_rows([1]))
+    msgs = _interrupted_after_publishing(table_path, [2])
+    assert table.compact(options={"compaction.min.file-num": "2"}).snapshot_id == 3
+    with table.new_commit(commit_user="nb") as c:
+        with pytest.raises(CommitConflictError, match=r"was already committed to .* by commit "
+                                                      r"user 'nb' \(a batch commit, a APPEND "
+                                                      r"call that raised after it may have "
+                                                      r"published it\) and is no longer live"):
+            if how == "another-identifier":
+                c.commit(msgs, 99)
+            else:
+                c.commit(msgs + prepared(table, [3]))
+    assert snapshot_ids(table_path) == [1, 2, 3]
+    assert ids_read(table_path) == [1, 2]
+
+
+def test_a_compaction_between_the_screen_and_the_attempt_lets_no_repeat_through(
+        table, table_path, monkeypatch):
+    # Regression (audit issue25r r2): another user's file, live when the call was screened,
+    # was left to the attempt's table check; a compaction in between replaced it and the
+    # check passed it: rows read twice. Such a file is refused at the screen, live or not.
+    from paimon_commit.operations import commit_record
+    write(table, make_rows([10]))
+    msgs = prepared(table, [11])
+    with table.new_commit(commit_user="A") as c:
+        assert c.commit(msgs) == 2
+    real = commit_record.RepeatScreen.screen
+
+    def screen_then_compact(self, adds, identifier, kind):
+        out = real(self, adds, identifier, kind)   # (raises here now)
+        table.compact(options={"compaction.min.file-num": "2"})
+        return out
+    monkeypatch.setattr(commit_record.RepeatScreen, "screen", screen_then_compact)
+    with table.new_commit(commit_user="B") as c:
+        with pytest.raises(CommitConflictError, match="is already live in snapshot 2"):
+            c.commit(msgs)
+    assert ids_read(table_path) == [10, 11]
+
+
+def test_an_exact_repeat_some_of_whose_files_the_record_forgot_is_a_no_op(
+        table, table_path, monkeypatch):
+    # Audit issue25r r4: refused ("already committed ... refusing to commit it again") where
+    # the snapshot of that very call ADDs every file.
+    from paimon_commit.operations import commit_record
+    write(table, make_rows([1]))
+    monkeypatch.setattr(commit_record, "RECORD", commit_record.CommitRecord(capacity=2))
+    msgs = prepared(table, [2]) + prepared(table, [3])
+    with table.new_commit(commit_user="job") as c:
+        assert c.commit(msgs) == 2
+        assert c.commit(prepared(table, [4])) == 3   # 3 files for 2 places: one is forgotten
+        assert c.commit(msgs) == 2
+        assert c.last_result.already_committed
+    assert snapshot_ids(table_path) == [1, 2, 3]
+    assert ids_read(table_path) == [1, 2, 3, 4]
+
+
+def test_filter_and_commit_under_a_new_commit_user_refuses_files_the_table_names(
+        table, table_path, monkeypatch):
+    # Regression (audit issue25r r5): a job restarted in a new process under a new commit
+    # user (the default one is random) has no snapshot; with the whole history retained,
+    # every identifier was pending and only the live files were checked, which a compaction
+    # had replaced: rows read twice. Files the table names are refused, as after an
+    # expiration.
+    from paimon_commit.operations import commit_record
+    write(table, make_rows([10]))
+    msgs = {1: prepared(table, [11]), 2: prepared(table, [12])}
+    with table.new_commit(commit_user="S") as c:
+        c.commit(msgs[1], 1)
+        c.commit(msgs[2], 2)
+    table.compact(options={"compaction.min.file-num": "2"})
+    msgs[3] = prepared(table, [13])
+    monkeypatch.setattr(commit_record, "RECORD", commit_record.CommitRecord())   # a restart
+    with table.new_commit() as c:
+        with pytest.raises(CommitConflictError, match=r"cannot re-commit identifier 1: commit "
+                                                      r"user '.*' has no snapshot in .* is "
+                                                      r"named by a retained snapshot"):
+            c.filter_and_commit(msgs)
+    assert ids_read(table_path) == [10, 11, 12]
+    with table.new_commit(commit_user="S") as c:   # resumed as the job's own user
+        assert c.filter_and_commit(msgs) == [5]
+    assert ids_read(table_path) == [10, 11, 12, 13]
+
+
 def test_a_repeat_of_an_interrupted_commit_compacted_and_expired_is_refused(table, table_path):
     # The same, once snapshot 2 has expired: the table cannot tell whether the call published
     # (its rows are in the compacted file) or not, so the repeat is refused, not a second copy.
