@@ -104,6 +104,7 @@ class _AttemptState:
     uncertain_base: Optional[int] = None  # base id of an attempt whose publish is unknown
     uncertain: Optional[Snapshot] = None  # the snapshot that attempt tried to publish
     uncertain_from: Optional[Snapshot] = None  # the base snapshot that attempt read
+    uncertain_before: Optional[int] = None  # publish_base before that attempt's publish
     attempts: int = 0
     failed_base: Optional[int] = None     # base id of the attempt that just failed
     last_failure: Optional["_RaceLost"] = None
@@ -503,6 +504,7 @@ class FileStoreCommit:
             state.uncertain_base = latest.id if latest else 0
             state.uncertain_from = latest
             state.uncertain = snapshot
+            state.uncertain_before = before_publish
             state.delta.keep = True
             raise _RaceLost(f"publishing snapshot {snapshot.id} failed: {e!r}",
                             state.uncertain_base) from e
@@ -548,6 +550,12 @@ class FileStoreCommit:
         landed = resolve_uncertain(self.store, ours, base or 0, latest.id if latest else 0,
                                    state.uncertain_from)
         state.uncertain = state.uncertain_base = state.uncertain_from = None
+        if not landed:
+            # Settled: that attempt published nothing, so it no longer counts among those
+            # that may have (a call that fails now is not recorded as "raised after it may
+            # have published", whose retry would be refused: audit issue25s s1).
+            state.publish_base = state.uncertain_before
+        state.uncertain_before = None
         return ours.id if landed else None
 
     def _delta_files(self, state: _AttemptState, entries: List[ManifestEntry]) -> _Delta:

@@ -583,7 +583,7 @@ class RepeatScreen:
                 f"{latest.id if latest is not None else '?'}; refusing to add it twice")
         for e, c in known:
             how = (f"{c.kind} snapshot {c.snapshot_id}" if c.snapshot_id is not None else
-                   f"a {c.kind} call that raised after it may have published it")
+                   f"a call ({c.kind}) that raised after it may have published it")
             raise CommitConflictError(
                 f"data file {self.store.data_file_path(e)} was already committed to "
                 f"{self.store.root} by commit user {c.commit_user!r} "

@@ -261,8 +261,8 @@ def test_an_interrupted_commit_changed_and_repeated_after_a_compaction_is_refuse
     assert table.compact(options={"compaction.min.file-num": "2"}).snapshot_id == 3
     with table.new_commit(commit_user="nb") as c:
         with pytest.raises(CommitConflictError, match=r"was already committed to .* by commit "
-                                                      r"user 'nb' \(a batch commit, a APPEND "
-                                                      r"call that raised after it may have "
+                                                      r"user 'nb' \(a batch commit, a call "
+                                                      r"\(APPEND\) that raised after it may have "
                                                       r"published it\) and is no longer live"):
             if how == "another-identifier":
                 c.commit(msgs, 99)
@@ -337,6 +337,41 @@ def test_filter_and_commit_under_a_new_commit_user_refuses_files_the_table_names
     with table.new_commit(commit_user="S") as c:   # resumed as the job's own user
         assert c.filter_and_commit(msgs) == [5]
     assert ids_read(table_path) == [10, 11, 12, 13]
+
+
+@pytest.mark.parametrize("retry", ["same-call", "new-commit-object", "another-identifier"])
+def test_a_call_whose_every_publish_failed_and_was_settled_is_retried(table_path, monkeypatch,
+                                                                     retry):
+    # Regression (audit issue25s s1): each attempt settled the previous one's failed publish
+    # as not landed, yet the call was recorded as "raised after it may have published", so
+    # the retry after the outage was refused (with a message saying the rows were in the
+    # table: they were not).
+    from paimon_commit.errors import CommitFailedError
+    from paimon_commit.snapshots import SnapshotManager
+    t = Table.create(str(table_path), make_rows([]).schema, partition_keys=["dt", "hr"],
+                     options={"commit.max-retries": "1", "commit.min-retry-wait": "1 ms",
+                              "commit.max-retry-wait": "2 ms"})
+    write(t, make_rows([10]))
+    msgs = prepared(t, [11])
+
+    def outage(self, *a, **k):
+        raise OSError("injected: connection reset during the publish")
+    with monkeypatch.context() as m:
+        m.setattr(SnapshotManager, "try_commit", outage)
+        with pytest.raises(CommitFailedError):
+            with t.new_commit(commit_user="job") as c:
+                c.commit(msgs)
+    assert snapshot_ids(table_path) == [1]
+    if retry == "same-call":
+        with t.new_commit(commit_user="job") as c:
+            assert c.commit(msgs) == 2
+    elif retry == "new-commit-object":
+        with t.new_commit() as c:
+            assert c.commit(msgs) == 2
+    else:
+        with t.new_commit(commit_user="job") as c:
+            assert c.commit(msgs, 5) == 2
+    assert ids_read(table_path) == [10, 11]
 
 
 def test_a_repeat_of_an_interrupted_commit_compacted_and_expired_is_refused(table, table_path):
