@@ -104,7 +104,6 @@ class _AttemptState:
     uncertain_base: Optional[int] = None  # base id of an attempt whose publish is unknown
     uncertain: Optional[Snapshot] = None  # the snapshot that attempt tried to publish
     uncertain_from: Optional[Snapshot] = None  # the base snapshot that attempt read
-    uncertain_before: Optional[int] = None  # publish_base before that attempt's publish
     attempts: int = 0
     failed_base: Optional[int] = None     # base id of the attempt that just failed
     last_failure: Optional["_RaceLost"] = None
@@ -472,6 +471,20 @@ class FileStoreCommit:
             state.entries = entries
             if not entries and (empty_means_noop or self.config.ignore_empty_commit):
                 return None
+            if state.publish_base is not None:
+                # An earlier attempt of this call entered a publish whose outcome was not a
+                # plain lost race. Found absent when settled, its create may still have landed
+                # since (a conditional PUT that timed out on the client): then this attempt
+                # lost its race to our own snapshot, and publishing again would add the files
+                # twice (audit issue25t t2). Look for it; else check the live files.
+                own = self._landed_late(state.publish_base, latest, entries, kind, identifier)
+                if own is not None:
+                    session.delete_written()
+                    log.info("commit %s/%d was published as snapshot %d by an earlier attempt "
+                             "(it landed after its publish failed)", self.commit_user,
+                             identifier, own)
+                    return own
+                check_conflicts = True
             full = False
             if check_conflicts and latest is not None:
                 full = self._check_conflicts(latest, entries)
@@ -504,7 +517,6 @@ class FileStoreCommit:
             state.uncertain_base = latest.id if latest else 0
             state.uncertain_from = latest
             state.uncertain = snapshot
-            state.uncertain_before = before_publish
             state.delta.keep = True
             raise _RaceLost(f"publishing snapshot {snapshot.id} failed: {e!r}",
                             state.uncertain_base) from e
@@ -540,6 +552,27 @@ class FileStoreCommit:
             raise _RaceLost(f"base snapshot {latest.id} was expired during the attempt "
                             f"({error})") from error
 
+    def _landed_late(self, since: int, latest: Optional[Snapshot],
+                     entries: List[ManifestEntry], kind: str, identifier: int
+                     ) -> Optional[int]:
+        """The id of a snapshot above `since` of this commit user, identifier and kind whose
+        delta ADDs every file `entries` adds (an earlier attempt's, landed late); None if
+        none (or nothing is added)."""
+        adds = {e.identifier for e in entries if e.kind == FileKind.ADD}
+        if not adds or latest is None:
+            return None
+        sm = self.store.snapshots
+        for sid in range(latest.id, since, -1):
+            s = latest if sid == latest.id else sm.try_snapshot(sid)
+            if s is None or (s.commit_user, s.commit_identifier, s.commit_kind) != \
+                    (self.commit_user, identifier, kind):
+                continue
+            added = {e.identifier for e in self.store.delta_entries(s)
+                     if e.kind == FileKind.ADD}
+            if adds <= added:
+                return sid
+        return None
+
     def _find_own_snapshot(self, state: _AttemptState, latest: Optional[Snapshot]
                            ) -> Optional[int]:
         """Settle the attempt whose publish failed with an I/O error: its snapshot id if it
@@ -550,12 +583,11 @@ class FileStoreCommit:
         landed = resolve_uncertain(self.store, ours, base or 0, latest.id if latest else 0,
                                    state.uncertain_from)
         state.uncertain = state.uncertain_base = state.uncertain_from = None
-        if not landed:
-            # Settled: that attempt published nothing, so it no longer counts among those
-            # that may have (a call that fails now is not recorded as "raised after it may
-            # have published", whose retry would be refused: audit issue25s s1).
-            state.publish_base = state.uncertain_before
-        state.uncertain_before = None
+        # Not landed *now* does not make it count as never published: a create that failed
+        # on the client may still land on the store later (a conditional PUT that timed out).
+        # Forgetting it let a retry publish the files a second time once it did (audit
+        # issue25t t1, which took back issue25s s1's fix): the call stays recorded as one that
+        # may have published, and a retry is refused unless its snapshot is found.
         return ours.id if landed else None
 
     def _delta_files(self, state: _AttemptState, entries: List[ManifestEntry]) -> _Delta:

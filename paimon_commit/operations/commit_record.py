@@ -582,12 +582,24 @@ class RepeatScreen:
                 f"file {self.store.data_file_path(live[0])} is already live in snapshot "
                 f"{latest.id if latest is not None else '?'}; refusing to add it twice")
         for e, c in known:
-            how = (f"{c.kind} snapshot {c.snapshot_id}" if c.snapshot_id is not None else
-                   f"a call ({c.kind}) that raised after it may have published it")
+            path = self.store.data_file_path(e)
+            if c.snapshot_id is None:
+                # (Its rows are not necessarily in the table: say so, audit issue25s M1.)
+                raise CommitConflictError(
+                    f"data file {path} was handed to a commit to {self.store.root} by commit "
+                    f"user {c.commit_user!r} ({_ident_str(c.identifier)}, {c.kind}) that "
+                    f"raised after it may have published it, and it is not live: that call "
+                    f"never published, or it did and a compaction or an overwrite replaced the "
+                    f"file since (its rows are then in the table) or a rollback removed it, "
+                    f"which the table cannot tell apart; refusing to commit it again as commit "
+                    f"user {self.commit_user!r}, as its rows could be read twice. Check whether "
+                    f"the rows are in the table, and write them again with a new writer if "
+                    f"they are missing")
             raise CommitConflictError(
-                f"data file {self.store.data_file_path(e)} was already committed to "
+                f"data file {path} was already committed to "
                 f"{self.store.root} by commit user {c.commit_user!r} "
-                f"({_ident_str(c.identifier)}, {how}) and is no longer live: a compaction or "
+                f"({_ident_str(c.identifier)}, {c.kind} snapshot {c.snapshot_id}) and is no "
+                f"longer live: a compaction or "
                 f"an overwrite replaced it (its rows are still in the table) or a rollback "
                 f"removed it, which the table cannot tell apart; refusing to commit it again "
                 f"as commit user {self.commit_user!r}, as its rows could be read twice. Write "

@@ -260,10 +260,10 @@ def test_an_interrupted_commit_changed_and_repeated_after_a_compaction_is_refuse
     msgs = _interrupted_after_publishing(table_path, [2])
     assert table.compact(options={"compaction.min.file-num": "2"}).snapshot_id == 3
     with table.new_commit(commit_user="nb") as c:
-        with pytest.raises(CommitConflictError, match=r"was already committed to .* by commit "
-                                                      r"user 'nb' \(a batch commit, a call "
-                                                      r"\(APPEND\) that raised after it may have "
-                                                      r"published it\) and is no longer live"):
+        with pytest.raises(CommitConflictError, match=r"was handed to a commit to .* by commit "
+                                                      r"user 'nb' \(a batch commit, APPEND\) that "
+                                                      r"raised after it may have published it, "
+                                                      r"and it is not live"):
             if how == "another-identifier":
                 c.commit(msgs, 99)
             else:
@@ -340,12 +340,13 @@ def test_filter_and_commit_under_a_new_commit_user_refuses_files_the_table_names
 
 
 @pytest.mark.parametrize("retry", ["same-call", "new-commit-object", "another-identifier"])
-def test_a_call_whose_every_publish_failed_and_was_settled_is_retried(table_path, monkeypatch,
-                                                                     retry):
-    # Regression (audit issue25s s1): each attempt settled the previous one's failed publish
-    # as not landed, yet the call was recorded as "raised after it may have published", so
-    # the retry after the outage was refused (with a message saying the rows were in the
-    # table: they were not).
+def test_a_call_whose_every_publish_failed_is_refused_on_retry_saying_it_may_not_have_published(
+        table_path, monkeypatch, retry):
+    # Each attempt settled the previous one's failed publish as not landed now, but a create
+    # that failed on the client can still land later (audit issue25t t1: forgetting such a
+    # call, as issue25s s1 asked, let its retry publish the rows twice once it landed). So
+    # the retry is refused -- with a message that does not claim the rows are in the table
+    # (audit issue25s M1: it said a compaction had replaced the file).
     from paimon_commit.errors import CommitFailedError
     from paimon_commit.snapshots import SnapshotManager
     t = Table.create(str(table_path), make_rows([]).schema, partition_keys=["dt", "hr"],
@@ -362,15 +363,47 @@ def test_a_call_whose_every_publish_failed_and_was_settled_is_retried(table_path
             with t.new_commit(commit_user="job") as c:
                 c.commit(msgs)
     assert snapshot_ids(table_path) == [1]
-    if retry == "same-call":
-        with t.new_commit(commit_user="job") as c:
-            assert c.commit(msgs) == 2
-    elif retry == "new-commit-object":
-        with t.new_commit() as c:
-            assert c.commit(msgs) == 2
-    else:
-        with t.new_commit(commit_user="job") as c:
-            assert c.commit(msgs, 5) == 2
+    with pytest.raises(CommitConflictError) as e:
+        if retry == "same-call":
+            with t.new_commit(commit_user="job") as c:
+                c.commit(msgs)
+        elif retry == "new-commit-object":
+            with t.new_commit() as c:
+                c.commit(msgs)
+        else:
+            with t.new_commit(commit_user="job") as c:
+                c.commit(msgs, 5)
+    said = str(e.value)
+    assert "never published" in said and "its rows are still in the table" not in said, said
+    assert snapshot_ids(table_path) == [1]
+    assert ids_read(table_path) == [10]
+
+
+def test_a_publish_that_lands_after_it_failed_is_not_published_again_by_the_same_call(
+        table_path, monkeypatch):
+    # Regression (audit issue25t t2): attempt 1's create failed on the client and landed
+    # later, just before attempt 2's create, which then "lost the race" to our own snapshot;
+    # attempt 3 (a plain append checks no live files) published the file a second time.
+    from paimon_commit.snapshots import SnapshotManager
+    t = Table.create(str(table_path), make_rows([]).schema, partition_keys=["dt", "hr"],
+                     options={"commit.min-retry-wait": "1 ms", "commit.max-retry-wait": "2 ms"})
+    write(t, make_rows([10]))
+    msgs = prepared(t, [11])
+    real, held, calls = SnapshotManager.try_commit, [], [0]
+
+    def late(self, *a, **k):
+        calls[0] += 1
+        if calls[0] == 1:   # the request times out on the client; the store still has it
+            held.append((self, a, k))
+            raise OSError("injected: read timeout, the conditional PUT may still land")
+        if calls[0] == 2:   # ... and completes it now, before attempt 2's create
+            s, ha, hk = held[0]
+            assert real(s, *ha, **hk)
+        return real(self, *a, **k)
+    monkeypatch.setattr(SnapshotManager, "try_commit", late)
+    with t.new_commit(commit_user="job") as c:
+        assert c.commit(msgs) == 2
+    assert snapshot_ids(table_path) == [1, 2]
     assert ids_read(table_path) == [10, 11]
 
 
