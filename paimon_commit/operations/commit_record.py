@@ -485,10 +485,7 @@ class RepeatScreen:
         if live:
             # In the table (not this call's exact repeat): refused here, not left to the
             # attempt's table check, which a compaction in between would pass (issue25r r2).
-            latest = sm.latest_snapshot()
-            raise CommitConflictError(
-                f"file {store.data_file_path(live[0])} is already live in snapshot "
-                f"{latest.id if latest is not None else '?'}; refusing to add it twice")
+            raise self._already_live(live[0])
         if complete and raised:
             # Never published, or a rollback removed it: the table cannot tell. After a
             # rollback, publishing them again races orphan cleanup (see screen), so refuse;
@@ -577,10 +574,7 @@ class RepeatScreen:
         gone = {e.identifier for e in self._not_live(entries)}
         live = [e for e in entries if e.identifier not in gone]
         if live:
-            latest = self.store.snapshots.latest_snapshot()
-            raise CommitConflictError(
-                f"file {self.store.data_file_path(live[0])} is already live in snapshot "
-                f"{latest.id if latest is not None else '?'}; refusing to add it twice")
+            raise self._already_live(live[0])
         for e, c in known:
             path = self.store.data_file_path(e)
             if c.snapshot_id is None:
@@ -604,6 +598,13 @@ class RepeatScreen:
                 f"removed it, which the table cannot tell apart; refusing to commit it again "
                 f"as commit user {self.commit_user!r}, as its rows could be read twice. Write "
                 f"the rows again with a new writer if they are missing")
+
+    def _already_live(self, e: ManifestEntry) -> CommitConflictError:
+        """The refusal of an ADD of a live file (the words of the attempt's table check)."""
+        latest = self.store.snapshots.latest_snapshot()
+        return CommitConflictError(
+            f"file {self.store.data_file_path(e)} is already live in snapshot "
+            f"{latest.id if latest is not None else '?'}; refusing to add it twice")
 
     def _committed_otherwise(self, e: ManifestEntry, was_identifier: int, was_kind: str,
                              snapshot_id: int, identifier: int, kind: str
