@@ -459,6 +459,11 @@ class LeaseManager:
         """Record `number`; FileNotFoundError if absent, LeaseRecordError if it is not a
         usable record of this table (with `check`)."""
         path = self.record_path(number)
+        return self.parse(number, path, self.read_raw(path), check)
+
+    def read_raw(self, path: str) -> bytes:
+        """The bytes of the record at `path` (FileNotFoundError if absent; LeaseRecordError
+        for a directory, FIFO, symlink, ... of that name)."""
         if self.local:
             # Not read through a symlink, nor from a FIFO (a read that never returns).
             mode = os.lstat(path).st_mode   # FileNotFoundError if absent, as read_bytes
@@ -468,10 +473,13 @@ class LeaseManager:
                                       f"record", remedy="If no maintenance of this table is "
                                                         "running, remove it")
         try:
-            data = self.io.read_bytes(path)
+            return self.io.read_bytes(path)
         except IsADirectoryError:   # (object stores, pyarrow.fs: no lstat above)
             raise self._bad(path, "a directory named like a maintenance lease record",
                             remedy=self._remove) from None
+
+    def parse(self, number: int, path: str, data: bytes, check: bool = True) -> LeaseRecord:
+        """Record `number` from its bytes `data` (read at `path`), as `read`."""
         try:
             record = LeaseRecord.from_json(number, data)
         except ValueError as e:
@@ -732,6 +740,7 @@ class HeldLease:
         self._stop = threading.Event()
         self._renewer: Optional[threading.Thread] = None
         self.listed: List[Tuple[int, int]] = []   # the records listed when it was taken
+        self._written: Optional[Tuple[LeaseRecord, bytes]] = None   # see _own_bytes
         # The process that took it. A forked child has a copy of this object but not the
         # lease: there it neither passes a check nor releases the parent's lease.
         self.pid = os.getpid()
@@ -830,8 +839,15 @@ class HeldLease:
         holder's release creates the name after its own blindly; a paused take creates the
         name it chose before the pause)."""
         m = self.manager
+        number = self.record.number
+        path = m.record_path(number)
         try:
-            own = m.read(self.record.number, check=False)
+            data = m.read_raw(path)
+            # Cheap first (a run checks before every delete step, thousands of times): the
+            # very bytes we wrote under this number are ours; anything else is parsed.
+            if data == self._own_bytes(number):
+                return
+            own = m.parse(number, path, data, check=False)
         except FileNotFoundError:
             own = None
         except LeaseRecordError as e:
@@ -845,6 +861,13 @@ class HeldLease:
                      f"stopped before the next delete")
         log.warning("%s", self.lost)
         raise StopDeleting(self.lost, cause="lease")
+
+    def _own_bytes(self, number: int) -> bytes:
+        """What we wrote as record `number` (self.record, whose number it is)."""
+        cached = self._written
+        if cached is None or cached[0] is not self.record:
+            cached = self._written = (self.record, self.record.to_json())
+        return cached[1]
 
     def _unusable(self, e: LeaseRecordError) -> str:
         """Lost: a record that cannot be read or followed appeared among the records (a

@@ -220,3 +220,31 @@ def test_a_lease_directory_that_is_a_file_is_refused_naming_it(table, table_path
            f"was deleted. If no maintenance of this table is running, remove it: the next run "
            f"creates the directory\n")
     assert files_under(table_path) == before
+
+
+# --- the holder's check of its own record ------------------------------------------------------
+
+def test_the_check_passes_on_its_own_record_however_written_and_stops_on_another_token(
+        table, table_path):
+    """A check compares the record's bytes with what the holder wrote first (it runs before
+    every delete step); other bytes are parsed: the same token, written otherwise (another
+    JSON layout), is still the holder's, any other token is not."""
+    import json
+
+    from paimon_commit.io.deletion import StopDeleting, checkpoint
+    from paimon_commit.lease import maintenance_lease
+    _history(table, 1)
+    with maintenance_lease(table.store, "expire-snapshots") as held:
+        own = table_path / ".maintenance" / f"lease-{held.record.number}"
+        checkpoint()
+        d = json.loads(own.read_bytes())
+        own.write_text(json.dumps(d, separators=(",", ":")))   # same record, other bytes
+        checkpoint()
+        own.write_text(json.dumps({**d, "token": d["token"] + "x"}))
+        with pytest.raises(StopDeleting) as e:
+            checkpoint()
+    assert e.value.cause == "lease"
+    assert str(e.value) == (
+        f"lost the maintenance lease of {table_path} (its record {own} is another holder's: "
+        f"a later holder took the lease over and pruned the records below its own); stopped "
+        f"before the next delete")
