@@ -113,14 +113,18 @@ class SnapshotManager:
             if s is not None:
                 yield s
 
-    def latest_snapshot_of_user(self, commit_user: str) -> Optional[Snapshot]:
+    def latest_snapshot_of_user(self, commit_user: str,
+                                accept: Optional[Callable[[Snapshot], bool]] = None
+                                ) -> Optional[Snapshot]:
+        """The newest retained snapshot of `commit_user` (for which `accept` holds)."""
         latest = self.latest_snapshot_id()
         if latest is None:
             return None
         earliest = self.earliest_snapshot_id() or 1
         for sid in range(latest, earliest - 1, -1):
             s = self.try_snapshot(sid)
-            if s is not None and s.commit_user == commit_user:
+            if s is not None and s.commit_user == commit_user and \
+                    (accept is None or accept(s)):
                 return s
         return None
 

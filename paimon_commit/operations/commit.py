@@ -27,7 +27,8 @@ from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_d
     stop_never
 
 from ..io.metered import RequestBill, billed
-from ..errors import AtomicCreateUnsupportedError, CommitConflictError, CommitFailedError
+from ..errors import AtomicCreateUnsupportedError, CommitConflictError, CommitFailedError, \
+    PublishOutcomeUnknownError
 from ..format.commit_message import CommitMessage
 from ..format.paths import validate_bare_file_name
 from ..format.manifest import FileKind, ManifestEntry
@@ -99,11 +100,19 @@ class _RaceLost(Exception):
 _Changes = Callable[[Optional[Snapshot]], List[ManifestEntry]]
 
 
+@dataclass(frozen=True)
+class _Uncertain:
+    """An attempt whose publish failed with an I/O error: its create may have landed, or may
+    still land (whenever its name is free), so it is settled again before every later
+    publish of the call, never once and for all."""
+    snapshot: Snapshot             # what it tried to publish
+    base_id: int                   # the id of the snapshot it was built on (0: none)
+    base: Optional[Snapshot]       # that snapshot, as the attempt read it
+
+
 @dataclass
 class _AttemptState:
-    uncertain_base: Optional[int] = None  # base id of an attempt whose publish is unknown
-    uncertain: Optional[Snapshot] = None  # the snapshot that attempt tried to publish
-    uncertain_from: Optional[Snapshot] = None  # the base snapshot that attempt read
+    uncertains: List[_Uncertain] = field(default_factory=list)   # in attempt order
     attempts: int = 0
     failed_base: Optional[int] = None     # base id of the attempt that just failed
     last_failure: Optional["_RaceLost"] = None
@@ -115,6 +124,10 @@ class _AttemptState:
     # Lowest base id of the attempts that may have published (entered the publish and did not
     # come back with a plain "lost the race"); None: nothing can have been published.
     publish_base: Optional[int] = None
+    # Set by the repeat screen when it let the call through after walking the table's history
+    # for an earlier call with these files (one that raised, or that the bounded record
+    # forgot): that call's snapshot is newer than this id, and may land during this one.
+    landed_since: Optional[int] = None
 
 
 @dataclass
@@ -236,13 +249,25 @@ class FileStoreCommit:
         """Identifiers this commit user has not committed yet (needs increasing ids)."""
         return self._filter_committed(identifiers)[0]
 
-    def _filter_committed(self, identifiers: Iterable[int]) -> Tuple[List[int], Optional[str]]:
+    def _filter_committed(self, identifiers: Iterable[int],
+                          adds: Sequence[ManifestEntry] = ()) -> Tuple[List[int], Optional[str]]:
         """(the identifiers not committed yet, why the table cannot tell or None). Like
         Paimon's filterCommitted, from the user's latest retained snapshot; when the user has
         none and snapshots have expired, its commits may have expired with them (then every
-        identifier counts as not committed: filter_and_commit checks the files)."""
+        identifier counts as not committed: filter_and_commit checks the files).
+
+        When a call of this process with some of `adds` raised after it may have published,
+        its create can land late, also as a re-created id below the latest after another
+        writer's snapshot of that id expired: a snapshot of the user from that call's base on
+        counts only if later snapshots build on it (audit issue25u u3: `filter_and_commit`
+        took such a copy for the user's last commit and published nothing, the rows lost)."""
         sm = self.store.snapshots
-        last = sm.latest_snapshot_of_user(self.commit_user)
+        doubt = self._doubt_from(adds)
+        accept = None
+        if doubt is not None:
+            latest = sm.latest_snapshot()
+            accept = (lambda s: s.id < doubt or latest is None or self._in_lineage(s, latest))
+        last = sm.latest_snapshot_of_user(self.commit_user, accept)
         ids = sorted(set(identifiers))
         if last is not None:
             return [i for i in ids if i > last.commit_identifier], None
@@ -266,6 +291,17 @@ class FileStoreCommit:
         log.warning("filter_committed: %s; counting them as not committed", why)
         return ids, why
 
+    def _doubt_from(self, adds: Sequence[ManifestEntry]) -> Optional[int]:
+        """The lowest snapshot id a call of this user with some of `adds` that raised after it
+        may have published can have landed as, or None if the process recorded none."""
+        if not adds:
+            return None
+        key = commit_record.table_identity(self.store.io)
+        hits = commit_record.RECORD.lookup(key, [e.identifier for e in adds])
+        lows = [c.lowest_id for c in hits.values()
+                if c.commit_user == self.commit_user and c.snapshot_id is None]
+        return min(lows) if lows else None
+
     def filter_and_commit(self, by_identifier: Mapping[int, Sequence[CommitMessage]]
                           ) -> List[CommitResult]:
         """Re-commit, after a restart, only what is missing; refuse vanished files, and when
@@ -273,9 +309,10 @@ class FileStoreCommit:
         # Across identifiers too, before the table is read: each identifier is its own
         # commit, so a file under two of them would be published by the first and (as a
         # live file) refused by the second only after that.
-        self._refuse_repeated([e for i in by_identifier for e in _entries_of(by_identifier[i])
-                               if e.kind == FileKind.ADD])
-        pending, undecided = self._filter_committed(by_identifier.keys())
+        adds = [e for i in by_identifier for e in _entries_of(by_identifier[i])
+                if e.kind == FileKind.ADD]
+        self._refuse_repeated(adds)
+        pending, undecided = self._filter_committed(by_identifier.keys(), adds)
         for ident in pending:
             for m in by_identifier[ident]:
                 for f in m.new_files:
@@ -362,6 +399,8 @@ class FileStoreCommit:
         times = [e.file.creation_time for e in adds]
         record = commit_record.RECORD   # looked up per call: a test swaps in a fresh process's
         state = _AttemptState()
+        if screen.walked_from is not None:
+            state.landed_since = screen.walked_from - 1
         try:
             result = run(check_table, state)
         except BaseException:
@@ -449,8 +488,8 @@ class FileStoreCommit:
         store = self.store
         latest = store.snapshots.latest_snapshot()
         state.base = latest.id if latest else 0
-        if state.uncertain is not None:
-            done = self._find_own_snapshot(state, latest)
+        if state.uncertains:
+            done = self._find_own_snapshot(state)
             if done is not None:
                 log.info("commit %s/%d was published as snapshot %d by an earlier attempt",
                          self.commit_user, identifier, done)
@@ -471,13 +510,15 @@ class FileStoreCommit:
             state.entries = entries
             if not entries and (empty_means_noop or self.config.ignore_empty_commit):
                 return None
-            if state.publish_base is not None:
+            since = [b for b in (state.publish_base, state.landed_since) if b is not None]
+            if since:
                 # An earlier attempt of this call entered a publish whose outcome was not a
-                # plain lost race. Found absent when settled, its create may still have landed
-                # since (a conditional PUT that timed out on the client): then this attempt
-                # lost its race to our own snapshot, and publishing again would add the files
-                # twice (audit issue25t t2). Look for it; else check the live files.
-                own = self._landed_late(state.publish_base, latest, entries, kind, identifier)
+                # plain lost race (each such snapshot is settled above, by content), or an
+                # earlier call with these files may still land (the screen's walk found
+                # nothing yet: audit issue25u u7). Look for a snapshot of ours above that
+                # base as well; else check the live files, so that this attempt does not add
+                # files such a snapshot added (audit issue25t t2).
+                own = self._landed_late(min(since), latest, entries, kind, identifier)
                 if own is not None:
                     session.delete_written()
                     log.info("commit %s/%d was published as snapshot %d by an earlier attempt "
@@ -513,13 +554,12 @@ class FileStoreCommit:
                 self.config.single_writer, base=latest)
         except OSError as e:
             # Only an I/O error leaves the outcome unknown: the snapshot may or may not exist
-            # now, so keep every file and let the next attempt settle it.
-            state.uncertain_base = latest.id if latest else 0
-            state.uncertain_from = latest
-            state.uncertain = snapshot
+            # now, so keep every file and let every later attempt settle it.
+            base_id = latest.id if latest else 0
+            state.uncertains.append(_Uncertain(snapshot, base_id, latest))
             state.delta.keep = True
             raise _RaceLost(f"publishing snapshot {snapshot.id} failed: {e!r}",
-                            state.uncertain_base) from e
+                            base_id) from e
         except AtomicCreateUnsupportedError:
             session.delete_written()   # refused before anything was created
             state.publish_base = before_publish
@@ -556,8 +596,8 @@ class FileStoreCommit:
                      entries: List[ManifestEntry], kind: str, identifier: int
                      ) -> Optional[int]:
         """The id of a snapshot above `since` of this commit user, identifier and kind whose
-        delta ADDs every file `entries` adds (an earlier attempt's, landed late); None if
-        none (or nothing is added)."""
+        delta ADDs every file `entries` adds and that is in the lineage (an earlier
+        attempt's or call's, landed late); None if none (or nothing is added)."""
         adds = {e.identifier for e in entries if e.kind == FileKind.ADD}
         if not adds or latest is None:
             return None
@@ -569,31 +609,54 @@ class FileStoreCommit:
                 continue
             added = {e.identifier for e in self.store.delta_entries(s)
                      if e.kind == FileKind.ADD}
-            if adds <= added:
+            if adds <= added and self._in_lineage(s, latest):
                 return sid
         return None
 
-    def _find_own_snapshot(self, state: _AttemptState, latest: Optional[Snapshot]
-                           ) -> Optional[int]:
-        """Settle the attempt whose publish failed with an I/O error: its snapshot id if it
-        landed (also if it was expired since), None if it did not (its changes can then be
-        published again); PublishOutcomeUnknownError if that cannot be decided, so that the
-        same delta is never published twice."""
-        ours, base = state.uncertain, state.uncertain_base
-        landed = resolve_uncertain(self.store, ours, base or 0, latest.id if latest else 0,
-                                   state.uncertain_from)
-        state.uncertain = state.uncertain_base = state.uncertain_from = None
-        # Not landed *now* does not make it count as never published: a create that failed
-        # on the client may still land on the store later (a conditional PUT that timed out).
-        # Forgetting it let a retry publish the files a second time once it did (audit
-        # issue25t t1, which took back issue25s s1's fix): the call stays recorded as one that
-        # may have published, and a retry is refused unless its snapshot is found.
-        return ours.id if landed else None
+    def _in_lineage(self, s: Snapshot, latest: Snapshot) -> bool:
+        """Whether snapshot `s` of ours (found by its commit user, identifier and files) is
+        one the latest builds on: a create that failed on the client can land whenever its
+        name is free, also after another writer's snapshot of that id was expired, below the
+        latest and outside the lineage (audit issue25u u2). False for such a copy;
+        PublishOutcomeUnknownError if the snapshots that would tell are gone."""
+        if s.id == latest.id:
+            return True
+        verdict = self.store.snapshots.in_lineage(s.id, s.to_json(),
+                                                  built_on_check(self.store, s))
+        if verdict is None:
+            raise PublishOutcomeUnknownError(
+                f"snapshot {s.id} of commit user {self.commit_user!r} adds this commit's files, "
+                f"but whether later snapshots build on it cannot be decided (the snapshot "
+                f"after it is being expired): the commit may or may not be in the table. "
+                f"Every file it names is kept; check whether its rows are there before "
+                f"committing it again")
+        return verdict
+
+    def _find_own_snapshot(self, state: _AttemptState) -> Optional[int]:
+        """Settle every attempt of this call whose publish failed with an I/O error, by
+        content: the snapshot id of the one that landed and is in the lineage (also if it
+        was expired since), None if none is (its changes can then be published again);
+        PublishOutcomeUnknownError if that cannot be decided, so that the same delta is
+        never published twice.
+
+        Each is settled again on every attempt, not once: not landed *now* is not never. A
+        create that failed on the client may land on the store later, whenever its name is
+        free (a conditional PUT that timed out): settled once as "not landed" and then
+        landed, built on and expired before the next attempt looked, it was published again
+        (audit issue25u u1, u10). The call also stays recorded as one that may have
+        published (audit issue25t t1), so a retry is refused unless its snapshot is found."""
+        for u in state.uncertains:
+            if resolve_uncertain(self.store, u.snapshot, u.base_id, u.base):
+                return u.snapshot.id
+        return None
 
     def _delta_files(self, state: _AttemptState, entries: List[ManifestEntry]) -> _Delta:
         """The delta manifests and list of these entries: the ones an earlier attempt wrote
         if its entries were the same, else new ones (the earlier ones are deleted)."""
-        if state.delta is None or state.delta.entries != entries:
+        if state.delta is None or state.delta.entries != entries or state.delta.keep:
+            # (Not one a snapshot whose publish is unknown names: that snapshot may land late
+            # as a re-created id below the latest, and an expiration of it deletes its lists,
+            # which the snapshot published now would then name too: audit issue25u u1 a.)
             self._drop_delta(state)
             session = ManifestWriteSession(self.store.manifests)
             try:

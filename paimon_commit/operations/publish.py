@@ -49,11 +49,13 @@ def built_on_check(store: FileStore, ours: Snapshot) -> Callable[[Snapshot], boo
 
 
 def resolve_uncertain(store: FileStore, ours: Snapshot, base_id: int,
-                      latest_id: int, base: Optional[Snapshot] = None) -> Optional[bool]:
-    """Whether `ours`, whose publish failed with an I/O error, is in the table now that the
-    table's latest snapshot is `latest_id`: True (it landed and is in the lineage), False (it
-    did not land, or re-created an expired id and was removed again: publishing its changes
-    again is safe). PublishOutcomeUnknownError when nothing left can tell."""
+                      base: Optional[Snapshot] = None) -> Optional[bool]:
+    """Whether `ours`, whose publish failed with an I/O error, is in the table now: True (it
+    landed and is in the lineage), False (not now: another writer's snapshot holds the id,
+    it re-created an expired id and was removed again, or it has not landed). False is not
+    "never": a create that failed on the client can still land on the store later, whenever
+    the name is free (a conditional PUT whose reply timed out), so a caller asks again before
+    each later publish. PublishOutcomeUnknownError when nothing left can tell."""
     sm = store.snapshots
     n, data = ours.id, ours.to_json()
     try:
@@ -65,7 +67,10 @@ def resolve_uncertain(store: FileStore, ours: Snapshot, base_id: int,
         if there != data:
             return False   # another writer's snapshot holds the id: ours never landed
         return sm.confirm_published(n, data, base_id, built_on, base)
-    if latest_id < n:
+    # Read after snapshot-N was found absent, not before: in between, ours may have landed,
+    # been built on and been expired (audit issue25u u5: a latest read before the look was
+    # still below N and settled "not landed").
+    if (sm.latest_snapshot_id() or 0) < n:
         # Had ours landed, it would be the latest or older than one: expiration never
         # deletes the latest snapshot.
         return False
