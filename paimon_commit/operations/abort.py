@@ -7,6 +7,8 @@ process killed after the publish), a replay may abort what an earlier attempt co
 once published a file can be kept by a tag or a long-lived changelog long after the snapshot
 that added it is gone. So a file is deleted only if all of these hold:
 
+- no commit call of this process was handed it (the process's commit record,
+  `commit_record.RECORD`, asked first, without I/O: see `_handed_to_a_commit`), and
 - it was never handed out in a CommitMessage (TableWriter.abort), or
 - no snapshot, tag or long-lived changelog of the table or of any branch names it (the used
   set of orphan cleanup, computed by `reachability.py`, read strictly: if anything a root
@@ -31,6 +33,7 @@ from typing import Optional, Sequence, Tuple
 from ..io.metered import RequestBill, billed
 from ..errors import PaimonCommitError
 from ..io.deletion import StopDeleting, checkpoint
+from . import commit_record
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +75,12 @@ def abort_files(store, paths: Sequence[str], *, handed_out: bool = True,
     paths = list(dict.fromkeys(paths))
     if not paths:
         return AbortResult()
+    held = _handed_to_a_commit(store, paths)
+    if held:
+        held_set = set(held)
+        paths = [p for p in paths if p not in held_set]
+        if not paths:
+            return AbortResult((), tuple(held))
     if handed_out:
         reason = _published(store, commit_user, since_snapshot, commit_identifier)
         if reason is None:
@@ -86,15 +95,56 @@ def abort_files(store, paths: Sequence[str], *, handed_out: bool = True,
                 reason = _stop_reason()
                 if reason is None:
                     deleted = store.io.delete_files(paths)
-                    return AbortResult(tuple(deleted), tuple(kept))
+                    return AbortResult(tuple(deleted), tuple(held + kept))
                 paths += kept
     else:
         reason = _stop_reason()
         if reason is None:
-            return AbortResult(tuple(store.io.delete_files(paths)))
+            return AbortResult(tuple(store.io.delete_files(paths)), tuple(held))
     log.warning("abort on %s: deleting none of %d file(s): %s; orphan cleanup removes "
                 "them once nothing can need them", store.path, len(paths), reason)
-    return AbortResult((), tuple(paths), reason)
+    return AbortResult((), tuple(held + paths), reason)
+
+
+def _handed_to_a_commit(store, paths: Sequence[str]) -> list:
+    """The files of `paths` that a commit call of this process was handed (the process's
+    commit record, keyed like commit.py keys it: the table's resolved identity and the data
+    file, found here by its name, which is unique within a table). No I/O. Logged.
+
+    Kept, whatever the table says now:
+    - a file of a call that raised after it may have published (`snapshot_id` None): its
+      publish failed with an I/O error (a conditional PUT whose reply was lost) and may still
+      land, after this abort, as a snapshot naming the file: deleted now, the table would be
+      unreadable then (audit issue25u u8). No snapshot names it yet, nor need the commit user
+      have published since, so the table checks below cannot see it;
+    - a file a call of this process published (`snapshot_id` set): an abort is for files
+      never committed, so deleting one is never right. The table check keeps it while a
+      snapshot, tag or changelog names it; after a compaction and an expiration nothing may
+      name it and it is not needed, but that is orphan cleanup's call, not an abort's.
+    Either way orphan cleanup removes it once nothing can need it. A file the bounded record
+    evicted (50,000 files committed by this process since) is not seen here; nor is a
+    commit of another process (docs/safety.md)."""
+    record = commit_record.RECORD   # looked up per call: a test swaps in a fresh process's
+    root = commit_record.table_identity(store.io)
+    handed = record.handed_names(root, {posixpath.basename(p) for p in paths})
+    if not handed:
+        return []
+    held = [p for p in paths if posixpath.basename(p) in handed]
+    uncertain = [p for p in held if handed[posixpath.basename(p)].snapshot_id is None]
+    if uncertain:
+        log.warning("abort on %s: not deleting %d file(s), e.g. %s: a commit call of this "
+                    "process may have published it: its publish failed with an I/O error "
+                    "and may still land; orphan cleanup removes it once nothing can need it",
+                    store.path, len(uncertain), uncertain[0])
+    published = [p for p in held if p not in set(uncertain)]
+    if published:
+        c = handed[posixpath.basename(published[0])]
+        log.warning("abort on %s: not deleting %d file(s), e.g. %s: a commit call of this "
+                    "process published it (snapshot %d of commit user %s); an abort deletes "
+                    "only files never committed, orphan cleanup removes it once nothing can "
+                    "need it", store.path, len(published), published[0], c.snapshot_id,
+                    c.commit_user)
+    return held
 
 
 def _stop_reason() -> Optional[str]:

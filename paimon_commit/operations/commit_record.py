@@ -150,6 +150,9 @@ class CommitRecord:
         # root -> the lowest snapshot id an evicted commit can have: a forgotten file was
         # published, if at all, as that snapshot or a newer one.
         self._horizon_id: Dict[str, int] = {}
+        # (root, data file name) -> the key of a remembered file: an abort has paths, not
+        # entries (`handed_names`). A data file's name is unique within a table.
+        self._names: Dict[Tuple[str, str], Any] = {}
         self._lock = threading.Lock()
 
     def lookup(self, root: str, keys: Iterable[Any]) -> Dict[Any, Committed]:
@@ -173,8 +176,11 @@ class CommitRecord:
                     continue
                 self._files[(root, k)] = (committed, t)
                 self._files.move_to_end((root, k))
+                for n in _names_of(k):
+                    self._names[(root, n)] = k
             while len(self._files) > self.capacity:
-                (r, _), (c, t) = self._files.popitem(last=False)
+                (r, k), (c, t) = self._files.popitem(last=False)
+                self._unname(r, k)
                 self._horizon[r] = max(self._horizon.get(r, float("-inf")),
                                        float("inf") if t is None else t)
                 self._horizon_id[r] = min(self._horizon_id.get(r, c.lowest_id), c.lowest_id)
@@ -199,10 +205,30 @@ class CommitRecord:
             if last is None or identifier >= last[0]:
                 self._last[(root, commit_user)] = (identifier, snapshot_id)
 
+    def handed_names(self, root: str, names: Iterable[str]) -> Dict[str, Committed]:
+        """The files of `root` named `names` (bare data file names) that this process handed
+        to a commit call, and what it knows of that call (published as `snapshot_id`, or
+        None: it raised after it may have published). No I/O. A file the bounded record
+        evicted is not among them."""
+        with self._lock:
+            out = {}
+            for n in names:
+                k = self._names.get((root, n))
+                c = self._files.get((root, k)) if k is not None else None
+                if c is not None:
+                    out[n] = c[0]
+            return out
+
+    def _unname(self, root: str, key: Any) -> None:
+        for n in _names_of(key):
+            if self._names.get((root, n)) == key:
+                del self._names[(root, n)]
+
     def forget(self, root: str, keys: Iterable[Any]) -> None:
         with self._lock:
             for k in keys:
-                self._files.pop((root, k), None)
+                if self._files.pop((root, k), None) is not None:
+                    self._unname(root, k)
 
     def last_identifier(self, root: str, commit_user: str) -> Optional[Tuple[int, int]]:
         """(identifier, snapshot id) of the highest identifier this user published here."""
@@ -212,6 +238,20 @@ class CommitRecord:
     def forget_user(self, root: str, commit_user: str) -> None:
         with self._lock:
             self._last.pop((root, commit_user), None)
+
+
+def _names_of(key: Any) -> Tuple[str, ...]:
+    """The names a data file keyed by `key` (ManifestEntry.identifier: partition, bucket,
+    level, file name, extra files, embedded index, external path) has on disk: its file name
+    and, when it is stored at an external path, that path's last part."""
+    if not isinstance(key, tuple) or len(key) < 7 or not isinstance(key[3], str):
+        return ()
+    name, external = key[3], key[6]
+    if isinstance(external, str) and external:
+        last = external.rstrip("/").rpartition("/")[2]
+        if last and last != name:
+            return (name, last)
+    return (name,)
 
 
 RECORD = CommitRecord()
