@@ -15,6 +15,7 @@ after the other (InFlight), so a repeat racing the call it repeats sees its outc
 """
 from __future__ import annotations
 
+import calendar
 import logging
 import random
 import time
@@ -26,7 +27,7 @@ from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence, S
 from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_delay, \
     stop_never
 
-from ..io.metered import RequestBill, billed
+from ..io.metered import ContextExecutor, RequestBill, billed
 from ..errors import AtomicCreateUnsupportedError, CommitConflictError, CommitFailedError, \
     PublishOutcomeUnknownError
 from ..format.commit_message import CommitMessage
@@ -526,6 +527,7 @@ class FileStoreCommit:
                              identifier, own)
                     return own
                 check_conflicts = True
+            self._check_old_files_exist(entries)
             full = False
             if check_conflicts and latest is not None:
                 full = self._check_conflicts(latest, entries)
@@ -650,6 +652,40 @@ class FileStoreCommit:
                 return u.snapshot.id
         return None
 
+    def _check_old_files_exist(self, entries: List[ManifestEntry]) -> None:
+        """CommitConflictError, before anything is published, if a data file this commit
+        adds and that was written more than OLD_FILE_MS ago is gone.
+
+        Orphan cleanup deletes files no snapshot names once they are older than its cutoff
+        (an hour at the least, `orphan_context.MIN_ORPHAN_AGE_MS`): a commit coming later than
+        that after its write (a compaction rewriting for hours, a slow job) would otherwise
+        publish a snapshot naming deleted files, which does not read (audit issue25v v3).
+        Only old files are looked at, so an ordinary commit asks nothing more of the storage.
+        By the file's creation time (the writer's wall clock as if UTC, as Paimon writes it;
+        none: looked at). This narrows the race with orphan cleanup to the moments between
+        this check and the publish; it cannot close it (docs/safety.md)."""
+        limit = _local_millis_as_utc() - OLD_FILE_MS
+        old = [e for e in entries if e.kind == FileKind.ADD
+               and (e.file.creation_time is None or e.file.creation_time <= limit)]
+        if not old:
+            return
+        io = self.store.io
+        paths = [self.store.data_file_path(e) for e in old]
+        workers = max(1, min(len(paths), io.read_concurrency))
+        if workers == 1:
+            there = [io.exists(p) for p in paths]
+        else:
+            with ContextExecutor(workers) as pool:
+                there = list(pool.map(io.exists, paths))
+        gone = [p for p, ok in zip(paths, there) if not ok]
+        if gone:
+            raise CommitConflictError(
+                f"{len(gone)} data file(s) this commit adds to {self.store.path} no longer "
+                f"exist (e.g. {gone[0]}): written more than {OLD_FILE_MS // 60_000} minutes "
+                f"ago and not committed since, they were deleted (by orphan cleanup, whose "
+                f"cutoff they passed, or an abort); nothing was committed. Write the rows "
+                f"again")
+
     def _delta_files(self, state: _AttemptState, entries: List[ManifestEntry]) -> _Delta:
         """The delta manifests and list of these entries: the ones an earlier attempt wrote
         if its entries were the same, else new ones (the earlier ones are deleted)."""
@@ -750,6 +786,17 @@ class FileStoreCommit:
                         f"{latest.id}; refusing to add it twice")
                 seen_adds.add(ident)
         return bool(seen_adds & old_deletes)
+
+
+# Data files written longer ago than this are checked to still exist before a commit
+# publishes them (`_check_old_files_exist`): a third of orphan cleanup's smallest cutoff.
+OLD_FILE_MS = 20 * 60_000
+
+
+def _local_millis_as_utc() -> int:
+    """Now as DataFileMeta.creation_time says it: the local wall clock read as UTC."""
+    now = time.time()
+    return calendar.timegm(time.localtime(now)) * 1000 + int((now % 1) * 1000)
 
 
 def _entries_of(messages: Sequence[CommitMessage]) -> List[ManifestEntry]:

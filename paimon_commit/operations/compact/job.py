@@ -39,7 +39,7 @@ from ...store import FileStore, PartitionSpec
 from ...reachability import collector_paused
 from ...lease import maintenance_lease
 from ..abort import abort_files
-from ..commit import CommitConfig, CommitResult, FileStoreCommit
+from ..commit import CommitConfig, CommitResult, FileStoreCommit, _AttemptState
 from ..publish import built_on_check
 from .plan import CompactOptions, CompactPlan, evolution_problem, plan_compaction
 from .result import CompactionConflictError, CompactionError, CompactResult, \
@@ -284,13 +284,24 @@ class AppendCompaction:
 
         committer = FileStoreCommit(st, self.commit_user, CommitConfig.from_options(st.options))
         emit(self.progress, COMMITTING, 0, 1, "snapshots", st.path)
+        state = _AttemptState()
         try:
             return committer._run(at, CommitKind.COMPACT, BATCH_COMMIT_IDENTIFIER,
-                                  check_conflicts=True)
+                                  check_conflicts=True, state=state)
         except _NOT_LANDED as e:
+            if state.uncertains:
+                # An earlier attempt's publish failed with an I/O error: not landed when the
+                # conflict was found is not never (a create can still land on the store
+                # later, whenever its name is free), and that snapshot names the new files.
+                kept = (f"its {len(adds)} new file(s) are kept, as an earlier publish of it "
+                        f"failed with an I/O error and may still land (orphan cleanup removes "
+                        f"them if no snapshot uses them)")
+                log.warning("compaction of %s: %s: %s", st.path, kept, e)
+                raise type(e)(f"{e}; {kept}", *([e.moved_files] if isinstance(
+                    e, CompactionConflictError) else [])) from e
             # The commit's verdict: its snapshot did not land (a conflict is found before
-            # a publish is attempted, and only after any earlier uncertain publish was
-            # settled as "not landed"; a refused create created nothing).
+            # a publish is attempted, and no publish of it failed with an I/O error; a
+            # refused create created nothing).
             n = self.abort(rewritten, committed_on=plan.base_snapshot_id or 0)
             if isinstance(e, CompactionConflictError):
                 total = sum(len(r.paths) for r in rewritten)
