@@ -40,8 +40,10 @@ import uuid
 from dataclasses import dataclass
 from typing import List, Optional
 
+from .errors import UnsafePathError
 from .io import FileIO
-from .lease import LEASE_DIR
+from .io.base import FileTooLargeError
+from .lease import LEASE_DIR, MAX_RECORD_BYTES
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +83,7 @@ class ExpiringMarkers:
     def __init__(self, io: FileIO, root: str):
         self.io = io
         self.dir = io.join(root, MARKER_DIR)
+        self.by_hand: set = set()   # names `remove` left to be removed by hand (logged)
 
     def path(self, name: str) -> str:
         return self.io.join(self.dir, name)
@@ -98,14 +101,45 @@ class ExpiringMarkers:
         self.io.overwrite_atomic(self.path(name), json.dumps(body).encode())
         return marker
 
+    def _local(self) -> bool:
+        return getattr(self.io, "_resolver", None) is not None
+
     def remove(self, marker: ExpiringMarker) -> bool:
-        """Delete one marker through the deletion gate; False if it could not be."""
-        if self.io.delete_quietly(self.path(marker.name)):
-            return True
+        """Delete one marker through the deletion gate; False if it could not be (logged
+        here when the entry is no file this library can delete: it stays until removed by
+        hand). Never raises for what the gate refuses: a directory named like a marker made
+        every post-commit expiration past its range fail a published commit (audit issue25v
+        v2). A symlink or a FIFO of that name is unlinked (the link, not its target)."""
+        path = self.path(marker.name)
+        if self._local():
+            try:
+                mode = os.lstat(path).st_mode
+            except FileNotFoundError:
+                return True
+            except OSError:
+                mode = None
+            if mode is not None and _stat.S_ISDIR(mode):
+                self._left(path, marker, "a directory")
+                return False
         try:
-            return not self.io.exists(self.path(marker.name))
+            if self.io.delete_quietly(path):
+                return True
+        except UnsafePathError as e:
+            self._left(path, marker, f"refused by the deletion gate ({e})")
+            return False
+        except OSError as e:
+            log.warning("the expiring marker %s could not be deleted: %s", path, e)
+            return False
+        try:
+            return not self.io.exists(path)
         except OSError:
             return False
+
+    def _left(self, path: str, marker: ExpiringMarker, what: str) -> None:
+        self.by_hand.add(marker.name)
+        log.warning("%s is named like an expiring marker but is %s: not removed; remove it by "
+                    "hand. While snapshot %d exists it refuses tags and rollbacks on snapshots "
+                    "%d..%d", path, what, marker.end, marker.first, marker.end - 1)
 
     def listed(self, names: Optional[List[str]] = None) -> List[ExpiringMarker]:
         """The markers by name (range only, content not read), from a listing of the
@@ -120,19 +154,30 @@ class ExpiringMarkers:
     def read(self, marker: ExpiringMarker) -> Optional[ExpiringMarker]:
         """The marker with its content; None when it is gone. Content that does not parse
         leaves the marker as listed (no digest: in force while snapshot `end` exists)."""
-        if getattr(self.io, "_resolver", None) is not None:   # local: lstat, never open
-            try:                                                # a FIFO (a read that never
-                mode = os.lstat(self.path(marker.name)).st_mode  # returns) or a symlink
-            except FileNotFoundError:
-                return None
-            if not _stat.S_ISREG(mode):
-                log.warning("%s is not a regular file; treated as an expiring marker in "
-                            "force", self.path(marker.name))
-                return marker   # (in doubt, refuse: as one whose content does not parse)
+        path = self.path(marker.name)
         try:
-            data = self.io.read_bytes(self.path(marker.name))
+            if self._local():   # local: lstat, never open a FIFO (a read that never returns)
+                try:            # or a symlink
+                    st = os.lstat(path)
+                except FileNotFoundError:
+                    return None
+                if not _stat.S_ISREG(st.st_mode):
+                    log.warning("%s is not a regular file; treated as an expiring marker in "
+                                "force", path)
+                    return marker   # (in doubt, refuse: as one whose content does not parse)
+                if st.st_size > MAX_RECORD_BYTES:   # (the lstat's size: no further call)
+                    raise FileTooLargeError(path, st.st_size)
+                data = self.io.read_bytes(path)
+            else:   # one GET whose body is read only when small
+                data = self.io.read_bytes_at_most(path, MAX_RECORD_BYTES)
         except FileNotFoundError:
             return None
+        except FileTooLargeError as e:
+            # Never read whole (a sparse terabyte raised MemoryError into a published
+            # commit, audit issue25v v1): in force unread, as one that is not a regular file.
+            log.warning("%s is too large to be an expiring marker (%d bytes); treated as in "
+                        "force: remove it by hand once no expiration runs", path, e.size)
+            return marker
         try:
             body = json.loads(data)
             sha = body.get("endSnapshotSha256")

@@ -36,13 +36,15 @@ commit record's key: one however the table is spelled, s3a:// as s3://), the hol
 - Waiting in line: a command that waits for the lease writes `wait-<since ms>-<token>` beside
   the records and rewrites it every WAITER_REFRESH_S while it waits (its storage time is its
   heartbeat); it deletes it once it took the lease or gave up. A taker that finds the lease
-  free but a waiter ahead of it in line (by since, then token; one rewritten within
-  WAITER_TTL_MS by the taker's clock, and not left by a killed process of this machine)
+  free but a waiter ahead of it in line (by since, then token; one whose record's time lies
+  in the taker's window, see `LeaseManager.waiting`, and not left by a killed process of
+  this machine)
   treats the lease as held: post-commit maintenance skips its turn, a command waits in line.
   Without it a holder that takes the lease again right after releasing it (a looping
   expiration, a stream's post-commit maintenance) starved a waiter backing off to 2 s
   pauses. Fairness only: who may delete is decided by the records above, and a waiter
-  record nobody rewrites holds the line for WAITER_TTL_MS at most, whatever the clocks.
+  record nobody rewrites holds the line of any one taker for WAITER_TTL_MS at most,
+  whatever the clocks.
 - Names: records are numbered 1..MAX_NUMBER without leading zeros; any other entry named
   `lease-<digits>` (a directory, a symlink, 19 digits, ...) is refused naming it, and taking
   the lease is bounded however its races go: never a loop that ignores its wait.
@@ -73,6 +75,7 @@ from .io.metered import in_context
 from .errors import AtomicCreateUnsupportedError, LeaseHeldError, LeaseRecordError, \
     OptionError
 from .io import FileIO
+from .io.base import FileTooLargeError
 from .io.deletion import StopDeleting, guarded, stop_requested
 from .io.uri import AZURE_SCHEMES, GCS_SCHEMES, S3_SCHEMES
 
@@ -98,6 +101,14 @@ _MAX_DIGITS = len(str(MAX_NUMBER))
 _WAITER = re.compile(r"^wait-(\d{1,19})-([0-9a-f]{32})$")
 WAITER_TTL_MS = 30_000      # a waiter record not rewritten for this long is a gone waiter's
 WAITER_REFRESH_S = 10.0     # how often a waiter rewrites it (well inside the TTL)
+# A waiter record is counted only while its time lies between WAITER_TTL_MS - WAITER_AHEAD_MS
+# behind and WAITER_AHEAD_MS ahead of the taker's clock: a window of WAITER_TTL_MS by any
+# taker's clock, however far off the record's time (see LeaseManager.waiting).
+WAITER_AHEAD_MS = 5_000
+# Lease records, waiter records and expiring marks are a few hundred bytes. A file of such a
+# name that is larger (a hand-made or damaged one, a sparse terabyte) is not read: read whole,
+# it raised MemoryError into a commit that had published (audit issue25v v1).
+MAX_RECORD_BYTES = 64 * 1024
 _UNSEEN_TRIES = 3   # lost races for a name that the listing then does not show, before refusing
 _LOST_RACES = 10    # races lost in a row past the wait, before giving up (skip or refuse)
 
@@ -117,6 +128,11 @@ FAR_FUTURE_FACTOR = 10                  # an expiry further ahead than this x th
 _PROCESS = uuid.uuid4().hex
 _live_lock = threading.Lock()
 _live_tokens: set = set()
+# (lease directory, waiter record name, its mtime) -> this process's clock (the manager's, ms)
+# when it first saw that record so: see LeaseManager.waiting.
+_seen_lock = threading.Lock()
+_waiters_seen: Dict[Tuple[str, str, int], int] = {}
+_SEEN_MAX = 10_000
 
 
 def _after_fork_in_child() -> None:
@@ -464,16 +480,27 @@ class LeaseManager:
     def read_raw(self, path: str) -> bytes:
         """The bytes of the record at `path` (FileNotFoundError if absent; LeaseRecordError
         for a directory, FIFO, symlink, ... of that name)."""
-        if self.local:
-            # Not read through a symlink, nor from a FIFO (a read that never returns).
-            mode = os.lstat(path).st_mode   # FileNotFoundError if absent, as read_bytes
-            if not _stat.S_ISREG(mode):
-                # (`--break` would supersede it, but it had better not stay.)
-                raise self._bad(path, f"a {_kind(mode)} named like a maintenance lease "
-                                      f"record", remedy="If no maintenance of this table is "
-                                                        "running, remove it")
         try:
-            return self.io.read_bytes(path)
+            if self.local:
+                # Not read through a symlink, nor from a FIFO (a read that never returns).
+                st = os.lstat(path)   # FileNotFoundError if absent, as read_bytes
+                if not _stat.S_ISREG(st.st_mode):
+                    # (`--break` would supersede it, but it had better not stay.)
+                    raise self._bad(path, f"a {_kind(st.st_mode)} named like a maintenance "
+                                          f"lease record",
+                                    remedy="If no maintenance of this table is running, "
+                                           "remove it")
+                # The size the lstat gave: no further call. (A file swapped in between the
+                # lstat and the read is not guarded against: a hand-made race.)
+                if st.st_size > MAX_RECORD_BYTES:
+                    raise FileTooLargeError(path, st.st_size)
+                return self.io.read_bytes(path)
+            # Object stores: one GET whose body is read only when small (the size comes with
+            # the answer's metadata); no HEAD before it.
+            return self.io.read_bytes_at_most(path, MAX_RECORD_BYTES)
+        except FileTooLargeError as e:
+            raise self._bad(path, f"too large to be a maintenance lease record ({e.size} "
+                                  f"bytes)", remedy=self._supersede_or_remove) from None
         except IsADirectoryError:   # (object stores, pyarrow.fs: no lstat above)
             raise self._bad(path, "a directory named like a maintenance lease record",
                             remedy=self._remove) from None
@@ -495,6 +522,11 @@ class LeaseManager:
                       f"`paimon-commit lease {self.path} --break`")
         return LeaseRecordError(self.io._describe(path), f"{problem}; nothing was deleted. "
                                                          f"{remedy}")
+
+    @property
+    def _supersede_or_remove(self) -> str:
+        return (f"If no maintenance of this table is running, supersede it with "
+                f"`paimon-commit lease {self.path} --break`, or remove it")
 
     @property
     def _remove(self) -> str:
@@ -548,12 +580,37 @@ class LeaseManager:
         return self.io.join(self.lease_dir, name)
 
     def waiting(self, waiters: List[Waiter]) -> List[Waiter]:
-        """The waiters still there: rewritten within WAITER_TTL_MS by this taker's clock.
-        One whose time lies further ahead than that (a store's clock far ahead, or a hand-made
-        file) is not counted either: a record nobody rewrites must never hold the line for
-        longer than its TTL, whatever the clocks say."""
+        """The waiters still there. A record is counted only while both hold:
+
+        - its time (the storage's, of its last rewrite) lies between WAITER_TTL_MS -
+          WAITER_AHEAD_MS (25 s) behind and WAITER_AHEAD_MS (5 s) ahead of this taker's
+          clock: a window of WAITER_TTL_MS (30 s) by this clock, wherever the record's time
+          lies (a waiter rewrites it every WAITER_REFRESH_S, 10 s, well inside it; a storage
+          clock up to 5 s ahead or about 15 s behind the taker's still counts a live one);
+        - this process first saw the record (its name and that time) less than WAITER_TTL_MS
+          ago: a record timed ahead is not counted again in a later window, nor after this
+          clock stepped back.
+
+        So a record nobody rewrites holds the line of any one taker for 30 s at most,
+        whatever the clocks say (before, it was counted while its time lay within 30 s
+        either way: a record timed 29 s ahead held the line about 59 s, audit issue25v v5).
+        Fairness only: a taker that does not count a waiter takes a turn out of order."""
         now = self.clock()
-        return [w for w in waiters if now - WAITER_TTL_MS <= w.mtime_ms <= now + WAITER_TTL_MS]
+        out = []
+        with _seen_lock:
+            if len(_waiters_seen) > _SEEN_MAX:   # (rewrites add keys): forget the old ones
+                for key in [k for k, t in _waiters_seen.items()
+                            if not 0 <= now - t < 2 * WAITER_TTL_MS]:
+                    del _waiters_seen[key]
+                if len(_waiters_seen) > _SEEN_MAX:
+                    _waiters_seen.clear()
+            for w in waiters:
+                key = (self.lease_dir, w.name, w.mtime_ms)
+                first = _waiters_seen.setdefault(key, now)
+                if now - (WAITER_TTL_MS - WAITER_AHEAD_MS) <= w.mtime_ms \
+                        <= now + WAITER_AHEAD_MS and 0 <= now - first < WAITER_TTL_MS:
+                    out.append(w)
+        return out
 
     def ahead_of(self, waiters: List[Waiter], token: Optional[str]) -> List[Waiter]:
         """The waiters still there ahead of the waiter `token` in line (all of them others',
@@ -582,24 +639,38 @@ class LeaseManager:
         if not _MACHINE:
             return False
         try:
-            d = json.loads(self.io.read_bytes(self.waiter_path(waiter.name)))
+            d = json.loads(self._read_waiter_bytes(waiter.name))
             if isinstance(d, dict) and d.get("machine") == _MACHINE \
                     and isinstance(d.get("pid"), int) and not isinstance(d["pid"], bool):
                 return _pid_gone(d["pid"])
-        except FileNotFoundError:
-            return True
+        except (FileNotFoundError, FileTooLargeError):
+            return True   # (too large: no waiter wrote it, as a FIFO of that name)
         except (OSError, ValueError, UnicodeDecodeError, RecursionError):
             pass   # (RecursionError: a body nested deeper than the parser goes, audit 25q l1)
         return False
 
     def _regular(self, name: str) -> bool:
-        """Whether the local entry `name` of the lease directory is a regular file (not read
-        otherwise: a FIFO's read never returns, a symlink's target is outside the protocol).
-        Anything else named like a waiter record is no waiter; absent counts as gone too."""
+        """Whether the local entry `name` of the lease directory is a regular file of at most
+        MAX_RECORD_BYTES (not read otherwise: a FIFO's read never returns, a symlink's
+        target is outside the protocol, a huge file would be read whole). Anything else named
+        like a waiter record is no waiter; absent counts as gone too."""
         try:
-            return _stat.S_ISREG(os.lstat(self.waiter_path(name)).st_mode)
+            st = os.lstat(self.waiter_path(name))
         except OSError:
             return False
+        if _stat.S_ISREG(st.st_mode) and st.st_size > MAX_RECORD_BYTES:
+            log.warning("%s is too large to be a maintenance lease waiter record (%d bytes); "
+                        "not a waiter: remove it", self.waiter_path(name), st.st_size)
+            return False
+        return _stat.S_ISREG(st.st_mode)
+
+    def _read_waiter_bytes(self, name: str) -> bytes:
+        """The body of waiter record `name` (FileTooLargeError past MAX_RECORD_BYTES,
+        unread). Locally `_regular` checked it just before: a plain read."""
+        path = self.waiter_path(name)
+        if self.local:
+            return self.io.read_bytes(path)
+        return self.io.read_bytes_at_most(path, MAX_RECORD_BYTES)
 
     def read_waiter(self, name: str) -> Optional[Dict[str, Any]]:
         """The body of waiter record `name` (None: gone, not a regular file, or not a JSON
@@ -607,8 +678,8 @@ class LeaseManager:
         if self.local and not self._regular(name):
             return None
         try:
-            body = json.loads(self.io.read_bytes(self.waiter_path(name)))
-        except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+            body = json.loads(self._read_waiter_bytes(name))
+        except (OSError, ValueError, UnicodeDecodeError, RecursionError, FileTooLargeError):
             return None
         return body if isinstance(body, dict) else None
 
@@ -1039,7 +1110,8 @@ def lease_manager(store) -> LeaseManager:
 @contextlib.contextmanager
 def maintenance_lease(store, operation: str, *, wait_s: Optional[float] = None,
                       duration_ms: Optional[int] = None, skip_if_held: bool = False,
-                      manager: Optional[LeaseManager] = None
+                      manager: Optional[LeaseManager] = None,
+                      skipped: Optional[List[str]] = None
                       ) -> Iterator[Optional[HeldLease]]:
     """Hold the table's maintenance lease for the block; nested blocks of this thread on the
     same table join it. While held, every safe point (`io.deletion.checkpoint`) of this
@@ -1052,6 +1124,8 @@ def maintenance_lease(store, operation: str, *, wait_s: Optional[float] = None,
         duration_ms: the lease's duration (default: lease_settings, else 5 min).
         skip_if_held: yield None at once when another holder has it (post-commit
             maintenance: the holder does the work) instead of waiting.
+        skipped: with skip_if_held, why it yielded None is appended to it (the lease held,
+            a waiter ahead in line, ...), in words.
 
     Raises:
         LeaseHeldError: another holder kept it past the wait (the message names it).
@@ -1076,7 +1150,8 @@ def maintenance_lease(store, operation: str, *, wait_s: Optional[float] = None,
     duration = check_lease_duration_ms(duration_ms if duration_ms is not None else
                                        _setting("duration_ms", DEFAULT_DURATION_MS))
     m.check_storage()
-    lease = _take(m, operation, duration, 0.0 if skip_if_held else wait, skip_if_held)
+    lease = _take(m, operation, duration, 0.0 if skip_if_held else wait, skip_if_held,
+                  skipped)
     if lease is None:
         yield None
         return
@@ -1093,11 +1168,12 @@ def maintenance_lease(store, operation: str, *, wait_s: Optional[float] = None,
 
 
 def _take(m: LeaseManager, operation: str, duration_ms: int, wait_s: float,
-          skip_if_held: bool) -> Optional[HeldLease]:
+          skip_if_held: bool, skipped: Optional[List[str]] = None) -> Optional[HeldLease]:
     token = uuid.uuid4().hex
     line = _Line(m, operation, token)
     try:
-        return _take_in_line(m, operation, duration_ms, wait_s, skip_if_held, token, line)
+        return _take_in_line(m, operation, duration_ms, wait_s, skip_if_held, token, line,
+                             skipped)
     finally:
         line.leave()
 
@@ -1147,7 +1223,8 @@ class _Line:
 
 
 def _take_in_line(m: LeaseManager, operation: str, duration_ms: int, wait_s: float,
-                  skip_if_held: bool, token: str, line: _Line) -> Optional[HeldLease]:
+                  skip_if_held: bool, token: str, line: _Line,
+                  skipped: Optional[List[str]] = None) -> Optional[HeldLease]:
     deadline = time.monotonic() + wait_s
     pause = 0.05
     tried: Optional[int] = None   # the record number of the race just lost
@@ -1218,6 +1295,9 @@ def _take_in_line(m: LeaseManager, operation: str, duration_ms: int, wait_s: flo
                        f"taking it")
                 if skip_if_held:
                     log.info("%s; skipping %s", why, operation)
+                    if skipped is not None:
+                        skipped.append(f"the maintenance lease changed hands {lost} times "
+                                       f"while taking it")
                     return None
                 raise LeaseHeldError(f"{why}; rerun later or raise --lease-wait")
             continue
@@ -1227,6 +1307,10 @@ def _take_in_line(m: LeaseManager, operation: str, duration_ms: int, wait_s: flo
         if skip_if_held:
             log.info("%s; skipping %s (%s)", who, operation,
                      "it does the work" if free else "the holder does the work")
+            if skipped is not None:
+                skipped.append("the maintenance lease is held by another process" if not free
+                               else f"the maintenance lease is free but "
+                                    f"{_describe_waiter(m, ahead[0])}")
             return None
         left = deadline - time.monotonic()
         if left <= 0:
@@ -1247,6 +1331,22 @@ def _describe_line(m: LeaseManager, ahead: List[Waiter]) -> str:
     return (f"{n} other command{'s' if n > 1 else ''} wait{'' if n > 1 else 's'} for the "
             f"maintenance lease of {m.path} ahead of this one (the first since "
             f"{_shown(first.since_ms)}: {LEASE_DIR}/{first.name})")
+
+
+def _describe_waiter(m: LeaseManager, waiter: Waiter) -> str:
+    """`a waiter is ahead in line: HOST pid PID (OP) since T (.maintenance/wait-...)`: one
+    read of its record (a skipped turn only); what it does not say is left out."""
+    body = m.read_waiter(waiter.name) or {}
+    host, pid, op = body.get("host"), body.get("pid"), body.get("operation")
+    who = ""
+    if isinstance(host, str) and host:
+        who += f"{host[:200]} "
+    if isinstance(pid, int) and not isinstance(pid, bool):
+        who += f"pid {pid} "
+    if isinstance(op, str) and op:
+        who += f"({op[:200]}) "
+    return (f"a waiter is ahead in line: {who}since {_shown(waiter.since_ms)} "
+            f"({LEASE_DIR}/{waiter.name})")
 
 
 def _sleep_unless_stopped(seconds: float) -> None:

@@ -379,9 +379,13 @@ class TableCommit:
             def run() -> None:
                 if turn[0] is None:
                     try:
+                        skipped: List[str] = []
                         held = lease.enter_context(maintenance_lease(
-                            self.store, "post-commit maintenance", skip_if_held=True))
-                        why = "the maintenance lease is held by another process"
+                            self.store, "post-commit maintenance", skip_if_held=True,
+                            skipped=skipped))
+                        # (held by another, or free with a waiter ahead in line: its turn)
+                        why = skipped[0] if skipped \
+                            else "the maintenance lease is held by another process"
                     except AtomicCreateUnsupportedError as e:
                         # The commit has published: a store answering 501 to the lease's
                         # create makes this turn skip, never the commit fail with a

@@ -6,7 +6,7 @@ import posixpath
 from typing import Callable, List, Optional
 
 from ..errors import AtomicCreateUnsupportedError, UnsafePathError
-from .base import FileIO, FileStatus, LocalResolver, _temp_name
+from .base import FileIO, FileStatus, FileTooLargeError, LocalResolver, _temp_name
 from .metered import note as _bill
 
 log = logging.getLogger(__name__)
@@ -73,6 +73,28 @@ class PyArrowFileIO(FileIO):
             if not self.exists(path):
                 raise FileNotFoundError(path) from e
             raise
+
+    def read_bytes_at_most(self, path: str, limit: int) -> bytes:
+        """One read of at most `limit` + 1 bytes; the size is asked (one more call) only
+        for the message when the file turns out larger."""
+        _bill("pyarrow", "GET")
+        try:
+            with self.fs.open_input_stream(path) as f:
+                data = f.read(limit + 1)
+        except FileNotFoundError:
+            raise
+        except OSError as e:
+            if not self.exists(path):
+                raise FileNotFoundError(path) from e
+            raise
+        _bill("pyarrow", "GET", 0, read=len(data))
+        if len(data) > limit:
+            try:
+                size = self.file_size(path)
+            except OSError:
+                size = len(data)
+            raise FileTooLargeError(path, max(size, len(data)))
+        return data
 
     def _info(self, path: str):
         _bill("pyarrow", "HEAD")

@@ -26,8 +26,17 @@ from ..errors import UnsafePathError
 
 log = logging.getLogger(__name__)
 
-__all__ = ["FileStatus", "FileEntries", "FileIO", "walk_files", "check_path_shape",
-           "file_entries"]
+__all__ = ["FileStatus", "FileEntries", "FileIO", "FileTooLargeError", "walk_files",
+           "check_path_shape", "file_entries"]
+
+
+class FileTooLargeError(Exception):
+    """`FileIO.read_bytes_at_most`: the file is larger than the caller's limit; it was not
+    read. Not an OSError: no caller's `except OSError` takes it for an I/O failure."""
+
+    def __init__(self, path: str, size: int):
+        super().__init__(f"{path}: {size} bytes")
+        self.path, self.size = path, size
 
 
 class FileStatus(NamedTuple):
@@ -172,6 +181,19 @@ class FileIO(ABC):
     @abstractmethod
     def read_bytes(self, path: str) -> bytes:
         """The whole file; FileNotFoundError if it does not exist."""
+
+    def read_bytes_at_most(self, path: str, limit: int) -> bytes:
+        """The whole file if it holds at most `limit` bytes; FileTooLargeError (its size)
+        otherwise, without reading it (records that are a few hundred bytes: a huge file of
+        that name must not be read whole into memory). FileNotFoundError if absent.
+
+        Here: the size (one HEAD), then the read. Storages that learn the size from the read
+        itself override this with one request (object stores: the GET's metadata, before
+        its body; pyarrow.fs: a read of at most limit + 1 bytes)."""
+        size = self.file_size(path)
+        if size > limit:
+            raise FileTooLargeError(path, size)
+        return self.read_bytes(path)
 
     @abstractmethod
     def exists(self, path: str) -> bool:

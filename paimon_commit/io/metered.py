@@ -354,6 +354,15 @@ class MeteredReadOnlyIO(FileIO):
         self._note("GET", len(data))
         return data
 
+    def read_bytes_at_most(self, path: str, limit: int) -> bytes:
+        try:
+            data = self.inner.read_bytes_at_most(path, limit)
+        except BaseException:
+            self._note("GET")
+            raise
+        self._note("GET", len(data))
+        return data
+
     def open_input_file(self, path: str):
         self._note("GET")
         return self.inner.open_input_file(path)

@@ -991,8 +991,13 @@ class ExpireSnapshots(ChangelogExpiration):
         except OSError as e:
             log.warning("expire: cannot list the markers of expirations in progress: %s", e)
             stale = [plan.marker] if plan.marker is not None else []
-        for m in stale:
-            if not self._markers.remove(m):
+        for m in stale:   # (one failing never stops the others: this run's own among them)
+            try:
+                removed = self._markers.remove(m)
+            except Exception as e:  # noqa: BLE001 -- never into a published commit
+                log.warning("expire: could not remove the marker %s: %s", m.name, e)
+                continue
+            if not removed and m.name not in self._markers.by_hand:   # (that one: logged)
                 log.warning("expire: the marker %s could not be removed; tags and rollbacks "
                             "on snapshots below %d are refused until a later run removes it",
                             m.name, m.end)

@@ -526,3 +526,62 @@ def test_a_fifo_named_like_a_mark_refuses_and_never_hangs(tmp_path):
             str(outcome)
     assert tag_files(t.path) == []
     assert [s.id for s in Table.open(t.path).snapshots()] == [1, 2, 3, 4, 5, 6]
+
+
+# --- audit issue25v ----------------------------------------------------------------------
+
+def test_a_huge_mark_is_in_force_unread_and_never_fails_a_published_commit(tmp_path, caplog):
+    # v1: read whole, a sparse terabyte raised MemoryError out of create_tag, and out of an
+    # automatic tag's check in a commit that had published.
+    import uuid
+    t = table_with(tmp_path)
+    d = os.path.join(t.path, MARKER_DIR)
+    os.makedirs(d, exist_ok=True)
+    huge = os.path.join(d, f"expiring-1-6-{uuid.uuid4().hex}")   # snapshot 6 exists: in force
+    later = os.path.join(d, f"expiring-1-8-{uuid.uuid4().hex}")  # covers 7, the commit's next
+    for p in (huge, later):
+        with open(p, "wb") as f:
+            f.truncate(1 << 40)
+    with pytest.raises(ValueError, match=r"an expiration of snapshots 1\.\.5 started at an "
+                                         r"unknown time and has not finished \(marker "):
+        Table.open(t.path).create_tag("t3", 3)
+    assert f"{huge} is too large to be an expiring marker (1099511627776 bytes); treated as " \
+           f"in force: remove it by hand once no expiration runs" in caplog.text
+    # A batch commit whose automatic tag lands on snapshot 7: the mark covering it is looked
+    # at (not in force: snapshot 8 does not exist), never read whole.
+    t = Table.open(t.path)
+    with t.new_commit(options={"tag.automatic-creation": "batch"}) as c:
+        w = t.new_writer()
+        w.write_arrow(make_rows([7], hr=1))
+        c.commit(w.prepare_commit())
+    assert [s.id for s in Table.open(t.path).snapshots()] == [1, 2, 3, 4, 5, 6, 7]
+    assert len(tag_files(t.path)) == 1
+    assert f"{later} is too large to be an expiring marker" in caplog.text
+    assert os.path.getsize(huge) == os.path.getsize(later) == 1 << 40
+
+
+def test_a_directory_named_like_a_mark_never_fails_a_published_commit(tmp_path, caplog):
+    # v2: once an expiration passed its range, removing it as a stale mark raised
+    # UnsafePathError ("refusing to delete directory") out of every later post-commit
+    # expiration: published commits failed, and the run's own mark (listed after it) stayed.
+    t = table_with(tmp_path)
+    d = os.path.join(t.path, MARKER_DIR)
+    os.makedirs(d, exist_ok=True)
+    directory = os.path.join(d, "expiring-1-3-" + "0" * 32)
+    os.mkdir(directory)
+    opts = {"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1",
+            "snapshot.time-retained": "1 ms"}
+    for i in (7, 8):
+        t = Table.open(t.path)
+        with t.new_commit(options=opts) as c:
+            w = t.new_writer()
+            w.write_arrow(make_rows([i], hr=1))
+            c.commit(w.prepare_commit())
+        assert [s.id for s in Table.open(t.path).snapshots()] == [i]
+    assert markers(t.path) == ["expiring-1-3-" + "0" * 32]   # the run's own mark: removed
+    assert os.path.isdir(directory)
+    assert f"{directory} is named like an expiring marker but is a directory: not removed; " \
+           f"remove it by hand. While snapshot 3 exists it refuses tags and rollbacks on " \
+           f"snapshots 1..2" in caplog.text
+    r = expire(Table.open(t.path), retain_max=1)   # an explicit run: no error either
+    assert markers(t.path) == ["expiring-1-3-" + "0" * 32]

@@ -248,3 +248,88 @@ def test_the_check_passes_on_its_own_record_however_written_and_stops_on_another
         f"lost the maintenance lease of {table_path} (its record {own} is another holder's: "
         f"a later holder took the lease over and pruned the records below its own); stopped "
         f"before the next delete")
+
+
+# --- huge regular files named like records (audit issue25v v1) -------------------------------
+
+TB = 1 << 40
+
+
+def _sparse(path, size=TB):
+    """A regular file of `size` bytes that uses no disk."""
+    with open(path, "wb") as f:
+        f.truncate(size)
+
+
+# Options making every commit's post-commit maintenance expire.
+_EXPIRING = {"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1",
+             "snapshot.time-retained": "1 ms"}
+
+
+def test_a_huge_lease_record_is_refused_naming_it_and_never_fails_a_published_commit(
+        table, table_path):
+    # Read whole, a sparse terabyte raised MemoryError into a commit that had published, and
+    # out of an explicit expiration as a bare MemoryError.
+    _history(table)
+    path = table_path / ".maintenance" / f"lease-{_next(table_path)}"
+    _sparse(path)
+    problem = (f"{path}: too large to be a maintenance lease record ({TB} bytes); nothing "
+               f"was deleted. If no maintenance of this table is running, supersede it with "
+               f"`paimon-commit lease {table_path} --break`, or remove it")
+    t = Table.open(str(table_path))
+    with t.new_commit(options=_EXPIRING) as c:   # one-shot: published, maintenance skipped, nothing raised
+        w = t.new_writer()
+        w.write_arrow(make_rows([5]))
+        c.commit(w.prepare_commit())
+        assert c.last_maintenance.lease_skipped == (
+            f"a maintenance lease record cannot be used: {problem}; skipped this turn")
+    assert [s.id for s in t.snapshots()] == [1, 2, 3, 4, 5]
+    with pytest.raises(LeaseRecordError) as e:
+        t.expire_snapshots(retain_max=1, retain_min=1)
+    assert str(e.value) == problem
+    assert [s.id for s in t.snapshots()] == [1, 2, 3, 4, 5]
+    assert main(["lease", str(table_path), "--break"]) == 0   # the remedy named works
+    r = t.expire_snapshots(retain_max=1, retain_min=1)
+    assert r.complete and [s.id for s in t.snapshots()] == [5]
+
+
+def test_a_huge_waiter_record_is_no_waiter_and_never_fails_a_published_commit(
+        table, table_path):
+    import uuid
+    from paimon_commit.lease import LeaseManager
+    _history(table)
+    name = f"wait-{int(time.time() * 1000) - 1000}-{uuid.uuid4().hex}"
+    _sparse(table_path / ".maintenance" / name)   # fresh: within its TTL
+    t = Table.open(str(table_path))
+    with t.new_commit(options=_EXPIRING) as c:
+        w = t.new_writer()
+        w.write_arrow(make_rows([5]))
+        c.commit(w.prepare_commit())
+        assert c.last_maintenance.lease_skipped is None   # not a waiter: maintenance ran
+    assert [s.id for s in t.snapshots()] == [5]
+    m = LeaseManager(t.store.io, str(table_path))
+    assert m.read_waiter(name) is None
+    assert os.path.getsize(table_path / ".maintenance" / name) == TB   # left, not read
+
+
+def test_a_record_over_the_cap_on_an_object_store_is_refused_after_one_get(tmp_path):
+    # Object stores: the size comes with the GET's answer, before its body; no HEAD first.
+    from obstore.store import MemoryStore
+    from paimon_commit.io.base import FileTooLargeError
+    from paimon_commit.io.object_store import ObjectStoreFileIO
+    from paimon_commit.lease import MAX_RECORD_BYTES, LeaseManager
+    io = ObjectStoreFileIO(MemoryStore(), "s3", "b", "t", "memory")
+    m = LeaseManager(io, "s3://b/t")
+    io.write_new(m.record_path(1), b" " * (MAX_RECORD_BYTES + 1))
+    io.write_new(m.record_path(2), b"{}")
+    calls = []
+    real = io._request
+    io._request = lambda what, path, fn: calls.append(what) or real(what, path, fn)
+    with pytest.raises(FileTooLargeError) as e:
+        io.read_bytes_at_most(m.record_path(1), MAX_RECORD_BYTES)
+    assert e.value.size == MAX_RECORD_BYTES + 1 and calls == ["read"]
+    assert io.read_bytes_at_most(m.record_path(2), MAX_RECORD_BYTES) == b"{}"
+    with pytest.raises(LeaseRecordError) as e:
+        m.read(1)
+    assert f"too large to be a maintenance lease record ({MAX_RECORD_BYTES + 1} bytes)" in \
+        str(e.value)
