@@ -474,8 +474,12 @@ class Sim:
             if not (o.outcome == "refused" or (o.outcome == "unknown" and not o.committing)):
                 continue
             if self._delete_faulted(o) or "interrupted" in o.detail \
-                    or "left for orphan cleanup" in o.detail:
-                continue   # a failed delete, or a Ctrl-C, leaves files for orphan cleanup
+                    or "left for orphan cleanup" in o.detail \
+                    or "failed with an I/O error and may still land" in (o.error or ""):
+                # A failed delete, or a Ctrl-C, leaves files for orphan cleanup; so does a
+                # conflict found after a publish of it failed with an I/O error (that
+                # snapshot can still land, naming them).
+                continue
             left = [p for p in o.written if p.endswith(".parquet") and self.plain.exists(p)]
             if left:
                 problems.append(f"{o.name} ({o.outcome}: {o.error[:120]}) left {len(left)} "
