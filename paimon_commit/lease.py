@@ -101,10 +101,11 @@ _MAX_DIGITS = len(str(MAX_NUMBER))
 _WAITER = re.compile(r"^wait-(\d{1,19})-([0-9a-f]{32})$")
 WAITER_TTL_MS = 30_000      # a waiter record not rewritten for this long is a gone waiter's
 WAITER_REFRESH_S = 10.0     # how often a waiter rewrites it (well inside the TTL)
-# A waiter record is counted only while its time lies between WAITER_TTL_MS - WAITER_AHEAD_MS
-# behind and WAITER_AHEAD_MS ahead of the taker's clock: a window of WAITER_TTL_MS by any
-# taker's clock, however far off the record's time (see LeaseManager.waiting).
-WAITER_AHEAD_MS = 5_000
+# A waiter record is counted only while its time lies within WAITER_SKEW_MS of the taker's
+# clock either way, and for WAITER_TTL_MS at most after a process first saw it (that time):
+# the second bounds what a record nobody rewrites holds, the first tolerates clocks that
+# disagree (see LeaseManager.waiting).
+WAITER_SKEW_MS = 30_000
 # Lease records, waiter records and expiring marks are a few hundred bytes. A file of such a
 # name that is larger (a hand-made or damaged one, a sparse terabyte) is not read: read whole,
 # it raised MemoryError into a commit that had published (audit issue25v v1).
@@ -582,18 +583,19 @@ class LeaseManager:
     def waiting(self, waiters: List[Waiter]) -> List[Waiter]:
         """The waiters still there. A record is counted only while both hold:
 
-        - its time (the storage's, of its last rewrite) lies between WAITER_TTL_MS -
-          WAITER_AHEAD_MS (25 s) behind and WAITER_AHEAD_MS (5 s) ahead of this taker's
-          clock: a window of WAITER_TTL_MS (30 s) by this clock, wherever the record's time
-          lies (a waiter rewrites it every WAITER_REFRESH_S, 10 s, well inside it; a storage
-          clock up to 5 s ahead or about 15 s behind the taker's still counts a live one);
+        - its time (the storage's, of its last rewrite) lies within WAITER_SKEW_MS (30 s) of
+          this taker's clock either way: a waiter rewrites it every WAITER_REFRESH_S (10 s),
+          so a live one counts while the storage's clock runs up to 30 s ahead of the
+          taker's or about 20 s behind (a narrower window, 5 s ahead, let a storage clock
+          6 s ahead pass live waiters over: starvation again, audit issue25w w6);
         - this process first saw the record (its name and that time) less than WAITER_TTL_MS
-          ago: a record timed ahead is not counted again in a later window, nor after this
-          clock stepped back.
+          (30 s) ago: a rewrite is a new time, so a live waiter keeps counting, and a record
+          nobody rewrites stops counting 30 s after this process first saw it, however far
+          ahead its time lies, also after this clock stepped back.
 
         So a record nobody rewrites holds the line of any one taker for 30 s at most,
-        whatever the clocks say (before, it was counted while its time lay within 30 s
-        either way: a record timed 29 s ahead held the line about 59 s, audit issue25v v5).
+        whatever the clocks say (before, with the window alone, a record timed 29 s ahead
+        held the line about 59 s, audit issue25v v5).
         Fairness only: a taker that does not count a waiter takes a turn out of order."""
         now = self.clock()
         out = []
@@ -607,8 +609,8 @@ class LeaseManager:
             for w in waiters:
                 key = (self.lease_dir, w.name, w.mtime_ms)
                 first = _waiters_seen.setdefault(key, now)
-                if now - (WAITER_TTL_MS - WAITER_AHEAD_MS) <= w.mtime_ms \
-                        <= now + WAITER_AHEAD_MS and 0 <= now - first < WAITER_TTL_MS:
+                if now - WAITER_SKEW_MS <= w.mtime_ms <= now + WAITER_SKEW_MS \
+                        and 0 <= now - first < WAITER_TTL_MS:
                     out.append(w)
         return out
 
