@@ -660,13 +660,18 @@ class FileStoreCommit:
         (an hour at the least, `orphan_context.MIN_ORPHAN_AGE_MS`): a commit coming later than
         that after its write (a compaction rewriting for hours, a slow job) would otherwise
         publish a snapshot naming deleted files, which does not read (audit issue25v v3).
-        Only old files are looked at, so an ordinary commit asks nothing more of the storage.
-        By the file's creation time (the writer's wall clock as if UTC, as Paimon writes it;
-        none: looked at). This narrows the race with orphan cleanup to the moments between
-        this check and the publish; it cannot close it (docs/safety.md)."""
-        limit = _local_millis_as_utc() - OLD_FILE_MS
+        Only files that may be old are looked at, so an ordinary commit asks nothing more of
+        the storage. By the file's creation time, the writer's wall clock as if UTC (as Paimon
+        writes it): its time zone is not recorded, so a time more than OLD_FILE_MS *ahead* of
+        ours may be an old file of a writer east of us (audit issue25w w3: written 2 h before
+        in Tokyo, it looked 7 h ahead to a committer in UTC and was never looked at); it is
+        looked at, as one without a time. A writer in another time zone so costs one request
+        per file. This narrows the race with orphan cleanup to the moments between this check
+        and the publish; it cannot close it (docs/safety.md)."""
+        now = _local_millis_as_utc()
         old = [e for e in entries if e.kind == FileKind.ADD
-               and (e.file.creation_time is None or e.file.creation_time <= limit)]
+               and (e.file.creation_time is None
+                    or not now - OLD_FILE_MS < e.file.creation_time < now + OLD_FILE_MS)]
         if not old:
             return
         io = self.store.io

@@ -133,3 +133,29 @@ def test_a_compaction_that_conflicts_after_a_failed_publish_keeps_its_files(
     assert "are kept, as an earlier publish of it failed with an I/O error and may still " \
            "land" in str(e.value)
     assert failed and all(os.path.exists(p) for p in outs)
+
+
+def test_old_files_of_a_writer_in_a_time_zone_east_of_the_committer_are_looked_at(
+        table, table_path, monkeypatch):
+    """Creation times are the writer's wall clock read as UTC, with no zone: files written two
+    hours before in a zone nine hours east look seven hours ahead to the committer (audit
+    issue25w w3). They are looked at, and the commit refuses the one orphan cleanup deleted."""
+    write(table, make_rows([0]))
+    before = _data_files(table_path)
+    w = table.new_writer()
+    w.write_arrow(make_rows([1]))
+    msgs = w.prepare_commit()
+    new = sorted(_data_files(table_path) - before)
+    _age(new)
+    table.remove_orphan_files(older_than_duration="61 min")
+    assert not any(os.path.exists(p) for p in new)
+    from paimon_commit.writer import local_millis_as_utc
+    # The committer's clock reads 9 h behind the writer's zone, 2 h after the write.
+    monkeypatch.setattr(commit_mod, "_local_millis_as_utc",
+                        lambda: local_millis_as_utc() + (2 - 9) * 3600 * 1000, raising=False)
+    snaps = _snapshots(table_path)
+    with pytest.raises(CommitConflictError, match="no longer exist"):
+        with table.new_commit() as c:
+            c.commit(msgs)
+    assert _snapshots(table_path) == snaps
+    assert _ids(table_path) == [0]
