@@ -70,11 +70,15 @@ class SnapshotManager:
         return ids
 
     def _read_hint(self, name: str) -> Optional[int]:
+        """The id a LATEST / EARLIEST hint holds; None if absent or not a snapshot id (a hint
+        is advisory: every use verifies it). An id past Java's long range is none either:
+        taken as one, it made every commit and read raise (audit issue25x x4)."""
         try:
             text = self.io.read_bytes(self.io.join(self.snapshot_dir, name)).decode().strip()
-            return int(text)
+            value = int(text)
         except (FileNotFoundError, ValueError, UnicodeDecodeError):
             return None
+        return value if 0 < value < (1 << 63) - 1 else None
 
     def latest_snapshot_id(self) -> Optional[int]:
         hint = self._read_hint(LATEST)

@@ -60,3 +60,17 @@ def test_hostile_file_names_in_manifests_are_never_deleted(table, table_path, tm
     assert r.expired_snapshots == 3
     assert any("precious" in s for s in r.skipped)
     assert precious.read_text() == "keep me"
+
+
+@pytest.mark.parametrize("hint", ["9" * 40, "9223372036854775807", "-5", "0"])
+def test_a_hint_outside_the_snapshot_id_range_is_ignored(table, table_path, hint):
+    """A LATEST or EARLIEST hint holding no snapshot id (40 nines made every commit and read
+    raise "snapshot-id out of range": audit issue25x x4) is advisory: ignored."""
+    write(table, make_rows([1]))
+    for name in ("LATEST", "EARLIEST"):
+        (table_path / "snapshot" / name).write_text(hint)
+    write(table, make_rows([2]))
+    t = Table.open(str(table_path))
+    assert sorted(t.read_arrow().column("id").to_pylist()) == [1, 2]
+    assert t.store.snapshots.latest_snapshot_id() == 2
+    assert t.store.snapshots.earliest_snapshot_id() == 1
