@@ -19,6 +19,7 @@ import calendar
 import logging
 import random
 import time
+from time import localtime as _localtime
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence, Set, \
@@ -801,7 +802,7 @@ OLD_FILE_MS = 20 * 60_000
 def _local_millis_as_utc() -> int:
     """Now as DataFileMeta.creation_time says it: the local wall clock read as UTC."""
     now = time.time()
-    return calendar.timegm(time.localtime(now)) * 1000 + int((now % 1) * 1000)
+    return calendar.timegm(_localtime(now)) * 1000 + int((now % 1) * 1000)
 
 
 def _entries_of(messages: Sequence[CommitMessage]) -> List[ManifestEntry]:
