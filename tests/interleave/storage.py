@@ -98,6 +98,11 @@ class ControlledIO(FileIO):
     def read_bytes(self, path):
         return self._do("read_bytes", path, lambda: self.inner.read_bytes(path))
 
+    def read_bytes_at_most(self, path, limit):
+        # One storage call, as on the storages it stands for (an object store's GET), so a
+        # capped read of a record is one scheduling point like any read of it.
+        return self._do("read_bytes", path, lambda: self.inner.read_bytes_at_most(path, limit))
+
     def exists(self, path):
         return self._do("exists", path, lambda: self.inner.exists(path))
 
