@@ -483,6 +483,10 @@ def _table_steps(store, options, tag_config, expire_config, partition_expire,
         for sk in pr.skipped:
             spec = ",".join(f"{k}={v}" for k, v in sk.to_dict()["partition"].items())
             result.warnings.append(f"partition {spec} kept: {sk.reason}")
+        for kp in pr.to_dict()["kept_new_data"]:
+            spec = ",".join(f"{k}={v}" for k, v in kp.items())
+            result.warnings.append(f"partition {spec} kept: it received new data during the "
+                                   f"run (no longer expired by its update time)")
         result.steps["partitions"] = pr.to_dict()
 
     ttl = options["consumer.expiration-time"]

@@ -422,6 +422,10 @@ def print_text(command: str, r: Dict[str, Any]) -> None:
                           for p in r["expired_partitions"]) or "none"
         print(f"{'would expire' if r['dry_run'] else 'expired'} partitions: {parts}; "
               f"snapshots {r['snapshot_ids']}")
+        for p in r.get("kept_new_data", []):
+            spec = ",".join(f"{k}={v}" for k, v in p.items())
+            print(f"kept: partition {spec} received new data during the run (no longer "
+                  f"expired by its update time)")
     elif command in ("delete-tag", "rollback-to"):
         print(json.dumps({k: v for k, v in r.items() if k not in ("message", "requests")},
                          indent=2))

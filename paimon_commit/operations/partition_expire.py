@@ -2,8 +2,23 @@
 
 Port of Java's `NormalPartitionExpire` with the values-time and update-time strategies
 (maintenance-algorithms.md §5). Partitions are chosen from the live files of the latest
-snapshot and dropped with `FileStoreCommit.drop_partitions`, one OVERWRITE snapshot per batch;
-data files stay on disk until snapshot expiration removes the snapshots that still use them.
+snapshot and dropped one OVERWRITE snapshot per batch; data files stay on disk until snapshot
+expiration removes the snapshots that still use them.
+
+How a batch is dropped depends on the strategy:
+* values-time: `FileStoreCommit.drop_partitions`, which deletes whatever is live in the
+  partitions when the drop publishes. The policy drops a partition by its values, so a row
+  committed into an expired partition value meanwhile is dropped with it (its value is old
+  whatever its write time), as Paimon does.
+* update-time: `FileStoreCommit.remove_files`, judging again from each commit attempt's latest
+  snapshot (audit issue25x x1): a selected partition is dropped only if all of its live files
+  are still older than the cutoff, and then only those files. A partition that received a file
+  after the selection (another writer's commit landing before the drop published) is no longer
+  expired by its update time: it is kept and reported in `kept_new_data`. Java's
+  `PartitionExpire` selects the same partitions (`PartitionUpdateTimeExpireStrategy`: the
+  cutoff is after the partition's last file creation time) but then drops them whole, so its
+  drop deletes such a late row, although the writer's commit reported success (read from its
+  sources, not checked with the jar).
 
 Deliberate differences from Java:
 * The first `expire()` of a fresh object always checks (Java waits up to a whole interval,
@@ -180,6 +195,9 @@ class PartitionExpireResult:
     expired_partitions: List[Dict[str, Any]] = field(default_factory=list)  # key -> typed value
     snapshot_ids: List[int] = field(default_factory=list)  # one OVERWRITE snapshot per batch
     skipped: List[SkippedPartition] = field(default_factory=list)
+    # update-time only: selected as expired, then kept because the partition received new data
+    # during the run (a file committed after the selection: no longer expired by update time).
+    kept_new_data: List[Dict[str, Any]] = field(default_factory=list)
     dry_run: bool = False
     seconds: float = 0.0
     cutoff: Optional[datetime.datetime] = None  # local wall clock; older partitions expire
@@ -196,6 +214,8 @@ class PartitionExpireResult:
                                    for p in self.expired_partitions],
             "snapshot_ids": list(self.snapshot_ids),
             "skipped": [s.to_dict() for s in self.skipped],
+            "kept_new_data": [{k: _display_value(v) for k, v in p.items()}
+                              for p in self.kept_new_data],
             "seconds": round(self.seconds, 6),
         }
 
@@ -207,6 +227,14 @@ class PartitionExpireResult:
 def _local_as_utc_millis(t: datetime.datetime) -> int:
     # The representation of DataFileMeta.creation_time: wall-clock fields read as UTC.
     return calendar.timegm(t.timetuple()) * 1000 + t.microsecond // 1000
+
+
+def _is_expired_by_update_time(creation_times: Sequence[Optional[int]],
+                               cutoff_ms: int) -> bool:
+    """update-time: every live file of the partition was created before the cutoff (a file
+    without a creation time keeps the partition, as in `_select`)."""
+    return bool(creation_times) and all(ct is not None and cutoff_ms > ct
+                                        for ct in creation_times)
 
 
 class PartitionExpire:
@@ -264,24 +292,80 @@ class PartitionExpire:
                 dry_run: bool) -> PartitionExpireResult:
         cutoff = self._cutoff(now_ms)
         expired, skipped = self._select(cutoff)
-        specs = [self.store.partition_dict(values) for values in expired]
         snapshot_ids: List[int] = []
-        if specs and not dry_run:
+        kept_new_data: List[Tuple[Any, ...]] = []
+        if expired and not dry_run:
             size = self.config.effective_batch_size
-            for i in range(0, len(specs), size):
-                r = self.commit.drop_partitions(specs[i:i + size], commit_identifier)
+            dropped: List[Tuple[Any, ...]] = []
+            for i in range(0, len(expired), size):
+                batch = expired[i:i + size]
+                if self.config.strategy == UPDATE_TIME:
+                    r, done, kept = self._drop_still_expired(batch, cutoff, commit_identifier)
+                    dropped.extend(done)
+                    kept_new_data.extend(kept)
+                else:
+                    r = self.commit.drop_partitions(
+                        [self.store.partition_dict(v) for v in batch], commit_identifier)
+                    dropped.extend(batch)
                 if r.snapshot_id is not None:
                     snapshot_ids.append(r.snapshot_id)
+            expired = dropped
             log.info("partition expiration of %s dropped %d partition(s) older than %s in "
-                     "snapshot(s) %s", self.store.path, len(specs), cutoff.isoformat(),
+                     "snapshot(s) %s", self.store.path, len(expired), cutoff.isoformat(),
                      snapshot_ids)
+            for values in kept_new_data:
+                log.warning("partition expiration of %s keeps partition %s: it received new "
+                            "data during the run (a file committed after it was selected), so "
+                            "it is no longer expired by its update time",
+                            self.store.path, self.store.partition_dict(values))
         if not dry_run:
             # Only after success, like Java: a failed check is retried by the next call.
             self._last_check_ms = now_ms
-        return PartitionExpireResult(checked=True, expired_partitions=specs,
-                                     snapshot_ids=snapshot_ids, skipped=skipped,
-                                     dry_run=dry_run, seconds=time.monotonic() - start,
-                                     cutoff=cutoff)
+        specs = [self.store.partition_dict(values) for values in expired]
+        return PartitionExpireResult(
+            checked=True, expired_partitions=specs, snapshot_ids=snapshot_ids,
+            skipped=skipped,
+            kept_new_data=[self.store.partition_dict(v) for v in kept_new_data],
+            dry_run=dry_run, seconds=time.monotonic() - start, cutoff=cutoff)
+
+    def _drop_still_expired(self, batch: Sequence[Tuple[Any, ...]], cutoff: datetime.datetime,
+                            commit_identifier: Optional[int]):
+        """update-time: drop the partitions of `batch` that are still expired in the latest
+        snapshot of the commit attempt that publishes; (CommitResult, the partitions dropped,
+        the partitions kept because they received new data). Judged again on every attempt,
+        like the selection (`_is_expired_by_update_time`), and only files that attempt judged
+        expired are deleted: a file committed after the selection keeps its partition."""
+        cutoff_ms = _local_as_utc_millis(cutoff)
+        wanted = set(batch)
+        decode = self.store.manifests.decode_partition
+        dropped: List[Tuple[Any, ...]] = []
+        kept: List[Tuple[Any, ...]] = []
+
+        def pick(latest: Any, live: List[Any]) -> List[Any]:
+            dropped.clear()
+            kept.clear()
+            files: Dict[Tuple[Any, ...], List[Any]] = {}
+            for e in live:
+                values = tuple(decode(e.partition))
+                if values in wanted:
+                    files.setdefault(values, []).append(e)
+            out: List[Any] = []
+            for values in batch:
+                entries = files.get(values)
+                if not entries:
+                    continue   # nothing live any more (dropped meanwhile): nothing to do
+                if _is_expired_by_update_time([e.file.creation_time for e in entries],
+                                              cutoff_ms):
+                    out.extend(entries)
+                    dropped.append(values)
+                else:
+                    kept.append(values)
+            return out
+
+        r = self.commit.remove_files(pick, commit_identifier)
+        if r.snapshot_id is None:
+            dropped.clear()   # nothing published (nothing was still expired)
+        return r, list(dropped), list(kept)
 
     # --- scheduling ----------------------------------------------------------------------
     def _due(self, now_ms: float) -> bool:
@@ -327,6 +411,7 @@ class PartitionExpire:
                 if self.config.strategy == UPDATE_TIME:
                     if unknown or newest is None:
                         raise NoPartitionTime("a live file has no creation time")
+                    # Java: expirationTime.isAfter(lastFileCreationTime).
                     is_expired = cutoff_ms > newest
                 else:
                     is_expired = cutoff > self._partition_time(values)

@@ -617,3 +617,166 @@ def test_expiration_longer_than_the_calendar_expires_nothing(table_path, strateg
                 strategy=strategy).expire()
     assert r.checked and r.expired_partitions == [] and r.cutoff == datetime.datetime.min
     assert snapshot_count(t) == 1
+
+
+# --- a commit landing between the selection and the drop (audit issue25x x1) -----------------
+
+def _written_at(monkeypatch, *args):
+    """Files written from now on get this creation time (local wall clock, as the writer)."""
+    ms = int(datetime.datetime(*args).replace(tzinfo=datetime.timezone.utc).timestamp()) * 1000
+    monkeypatch.setattr(writer_module, "local_millis_as_utc", lambda: ms)
+
+
+def _after_selection(monkeypatch, action):
+    """Run `action` once, right after the expiration selected its partitions (before its
+    drop's first commit attempt), as another writer's commit landing in that window."""
+    real = PartitionExpire._select
+    fired = []
+
+    def select(self, cutoff):
+        r = real(self, cutoff)
+        if not fired:
+            fired.append(1)
+            action()
+        return r
+    monkeypatch.setattr(PartitionExpire, "_select", select)
+
+
+def _read_ids(table_path):
+    return sorted(Table.open(str(table_path)).read_arrow().column("id").to_pylist())
+
+
+def _two_old_one_new(table_path, monkeypatch, **options):
+    t = create(table_path, STR_SCHEMA, ["dt"], **options)
+    _written_at(monkeypatch, 2024, 1, 1, 8)
+    put(t, STR_SCHEMA, [{"id": 1, "dt": "2024-01-01", "hour": "x"},
+                        {"id": 2, "dt": "2024-01-02", "hour": "x"}])
+    _written_at(monkeypatch, 2024, 1, 3, 8)
+    put(t, STR_SCHEMA, [{"id": 3, "dt": "2030-01-01", "hour": "x"}])
+    return t
+
+
+def _late_row(table_path, monkeypatch, row_id, dt):
+    def action():
+        _written_at(monkeypatch, 2024, 1, 2, 9)   # after the cutoff: new data
+        put(Table.open(str(table_path)), STR_SCHEMA,
+            [{"id": row_id, "dt": dt, "hour": "x"}])
+    return action
+
+
+def test_update_time_keeps_a_partition_that_receives_a_row_before_the_drop(table_path,
+                                                                             monkeypatch):
+    # Both old partitions are selected (cutoff 2024-01-01 10:00); before the drop publishes,
+    # a writer commits row 4 into 2024-01-01. Under update-time that partition is no longer
+    # expired: it and row 4 stay (before, the drop deleted row 4's file: its commit had
+    # reported success). 2024-01-02 received nothing and is still dropped.
+    t = _two_old_one_new(table_path, monkeypatch)
+    _after_selection(monkeypatch, _late_row(table_path, monkeypatch, 4, "2024-01-01"))
+    r = expirer(t, Clock(local(2024, 1, 2, 10)), expiration_time_ms="1 d",
+                strategy="update-time").expire()
+    assert _read_ids(table_path) == [1, 3, 4]
+    assert r.expired_partitions == [{"dt": "2024-01-02"}]
+    assert r.kept_new_data == [{"dt": "2024-01-01"}]
+    assert r.to_dict()["kept_new_data"] == [{"dt": "2024-01-01"}]
+    assert ids(table_path) == [1, 3, 4]   # pypaimon agrees
+    # Nothing is expired any more by update time.
+    again = expirer(t, Clock(local(2024, 1, 2, 10)), expiration_time_ms="1 d",
+                    strategy="update-time").expire(dry_run=True)
+    assert again.expired_partitions == []
+
+
+def test_update_time_judges_again_on_a_drop_attempt_that_lost_a_race(table_path,
+                                                                       monkeypatch):
+    # The late row lands after the drop's first attempt chose its files, before it published:
+    # that attempt loses the race, and the next one, judging again, keeps the partition.
+    t = _two_old_one_new(table_path, monkeypatch)
+    real = FileStoreCommit.remove_files
+    late = _late_row(table_path, monkeypatch, 4, "2024-01-01")
+    attempts = []
+
+    def remove_files(self, pick, commit_identifier=None):
+        def hooked(latest, live):
+            out = pick(latest, live)
+            attempts.append(len(out))
+            if len(attempts) == 1:
+                late()
+            return out
+        return real(self, hooked, commit_identifier)
+    monkeypatch.setattr(FileStoreCommit, "remove_files", remove_files)
+    r = expirer(t, Clock(local(2024, 1, 2, 10)), expiration_time_ms="1 d",
+                strategy="update-time").expire()
+    assert attempts == [2, 1]   # both partitions' files, then only 2024-01-02's
+    assert _read_ids(table_path) == [1, 3, 4]
+    assert r.expired_partitions == [{"dt": "2024-01-02"}]
+    assert r.kept_new_data == [{"dt": "2024-01-01"}]
+
+
+def test_update_time_all_selected_partitions_receiving_rows_publishes_nothing(table_path,
+                                                                              monkeypatch):
+    t = _two_old_one_new(table_path, monkeypatch)
+
+    def both():
+        _late_row(table_path, monkeypatch, 4, "2024-01-01")()
+        _late_row(table_path, monkeypatch, 5, "2024-01-02")()
+    latest = None
+
+    def remember():
+        nonlocal latest
+        both()
+        latest = t.latest_snapshot().id
+    _after_selection(monkeypatch, remember)
+    r = expirer(t, Clock(local(2024, 1, 2, 10)), expiration_time_ms="1 d",
+                strategy="update-time").expire()
+    assert r.checked and r.expired_partitions == [] and r.snapshot_ids == []
+    assert r.kept_new_data == [{"dt": "2024-01-01"}, {"dt": "2024-01-02"}]
+    assert t.latest_snapshot().id == latest
+    assert _read_ids(table_path) == [1, 2, 3, 4, 5]
+
+
+def test_post_commit_update_time_expiration_keeps_a_partition_receiving_a_row(table_path,
+                                                                               monkeypatch):
+    # Post-commit expiration runs the same `_expire`: another writer's row committed between
+    # its selection and its drop keeps that partition.
+    t = create(table_path, STR_SCHEMA, ["dt"], **{
+        "partition.expiration-time": "1 d", "partition.expiration-strategy": "update-time",
+        "partition.expiration-check-interval": "0"})
+    real_clock = writer_module.local_millis_as_utc
+    old = int((time.time() - 3 * 86400) * 1000)
+    monkeypatch.setattr(writer_module, "local_millis_as_utc", lambda: old)
+    put(t, STR_SCHEMA, [{"id": 1, "dt": "a", "hour": "x"}, {"id": 2, "dt": "b", "hour": "x"}])
+    monkeypatch.setattr(writer_module, "local_millis_as_utc", real_clock)  # real from here on
+
+    def late():
+        put(Table.open(str(table_path)), STR_SCHEMA, [{"id": 4, "dt": "a", "hour": "x"}])
+    _after_selection(monkeypatch, late)
+    with t.new_commit() as c:
+        write(t, pa.Table.from_pylist([{"id": 3, "dt": "c", "hour": "x"}], schema=STR_SCHEMA),
+              commit=c)
+        result = c.last_maintenance.partitions
+    assert _read_ids(table_path) == [1, 3, 4]
+    assert result.expired_partitions == [{"dt": "b"}]
+    assert result.kept_new_data == [{"dt": "a"}]
+
+
+def test_values_time_drops_a_row_committed_into_an_expired_partition_value(table_path,
+                                                                           monkeypatch):
+    # values-time expires a partition by its values, whatever its write time: a row committed
+    # into 2024-01-01 after the selection is dropped with it, as Paimon does (the policy).
+    t = _two_old_one_new(table_path, monkeypatch)
+    _after_selection(monkeypatch, _late_row(table_path, monkeypatch, 4, "2024-01-01"))
+    r = expirer(t, Clock(local(2024, 1, 3, 10)), expiration_time_ms="1 d").expire()
+    assert r.expired_partitions == [{"dt": "2024-01-01"}, {"dt": "2024-01-02"}]
+    assert r.kept_new_data == []
+    assert _read_ids(table_path) == [3]
+
+
+def test_cli_text_names_the_partitions_kept_for_new_data(table_path, monkeypatch, capsys):
+    from paimon_commit.cli.tables import print_text
+    t = _two_old_one_new(table_path, monkeypatch)
+    _after_selection(monkeypatch, _late_row(table_path, monkeypatch, 4, "2024-01-01"))
+    r = expirer(t, Clock(local(2024, 1, 2, 10)), expiration_time_ms="1 d",
+                strategy="update-time").expire()
+    print_text("expire-partitions", json.loads(json.dumps(r.to_dict())))
+    out = capsys.readouterr().out
+    assert "expired partitions: dt=2024-01-02;" in out
+    assert "kept: partition dt=2024-01-01 received new data during the run" in out
