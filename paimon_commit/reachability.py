@@ -37,7 +37,8 @@ from .format.snapshot import Snapshot
 log = logging.getLogger(__name__)
 
 __all__ = ["Root", "Reachability", "ReAdds", "KeptIndex", "KeptNames",
-           "Unreadable", "UNREADABLE", "APPEND_SOURCE", "collector_paused"]
+           "Unreadable", "UNREADABLE", "APPEND_SOURCE", "collector_paused", "BranchUse",
+           "branch_dirs", "branch_roots"]
 
 # Errors that mean "this file cannot be read": absent, or not a valid Paimon file.
 UNREADABLE = (FileNotFoundError, CorruptMetadataError)
@@ -850,3 +851,116 @@ def entry_names(f: FileRef) -> List[str]:
     if f.external_path:
         out.append(f.external_path.rsplit("/", 1)[-1])
     return out
+
+
+# --- branches: roots of every deletion -------------------------------------------------------
+def branch_dirs(io, root: str) -> List[str]:
+    """The metadata root of every branch besides main (`branch/branch-<name>/`, as Paimon
+    Java's createBranch lays them out): one listing of `branch/` ([] without one). The one
+    branch enumeration: orphan cleanup, abort and every deletion (BranchUse) use it."""
+    return [st.path for st in io.list_status(io.join(root, P.BRANCH_DIR))
+            if st.is_dir and st.name.startswith("branch-")]
+
+
+def branch_roots(io, root: str, dirs: Optional[List[str]] = None) -> List[Root]:
+    """Every snapshot, tag and long-lived changelog of every branch besides main, read
+    strictly: a root file that is listed but cannot be read raises Unreadable (what it uses
+    is unknown). `dirs`: the branches, if listed already (`branch_dirs`)."""
+    from .snapshots import SnapshotManager
+    from .format.snapshot import Tag
+    out: List[Root] = []
+    for meta_root in branch_dirs(io, root) if dirs is None else dirs:
+        for sub, parse, kind in (("snapshot", P.parse_snapshot_id, "snapshot"),
+                                 ("changelog", P.parse_changelog_id, "changelog")):
+            directory = io.join(meta_root, sub)
+            for name in sorted(io.list_names(directory)):
+                sid = parse(name)
+                if sid is None:
+                    continue
+                path = io.join(directory, name)
+                try:
+                    out.append(Root(path, SnapshotManager.parse(io.read_bytes(path), path, sid),
+                                    kind))
+                except UNREADABLE as e:
+                    raise Unreadable(f"branch {kind} {path}", e) from None
+        tag_dir = io.join(meta_root, "tag")
+        for name in sorted(io.list_names(tag_dir)):
+            tag_name = P.parse_tag_name(name)
+            if tag_name is None or P.is_temp_file(name):
+                continue
+            path = io.join(tag_dir, name)
+            try:
+                out.append(Root(path, Tag.from_json(tag_name, io.read_bytes(path), path).snapshot,
+                                "tag"))
+            except UNREADABLE as e:
+                raise Unreadable(f"branch tag {path}", e) from None
+    return out
+
+
+def _root_key(r: Root) -> Tuple[Any, ...]:
+    """What decides the names a root uses: its kind and the immutable, uniquely named files
+    its JSON names (two roots with the same key use the same files)."""
+    s = r.snapshot
+    return (r.kind, s.manifest_lists(), s.index_manifest, s.statistics)
+
+
+class BranchUse:
+    """The names of every file any branch's snapshot, tag or long-lived changelog uses (the
+    rule of orphan cleanup: `Reachability.used_names`, by file name), for the deletions that
+    act on main (snapshot and changelog expiration, delete_tag and tag expiration): none of
+    them deletes a file a branch uses (audit issue25x x2; Paimon Java's apache/paimon#6272).
+
+    Asked right before the first delete (the latest view); a table without `branch/` pays one
+    listing. What the branches use is kept per set of roots (`_root_key`): a run in chunks,
+    or an expirer reused after every commit, reads a branch's manifests once while its roots
+    are unchanged."""
+
+    def __init__(self, store) -> None:
+        self.store = store
+        self._memo: Optional[Tuple[frozenset, Set[str]]] = None
+
+    def names(self) -> Set[str]:
+        """Names every branch root uses (empty without branches). Raises Unreadable when a
+        branch root, or what it uses, cannot be read."""
+        io = self.store.io
+        dirs = branch_dirs(io, self.store.root)
+        if not dirs:
+            return set()
+        roots = branch_roots(io, self.store.root, dirs)
+        if not roots:
+            return set()
+        key = frozenset(_root_key(r) for r in roots)
+        if self._memo is not None and self._memo[0] == key:
+            return self._memo[1]
+        try:
+            names = Reachability(self.store).used_names(roots)
+        except ValueError as e:   # a hostile name in what a branch uses: unknown, so kept
+            raise Unreadable("a branch", e) from None
+        self._memo = (key, names)
+        return names
+
+    def spare(self, groups: Iterable[Dict[str, Any]], skip: Callable[[str], None],
+              what: str) -> None:
+        """Remove from each path-keyed dict in `groups` the files a branch uses (by name,
+        as orphan cleanup matches). If what the branches use cannot be read, every group is
+        emptied (nothing a branch might use is deleted; left for orphan cleanup)."""
+        groups = list(groups)
+        try:
+            names = self.names()
+        except Unreadable as e:
+            n = sum(len(g) for g in groups)
+            for g in groups:
+                g.clear()
+            if n:
+                skip(f"{e}; none of the {n} file(s) {what} planned to delete is deleted "
+                     f"(a branch might use them; left for orphan cleanup)")
+            return
+        if not names:
+            return
+        kept = 0
+        for g in groups:
+            for path in [p for p in g if p[p.rfind("/") + 1:] in names]:
+                del g[path]
+                kept += 1
+        if kept:
+            log.info("%s: %d file(s) kept because a branch uses them", what, kept)

@@ -39,8 +39,8 @@ from ..errors import CorruptMetadataError, PaimonCommitError
 from ..format import paths as P
 from ..format.snapshot import Snapshot, Tag
 from ..progress import DELETING, READING, emit
-from ..reachability import (APPEND_SOURCE, KeptIndex, Reachability, ReAdds, Root,
-                            Unreadable, collector_paused)
+from ..reachability import (APPEND_SOURCE, BranchUse, KeptIndex, Reachability, ReAdds,
+                            Root, Unreadable, collector_paused)
 from ..snapshots import ChangelogManager, SnapshotManager
 from ..store import FileStore
 from ..tags import ConsumerManager, tag_manager
@@ -97,6 +97,9 @@ class ExpireSnapshots(ChangelogExpiration):
         # so that a run decodes only what is new since the last one. Snapshot files are
         # re-read every run (rollback can re-create an id) and only their parse is reused.
         self.reach = Reachability(store)
+        # What the branches use (their roots read again before every delete, their
+        # manifests only when their roots changed): never deleted (_spare_branches).
+        self.branches = BranchUse(store)
         # How the kept_because lines name each setting: the table's option names, unless a
         # caller passed its own words (the CLI: `--retain-min 5`, the API: `retain_min=5`).
         self.labels: Dict[str, str] = {}
@@ -728,6 +731,8 @@ class ExpireSnapshots(ChangelogExpiration):
                 t2 = time.perf_counter()
                 seconds["plan"] += t2 - t1
                 self._running = plan   # (out of memory while deleting: reported too)
+                if dry_run:
+                    self._spare_branches(plan)   # (what a run would delete: as _unchanged)
                 done = not dry_run and self._execute(plan)
                 self._running = None
                 seconds["delete"] += time.perf_counter() - t2
@@ -754,7 +759,9 @@ class ExpireSnapshots(ChangelogExpiration):
         if self.config.changelog_decoupled and stop != MAX_DURATION:
             t1 = time.perf_counter()
             plan = self.plan_changelogs()
-            if not dry_run:
+            if dry_run:
+                self._spare_branches(plan)
+            else:
                 self._running = plan
                 self._execute(plan)
                 self._running = None
@@ -922,6 +929,8 @@ class ExpireSnapshots(ChangelogExpiration):
                                               self._snapshot_bytes(plan.end))
         try:
             changes = self._changes(plan)
+            if not changes:
+                self._spare_branches(plan)
         except BaseException:   # (an unreadable tag, an interrupt: nothing is deleted)
             self._unmark_untouched(plan)
             raise
@@ -931,6 +940,18 @@ class ExpireSnapshots(ChangelogExpiration):
             self._unmark_untouched(plan)
             return False
         return True
+
+    def _spare_branches(self, plan: ExpirePlan) -> None:
+        """Take out of the plan every file a branch's snapshot, tag or long-lived changelog
+        uses (reachability.BranchUse: branches are roots of every deletion, as of orphan
+        cleanup). Called by the re-check, after what the plan rests on was read again: the
+        branches are listed and their roots read as late as possible (one listing of
+        branch/ on a table without branches). If a branch cannot be read, no data, manifest,
+        index or statistics file is deleted; the snapshot (changelog) files still are (no
+        branch uses main's: a branch holds copies)."""
+        groups = [files for kind, files in plan.files.items() if kind != plan.metadata_kind]
+        self.branches.spare(groups, plan.skip,
+                            "changelog expiration" if plan.changelogs else "expiration")
 
     def _unmark_untouched(self, plan: ExpirePlan) -> None:
         """Take back the plan's marker while nothing of the plan was deleted (its snapshots

@@ -35,7 +35,7 @@ from ..io import for_path as file_io_for_path
 from ..format import paths as P
 from ..format.snapshot import Tag
 from ..reachability import (Reachability, Root, Unreadable, collector_paused,
-                            manifest_names)
+                            branch_dirs, manifest_names)
 from ..snapshots import SnapshotManager
 from ..store import FileStore, SchemaManager
 from .limits import MAX_DURATION, MEMORY, OUT_OF_MEMORY, Deadline, is_out_of_memory
@@ -582,11 +582,7 @@ class OrphanFilesCleaner(FromFileList):
         return []
 
     def _branch_roots(self) -> List[str]:
-        roots = []
-        for st in self.io.list_status(self.io.join(self.root, "branch")):
-            if st.is_dir and st.name.startswith("branch-"):
-                roots.append(st.path)
-        return roots
+        return branch_dirs(self.io, self.root)
 
     def list_bucket_dirs(self, executor: Optional[Executor] = None
                          ) -> Tuple[List[FileStatus], List[FileStatus]]:

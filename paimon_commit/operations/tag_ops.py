@@ -15,7 +15,7 @@ from ..format.snapshot import Snapshot, Tag
 from ..io.deletion import Deleter, StopDeleting, checkpoint
 from ..expiring import ExpiringMarkers
 from ..lease import maintenance_lease
-from ..reachability import Reachability, Root, Unreadable
+from ..reachability import BranchUse, Reachability, Root, Unreadable
 from ..snapshots import EARLIEST, ChangelogManager
 from ..store import FileStore
 from ..tags import tag_manager, validate_tag_name
@@ -254,6 +254,13 @@ class TagOperations:
                                           {t.name: t.snapshot for t in listed})
         if why is not None:
             return self._stopped(result, why)
+        # Every branch's snapshots, tags and long-lived changelogs are roots too (a branch
+        # created from this tag holds its snapshot): read now, after the re-check, and
+        # nothing they use is deleted; one that cannot be read keeps every file.
+        def skip(reason: str) -> None:
+            result.skipped.append(reason)
+            log.warning("delete_tag %s: %s", name, reason)
+        BranchUse(self.store).spare([data, metadata], skip, f"delete_tag {name}")
         if live is None:
             # Marker, then tag file: from here on nothing reads the files the tag alone
             # referenced, and the marker is how a rerun finds them again. The tag file is a

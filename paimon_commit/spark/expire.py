@@ -63,6 +63,8 @@ class DistributedExpireSnapshots(ExpireSnapshots):
             # the plan): nothing is deleted. The local execution below checks again.
             plan.deleted = {}
             return False
+        # The re-check took out what a branch uses (_spare_branches): what is left goes.
+        wide = {k: list(plan.files[k]) for k in _WIDE if plan.files.get(k)}
         plan.deleting = True   # (the marker stays from here until the range is gone)
         deleted: Dict[str, List[str]] = {}
         for kind, paths in wide.items():
