@@ -12,7 +12,7 @@ the reference keeps must still be there. Operations:
  C after A: consumer removed, changelog.num-retained.max 4 (dynamic option): changelog
    expiration and snapshot expiration
  D after A + B: every file aged 3 days, orphans added, remove_orphan_files('1 d')
- E rollback_to(5) on the base table, then orphan cleanup (aged) of what it left
+ E rollback_to(5) on the base table
  F after A: consumer removed, expire again with retain_max=1 (changelogs of 6..9)."""
 import os
 import time
@@ -70,11 +70,6 @@ def prep_D(p):
         f = os.path.join(p, d, f"orphan-{d.replace('/', '_')}")
         open(f, "w").write("x")
         os.utime(f, (time.time() - 3 * 86400,) * 2)
-
-
-def prep_E_after(p):
-    age_tree(p)
-    Table.open(p).remove_orphan_files(older_than_duration="1 d")
 
 
 prep_F = None
