@@ -204,3 +204,58 @@ def test_an_unreadable_branch_keeps_everything_but_main_snapshot_files(table_pat
         {"snapshot-1", "snapshot-2", "snapshot-3"}
     assert any("branch" in s for s in r.skipped)
     assert branch_rows(table_path, b, 2) == [10, 20]
+
+
+def test_a_tag_deletion_killed_in_its_manifest_step_finishes_beside_a_branch(table_path):
+    """A kill in the middle of delete_tag's (parallel) manifest step leaves any subset of it:
+    here T's delta manifest gone, its merged base manifest (naming the branch's files 10, 20,
+    which the deletion spares) still there. The rerun finishes: before, the branch's files
+    being there read as damage ("repair the tag's metadata"), the marker stayed and every
+    rerun deleted nothing (audit issue25y y2)."""
+    from paimon_commit.io.local import LocalFileIO
+    t = new_table(table_path, **{"manifest.merge-min-count": "2",
+                                 "manifest.full-compaction-threshold-size": "1 b"})
+    commit(t, [10])
+    commit(t, [20])
+    b = make_branch(table_path, "b", os.path.join(str(table_path), "snapshot", "snapshot-2"),
+                    2)
+    commit(t, [30])
+    t.create_tag("T", 3)
+    t.compact()
+    commit(t, [50])
+    t.expire_snapshots(retain_min=1, retain_max=1)
+    ref = str(table_path) + "-ref"
+    shutil.copytree(str(table_path), ref)
+    own = sorted(os.path.basename(p) for p in Table.open(ref).delete_tag("T").deleted_paths
+                 if "/manifest/manifest-" in p and "manifest-list" not in p)
+    assert len(own) >= 2
+    real, killed = LocalFileIO._unlink, []
+
+    def unlink(io, norm):
+        name = os.path.basename(norm)
+        if name.startswith("manifest-") and not name.startswith("manifest-list") \
+                and not killed:
+            killed.append(name)
+            raise KeyboardInterrupt("killed in the manifest step")
+        return real(io, norm)
+    LocalFileIO._unlink = unlink
+    try:
+        try:
+            Table.open(str(table_path)).delete_tag("T")
+        except KeyboardInterrupt:
+            pass
+    finally:
+        LocalFileIO._unlink = real
+    mdir = os.path.join(str(table_path), "manifest")
+    for n in own:   # the others of the parallel step went before the kill
+        if n != killed[0] and os.path.exists(os.path.join(mdir, n)):
+            os.unlink(os.path.join(mdir, n))
+    r = Table.open(str(table_path)).delete_tag("T")
+    assert r.complete, r
+    assert sorted(os.listdir(mdir)) == sorted(os.listdir(os.path.join(ref, "manifest")))
+    assert not [n for d in ("tag", ".tag-deletions")
+                if os.path.isdir(os.path.join(str(table_path), d))
+                for n in os.listdir(os.path.join(str(table_path), d)) if "T" in n]
+    assert branch_rows(table_path, b, 2) == [10, 20]
+    assert sorted(Table.open(str(table_path)).read_arrow().column("id").to_pylist()) \
+        == [10, 20, 30, 50]
