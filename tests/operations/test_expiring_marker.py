@@ -585,3 +585,46 @@ def test_a_directory_named_like_a_mark_never_fails_a_published_commit(tmp_path, 
            f"snapshots 1..2" in caplog.text
     r = expire(Table.open(t.path), retain_max=1)   # an explicit run: no error either
     assert markers(t.path) == ["expiring-1-3-" + "0" * 32]
+
+
+def test_create_tag_beside_an_expiration_in_its_delete_phase_waits_for_the_lease(
+        tmp_path, monkeypatch):
+    """Audit issue25l l5: an expiration re-checked the tags (none on 3) and goes on to delete
+    3's files; another process's create_tag writes its tag on 3 and is killed before it lists
+    the marks (nothing takes the tag back). Before, the tag stayed on a snapshot whose files
+    the expiration deleted: a tag that did not read. create_tag now takes the maintenance
+    lease, so it waits for the expiration (here past its wait: refused, nothing written)."""
+    import threading
+
+    from paimon_commit.errors import LeaseHeldError
+    from paimon_commit.lease import lease_settings
+    t = table_with(tmp_path)
+    path = t.store.root
+    unchanged = ExpireSnapshots._unchanged
+    rechecked, go = threading.Event(), threading.Event()
+
+    def hooked(self, plan):
+        ok = unchanged(self, plan)
+        rechecked.set()
+        go.wait(30)
+        return ok
+    monkeypatch.setattr(ExpireSnapshots, "_unchanged", hooked)
+
+    def killed(self, snap, what):
+        raise Killed()   # dies between its tag file and the marks' listing
+    monkeypatch.setattr(TagOperations, "_check_not_expiring", killed)
+    monkeypatch.setattr(TagOperations, "_take_back", lambda self, tag: None)
+    results = []
+    runner = threading.Thread(target=lambda: results.append(expire(t)))
+    runner.start()
+    assert rechecked.wait(30)
+    try:
+        with lease_settings(wait_s=0.5):
+            with pytest.raises(LeaseHeldError):
+                TagOperations(Table.open(path).store).create_tag("late", 3)
+    finally:
+        go.set()
+        runner.join(60)
+    assert results and results[0].expired_ids == [1, 2, 3, 4]
+    assert tag_files(path) == []
+    assert_intact(path)
