@@ -1109,6 +1109,15 @@ def lease_manager(store) -> LeaseManager:
     return LeaseManager(store.io, store.path, bool(store.options.get("commit.single-writer")))
 
 
+def held_here(store) -> Optional[str]:
+    """The operation this thread runs under the maintenance lease of `store`'s table, or None
+    (maintenance_lease re-enters a lease its thread holds)."""
+    joined = _held().get(lease_manager(store).identity)
+    if joined is None or joined[0].pid != os.getpid():
+        return None
+    return joined[0].record.operation
+
+
 @contextlib.contextmanager
 def maintenance_lease(store, operation: str, *, wait_s: Optional[float] = None,
                       duration_ms: Optional[int] = None, skip_if_held: bool = False,

@@ -14,7 +14,7 @@ from ..format.manifest import FileKind
 from ..format.snapshot import Snapshot, Tag
 from ..io.deletion import Deleter, StopDeleting, checkpoint
 from ..expiring import ExpiringMarkers
-from ..lease import maintenance_lease
+from ..lease import held_here, maintenance_lease
 from ..reachability import BranchUse, Reachability, Root, Unreadable
 from ..snapshots import EARLIEST, ChangelogManager
 from ..store import FileStore
@@ -98,11 +98,24 @@ class TagOperations:
         validate_tag_name(name)
         if time_retained_ms is not None and time_retained_ms <= 0:
             raise ValueError(f"tag time retained must be positive, got {time_retained_ms} ms")
+        running = held_here(self.store)
+        if running is not None:
+            # The lease is re-entrant per thread: called from inside a maintenance run (a
+            # progress callback of an expiration in its delete phase), create_tag would join
+            # that run, whose re-check of the tags did not see this tag (audit issue25aa aa2).
+            raise ValueError(f"cannot create tag {name!r}: this thread is running "
+                             f"{running} on {self.store.path} under its maintenance lease; "
+                             f"create the tag outside that run. Nothing was changed")
         with maintenance_lease(self.store, "create-tag"):
             return self._create_tag(name, snapshot_id, time_retained_ms)
 
     def _create_tag(self, name: str, snapshot_id: Optional[int],
                     time_retained_ms: Optional[int]) -> Tag:
+        # Looked for first, under the lease: a create that finds the very bytes it would write
+        # counts them as its own (a lost reply), and a second, identical create_tag refused
+        # below then took back - deleted - the first caller's tag (audit issue25aa aa7).
+        if self.tags.exists(name):
+            raise ValueError(f"tag {name!r} already exists")
         sm = self.store.snapshots
         snap = sm.latest_snapshot() if snapshot_id is None else sm.try_snapshot(snapshot_id)
         if snap is None:

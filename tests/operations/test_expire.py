@@ -7,6 +7,7 @@ import time
 import pytest
 
 from conftest import D1, D2, SCHEMA, files_under, make_rows, write
+from tablefiles import tag_as_another_engine
 from invariants import assert_intact, referenced_files
 
 from paimon_commit import CommitMessage, OptionError, Table
@@ -223,7 +224,7 @@ def test_tag_created_while_expiration_plans_stops_it(table, table_path, monkeypa
 
     def plan_then_tag(self):
         p = plan(self)
-        table.create_tag("late", 4)   # another client, after the tags were listed
+        tag_as_another_engine(table, "late", 4)   # another client, after the tags were listed
         return p
 
     monkeypatch.setattr(ExpireSnapshots, "plan", plan_then_tag)

@@ -13,6 +13,7 @@ import time
 import pytest
 
 from conftest import files_under, make_rows, write
+from tablefiles import tag_as_another_engine
 from invariants import assert_intact
 
 from paimon_commit import OptionError, Table
@@ -118,7 +119,7 @@ def test_a_tag_replaced_while_expiration_plans_stops_it(table, table_path, monke
 
     def replace_tag():
         other.delete_tag("x")
-        other.create_tag("x", 4)
+        tag_as_another_engine(other, "x", 4)
     before_execute(monkeypatch, replace_tag)
     r = expire(table, retain_min=3, retain_max=3)
     assert r.expired_snapshots == 0 and r.deleted_files == 0
@@ -205,7 +206,7 @@ def test_delete_tag_stops_when_the_tag_is_replaced_meanwhile(table, table_path, 
     def plan_then_replace(self, *a, **k):
         out = plan(self, *a, **k)
         other.store.io.delete_quietly(other.store.root + "/tag/tag-x")   # (Java's delete)
-        other.create_tag("x", 9)
+        tag_as_another_engine(other, "x", 9)
         return out
     monkeypatch.setattr(TagOperations, "_only_this_tag", plan_then_replace)
     before = set(files_under(table_path))
@@ -247,7 +248,7 @@ def test_tag_expiration_keeps_a_tag_replaced_after_it_was_listed(table, table_pa
 
     def replace_then_delete(*a, **k):
         other.store.io.delete_quietly(other.store.root + "/tag/tag-x")
-        other.create_tag("x", 5)   # a new tag, no retention
+        tag_as_another_engine(other, "x", 5)   # a new tag, no retention
         return delete(*a, **k)
     monkeypatch.setattr(tag_expire, "delete_tag_into", replace_then_delete)
     r = table.expire_tags(clock=FAR_FUTURE)

@@ -12,6 +12,7 @@ import os
 import pytest
 
 from conftest import files_under, make_rows, write
+from tablefiles import tag_as_another_engine
 from invariants import assert_intact
 
 from paimon_commit import Table
@@ -74,7 +75,7 @@ def test_a_tag_replaced_after_the_restore_takes_the_restore_back(
         if not seen:   # snapshot-2 restored, EARLIEST says 2: another engine re-tags t2 on 6
             seen.append(sorted(os.listdir(table_path / "snapshot")))
             other_engine_deletes_the_tag(table_path)
-            Table.open(str(table_path)).create_tag("t2", 6)
+            tag_as_another_engine(Table.open(str(table_path)), "t2", 6)
     monkeypatch.setattr(SnapshotManager, "commit_earliest_hint", restored_then_the_tag_moves)
     with pytest.raises(ValueError) as e:
         table.rollback_to(tag="t2")
@@ -129,7 +130,7 @@ def test_rollback_keeps_a_newer_tag_re_created_on_a_kept_snapshot_meanwhile(
         if kind == "snapshot" and not done:
             done.append(True)
             other_engine_deletes_the_tag(table_path, "t5")
-            Table.open(str(table_path)).create_tag("t5", 2)
+            tag_as_another_engine(Table.open(str(table_path)), "t5", 2)
         return n
     monkeypatch.setattr(Deleter, "in_order", then_t5_moves_to_2)
     r = table.rollback_to(3)

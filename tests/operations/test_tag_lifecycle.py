@@ -9,6 +9,7 @@ import types
 import pytest
 
 from conftest import SCHEMA, files_under, make_rows
+from tablefiles import tag_as_another_engine
 from invariants import assert_intact
 from oracle import pp_read, rows
 
@@ -464,7 +465,7 @@ def _retag_before_its_deletion(monkeypatch, table_path, name, snapshot_id):
             done.append(True)
             other = Table.open(str(table_path))
             other.store.io.delete_quietly(str(table_path / "tag" / f"tag-{name}"))
-            other.create_tag(name, snapshot_id)
+            tag_as_another_engine(other, name, snapshot_id)
         return delete(self, tag, expected)
     monkeypatch.setattr(TagOperations, "delete_tag", retag_then_delete)
     return done
