@@ -269,6 +269,17 @@ class ChangelogManager(SnapshotManager):
     _file_name = staticmethod(P.changelog_file_name)
     _parse_id = staticmethod(P.parse_changelog_id)
 
+    @staticmethod
+    def _same_snapshot(a: bytes, b: bytes, path: str) -> bool:
+        """Whether two snapshot JSONs are one snapshot written in two layouts (Paimon Java
+        writes `"id" : 2`, we `"id": 2`): a rollback that restored an expired snapshot from a
+        tag left its changelog, written from the other bytes, failing every later expiration
+        (audit issue25ab ab3)."""
+        try:
+            return Snapshot.from_json(a, path) == Snapshot.from_json(b, path)
+        except (ValueError, CorruptMetadataError):
+            return False
+
     def commit_changelog(self, changelog_id: int, data: bytes) -> None:
         """Write changelog-<id> with the expired snapshot's bytes (a rerun after a crash
         finds it written already), then move LATEST to it. Raises if it cannot be written:
@@ -277,8 +288,9 @@ class ChangelogManager(SnapshotManager):
         path = self.snapshot_path(changelog_id)
         # Every expirer writes the same bytes (the snapshot's) and reads them back below, so
         # check-then-create is safe where the store rejects conditional creates.
-        if not self.io.try_create_atomic(path, data, single_writer=True) \
-                and self.io.read_bytes(path) != data:
-            raise CommitFailedError(f"{path} exists with other contents; the snapshot it "
-                                    f"would keep is left in place")
+        if not self.io.try_create_atomic(path, data, single_writer=True):
+            there = self.io.read_bytes(path)
+            if there != data and not self._same_snapshot(there, data, path):
+                raise CommitFailedError(f"{path} exists with other contents; the snapshot it "
+                                        f"would keep is left in place")
         self.commit_latest_hint(changelog_id)

@@ -408,3 +408,43 @@ def test_lowered_changelog_retention_keeps_what_existing_changelogs_read(table_p
     assert changelog_ids(table_path) == [1, 2, 3, 4]
     assert_changelogs_readable(Table.open(path))
     assert_intact(table_path)
+
+
+def test_expiration_after_a_rollback_on_a_table_paimon_java_wrote_keeps_expiring(tmp_path):
+    """Snapshots written in Paimon Java's JSON layout (`"id" : 2`); changelogs kept longer than
+    snapshots; rollback to a tag whose snapshot expired into changelog-2 restores snapshot 2
+    in our layout. Expiring it again finds changelog-2 with other bytes and the same snapshot:
+    before, every later expiration failed ("changelog-2 exists with other contents") after
+    its data and manifest deletes, and snapshots from 2 on never expired again (audit
+    issue25ab ab3)."""
+    from paimon_commit.operations.expire import ExpireConfig, ExpireSnapshots
+    from conftest import SCHEMA
+    path = str(tmp_path / "wh" / "db.db" / "t")
+    opts = {"snapshot.num-retained.min": "100", "snapshot.num-retained.max": "1000",
+            "snapshot.time-retained": "1 d", "changelog.num-retained.min": "1000",
+            "changelog.num-retained.max": "1000"}
+    t = Table.create(path, SCHEMA, partition_keys=["dt", "hr"], options=opts)
+    for k in range(4):
+        write(Table.open(path), make_rows([10 * k]))
+    sd = os.path.join(path, "snapshot")
+    for n in os.listdir(sd):
+        if n.startswith("snapshot-"):
+            with open(os.path.join(sd, n)) as f:
+                doc = json.load(f)
+            with open(os.path.join(sd, n), "w") as f:
+                json.dump(doc, f, indent=2, separators=(",", " : "))
+
+    def expire():
+        cfg = ExpireConfig(retain_min=1, retain_max=1, time_retained_ms=0,
+                           changelog_retain_min=1000, changelog_retain_max=1000)
+        return ExpireSnapshots(Table.open(path).store, cfg).expire()
+    t.create_tag("T", 2)
+    expire()                                     # 1..3 kept as changelog-1..3
+    Table.open(path).rollback_to(tag="T")        # snapshot-2 restored, in our layout
+    write(Table.open(path), make_rows([50]))     # 3
+    write(Table.open(path), make_rows([60]))     # 4
+    assert expire().expired_ids == [2, 3]
+    assert sorted(Table.open(path).store.snapshots.list_snapshot_ids()) == [4]
+    assert sorted(Table.open(path).read_arrow().column("id").to_pylist()) == [0, 10, 50, 60]
+    assert sorted(Table.open(path).read_arrow(tag="T").column("id").to_pylist()) == [0, 10]
+    assert_intact(path)
