@@ -1,11 +1,9 @@
 """TableWriter: Arrow data -> parquet data files in `k=v/.../bucket-0/` -> CommitMessages."""
 from __future__ import annotations
 
-import calendar
 import logging
 import shutil
 import tempfile
-import time
 import uuid
 from typing import Any, Dict, List, Mapping, Tuple
 
@@ -16,6 +14,7 @@ import pyarrow.parquet as pq
 from .errors import PaimonCommitError
 from .format import binary_row
 from .format.commit_message import CommitMessage
+from .format.entry import local_millis_as_utc
 from .format.int96 import fix_int96_file, has_pre_epoch_timestamps, int96_compression
 from .format.manifest import DataFileMeta, FileKind, ManifestEntry
 from .store import FileStore
@@ -29,12 +28,6 @@ _COMPRESSION = {"none": None, "uncompressed": None}
 
 class SchemaMismatchError(PaimonCommitError, ValueError):
     """Data does not fit the table schema."""
-
-
-def local_millis_as_utc() -> int:
-    """Paimon's _CREATION_TIME: the local wall clock expressed as if it were UTC."""
-    now = time.time()
-    return calendar.timegm(time.localtime(now)) * 1000 + int((now % 1) * 1000)
 
 
 def conform(data: pa.Table, target: pa.Schema, table_path: str) -> pa.Table:

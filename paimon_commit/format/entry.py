@@ -4,13 +4,15 @@ Their Avro codecs build on them: manifest.py (fastavro, and the whole file) and
 entry_codec.py (the fast path for our own schema); both import them from here."""
 from __future__ import annotations
 
+import calendar
 import datetime as _dt
+import time
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Tuple
 
 from .binary_row import EMPTY_ROW
 
-__all__ = ["MANIFEST_VERSION", "FileKind", "SimpleStats", "EMPTY_STATS", "DataFileMeta",
+__all__ = ["local_millis_as_utc", "MANIFEST_VERSION", "FileKind", "SimpleStats", "EMPTY_STATS", "DataFileMeta",
            "ManifestEntry"]
 
 MANIFEST_VERSION = 2
@@ -19,6 +21,13 @@ MANIFEST_VERSION = 2
 class FileKind:
     ADD = 0
     DELETE = 1
+
+
+def local_millis_as_utc() -> int:
+    """Now as DataFileMeta.creation_time says it (Paimon's _CREATION_TIME): the local wall
+    clock expressed as if it were UTC."""
+    now = time.time()
+    return calendar.timegm(time.localtime(now)) * 1000 + int((now % 1) * 1000)
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,9 @@ after the other (InFlight), so a repeat racing the call it repeats sees its outc
 """
 from __future__ import annotations
 
-import calendar
 import logging
 import random
 import time
-from time import localtime as _localtime
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence, Set, \
@@ -33,13 +31,14 @@ from ..errors import AtomicCreateUnsupportedError, CommitConflictError, CommitFa
     PublishOutcomeUnknownError
 from ..format.commit_message import CommitMessage
 from ..format.paths import validate_bare_file_name
+from ..format.entry import local_millis_as_utc as _local_millis_as_utc
 from ..format.manifest import FileKind, ManifestEntry
 from ..format.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
 from ..manifests import ManifestWriteSession, live_entries
 from ..store import FileStore, PartitionSpec
 from . import commit_record
 from .commit_record import Committed, RepeatScreen
-from .publish import built_on_check, resolve_uncertain
+from .publish import built_on_check, own_in_lineage, resolve_uncertain
 
 log = logging.getLogger(__name__)
 
@@ -624,8 +623,7 @@ class FileStoreCommit:
         PublishOutcomeUnknownError if the snapshots that would tell are gone."""
         if s.id == latest.id:
             return True
-        verdict = self.store.snapshots.in_lineage(s.id, s.to_json(),
-                                                  built_on_check(self.store, s))
+        verdict = own_in_lineage(self.store, s)
         if verdict is None:
             raise PublishOutcomeUnknownError(
                 f"snapshot {s.id} of commit user {self.commit_user!r} adds this commit's files, "
@@ -797,12 +795,6 @@ class FileStoreCommit:
 # Data files written longer ago than this are checked to still exist before a commit
 # publishes them (`_check_old_files_exist`): a third of orphan cleanup's smallest cutoff.
 OLD_FILE_MS = 20 * 60_000
-
-
-def _local_millis_as_utc() -> int:
-    """Now as DataFileMeta.creation_time says it: the local wall clock read as UTC."""
-    now = time.time()
-    return calendar.timegm(_localtime(now)) * 1000 + int((now % 1) * 1000)
 
 
 def _entries_of(messages: Sequence[CommitMessage]) -> List[ManifestEntry]:

@@ -35,7 +35,7 @@ from ..io.local import LocalFileIO
 from ..io.object_store import ObjectStoreFileIO
 from ..io.uri import AZURE_SCHEMES, GCS_SCHEMES, S3_SCHEMES
 from ..manifests import live_entries
-from .publish import built_on_check
+from .publish import own_in_lineage
 
 log = logging.getLogger(__name__)
 
@@ -575,8 +575,7 @@ class RepeatScreen:
         below the latest, outside the lineage, that a repeat must not take for its earlier
         publish (audit issue25u u3: "already committed", the rows not in the table). False
         for such a copy; CommitConflictError when the snapshots that would tell are gone."""
-        verdict = self.store.snapshots.in_lineage(s.id, s.to_json(),
-                                                  built_on_check(self.store, s))
+        verdict = own_in_lineage(self.store, s)
         if verdict is None:
             raise CommitConflictError(
                 f"snapshot {s.id} of commit user {self.commit_user!r} adds these files "

@@ -26,7 +26,7 @@ from ..store import FileStore
 
 log = logging.getLogger(__name__)
 
-__all__ = ["built_on_check", "resolve_uncertain"]
+__all__ = ["built_on_check", "own_in_lineage", "resolve_uncertain"]
 
 
 def _live_ids(store: FileStore, *lists: str) -> FrozenSet[Tuple]:
@@ -46,6 +46,13 @@ def built_on_check(store: FileStore, ours: Snapshot) -> Callable[[Snapshot], boo
             mine.append(_live_ids(store, ours.base_manifest_list, ours.delta_manifest_list))
         return theirs == mine[0]
     return built_on
+
+
+def own_in_lineage(store: FileStore, s: Snapshot) -> Optional[bool]:
+    """Whether snapshot `s`, one of ours found by its commit user, identifier and files, is
+    the one later snapshots build on (`SnapshotManager.in_lineage`); None if that cannot be
+    decided."""
+    return store.snapshots.in_lineage(s.id, s.to_json(), built_on_check(store, s))
 
 
 def resolve_uncertain(store: FileStore, ours: Snapshot, base_id: int,
