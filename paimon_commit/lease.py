@@ -22,7 +22,8 @@ commit record's key: one however the table is spelled, s3a:// as s3://), the hol
   above n+1 in the listing made after the create (as for a take). Renewed from the check
   when less than half of the duration is left, and from a daemon thread (planning can take
   minutes).
-- Still holds: before every delete step (`io.deletion.checkpoint`, through `guarded`), the
+- Still holds: before every delete step (`io.deletion.checkpoint`, through `guarded`; among
+  expiration's snapshot files, every GUARD_EVERY_FILES files or GUARD_EVERY_S), the
   holder checks that record n+1 does not exist and then that its own record n still exists
   and is its own (two requests: a HEAD, then a GET). A holder that lost the lease raises
   StopDeleting(cause="lease") there: nothing of that step is deleted.

@@ -39,6 +39,9 @@ class ChangelogExpiration:
     reach: Reachability
     _memo: Dict[Tuple[str, int], Optional[Snapshot]]
 
+    def _keep_seen(self) -> None:
+        raise NotImplementedError
+
     def _read(self, manager: SnapshotManager, sid: int) -> Optional[Snapshot]:
         raise NotImplementedError
 
@@ -60,6 +63,7 @@ class ChangelogExpiration:
     def plan_changelogs(self) -> ExpirePlan:
         """The changelog expiration this run would do (nothing is deleted). Runs after
         `plan()`: what both read stays cached for the next run."""
+        self._keep_seen()   # (plan()'s reads are kept by the prune below)
         self._memo = {}
         try:
             return self._plan_changelogs()

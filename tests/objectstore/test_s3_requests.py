@@ -97,3 +97,43 @@ def test_post_commit_expiration_of_one_snapshot_does_not_reread_history(s3):
     # (one of them: the publish's base identity check re-reads the base, audit F10)
     # (one more: the re-check reads the first kept snapshot again, see above)
     assert len([p for m, p, _ in reqs if m == "GET" and "/snapshot/snapshot-" in p]) <= 7
+
+
+def test_a_commit_objects_expirer_keeps_its_reads_when_a_run_ends_with_an_empty_plan(s3):
+    # Regression (bench_s3 commit_expire_one: 261 requests where 35 did): with an expire limit
+    # above what one commit makes expirable, a run plans twice (the second plan finds nothing
+    # and stops before listing), and that second plan's prune dropped every snapshot the first
+    # had read: the next commit's run read the whole retained history again.
+    t = _table_with_history(s3, 40)
+    opts = {"write-only": "false", "snapshot.num-retained.max": "40",
+            "snapshot.expire.limit": "10"}
+    with t.new_commit(options=opts) as c:
+        write(t, make_rows([100]), commit=c, identifier=1)   # first run reads the table
+        mark = s3.server.mark()
+        write(t, make_rows([101]), commit=c, identifier=2)
+        reqs = s3.server.requests_since(mark)
+        assert [s.id for s in t.snapshots()][0] == 3          # one expired per commit
+    gets = [p.rpartition("/")[2] for m, p, _ in reqs
+            if m == "GET" and "/snapshot/snapshot-" in p]
+    # The commit's own (its base, the publish's base check), the new snapshot and the first
+    # kept ones read by the plan and its re-check: 9 here; the whole history is 40.
+    assert len(gets) <= 10, sorted(gets)
+
+
+def test_expiring_many_snapshots_checks_the_lease_every_few_snapshot_files(s3):
+    # The lease check is two requests (a HEAD of the next record, a GET of its own). Before
+    # every snapshot file it tripled the cost of each expired snapshot; within the snapshot
+    # files' step it runs every GUARD_EVERY_FILES files (or GUARD_EVERY_S seconds).
+    from paimon_commit.io.deletion import GUARD_EVERY_FILES
+    from paimon_commit.operations.expire import ExpireConfig, ExpireSnapshots
+    t = _table_with_history(s3, 100)
+    mark = s3.server.mark()
+    r = ExpireSnapshots(t.store, ExpireConfig(retain_min=10, retain_max=10,
+                                              time_retained_ms=0, max_deletes=1000)).expire()
+    reqs = s3.server.requests_since(mark)
+    assert r.complete and [s.id for s in t.snapshots()][0] == 91
+    assert sorted(t.read_arrow().column("id").to_pylist()) == list(range(100))
+    lease_gets = [p for m, p, _ in reqs if m == "GET" and "/.maintenance/lease-" in p]
+    # the checks before the other steps (a handful) and one per GUARD_EVERY_FILES of the 90
+    # snapshot files: not one per file
+    assert len(lease_gets) <= 10 + 90 // GUARD_EVERY_FILES + 1, len(lease_gets)

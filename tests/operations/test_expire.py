@@ -211,7 +211,8 @@ def test_a_run_stops_where_it_planned_to_while_writers_go_on(table, table_path, 
     r = expire(table, retain_min=2)
     assert r.complete
     assert r.expired_ids == list(range(1, 11))   # 11 = 12 - 2 + 1 was the first to keep
-    assert commits and max(commits) > 20         # (that many more became expirable)
+    # (more became expirable meanwhile: with retain_min 2, up to the latest - 1)
+    assert commits and max(commits) - 2 + 1 > 11
     monkeypatch.undo()
     assert [s.id for s in table.snapshots()][0] == 11
     assert expire(table, retain_min=2).expired_ids == list(range(11, max(commits) - 1))

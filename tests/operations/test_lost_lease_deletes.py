@@ -118,3 +118,40 @@ def test_orphan_cleanup_removes_no_directory_once_the_lease_is_lost(table, table
         os.utime(p, (old, old))
     r = table.remove_orphan_files()                             # a later run removes them
     assert r.complete and not os.path.exists(os.path.join(str(table_path), "dt=2020-01-01"))
+
+
+def test_expiration_stops_within_a_guard_interval_of_snapshot_files_once_the_lease_is_lost(
+        table, table_path, monkeypatch):
+    # Expiration's last step deletes its snapshot files one by one, in ascending order, with
+    # the lease checked every GUARD_EVERY_FILES files (io/deletion.py): lost after the first,
+    # the run deletes at most that many more, stops with the lease named, leaves a readable
+    # table whose EARLIEST hint is right, and a rerun finishes the range.
+    from paimon_commit.io.deletion import GUARD_EVERY_FILES
+    from paimon_commit.io.local import LocalFileIO
+    n = GUARD_EVERY_FILES * 3
+    for i in range(n):
+        write(table, make_rows([i]))
+    unlink = LocalFileIO._unlink
+    snapshot_files = []
+
+    def lose_then_unlink(self, norm):
+        if "/snapshot/snapshot-" in norm:
+            if not snapshot_files:
+                break_lease_of(table_path)
+            snapshot_files.append(norm)
+        return unlink(self, norm)
+    monkeypatch.setattr(LocalFileIO, "_unlink", lose_then_unlink)
+    from paimon_commit.operations.expire import ExpireConfig, ExpireSnapshots
+    store = Table.open(str(table_path)).store
+    r = ExpireSnapshots(store, ExpireConfig(retain_min=1, retain_max=1, time_retained_ms=0,
+                                            max_deletes=10 * n)).expire()
+    assert not r.complete and r.stopped_by == "lease", r.message
+    assert 1 <= len(snapshot_files) <= GUARD_EVERY_FILES
+    left = [s.id for s in table.snapshots()]
+    assert left[0] == len(snapshot_files) + 1 and left[-1] == n
+    assert sorted(table.read_arrow().column("id").to_pylist()) == list(range(n))
+    monkeypatch.setattr(LocalFileIO, "_unlink", unlink)
+    r = ExpireSnapshots(Table.open(str(table_path)).store, ExpireConfig(
+        retain_min=1, retain_max=1, time_retained_ms=0, max_deletes=10 * n)).expire()
+    assert r.complete and [s.id for s in table.snapshots()] == [n]
+    assert sorted(table.read_arrow().column("id").to_pylist()) == list(range(n))
