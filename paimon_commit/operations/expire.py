@@ -732,6 +732,7 @@ class ExpireSnapshots(ChangelogExpiration):
         seconds = self._seconds = {"plan": 0.0, "delete": 0.0}
         chunk = FIRST_CHUNK
         self._first_kept = None
+        self._known_earliest = None
         stop: Optional[str] = None
         steps, last_end = 0, None   # chunks executed (the first always runs), first kept
         try:
@@ -754,6 +755,11 @@ class ExpireSnapshots(ChangelogExpiration):
                     self._spare_branches(plan)   # (what a run would delete: as _unchanged)
                 done = not dry_run and self._execute(plan)
                 self._running = None
+                if plan.expiring:
+                    # Everything below plan.end is gone and EARLIEST says so: the run's result
+                    # reports it without reading the hint back (3 requests on an object
+                    # store); under the lease no other process moves it meanwhile.
+                    self._known_earliest = plan.end if done else None
                 seconds["delete"] += time.perf_counter() - t2
                 totals.add(plan, dry_run)
                 n = len(totals.expired)
@@ -800,7 +806,9 @@ class ExpireSnapshots(ChangelogExpiration):
         totals = self._totals
         earliest = totals.earliest
         if (totals.expired or stop == MEMORY) and not dry_run:
-            earliest = self.store.snapshots.earliest_snapshot_id()
+            known = self._known_earliest
+            earliest = known if known is not None else \
+                self.store.snapshots.earliest_snapshot_id()
         result = totals.result(earliest, dry_run, self._seconds)
         if self.explain:
             result.kept_because = self.kept_because(self._first_kept, stop)
@@ -812,6 +820,7 @@ class ExpireSnapshots(ChangelogExpiration):
         return result
 
     _first_kept: Optional[int] = None   # the end of the last chunk of the run (its plan's)
+    _known_earliest: Optional[int] = None   # EARLIEST as the run's last chunk left it
 
     def _label(self, key: str, option: str, value: str) -> str:
         """`snapshot.num-retained.min = 10`, or the caller's words (`--retain-min 5`)."""
@@ -911,6 +920,7 @@ class ExpireSnapshots(ChangelogExpiration):
         its next run may be half updated: start afresh (which also frees it)."""
         self._memo, self._versions, self._raw_memo = {}, {}, {}
         self._seen, self._listed_dirs = set(), set()
+        self._known_earliest = None   # (stopped inside a step: EARLIEST is read back)
         self.reach = Reachability(self.store)
 
     def _stopped_message(self, r: ExpireResult, stop: str, deadline: Optional[Deadline]) -> str:
