@@ -132,12 +132,15 @@ class ManifestIO:
         path = self.path(name)
         return decode_manifest_list_refs(self.io.read_bytes(path), path)
 
-    def read_manifest(self, name: str) -> List[ManifestEntry]:
+    def read_manifest(self, name: str, keep_raw: bool = False) -> List[ManifestEntry]:
+        """The entries of a manifest (cached). `keep_raw`: for a reader that writes them
+        again (a compaction's DELETEs), decoded keeping their record bytes (see
+        format/entry_codec.decode_entries); a cached decoding is used as it is."""
         cached = self._manifests.get(name)
         if cached is not None:
             return cached
         path = self.path(name)
-        entries = decode_manifest(self.io.read_bytes(path), path)
+        entries = decode_manifest(self.io.read_bytes(path), path, keep_raw)
         self._manifests.put(name, entries)
         return entries
 
@@ -156,10 +159,11 @@ class ManifestIO:
         path = self.path(index_manifest)
         return decode_index_manifest_names(self.io.read_bytes(path), path)
 
-    def read_entries(self, metas: Iterable[ManifestFileMeta]) -> List[ManifestEntry]:
+    def read_entries(self, metas: Iterable[ManifestFileMeta],
+                     keep_raw: bool = False) -> List[ManifestEntry]:
         out: List[ManifestEntry] = []
         for m in metas:
-            out.extend(self.read_manifest(m.file_name))
+            out.extend(self.read_manifest(m.file_name, keep_raw))
         return out
 
     def decode_partition(self, partition: bytes) -> Tuple[Any, ...]:
