@@ -56,30 +56,26 @@ def merge_entries(entries: Iterable[ManifestEntry], strict: bool = True) -> List
     removed and later committed again stays live. Adding a live file twice, or deleting one
     twice, is a conflict (strict) or ignored with a warning.
     """
-    out: Dict[Tuple[Any, int], ManifestEntry] = {}
+    # An ADD is keyed by its identifier, a DELETE by (identifier, DELETE) (an identifier is
+    # a 7-tuple, never such a pair): each entry's identifier is hashed once per lookup, with
+    # no key tuple built for an ADD (a plan and a commit merge every entry of the table).
+    out: Dict[Any, ManifestEntry] = {}
     for e in entries:
         ident = e.identifier
+        n = len(out)
         if e.kind == FileKind.ADD:
-            key = (ident, FileKind.ADD)
-            if key in out:
+            out.setdefault(ident, e)
+            if len(out) == n:
                 if strict:
                     raise CommitConflictError(
                         f"file {e.file.file_name} is added twice (it is already live)")
                 log.warning("file %s is added twice; keeping the first", e.file.file_name)
-                continue
-            out[key] = e
-        else:
-            add_key = (ident, FileKind.ADD)
-            if add_key in out:
-                del out[add_key]
-                continue
-            key = (ident, FileKind.DELETE)
-            if key in out:
-                if strict:
-                    raise CommitConflictError(
-                        f"file {e.file.file_name} is deleted twice")
-                continue
-            out[key] = e
+            continue
+        if out.pop(ident, None) is not None:     # cancels its ADD
+            continue
+        out.setdefault((ident, FileKind.DELETE), e)
+        if len(out) == n and strict:
+            raise CommitConflictError(f"file {e.file.file_name} is deleted twice")
     return list(out.values())
 
 

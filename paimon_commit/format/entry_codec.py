@@ -22,7 +22,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 from .binary_row import EMPTY_ROW
 from .entry import EMPTY_STATS, _ms, new_entry, new_file_meta, new_stats
-from .varint import Malformed, read_long
+from .varint import Malformed, NotShortest, read_long, read_shortest_long
 
 __all__ = ["encode_entries", "BLOCK_BYTES"]
 
@@ -227,6 +227,10 @@ _COMPRESSORS: Dict[str, Optional[Callable[[bytes], bytes]]] = {
     "zstandard": _zstd if _zstandard is not None else None}
 
 
+#: _VERSION 2 and _KIND of a record written from its raw bytes, by kind (ADD, DELETE)
+_HEADS = {0: b"\x04\x00", 1: b"\x04\x02"}
+
+
 def encode_entries(entries: Sequence, codec: str, header: bytes) -> Optional[bytes]:
     """An Avro container file of `entries` (ManifestEntry) in MANIFEST_ENTRY_SCHEMA, or None
     when `codec` (fastavro's name) is one to leave to fastavro. `header`: the file's header
@@ -239,7 +243,21 @@ def encode_entries(entries: Sequence, codec: str, header: bytes) -> Optional[byt
     out: List[bytes] = [header, sync]
     block = bytearray()
     count = 0
+    heads = _HEADS
     for e in entries:
+        raw = getattr(e, "_raw", None)
+        if raw is not None:
+            head = heads.get(e.kind)
+            if head is not None:
+                # A decoded record's bytes (see _entry), checked when read to be exactly
+                # what _entry writes, its ints in range: no call for a compaction's DELETEs
+                block += head
+                block += raw
+                count += 1
+                if len(block) >= BLOCK_BYTES:
+                    _block(out, block, count, compress, sync)
+                    block, count = bytearray(), 0
+                continue
         mark = len(block)
         try:
             _entry(e, block)
@@ -273,24 +291,17 @@ _rlong = read_long
 
 
 class _NotCanonical(Exception):
-    """Bytes that read exactly but are not what `_entry` writes for the values they hold (a
-    varint longer than it needs to be, an array in several blocks or with a byte size):
-    such a record's bytes are not kept as its raw record (see decode_entries)."""
-
-
-def _rlong_shortest(b: bytes, pos: int):
-    """read_long, refusing (_NotCanonical) a varint longer than needed: the shortest one
-    of more than a byte never ends in a 0 byte (that would be 7 high bits of 0)."""
-    n, end = read_long(b, pos)
-    if b[end - 1] == 0 and end - pos > 1:
-        raise _NotCanonical
-    return n, end
+    """Bytes that read exactly but are not what `_entry` writes for the values they hold (an
+    array in several blocks or with a byte size; a varint longer than needed raises
+    varint.NotShortest): such a record's bytes are not kept as its raw record (see
+    decode_entries)."""
 
 
 def _decoder(rlong, exact: bool):
     """The loop of decode_entries with varint reader `rlong`. `exact`: keep each record's
     bytes after _KIND as the entry's _raw, and raise _NotCanonical for bytes that `_entry`
-    would not write byte for byte for the values read.
+    would not write byte for byte for the values read, or would refuse to write (an Avro
+    int field beyond 32 bits).
 
     Written out field by field, with the one-byte varint (nearly every int of an entry)
     read inline: function calls were most of the decoding time (a plan decodes an entry
@@ -358,9 +369,32 @@ def _decoder(rlong, exact: bool):
         return tuple(v), pos
 
     def rstats(b: bytes, pos: int):
-        lo, pos = rbytes(b, pos)
-        hi, pos = rbytes(b, pos)
-        nc, pos = ropt_array(b, pos, ropt_long)
+        # rbytes twice, inline (the lengths of stats rows fit a byte but in wide tables)
+        c = b[pos]
+        if c < 128:
+            n = (c >> 1) ^ -(c & 1)
+            pos += 1
+        else:
+            n, pos = rlong(b, pos)
+        end = pos + n
+        if n < 0 or end > len(b):
+            raise Malformed("bytes beyond the block")
+        lo = b[pos:end]
+        c = b[end]
+        if c < 128:
+            n = (c >> 1) ^ -(c & 1)
+            pos = end + 1
+        else:
+            n, pos = rlong(b, end)
+        end = pos + n
+        if n < 0 or end > len(b):
+            raise Malformed("bytes beyond the block")
+        hi = b[pos:end]
+        if b[end] == 2 and b[end + 1] == 0:     # null counts [] (no value columns)
+            nc: Optional[tuple] = ()
+            pos = end + 2
+        else:
+            nc, pos = ropt_array(b, end, ropt_long)
         if nc == () and lo == empty_row and hi == empty_row:
             return empty_stats, pos
         return stats_of(lo, hi, nc), pos
@@ -388,12 +422,16 @@ def _decoder(rlong, exact: bool):
                 pos += 1
             else:
                 bucket, pos = rlong(b, pos)
+                if exact and not -_I32 <= bucket < _I32:
+                    raise _NotCanonical   # an Avro int _entry refuses (by name)
             c = b[pos]
             if c < 128:
                 total_buckets = (c >> 1) ^ -(c & 1)
                 pos += 1
             else:
                 total_buckets, pos = rlong(b, pos)
+                if exact and not -_I32 <= total_buckets < _I32:
+                    raise _NotCanonical   # an Avro int _entry refuses (by name)
             file_name, pos = rstring(b, pos)
             file_size, pos = rlong(b, pos)
             c = b[pos]
@@ -434,6 +472,8 @@ def _decoder(rlong, exact: bool):
                 pos += 1
             else:
                 level, pos = rlong(b, pos)
+                if exact and not -_I32 <= level < _I32:
+                    raise _NotCanonical   # an Avro int _entry refuses (by name)
             if b[pos] == 0:
                 extra: tuple = ()
                 pos += 1
@@ -441,7 +481,17 @@ def _decoder(rlong, exact: bool):
                 v, pos = rarray(b, pos, rstring)
                 extra = tuple(v)
             creation_time, pos = ropt_long(b, pos)
-            delete_rows, pos = ropt_long(b, pos)
+            # optional fields: inline for null and a one-byte value (their usual ones)
+            c = b[pos]
+            if c == 0:
+                delete_rows = None
+                pos += 1
+            elif c == 2 and b[pos + 1] < 128:
+                c = b[pos + 1]
+                delete_rows = (c >> 1) ^ -(c & 1)
+                pos += 2
+            else:
+                delete_rows, pos = ropt_long(b, pos)
             c = b[pos]
             if c == 0:
                 index = None
@@ -450,8 +500,23 @@ def _decoder(rlong, exact: bool):
                 index, pos = rbytes(b, pos + 1)
             else:
                 raise Malformed(f"union index byte {c}")
-            source, pos = ropt_long(b, pos)
-            stats_cols, pos = ropt_array(b, pos, rstring)
+            c = b[pos]
+            if c == 0:
+                source = None
+                pos += 1
+            elif c == 2 and b[pos + 1] < 128:
+                c = b[pos + 1]
+                source = (c >> 1) ^ -(c & 1)
+                pos += 2
+            else:
+                source, pos = ropt_long(b, pos)
+                if exact and source is not None and not -_I32 <= source < _I32:
+                    raise _NotCanonical
+            if b[pos] == 0:
+                stats_cols = None
+                pos += 1
+            else:
+                stats_cols, pos = ropt_array(b, pos, rstring)
             c = b[pos]
             if c == 0:
                 external = None
@@ -460,9 +525,26 @@ def _decoder(rlong, exact: bool):
                 external, pos = rstring(b, pos + 1)
             else:
                 raise Malformed(f"union index byte {c}")
-            first_row_id, pos = ropt_long(b, pos)
-            write_cols, pos = ropt_array(b, pos, rstring)
-            write_seqs, pos = ropt_array(b, pos, rlong)
+            c = b[pos]
+            if c == 0:
+                first_row_id = None
+                pos += 1
+            elif c == 2 and b[pos + 1] < 128:
+                c = b[pos + 1]
+                first_row_id = (c >> 1) ^ -(c & 1)
+                pos += 2
+            else:
+                first_row_id, pos = ropt_long(b, pos)
+            if b[pos] == 0:
+                write_cols = None
+                pos += 1
+            else:
+                write_cols, pos = ropt_array(b, pos, rstring)
+            if b[pos] == 0:
+                write_seqs = None
+                pos += 1
+            else:
+                write_seqs, pos = ropt_array(b, pos, rlong)
             append(entry_of(kind, partition, bucket, total_buckets, meta_of(
                 file_name, file_size, row_count, schema_id, min_key, max_key, key_stats,
                 value_stats, min_seq, max_seq, level, extra, creation_time, delete_rows,
@@ -476,7 +558,7 @@ def _decoder(rlong, exact: bool):
 
 
 _decode_plain = _decoder(_rlong, False)
-_decode_exact = _decoder(_rlong_shortest, True)
+_decode_exact = _decoder(read_shortest_long, True)
 
 
 def decode_entries(block: bytes, count: int, keep_raw: bool = False) -> List:
@@ -494,6 +576,6 @@ def decode_entries(block: bytes, count: int, keep_raw: bool = False) -> List:
     if keep_raw:
         try:
             return _decode_exact(block, count)
-        except _NotCanonical:
+        except (_NotCanonical, NotShortest):
             pass
     return _decode_plain(block, count)

@@ -343,7 +343,7 @@ def test_a_raw_record_with_an_int_beyond_32_bits_is_still_refused_by_name():
     at = _bucket_at(e)
     bad = block[:at] + encode_long(2 ** 31) + block[at + 1:]    # _BUCKET 2**31
     got, = decode_entries(bad, count, keep_raw=True)
-    assert got._raw is not None and got.bucket == 2 ** 31
+    assert got._raw is None and got.bucket == 2 ** 31      # no copy: encoded, and refused
     with pytest.raises(ValueError, match=r"_BUCKET = 2147483648 is not a 32-bit int"):
         encode_manifest([got.as_delete()], "null")
 
@@ -376,3 +376,19 @@ def test_decoded_objects_are_what_the_constructors_build():
         with pytest.raises(dataclasses.FrozenInstanceError):
             r.file.file_size = 1
         assert dataclasses.replace(r.file, level=7) == dataclasses.replace(e.file, level=7)
+
+
+def test_the_shortest_varint_reader_reads_what_read_long_reads_or_refuses():
+    from paimon_commit.format.varint import NotShortest, read_long, read_shortest_long
+    rng = random.Random(28)
+    values = [0, 1, -1, 63, -64, 64, -65, 2 ** 31, -(2 ** 31), 2 ** 63 - 1, -(2 ** 63)] + \
+        [rng.randrange(-(2 ** 63), 2 ** 63) >> rng.randrange(64) for _ in range(2000)]
+    for v in values:
+        b = b"\x07" + encode_long(v) + b"\x09"
+        assert read_shortest_long(b, 1) == read_long(b, 1) == (v, len(b) - 1)
+    for overlong in (b"\x80\x00", b"\x81\x80\x00", b"\xff\x80\x80\x00"):
+        read_long(overlong, 0)                  # read_long reads it ...
+        with pytest.raises(NotShortest):        # ... but it is no encoder's bytes
+            read_shortest_long(overlong, 0)
+    with pytest.raises(Malformed):              # beyond 64 bits: refused by both
+        read_shortest_long(bytes([0x82] + [0x80] * 8 + [0x03]), 0)
