@@ -10,7 +10,7 @@ import logging
 import threading
 import uuid
 from collections import OrderedDict
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Collection, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from .errors import CommitConflictError
 from .io import FileIO
@@ -24,7 +24,8 @@ from .format.manifest import (
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ManifestIO", "merge_entries", "live_entries", "ManifestWriteSession"]
+__all__ = ["ManifestIO", "merge_entries", "live_entries", "live_identifiers",
+           "ManifestWriteSession"]
 
 
 class _LRU:
@@ -56,6 +57,11 @@ def merge_entries(entries: Iterable[ManifestEntry], strict: bool = True) -> List
     removed and later committed again stays live. Adding a live file twice, or deleting one
     twice, is a conflict (strict) or ignored with a warning.
     """
+    return list(_merge(entries, strict).values())
+
+
+def _merge(entries: Iterable[ManifestEntry], strict: bool) -> Dict[Any, ManifestEntry]:
+    """merge_entries' entries, keyed as below."""
     # An ADD is keyed by its identifier, a DELETE by (identifier, DELETE) (an identifier is
     # a 7-tuple, never such a pair): each entry's identifier is hashed once per lookup, with
     # no key tuple built for an ADD (a plan and a commit merge every entry of the table).
@@ -76,12 +82,21 @@ def merge_entries(entries: Iterable[ManifestEntry], strict: bool = True) -> List
         out.setdefault((ident, FileKind.DELETE), e)
         if len(out) == n and strict:
             raise CommitConflictError(f"file {e.file.file_name} is deleted twice")
-    return list(out.values())
+    return out
 
 
 def live_entries(entries: Iterable[ManifestEntry]) -> List[ManifestEntry]:
     """Full-state merge: ADDs left after cancelling DELETEs (dangling DELETEs dropped)."""
     return [e for e in merge_entries(entries, strict=False) if e.kind == FileKind.ADD]
+
+
+def live_identifiers(entries: Iterable[ManifestEntry],
+                     partitions: Optional[Collection[bytes]] = None) -> Set[Any]:
+    """The identifiers of live_entries(entries), only of `partitions` if given: the merge's
+    own keys (a conflict check's live set), not each entry's identifier built again."""
+    add = FileKind.ADD
+    return {k for k, e in _merge(entries, strict=False).items() if e.kind == add
+            and (partitions is None or e.partition in partitions)}
 
 
 class ManifestIO:

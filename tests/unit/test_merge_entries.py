@@ -67,3 +67,14 @@ def test_the_same_entry_object_twice_is_a_double_add():
     d = e.as_delete()
     with pytest.raises(CommitConflictError, match="deleted twice"):
         merge_entries([d, d])
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_live_identifiers_are_those_of_the_live_entries(seed):
+    from paimon_commit.manifests import live_identifiers
+    rng = random.Random(seed)
+    entries = _entries(rng, rng.randrange(0, 40))
+    live = live_entries(entries)
+    assert live_identifiers(entries) == {e.identifier for e in live}
+    assert live_identifiers(entries, {b"p1"}) == {e.identifier for e in live
+                                                   if e.partition == b"p1"}
