@@ -355,8 +355,9 @@ def test_raw_records_stay_out_of_equality_hash_repr_pickles_and_replace():
     read = decode_manifest(encode_manifest(entries, "null"), "m", keep_raw=True)
     for r, e in zip(read, entries):
         assert r == e and hash(r) == hash(e) and repr(r) == repr(e)
-        assert pickle.dumps(r) == pickle.dumps(_plain(e))
-        assert pickle.loads(pickle.dumps(r))._raw is None
+        assert "_raw" not in r.__getstate__() and "_raw" in r.__dict__
+        back = pickle.loads(pickle.dumps(r))
+        assert back == e and back._raw is None
         # a changed copy must not carry bytes of the old values
         assert dataclasses.replace(r, bucket=r.bucket + 1)._raw is None
 
@@ -371,7 +372,10 @@ def test_decoded_objects_are_what_the_constructors_build():
                      (r.file.value_stats, e.file.value_stats)):
             assert type(a) is type(b) and a == b and hash(a) == hash(b)
             assert repr(a) == repr(b)
-            assert pickle.dumps(a) == pickle.dumps(b)
+            # (the bytes may differ: a pickle refers to an object it holds twice, such
+            # as null counts shared by key and value stats, once)
+            back = pickle.loads(pickle.dumps(a))
+            assert type(back) is type(b) and back == b and repr(back) == repr(b)
             assert dataclasses.astuple(a) == dataclasses.astuple(b)
         with pytest.raises(dataclasses.FrozenInstanceError):
             r.file.file_size = 1
