@@ -10,7 +10,7 @@ import logging
 import threading
 import uuid
 from collections import OrderedDict
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Collection, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from .errors import CommitConflictError
 from .io import FileIO
@@ -24,7 +24,8 @@ from .format.manifest import (
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ManifestIO", "merge_entries", "live_entries", "ManifestWriteSession"]
+__all__ = ["ManifestIO", "merge_entries", "live_entries", "live_identifiers",
+           "ManifestWriteSession"]
 
 
 class _LRU:
@@ -56,36 +57,46 @@ def merge_entries(entries: Iterable[ManifestEntry], strict: bool = True) -> List
     removed and later committed again stays live. Adding a live file twice, or deleting one
     twice, is a conflict (strict) or ignored with a warning.
     """
-    out: Dict[Tuple[Any, int], ManifestEntry] = {}
+    return list(_merge(entries, strict).values())
+
+
+def _merge(entries: Iterable[ManifestEntry], strict: bool) -> Dict[Any, ManifestEntry]:
+    """merge_entries' entries, keyed as below."""
+    # An ADD is keyed by its identifier, a DELETE by (identifier, DELETE) (an identifier is
+    # a 7-tuple, never such a pair): each entry's identifier is hashed once per lookup, with
+    # no key tuple built for an ADD (a plan and a commit merge every entry of the table).
+    out: Dict[Any, ManifestEntry] = {}
     for e in entries:
         ident = e.identifier
+        n = len(out)
         if e.kind == FileKind.ADD:
-            key = (ident, FileKind.ADD)
-            if key in out:
+            out.setdefault(ident, e)
+            if len(out) == n:
                 if strict:
                     raise CommitConflictError(
                         f"file {e.file.file_name} is added twice (it is already live)")
                 log.warning("file %s is added twice; keeping the first", e.file.file_name)
-                continue
-            out[key] = e
-        else:
-            add_key = (ident, FileKind.ADD)
-            if add_key in out:
-                del out[add_key]
-                continue
-            key = (ident, FileKind.DELETE)
-            if key in out:
-                if strict:
-                    raise CommitConflictError(
-                        f"file {e.file.file_name} is deleted twice")
-                continue
-            out[key] = e
-    return list(out.values())
+            continue
+        if out.pop(ident, None) is not None:     # cancels its ADD
+            continue
+        out.setdefault((ident, FileKind.DELETE), e)
+        if len(out) == n and strict:
+            raise CommitConflictError(f"file {e.file.file_name} is deleted twice")
+    return out
 
 
 def live_entries(entries: Iterable[ManifestEntry]) -> List[ManifestEntry]:
     """Full-state merge: ADDs left after cancelling DELETEs (dangling DELETEs dropped)."""
     return [e for e in merge_entries(entries, strict=False) if e.kind == FileKind.ADD]
+
+
+def live_identifiers(entries: Iterable[ManifestEntry],
+                     partitions: Optional[Collection[bytes]] = None) -> Set[Any]:
+    """The identifiers of live_entries(entries), only of `partitions` if given: the merge's
+    own keys (a conflict check's live set), not each entry's identifier built again."""
+    add = FileKind.ADD
+    return {k for k, e in _merge(entries, strict=False).items() if e.kind == add
+            and (partitions is None or e.partition in partitions)}
 
 
 class ManifestIO:
@@ -132,12 +143,15 @@ class ManifestIO:
         path = self.path(name)
         return decode_manifest_list_refs(self.io.read_bytes(path), path)
 
-    def read_manifest(self, name: str) -> List[ManifestEntry]:
+    def read_manifest(self, name: str, keep_raw: bool = False) -> List[ManifestEntry]:
+        """The entries of a manifest (cached). `keep_raw`: for a reader that writes them
+        again (a compaction's DELETEs), decoded keeping their record bytes (see
+        format/entry_codec.decode_entries); a cached decoding is used as it is."""
         cached = self._manifests.get(name)
         if cached is not None:
             return cached
         path = self.path(name)
-        entries = decode_manifest(self.io.read_bytes(path), path)
+        entries = decode_manifest(self.io.read_bytes(path), path, keep_raw)
         self._manifests.put(name, entries)
         return entries
 
@@ -156,10 +170,11 @@ class ManifestIO:
         path = self.path(index_manifest)
         return decode_index_manifest_names(self.io.read_bytes(path), path)
 
-    def read_entries(self, metas: Iterable[ManifestFileMeta]) -> List[ManifestEntry]:
+    def read_entries(self, metas: Iterable[ManifestFileMeta],
+                     keep_raw: bool = False) -> List[ManifestEntry]:
         out: List[ManifestEntry] = []
         for m in metas:
-            out.extend(self.read_manifest(m.file_name))
+            out.extend(self.read_manifest(m.file_name, keep_raw))
         return out
 
     def decode_partition(self, partition: bytes) -> Tuple[Any, ...]:

@@ -364,10 +364,11 @@ class FileStore:
         return self.io.join(directory, entry.file.file_name)
 
     # --- state of a snapshot -------------------------------------------------------------
-    def live_entries(self, snapshot: Snapshot) -> List[ManifestEntry]:
+    def live_entries(self, snapshot: Snapshot, keep_raw: bool = False) -> List[ManifestEntry]:
+        """`keep_raw`: see ManifestIO.read_manifest (for callers that write DELETEs of them)."""
         metas = self.manifests.read_list(snapshot.base_manifest_list) + \
             self.manifests.read_list(snapshot.delta_manifest_list)
-        return live_entries(self.manifests.read_entries(metas))
+        return live_entries(self.manifests.read_entries(metas, keep_raw))
 
     def delta_entries(self, snapshot: Snapshot) -> List[ManifestEntry]:
         return self.manifests.read_entries(

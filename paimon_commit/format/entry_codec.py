@@ -18,10 +18,11 @@ from __future__ import annotations
 import os
 import threading
 import zlib
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from .entry import DataFileMeta, ManifestEntry, SimpleStats, _ms
-from .varint import Malformed, read_long
+from .binary_row import EMPTY_ROW
+from .entry import EMPTY_STATS, _ms, new_entry, new_file_meta, new_stats
+from .varint import Malformed, NotShortest, read_long, read_shortest_long
 
 __all__ = ["encode_entries", "BLOCK_BYTES"]
 
@@ -156,6 +157,13 @@ def _entry(e, out: bytearray) -> None:
         raise _bad_entry(e, OverflowError("int field out of range"))
     out += b"\x04"                               # _VERSION 2
     out += _long(e.kind)
+    raw = getattr(e, "_raw", None)
+    if raw is not None:
+        # The bytes this function wrote for every field after _KIND, as read by
+        # decode_entries(keep_raw=True) from a record of exactly this form: a DELETE of a
+        # read entry (a compaction's, per input file) is its ADD with another _KIND.
+        out += raw
+        return
     _bytes(e.partition, out)
     out += _long(e.bucket)
     out += _long(e.total_buckets)
@@ -219,6 +227,10 @@ _COMPRESSORS: Dict[str, Optional[Callable[[bytes], bytes]]] = {
     "zstandard": _zstd if _zstandard is not None else None}
 
 
+#: _VERSION 2 and _KIND of a record written from its raw bytes, by kind (ADD, DELETE)
+_HEADS = {0: b"\x04\x00", 1: b"\x04\x02"}
+
+
 def encode_entries(entries: Sequence, codec: str, header: bytes) -> Optional[bytes]:
     """An Avro container file of `entries` (ManifestEntry) in MANIFEST_ENTRY_SCHEMA, or None
     when `codec` (fastavro's name) is one to leave to fastavro. `header`: the file's header
@@ -231,7 +243,21 @@ def encode_entries(entries: Sequence, codec: str, header: bytes) -> Optional[byt
     out: List[bytes] = [header, sync]
     block = bytearray()
     count = 0
+    heads = _HEADS
     for e in entries:
+        raw = getattr(e, "_raw", None)
+        if raw is not None:
+            head = heads.get(e.kind)
+            if head is not None:
+                # A decoded record's bytes (see _entry), checked when read to be exactly
+                # what _entry writes, its ints in range: no call for a compaction's DELETEs
+                block += head
+                block += raw
+                count += 1
+                if len(block) >= BLOCK_BYTES:
+                    _block(out, block, count, compress, sync)
+                    block, count = bytearray(), 0
+                continue
         mark = len(block)
         try:
             _entry(e, block)
@@ -264,116 +290,301 @@ def _block(out: List[bytes], block: bytearray, count: int,
 _rlong = read_long
 
 
-def _rbytes(b: bytes, pos: int):
-    n, pos = _rlong(b, pos)
-    end = pos + n
-    if n < 0 or end > len(b):
-        raise Malformed("bytes beyond the block")
-    return b[pos:end], end
+class _NotCanonical(Exception):
+    """Bytes that read exactly but are not what `_entry` writes for the values they hold (an
+    array in several blocks or with a byte size; a varint longer than needed raises
+    varint.NotShortest): such a record's bytes are not kept as its raw record (see
+    decode_entries)."""
 
 
-def _rstring(b: bytes, pos: int):
-    v, pos = _rbytes(b, pos)
-    return str(v, "utf-8"), pos
+def _decoder(rlong, exact: bool):
+    """The loop of decode_entries with varint reader `rlong`. `exact`: keep each record's
+    bytes after _KIND as the entry's _raw, and raise _NotCanonical for bytes that `_entry`
+    would not write byte for byte for the values read, or would refuse to write (an Avro
+    int field beyond 32 bits).
+
+    Written out field by field, with the one-byte varint (nearly every int of an entry)
+    read inline: function calls were most of the decoding time (a plan decodes an entry
+    per live file). Objects that repeat are shared (within a block): a partition is one
+    bytes object for all its entries (hashed once, in the maps that group and check
+    entries), equal null counts and stats columns one tuple, and an empty key or key stats
+    (every append table's) is EMPTY_ROW / EMPTY_STATS. That more than pays for the
+    dictionaries the fast constructors give each object (entry._builder): an append
+    table's entry takes a fifth less memory than before."""
+    empty_row, empty_stats = EMPTY_ROW, EMPTY_STATS
+    stats_of, meta_of, entry_of = new_stats, new_file_meta, new_entry
+
+    def rbytes(b: bytes, pos: int):
+        c = b[pos]
+        if c < 128:
+            n = (c >> 1) ^ -(c & 1)
+            pos += 1
+        else:
+            n, pos = rlong(b, pos)
+        end = pos + n
+        if n < 0 or end > len(b):
+            raise Malformed("bytes beyond the block")
+        return b[pos:end], end
+
+    def rstring(b: bytes, pos: int):
+        v, pos = rbytes(b, pos)
+        return str(v, "utf-8"), pos
+
+    def rarray(b: bytes, pos: int, item):
+        out: list = []
+        while True:
+            n, pos = rlong(b, pos)
+            if n == 0:
+                return out, pos
+            if n < 0:                # a block with its byte size: the size is not needed
+                if exact:
+                    raise _NotCanonical
+                n = -n
+                _, pos = rlong(b, pos)
+            elif exact and out:      # a second block
+                raise _NotCanonical
+            for _ in range(n):
+                v, pos = item(b, pos)
+                out.append(v)
+
+    def ropt_long(b: bytes, pos: int):
+        """The union ["null", long]: branch 0 (byte 0) null, branch 1 (byte 2) a long."""
+        c = b[pos]
+        if c == 0:
+            return None, pos + 1
+        if c != 2:
+            raise Malformed(f"union index byte {c}")
+        c = b[pos + 1]
+        if c < 128:
+            return (c >> 1) ^ -(c & 1), pos + 2
+        return rlong(b, pos + 1)
+
+    def ropt_array(b: bytes, pos: int, item):
+        """The union ["null", array]: (None or a tuple, pos)."""
+        c = b[pos]
+        if c == 0:
+            return None, pos + 1
+        if c != 2:
+            raise Malformed(f"union index byte {c}")
+        if b[pos + 1] == 0:
+            return (), pos + 2
+        v, pos = rarray(b, pos + 1, item)
+        return tuple(v), pos
+
+    def rstats(b: bytes, pos: int, shared: Dict):
+        # rbytes twice, inline (the lengths of stats rows fit a byte but in wide tables)
+        c = b[pos]
+        if c < 128:
+            n = (c >> 1) ^ -(c & 1)
+            pos += 1
+        else:
+            n, pos = rlong(b, pos)
+        end = pos + n
+        if n < 0 or end > len(b):
+            raise Malformed("bytes beyond the block")
+        lo = b[pos:end]
+        c = b[end]
+        if c < 128:
+            n = (c >> 1) ^ -(c & 1)
+            pos = end + 1
+        else:
+            n, pos = rlong(b, end)
+        end = pos + n
+        if n < 0 or end > len(b):
+            raise Malformed("bytes beyond the block")
+        hi = b[pos:end]
+        if b[end] == 2 and b[end + 1] == 0:     # null counts [] (no value columns)
+            nc: Optional[tuple] = ()
+            pos = end + 2
+        else:
+            nc, pos = ropt_array(b, end, ropt_long)
+            if nc is not None:
+                nc = shared.setdefault(nc, nc)
+        if nc == () and lo == empty_row and hi == empty_row:
+            return empty_stats, pos
+        return stats_of(lo, hi, nc), pos
+
+    def decode(b: bytes, count: int) -> List:
+        pos = 0
+        out: List = []
+        append = out.append
+        # values that repeat from entry to entry, one object each: partitions, null counts,
+        # stats columns (bytes and tuples of ints or str: equal only to their own kind)
+        parts: Dict[Any, Any] = {}
+        for _ in range(count):
+            if b[pos] != 4:
+                raise Malformed(f"_VERSION byte {b[pos]}")   # 2, zigzag-encoded
+            c = b[pos + 1]
+            if c < 128:
+                kind = (c >> 1) ^ -(c & 1)
+                pos += 2
+            else:
+                kind, pos = rlong(b, pos + 1)
+            start = pos
+            partition, pos = rbytes(b, pos)
+            partition = parts.setdefault(partition, partition)
+            c = b[pos]
+            if c < 128:
+                bucket = (c >> 1) ^ -(c & 1)
+                pos += 1
+            else:
+                bucket, pos = rlong(b, pos)
+                if exact and not -_I32 <= bucket < _I32:
+                    raise _NotCanonical   # an Avro int _entry refuses (by name)
+            c = b[pos]
+            if c < 128:
+                total_buckets = (c >> 1) ^ -(c & 1)
+                pos += 1
+            else:
+                total_buckets, pos = rlong(b, pos)
+                if exact and not -_I32 <= total_buckets < _I32:
+                    raise _NotCanonical   # an Avro int _entry refuses (by name)
+            file_name, pos = rstring(b, pos)
+            file_size, pos = rlong(b, pos)
+            c = b[pos]
+            if c < 128:
+                row_count = (c >> 1) ^ -(c & 1)
+                pos += 1
+            else:
+                row_count, pos = rlong(b, pos)
+            min_key, pos = rbytes(b, pos)
+            if min_key == empty_row:
+                min_key = empty_row
+            max_key, pos = rbytes(b, pos)
+            if max_key == empty_row:
+                max_key = empty_row
+            key_stats, pos = rstats(b, pos, parts)
+            value_stats, pos = rstats(b, pos, parts)
+            c = b[pos]
+            if c < 128:
+                min_seq = (c >> 1) ^ -(c & 1)
+                pos += 1
+            else:
+                min_seq, pos = rlong(b, pos)
+            c = b[pos]
+            if c < 128:
+                max_seq = (c >> 1) ^ -(c & 1)
+                pos += 1
+            else:
+                max_seq, pos = rlong(b, pos)
+            c = b[pos]
+            if c < 128:
+                schema_id = (c >> 1) ^ -(c & 1)
+                pos += 1
+            else:
+                schema_id, pos = rlong(b, pos)
+            c = b[pos]
+            if c < 128:
+                level = (c >> 1) ^ -(c & 1)
+                pos += 1
+            else:
+                level, pos = rlong(b, pos)
+                if exact and not -_I32 <= level < _I32:
+                    raise _NotCanonical   # an Avro int _entry refuses (by name)
+            if b[pos] == 0:
+                extra: tuple = ()
+                pos += 1
+            else:
+                v, pos = rarray(b, pos, rstring)
+                extra = tuple(v)
+            creation_time, pos = ropt_long(b, pos)
+            # optional fields: inline for null and a one-byte value (their usual ones)
+            c = b[pos]
+            if c == 0:
+                delete_rows = None
+                pos += 1
+            elif c == 2 and b[pos + 1] < 128:
+                c = b[pos + 1]
+                delete_rows = (c >> 1) ^ -(c & 1)
+                pos += 2
+            else:
+                delete_rows, pos = ropt_long(b, pos)
+            c = b[pos]
+            if c == 0:
+                index = None
+                pos += 1
+            elif c == 2:
+                index, pos = rbytes(b, pos + 1)
+            else:
+                raise Malformed(f"union index byte {c}")
+            c = b[pos]
+            if c == 0:
+                source = None
+                pos += 1
+            elif c == 2 and b[pos + 1] < 128:
+                c = b[pos + 1]
+                source = (c >> 1) ^ -(c & 1)
+                pos += 2
+            else:
+                source, pos = ropt_long(b, pos)
+                if exact and source is not None and not -_I32 <= source < _I32:
+                    raise _NotCanonical
+            if b[pos] == 0:
+                stats_cols = None
+                pos += 1
+            else:
+                stats_cols, pos = ropt_array(b, pos, rstring)
+                if stats_cols is not None:
+                    stats_cols = parts.setdefault(stats_cols, stats_cols)
+            c = b[pos]
+            if c == 0:
+                external = None
+                pos += 1
+            elif c == 2:
+                external, pos = rstring(b, pos + 1)
+            else:
+                raise Malformed(f"union index byte {c}")
+            c = b[pos]
+            if c == 0:
+                first_row_id = None
+                pos += 1
+            elif c == 2 and b[pos + 1] < 128:
+                c = b[pos + 1]
+                first_row_id = (c >> 1) ^ -(c & 1)
+                pos += 2
+            else:
+                first_row_id, pos = ropt_long(b, pos)
+            if b[pos] == 0:
+                write_cols = None
+                pos += 1
+            else:
+                write_cols, pos = ropt_array(b, pos, rstring)
+            if b[pos] == 0:
+                write_seqs = None
+                pos += 1
+            else:
+                write_seqs, pos = ropt_array(b, pos, rlong)
+            append(entry_of(kind, partition, bucket, total_buckets, meta_of(
+                file_name, file_size, row_count, schema_id, min_key, max_key, key_stats,
+                value_stats, min_seq, max_seq, level, extra, creation_time, delete_rows,
+                index, source, stats_cols, external, first_row_id, write_cols, write_seqs),
+                b[start:pos] if exact else None))
+        if pos != len(b):
+            raise Malformed("block not consumed exactly")
+        return out
+
+    return decode
 
 
-def _rarray(b: bytes, pos: int, item):
-    out = []
-    while True:
-        n, pos = _rlong(b, pos)
-        if n == 0:
-            return out, pos
-        if n < 0:                    # a block with its byte size: the size is not needed
-            n = -n
-            _, pos = _rlong(b, pos)
-        for _ in range(n):
-            v, pos = item(b, pos)
-            out.append(v)
+_decode_plain = _decoder(_rlong, False)
+_decode_exact = _decoder(read_shortest_long, True)
 
 
-def _branch(b: bytes, pos: int) -> bool:
-    """The union ["null", T]: False for null, True for T."""
-    c = b[pos]
-    if c == 0:
-        return False
-    if c == 2:
-        return True
-    raise Malformed(f"union index byte {c}")
-
-
-def _ropt(b: bytes, pos: int, read):
-    """The union ["null", T]: (None, pos) or read's (value, pos)."""
-    if not _branch(b, pos):
-        return None, pos + 1
-    return read(b, pos + 1)
-
-
-def _rstrings(b: bytes, pos: int):
-    v, pos = _rarray(b, pos, _rstring)
-    return tuple(v), pos
-
-
-def _rlongs(b: bytes, pos: int):
-    v, pos = _rarray(b, pos, _rlong)
-    return tuple(v), pos
-
-
-def _ropt_long(b: bytes, pos: int):
-    if not _branch(b, pos):
-        return None, pos + 1
-    return _rlong(b, pos + 1)
-
-
-def _rstats(b: bytes, pos: int, stats):
-    lo, pos = _rbytes(b, pos)
-    hi, pos = _rbytes(b, pos)
-    if _branch(b, pos):
-        nc, pos = _rarray(b, pos + 1, _ropt_long)
-        return stats(lo, hi, tuple(nc)), pos
-    return stats(lo, hi, None), pos + 1
-
-
-def decode_entries(block: bytes, count: int) -> List:
+def decode_entries(block: bytes, count: int, keep_raw: bool = False) -> List:
     """The `count` ManifestEntry records of one decompressed block written with
     MANIFEST_ENTRY_SCHEMA (the caller checks the writer schema). Raises Malformed (or
-    IndexError, UnicodeDecodeError) on anything it cannot read exactly; _VERSION is returned
-    in each entry's place check by the caller (see manifest.decode_manifest)."""
-    b = block
-    pos = 0
-    out = []
-    rlong, rbytes, rstring = _rlong, _rbytes, _rstring
-    for _ in range(count):
-        if b[pos] != 4:
-            raise Malformed(f"_VERSION byte {b[pos]}")   # 2, zigzag-encoded
-        kind, pos = rlong(b, pos + 1)
-        partition, pos = rbytes(b, pos)
-        bucket, pos = rlong(b, pos)
-        total_buckets, pos = rlong(b, pos)
-        file_name, pos = rstring(b, pos)
-        file_size, pos = rlong(b, pos)
-        row_count, pos = rlong(b, pos)
-        min_key, pos = rbytes(b, pos)
-        max_key, pos = rbytes(b, pos)
-        key_stats, pos = _rstats(b, pos, SimpleStats)
-        value_stats, pos = _rstats(b, pos, SimpleStats)
-        min_seq, pos = rlong(b, pos)
-        max_seq, pos = rlong(b, pos)
-        schema_id, pos = rlong(b, pos)
-        level, pos = rlong(b, pos)
-        extra, pos = _rarray(b, pos, rstring)
-        creation_time, pos = _ropt_long(b, pos)
-        delete_rows, pos = _ropt_long(b, pos)
-        index, pos = _ropt(b, pos, rbytes)
-        source, pos = _ropt_long(b, pos)
-        stats_cols, pos = _ropt(b, pos, _rstrings)
-        external, pos = _ropt(b, pos, rstring)
-        first_row_id, pos = _ropt_long(b, pos)
-        write_cols, pos = _ropt(b, pos, _rstrings)
-        write_seqs, pos = _ropt(b, pos, _rlongs)
-        out.append(ManifestEntry(kind, partition, bucket, total_buckets, DataFileMeta(
-            file_name, file_size, row_count, schema_id, min_key, max_key, key_stats,
-            value_stats, min_seq, max_seq, level, tuple(extra), creation_time, delete_rows,
-            index, source, stats_cols, external, first_row_id, write_cols, write_seqs)))
-    if pos != len(b):
-        raise Malformed("block not consumed exactly")
-    return out
+    IndexError, UnicodeDecodeError) on anything it cannot read exactly; _VERSION is checked
+    here (any other value raises Malformed: the caller reads the file with fastavro, which
+    says what is wrong, see manifest.decode_manifest).
+
+    `keep_raw`: each entry keeps its record's bytes after _KIND (ManifestEntry._raw), so that
+    writing it again, as a DELETE above all, copies them (`_entry`). Only for a block whose
+    every record is exactly what `_entry` writes for its values; any other block is decoded
+    without them (the encoder then writes its entries field by field). Opt-in: the bytes
+    are a fifth more memory per entry, for readers that will write the entries again."""
+    if keep_raw:
+        try:
+            return _decode_exact(block, count)
+        except (_NotCanonical, NotShortest):
+            pass
+    return _decode_plain(block, count)

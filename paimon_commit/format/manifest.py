@@ -218,15 +218,16 @@ def _is_own_schema(text: bytes) -> bool:
     return own
 
 
-def _own_entries(data: bytes) -> Optional[List[ManifestEntry]]:
-    """The entries of a manifest written with MANIFEST_ENTRY_SCHEMA, through entry_codec;
-    None for any other schema or codec (fastavro reads those)."""
+def _own_entries(data: bytes, keep_raw: bool = False) -> Optional[List[ManifestEntry]]:
+    """The entries of a manifest written with MANIFEST_ENTRY_SCHEMA, through entry_codec
+    (`keep_raw`: see decode_entries); None for any other schema or codec (fastavro reads
+    those)."""
     raw = schema_and_blocks(data)
     if raw is None or not _is_own_schema(raw[0]):
         return None
     out: List[ManifestEntry] = []
     for count, block in raw[1]:
-        out.extend(decode_entries(block, count))
+        out.extend(decode_entries(block, count, keep_raw))
     return out
 
 
@@ -239,8 +240,11 @@ def _fast_or_none(read: Any, *args: Any) -> Any:
         return None
 
 
-def decode_manifest(data: bytes, path: str) -> List[ManifestEntry]:
-    fast = _fast_or_none(_own_entries, data)
+def decode_manifest(data: bytes, path: str, keep_raw: bool = False) -> List[ManifestEntry]:
+    """The entries of a manifest. `keep_raw`: entries read by entry_codec keep their
+    record's bytes, so that writing them again copies them (entry_codec.decode_entries);
+    those fastavro reads (another writer schema) have none and are encoded as usual."""
+    fast = _fast_or_none(_own_entries, data, keep_raw)
     if fast is not None:
         return fast
     try:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Tuple
 
-__all__ = ["Malformed", "read_long", "skip_long"]
+__all__ = ["Malformed", "NotShortest", "read_long", "read_shortest_long", "skip_long"]
 
 
 class Malformed(ValueError):
@@ -35,6 +35,37 @@ def read_long(b: bytes, pos: int) -> Tuple[int, int]:
         n |= (c & 0x7F) << shift
         if c < 128:
             if n >> 64:   # bits beyond a long: fastavro and Java keep the low 64; we refuse
+                raise Malformed("varint beyond 64 bits")
+            return (n >> 1) ^ -(n & 1), pos
+        shift += 7
+        if shift > 63:
+            raise Malformed("varint longer than 10 bytes")
+
+
+class NotShortest(Exception):
+    """A varint longer than it needs to be: read_long reads it (as fastavro and Java do),
+    but it is not what an Avro writer writes for its value (see read_shortest_long)."""
+
+
+def read_shortest_long(b: bytes, pos: int) -> Tuple[int, int]:
+    """read_long, also refusing (NotShortest) a varint longer than needed, for a reader
+    that keeps the bytes as what an encoder writes for the value (entry_codec's raw
+    records): the shortest varint of more than a byte never ends in a 0 byte. The same
+    loop as read_long's, not a call of it: this one reads the same numbers, or refuses."""
+    c = b[pos]
+    if c < 128:
+        return (c >> 1) ^ -(c & 1), pos + 1
+    n = c & 0x7F
+    shift = 7
+    pos += 1
+    while True:
+        c = b[pos]
+        pos += 1
+        n |= (c & 0x7F) << shift
+        if c < 128:
+            if c == 0:
+                raise NotShortest("varint longer than needed")
+            if n >> 64:
                 raise Malformed("varint beyond 64 bits")
             return (n >> 1) ^ -(n & 1), pos
         shift += 7

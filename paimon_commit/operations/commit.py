@@ -34,7 +34,7 @@ from ..format.paths import validate_bare_file_name
 from ..format.entry import local_millis_as_utc as _local_millis_as_utc
 from ..format.manifest import FileKind, ManifestEntry
 from ..format.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
-from ..manifests import ManifestWriteSession, live_entries
+from ..manifests import ManifestWriteSession, live_identifiers
 from ..store import FileStore, PartitionSpec
 from . import commit_record
 from .commit_record import Committed, RepeatScreen
@@ -763,7 +763,7 @@ class FileStoreCommit:
         mio = self.store.manifests
         all_entries = mio.read_entries(mio.read_list(latest.base_manifest_list)
                                        + mio.read_list(latest.delta_manifest_list))
-        live = {e.identifier for e in live_entries(all_entries) if e.partition in changed}
+        live = live_identifiers(all_entries, changed)
         old_deletes = {e.identifier for e in all_entries
                        if e.kind == FileKind.DELETE and e.partition in changed}
         seen_adds: Set[Any] = set()

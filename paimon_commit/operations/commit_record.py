@@ -34,7 +34,7 @@ from ..io.base import FileIO
 from ..io.local import LocalFileIO
 from ..io.object_store import ObjectStoreFileIO
 from ..io.uri import AZURE_SCHEMES, GCS_SCHEMES, S3_SCHEMES
-from ..manifests import live_entries
+from ..manifests import live_identifiers
 from .publish import own_in_lineage
 
 log = logging.getLogger(__name__)
@@ -704,9 +704,9 @@ class RepeatScreen:
             return list(adds)
         changed = {e.partition for e in adds}
         mio = store.manifests
-        live = {e.identifier for e in live_entries(mio.read_entries(
-            mio.read_list(latest.base_manifest_list) + mio.read_list(latest.delta_manifest_list)))
-            if e.partition in changed}
+        live = live_identifiers(mio.read_entries(
+            mio.read_list(latest.base_manifest_list) + mio.read_list(latest.delta_manifest_list)),
+            changed)
         return [e for e in adds if e.identifier not in live]
 
 

@@ -20,7 +20,7 @@ from typing import Callable, FrozenSet, Optional, Tuple
 
 from ..errors import PublishOutcomeUnknownError
 from ..format.snapshot import Snapshot
-from ..manifests import live_entries
+from ..manifests import live_identifiers
 from ..snapshots import ChangelogManager
 from ..store import FileStore
 
@@ -32,7 +32,7 @@ __all__ = ["built_on_check", "own_in_lineage", "resolve_uncertain"]
 def _live_ids(store: FileStore, *lists: str) -> FrozenSet[Tuple]:
     mio = store.manifests
     metas = [m for name in lists for m in mio.read_list(name)]
-    return frozenset(e.identifier for e in live_entries(mio.read_entries(metas)))
+    return frozenset(live_identifiers(mio.read_entries(metas)))
 
 
 def built_on_check(store: FileStore, ours: Snapshot) -> Callable[[Snapshot], bool]:

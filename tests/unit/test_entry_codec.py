@@ -13,6 +13,7 @@ import pytest
 from paimon_commit.errors import CorruptMetadataError
 from paimon_commit.format.avro_container import raw_blocks
 from paimon_commit.format.entry_codec import Malformed, decode_entries
+from paimon_commit.format.entry_codec import _long as encode_long
 from paimon_commit.format.manifest import (
     _PARSED_ENTRY, DataFileMeta, FileKind, ManifestEntry, SimpleStats, _own_entries,
     decode_manifest, encode_manifest)
@@ -238,3 +239,160 @@ def test_values_fastavro_wrote_are_written_the_same_or_refused_by_name():
     with pytest.raises(ValueError, match=r"data file 'data-y.parquet': _FILE_SIZE = 2421.5"):
         encode_manifest([ManifestEntry(e.kind, e.partition, e.bucket, e.total_buckets, bad)],
                         "null")
+
+
+# --- raw records (decode_entries(keep_raw=True)): a DELETE copies the ADD's bytes -------
+
+def _plain(e):
+    """The same entry built by the constructor: no raw record, so the encoder writes it
+    field by field."""
+    return ManifestEntry(e.kind, e.partition, e.bucket, e.total_buckets, e.file)
+
+
+def _block_of(entries):
+    (count, block), = raw_blocks(encode_manifest(entries, "null"))[1]
+    return block, count
+
+
+@pytest.mark.parametrize("codec", ["null", "zstandard"])
+@pytest.mark.parametrize("n,seed", [(1, 20), (60, 21), (900, 22)])
+def test_raw_deletes_are_byte_for_byte_what_the_encoder_writes(codec, n, seed):
+    # random_entries varies every optional field (None or not), stats with and without
+    # null counts, extra files, external paths, multi-byte varints and lengths.
+    entries = random_entries(n, seed)
+    read = decode_manifest(encode_manifest(entries, codec), "m", keep_raw=True)
+    assert read == entries
+    assert all(e._raw is not None for e in read)
+    deletes = [e.as_delete() for e in read]
+    assert all(d._raw is e._raw for d, e in zip(deletes, read))
+    plain = [_plain(e).as_delete() for e in entries]
+    assert all(p._raw is None for p in plain)
+    assert deletes == plain
+    # the copied records are the encoder's bytes, and fastavro's
+    assert payload(encode_manifest(deletes, codec)) == payload(encode_manifest(plain, codec)) \
+        == payload(fastavro_file(plain, codec))
+    # and ADDs written again (a manifest merge) are too
+    assert payload(encode_manifest(read, codec)) == payload(encode_manifest(entries, codec))
+
+
+def test_raw_records_are_opt_in():
+    entries = random_entries(30, 23)
+    data = encode_manifest(entries, "null")
+    assert all(e._raw is None for e in decode_manifest(data, "m"))
+    assert all(e._raw is None for e in _own_entries(data))
+
+
+def test_entries_fastavro_reads_have_no_raw_record_and_are_encoded():
+    # Another writer schema (an optional field less): fastavro reads it, no raw bytes; the
+    # DELETEs are encoded field by field, as before.
+    import copy
+    from paimon_commit.format.manifest import MANIFEST_ENTRY_SCHEMA
+    other = copy.deepcopy(MANIFEST_ENTRY_SCHEMA)
+    other["fields"][5]["type"]["fields"] = [
+        f for f in other["fields"][5]["type"]["fields"] if f["name"] != "_FIRST_ROW_ID"]
+    entries = [_plain(e) for e in random_entries(20, 24)]
+    records = [e.to_record() for e in entries]
+    for r in records:
+        del r["_FILE"]["_FIRST_ROW_ID"]
+    buf = io.BytesIO()
+    fastavro.writer(buf, fastavro.parse_schema(other), records)
+    got = decode_manifest(buf.getvalue(), "m", keep_raw=True)
+    assert all(e._raw is None for e in got)
+    deletes = [e.as_delete() for e in got]
+    assert payload(encode_manifest(deletes, "null")) == payload(fastavro_file(deletes, "null"))
+
+
+def _bucket_at(e):
+    """Where _BUCKET starts in `e`'s record: after _VERSION, _KIND and _PARTITION."""
+    return 2 + len(encode_long(len(e.partition))) + len(e.partition)
+
+
+def _one(extra_files=("zzzz1", "zzzz2"), bucket=0):
+    e = _plain(random_entries(1, 25)[0])
+    import dataclasses
+    return ManifestEntry(FileKind.ADD, e.partition, bucket, e.total_buckets,
+                         dataclasses.replace(e.file, extra_files=extra_files))
+
+
+@pytest.mark.parametrize("form", ["overlong varint", "two blocks", "sized block"])
+def test_bytes_the_encoder_would_write_otherwise_keep_no_raw_record(form):
+    # Bytes another Avro writer may write for the same values (readers accept them): their
+    # copy would not be what the encoder writes, so the block is read without raw records.
+    e = _one()
+    block, count = _block_of([e])
+    if form == "overlong varint":
+        at = _bucket_at(e)
+        assert block[at] == 0                  # _BUCKET 0 ...
+        bad = block[:at] + b"\x80\x00" + block[at + 1:]   # ... in two bytes
+    else:
+        canonical = b"\x04\x0azzzz1\x0azzzz2\x00"
+        assert block.count(canonical) == 1
+        other = b"\x02\x0azzzz1\x02\x0azzzz2\x00" if form == "two blocks" else \
+            b"\x03\x18\x0azzzz1\x0azzzz2\x00"     # count -2 and a byte size of 12
+        bad = block.replace(canonical, other)
+    got = decode_entries(bad, count, keep_raw=True)
+    assert got == decode_entries(bad, count) == [e]
+    assert got[0]._raw is None
+    assert payload(encode_manifest([got[0].as_delete()], "null")) == \
+        payload(encode_manifest([e.as_delete()], "null"))
+
+
+def test_a_raw_record_with_an_int_beyond_32_bits_is_still_refused_by_name():
+    e = _one(extra_files=())
+    block, count = _block_of([e])
+    at = _bucket_at(e)
+    bad = block[:at] + encode_long(2 ** 31) + block[at + 1:]    # _BUCKET 2**31
+    got, = decode_entries(bad, count, keep_raw=True)
+    assert got._raw is None and got.bucket == 2 ** 31      # no copy: encoded, and refused
+    with pytest.raises(ValueError, match=r"_BUCKET = 2147483648 is not a 32-bit int"):
+        encode_manifest([got.as_delete()], "null")
+
+
+def test_raw_records_stay_out_of_equality_hash_repr_pickles_and_replace():
+    import dataclasses
+    import pickle
+    entries = random_entries(40, 26)
+    read = decode_manifest(encode_manifest(entries, "null"), "m", keep_raw=True)
+    for r, e in zip(read, entries):
+        assert r == e and hash(r) == hash(e) and repr(r) == repr(e)
+        assert "_raw" not in r.__getstate__() and "_raw" in r.__dict__
+        back = pickle.loads(pickle.dumps(r))
+        assert back == e and back._raw is None
+        # a changed copy must not carry bytes of the old values
+        assert dataclasses.replace(r, bucket=r.bucket + 1)._raw is None
+
+
+def test_decoded_objects_are_what_the_constructors_build():
+    import dataclasses
+    import pickle
+    entries = [_plain(e) for e in random_entries(200, 27)]
+    read = decode_manifest(encode_manifest(entries, "zstandard"), "m")
+    for r, e in zip(read, entries):
+        for a, b in ((r, e), (r.file, e.file), (r.file.key_stats, e.file.key_stats),
+                     (r.file.value_stats, e.file.value_stats)):
+            assert type(a) is type(b) and a == b and hash(a) == hash(b)
+            assert repr(a) == repr(b)
+            # (the bytes may differ: a pickle refers to an object it holds twice, such
+            # as null counts shared by key and value stats, once)
+            back = pickle.loads(pickle.dumps(a))
+            assert type(back) is type(b) and back == b and repr(back) == repr(b)
+            assert dataclasses.astuple(a) == dataclasses.astuple(b)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            r.file.file_size = 1
+        assert dataclasses.replace(r.file, level=7) == dataclasses.replace(e.file, level=7)
+
+
+def test_the_shortest_varint_reader_reads_what_read_long_reads_or_refuses():
+    from paimon_commit.format.varint import NotShortest, read_long, read_shortest_long
+    rng = random.Random(28)
+    values = [0, 1, -1, 63, -64, 64, -65, 2 ** 31, -(2 ** 31), 2 ** 63 - 1, -(2 ** 63)] + \
+        [rng.randrange(-(2 ** 63), 2 ** 63) >> rng.randrange(64) for _ in range(2000)]
+    for v in values:
+        b = b"\x07" + encode_long(v) + b"\x09"
+        assert read_shortest_long(b, 1) == read_long(b, 1) == (v, len(b) - 1)
+    for overlong in (b"\x80\x00", b"\x81\x80\x00", b"\xff\x80\x80\x00"):
+        read_long(overlong, 0)                  # read_long reads it ...
+        with pytest.raises(NotShortest):        # ... but it is no encoder's bytes
+            read_shortest_long(overlong, 0)
+    with pytest.raises(Malformed):              # beyond 64 bits: refused by both
+        read_shortest_long(bytes([0x82] + [0x80] * 8 + [0x03]), 0)

@@ -123,7 +123,9 @@ class AppendCompaction:
             # Deletion vectors hide rows of live files: a rewrite ignoring them would bring
             # deleted rows back.
             st.check_readable(latest)
-            entries = st.live_entries(latest)
+            # Kept raw: the commit writes a DELETE per input file by copying its record
+            # bytes (format/entry_codec), not by encoding it again.
+            entries = st.live_entries(latest, keep_raw=True)
             if self.partition_rows is not None:
                 entries = [e for e in entries if e.partition in self.partition_rows]
             plan = plan_compaction(entries, self.options, st.manifests.decode_partition,

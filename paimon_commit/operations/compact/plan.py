@@ -150,26 +150,44 @@ def plan_compaction(entries: Sequence[ManifestEntry], options: CompactOptions,
     skipped: List[Tuple[str, str]] = []
     scanned = 0
     remaining = False
+    # Asked once per partition and per schema id, not per file (a plan looks at every live
+    # file); `wanted` only marks which specs matched, the same on every call.
+    wanted_of: Dict[bytes, bool] = {}
+    problem_of: Dict[int, Optional[str]] = {}
     for e in entries:
-        values = decode(e.partition)
-        if not wanted(values):
+        partition = e.partition
+        ok = wanted_of.get(partition)
+        if ok is None:
+            ok = wanted_of[partition] = bool(wanted(decode(partition)))
+        if not ok:
             continue
-        count = live.setdefault(e.partition, [0, 0])
+        f = e.file
+        size = f.file_size
+        count = live.get(partition)
+        if count is None:
+            count = live[partition] = [0, 0]
         count[0] += 1
-        count[1] += e.file.file_size
+        count[1] += size
         # Unaware-bucket tables keep every file in bucket 0 (Paimon's compatibility rule);
         # anything else is not ours to move.
-        if e.bucket != 0 or e.file.file_size >= small:
+        if e.bucket != 0 or size >= small:
             continue
         if scanned >= options.file_num_limit:
             remaining = True
             continue
         scanned += 1
-        problem = schema_problem(e.file.schema_id)
+        sid = f.schema_id
+        if sid in problem_of:
+            problem = problem_of[sid]
+        else:
+            problem = problem_of[sid] = schema_problem(sid)
         if problem is not None:
-            skipped.append((e.file.file_name, problem))
+            skipped.append((f.file_name, problem))
             continue
-        by_partition.setdefault(e.partition, []).append(e)
+        files = by_partition.get(partition)
+        if files is None:
+            files = by_partition[partition] = []
+        files.append(e)
     tasks: List[CompactTask] = []
     for partition, files in by_partition.items():
         for bin_ in _pack(files, options):
