@@ -237,7 +237,7 @@ class Deleter:
         there afterwards (added to `left`): the caller stops, keeping its records."""
         paths = list(paths)
         if paths:
-            self._checkpoint()
+            self.checkpoint()
             log.info("deleting %d %s file(s)", len(paths), kind)   # (-v: where a run is)
         self.attempted += len(paths)
         done = run_deletions(self.io, paths, self._pool() if len(paths) >= 64 else None)
@@ -246,9 +246,16 @@ class Deleter:
         self.left.extend(left)
         return not left
 
-    def _checkpoint(self) -> None:
+    def checkpoint(self) -> None:
+        """A safe point now (io.deletion.checkpoint), counted as this Deleter's last check
+        for `in_order(spaced=True)` (e.g. before a write that goes with the next delete)."""
         checkpoint()
         self._guarded = (time.monotonic(), self.attempted)
+
+    def guard_next(self) -> None:
+        """The next `in_order(spaced=True)` file runs the guards first, however recently an
+        earlier step ran them (a spaced run of files starts with a check)."""
+        self._guarded = None
 
     def in_order(self, kind: str, paths: Sequence[str], spaced: bool = False) -> int:
         """Delete one by one in the given order, stopping at the first file that could not
@@ -261,7 +268,7 @@ class Deleter:
             last = self._guarded
             if not spaced or last is None or self.attempted - last[1] >= GUARD_EVERY_FILES \
                     or time.monotonic() - last[0] >= GUARD_EVERY_S:
-                self._checkpoint()
+                self.checkpoint()
             else:
                 checkpoint(guards=False)
             self.attempted += 1
@@ -273,7 +280,7 @@ class Deleter:
         return len(paths)
 
     def dirs(self, root: str, dirs: Iterable[str]) -> List[str]:
-        self._checkpoint()
+        self.checkpoint()
         removed = remove_empty_dirs(self.io, root, dirs)
         self.deleted.setdefault("directory", []).extend(removed)
         return removed

@@ -66,6 +66,11 @@ def _duration(ms: int) -> str:
 __all__ = ["ExpireConfig", "ExpireSnapshots", "ExpirePlan", "ExpireResult"]
 
 
+#: Snapshot files an expirer keeps cached across runs (a commit object's: `_prune`), at most
+#: about this many beyond what its last plan read (a few hundred bytes each, parsed).
+RAW_MEMO_CAP = 10_000
+
+
 class ExpireSnapshots(ChangelogExpiration):
     """Expires snapshots, then (when the changelog lifecycle is decoupled) long-lived
     changelogs, of one table. Reusable across runs: what it read is carried forward."""
@@ -119,6 +124,7 @@ class ExpireSnapshots(ChangelogExpiration):
         self._seen: Set[Tuple[str, int]] = set()
         self._listed_dirs: Set[str] = set()
         self._pruned_memo: Optional[Dict[Tuple[str, int], Optional[Snapshot]]] = None
+        self._plan_earliest: Optional[int] = None   # the earliest snapshot the plan found
         self._limit: Optional[int] = None   # snapshots this plan may expire (a chunk)
         self._horizon: Optional[int] = None   # the first snapshot this run keeps, at most
         self._readds: Optional[ReAdds] = None   # ADD positions, kept across chunks
@@ -138,6 +144,7 @@ class ExpireSnapshots(ChangelogExpiration):
         """The snapshot expiration this run would do (nothing is deleted); during expire(),
         one chunk of it (at most `_limit` snapshots from the earliest)."""
         self._keep_seen()
+        self._plan_earliest = None
         self._memo: Dict[Tuple[str, int], Optional[Snapshot]] = {}
         self._versions = {}
         self._manifest_names = None   # (listed at most once per plan, and only if needed)
@@ -156,9 +163,18 @@ class ExpireSnapshots(ChangelogExpiration):
             self._seen.update(memo)
 
     def _prune(self) -> None:
+        """Drop cached snapshot files no plan since the last prune read: those of a
+        directory listed since (gone, or out of every range), those below the earliest
+        snapshot the last plan found, and, past RAW_MEMO_CAP files, any (a commit object
+        whose runs expire nothing never lists, and each of its runs reads the newest
+        snapshots: audit issue26a F2)."""
         self.reach.prune()
         seen, listed = self._seen | set(self._memo), self._listed_dirs
-        for key in [k for k in self._raw_memo if k[0] in listed and k not in seen]:
+        floor, snapshots = self._plan_earliest, self.store.snapshots.snapshot_dir
+        cap = len(self._raw_memo) > RAW_MEMO_CAP
+        for key in [k for k in self._raw_memo if k not in seen and (
+                cap or k[0] in listed or
+                (floor is not None and k[0] == snapshots and k[1] < floor))]:
             del self._raw_memo[key]
         self._seen, self._listed_dirs, self._pruned_memo = set(), set(), self._memo
 
@@ -167,7 +183,7 @@ class ExpireSnapshots(ChangelogExpiration):
         # Hints first (checked against their neighbours): after every commit, a run that
         # has nothing to expire must not list a snapshot directory that grows with history.
         latest = sm.latest_snapshot_id()
-        earliest = sm.earliest_snapshot_id()
+        earliest = self._plan_earliest = sm.earliest_snapshot_id()
         if latest is None or earliest is None:
             return ExpirePlan(None, None)
         now_ms = int(self.clock() * 1000)
@@ -1126,6 +1142,13 @@ class ExpireSnapshots(ChangelogExpiration):
                               f"are kept for the next run")
                     return False
             deleting()
+            # The snapshot files go one by one; the lease is checked before the first and
+            # then every GUARD_EVERY_FILES files or GUARD_EVERY_S (io/deletion.py), where
+            # each file names lists this run already deleted. Where each is first kept as a
+            # long-lived changelog, which still reads its lists, before each one's changelog
+            # is written (audit issue26a F1: past a lost lease, changelogs the new holder had
+            # expired came back, naming lists it had deleted; one before this spacing).
+            d.guard_next()
             for sid, path in sorted(plan.metadata.items()):
                 # Ascending: a crash or a failure leaves a contiguous suffix.
                 if keep_as_changelog:
@@ -1134,8 +1157,8 @@ class ExpireSnapshots(ChangelogExpiration):
                                   f"changelog; EARLIEST stays at {sid}")
                         earliest = sid
                         break
+                    d.checkpoint()   # (then in_order below runs no second one)
                     self.changelogs.commit_changelog(sid, self._raw(manager, sid))
-                # (spaced: these snapshots' lists are gone; see io/deletion.py GUARD_EVERY_S)
                 if d.in_order(plan.metadata_kind, [path], spaced=True) == 0:
                     plan.skip(f"{path} could not be deleted; EARLIEST stays at {sid}")
                     earliest = sid

@@ -393,3 +393,20 @@ def test_one_expirer_across_runs_and_a_rollback_that_reuses_ids(table, table_pat
     assert_intact(table_path, {8: [1, 3, 5, 20], 9: [1, 3, 5, 20, 21], 10: [], 11: [30]})
     # The new 7's deletes were acted on (an outdated read of 7 would have kept them).
     assert hr0 and not any(os.path.exists(p) for p in hr0)
+
+
+def test_a_commit_objects_expirer_cache_stays_bounded_when_another_job_expires(
+        table, table_path):
+    # Audit issue26a F2: a commit object whose own retention expires nothing never lists
+    # snapshot/, and its runs read the newest snapshots; with another job expiring the
+    # table, every snapshot it had read stayed cached (297 after 300 commits).
+    other = ExpireSnapshots(Table.open(str(table_path)).store,
+                            ExpireConfig(retain_min=3, retain_max=3, time_retained_ms=0,
+                                         max_deletes=1000))
+    with table.new_commit(options={"write-only": "false", "snapshot.num-retained.min": "10",
+                                   "snapshot.time-retained": "1 h"}) as c:
+        for i in range(60):
+            write(table, make_rows([i]), commit=c)
+            other.expire()
+        assert len(table.snapshots()) == 3
+        assert len(c._expirer._raw_memo) <= 5, sorted(c._expirer._raw_memo)

@@ -155,3 +155,89 @@ def test_expiration_stops_within_a_guard_interval_of_snapshot_files_once_the_lea
         retain_min=1, retain_max=1, time_retained_ms=0, max_deletes=10 * n)).expire()
     assert r.complete and [s.id for s in table.snapshots()] == [n]
     assert sorted(table.read_arrow().column("id").to_pylist()) == list(range(n))
+
+
+def _expire_config(**kw):
+    from paimon_commit.operations.expire import ExpireConfig
+    return ExpireConfig(time_retained_ms=0, max_deletes=1000, **kw)
+
+
+def test_the_first_snapshot_file_is_checked_for_however_recent_the_last_check(
+        table, table_path, monkeypatch):
+    # Audit issue26a F3: the list step's check counted for the snapshot files after it; with
+    # the lease broken between the two steps every snapshot file went, result complete.
+    import paimon_commit.io.deletion as deletion
+    from paimon_commit.operations.expire import ExpireSnapshots
+    for i in range(6):
+        write(table, make_rows([i]))
+    in_order = deletion.Deleter.in_order
+
+    def break_first(self, kind, paths, spaced=False):
+        if kind == "snapshot" and not getattr(break_first, "done", False):
+            break_first.done = True
+            break_lease_of(table_path)
+        return in_order(self, kind, paths, spaced)
+    monkeypatch.setattr(deletion.Deleter, "in_order", break_first)
+    r = ExpireSnapshots(Table.open(str(table_path)).store,
+                        _expire_config(retain_min=1, retain_max=1)).expire()
+    assert not r.complete and r.stopped_by == "lease"
+    assert [s.id for s in table.snapshots()] == list(range(1, 7))
+    assert sorted(table.read_arrow().column("id").to_pylist()) == list(range(6))
+    monkeypatch.undo()
+    r = ExpireSnapshots(Table.open(str(table_path)).store,
+                        _expire_config(retain_min=1, retain_max=1)).expire()
+    assert r.complete and [s.id for s in table.snapshots()] == [6]
+
+
+def test_a_lost_lease_stops_decoupled_expiration_before_the_next_changelog_is_written(
+        table, table_path, monkeypatch):
+    # Audit issue26a F1: with changelogs kept longer than snapshots, each snapshot is first
+    # written as a changelog (which still reads its lists), then its file deleted. Broken
+    # after the first, while the new holder expires snapshots and changelogs, the old holder
+    # went on writing changelogs the new one had expired, naming lists it had deleted
+    # (14 with the lease checked every 32 files, one when it was checked only before each
+    # delete). Now the check comes before each changelog is written.
+    import threading
+    from paimon_commit.io.local import LocalFileIO
+    from paimon_commit.operations.expire import ExpireSnapshots
+    from paimon_commit.snapshots import SnapshotManager
+    n = 20
+    for i in range(n):
+        write(table, make_rows([i]))
+    cfg = _expire_config(retain_min=3, retain_max=3, changelog_retain_min=5,
+                         changelog_retain_max=5, changelog_time_retained_ms=0)
+    assert cfg.changelog_decoupled
+    unlink = LocalFileIO._unlink
+    state = {"b": None, "in_b": False, "a": 0}
+
+    def run_b():
+        state["in_b"] = True
+        try:
+            state["b"] = ExpireSnapshots(Table.open(str(table_path)).store, cfg).expire()
+        finally:
+            state["in_b"] = False
+
+    def hooked(self, norm):
+        if "/snapshot/snapshot-" in norm and not state["in_b"]:
+            state["a"] += 1
+            if state["b"] is None:
+                done = unlink(self, norm)
+                break_lease_of(table_path)
+                other = threading.Thread(target=run_b)   # another holder, another thread
+                other.start()
+                other.join()
+                return done
+        return unlink(self, norm)
+    monkeypatch.setattr(LocalFileIO, "_unlink", hooked)
+    r = ExpireSnapshots(Table.open(str(table_path)).store, cfg).expire()
+    monkeypatch.undo()
+    assert state["b"] is not None and state["b"].complete
+    assert not r.complete and r.stopped_by == "lease" and state["a"] == 1
+    changelog_dir, manifest_dir = table_path / "changelog", table_path / "manifest"
+    for name in sorted(os.listdir(changelog_dir)):
+        if name.startswith("changelog-"):
+            p = str(changelog_dir / name)
+            s = SnapshotManager.parse(open(p, "rb").read(), p, int(name.split("-")[1]))
+            assert os.path.exists(manifest_dir / s.delta_manifest_list), name
+    assert Table.open(str(table_path)).remove_orphan_files(dry_run=True).complete
+    assert sorted(table.read_arrow().column("id").to_pylist()) == list(range(n))
