@@ -99,12 +99,17 @@ class OrphanFilesCleaner(FromFileList):
     def __init__(self, context: CleanContext):
         self.ctx = context
         io = context.file_io or file_io_for_path(context.table_path)
-        # Refuse non-tables before listing anything (e.g. `remove-orphan-files /`).
-        if not SchemaManager(io, io.root).list_ids():
+        # Refuse non-tables before listing anything (e.g. `remove-orphan-files /`). The
+        # schema ids listed once (FileStore.open would list them again: one more request,
+        # one more round trip on an object store).
+        schemas = SchemaManager(io, io.root)
+        schema_ids = schemas.list_ids()
+        if not schema_ids:
             raise TableNotFoundError(
                 f"{context.table_path} is not a Paimon table: no schema/schema-N file; "
                 f"refusing to clean it")
-        self.store = FileStore.open(context.table_path, io)
+        self.store = FileStore.from_schema(context.table_path, io,
+                                           schemas.schema(schema_ids[-1]))
         if context.options:
             from ..options import validate_options
             merged = dict(self.store.schema.options)
