@@ -94,12 +94,20 @@ def ours(root: str, instrument: bool):
     import paimon_commit.io.local as local_mod
     for k, v in json.loads(os.environ.get("ORPHDEL_SET", "{}")).items():
         # e.g. {"MAX_BATCH": 2000}, {"local.RECHECK_EVERY": 256}: a variant of one run
+        if k == "SPREAD":   # not a constant: the order the orphans are handed over in
+            os.environ["ORPHDEL_SPREAD"] = str(v)
+            continue
         setattr(local_mod if k.startswith("local.") else orphan_mod, k.split(".")[-1], v)
     io = LocalFileIO(root)
     c = object.__new__(OrphanFilesCleaner)
     c.io, c.root, c._inventory, c._plan_mark = io, io.root, None, None
     c.ctx = SimpleNamespace(progress=None)
-    found = Found([(d, None, [(n, 16, 0) for n in names]) for d, names in listing(root)])
+    groups = [(d, None, [(n, 16, 0) for n in names]) for d, names in listing(root)]
+    spread = int(os.environ.get("ORPHDEL_SPREAD", "0"))
+    if spread:   # the orphans in runs of `spread` per directory, directories in turn
+        groups = [(d, k, e[i:i + spread]) for i in range(0, max(len(g[2]) for g in groups),
+                                                          spread) for d, k, e in groups]
+    found = Found(groups)
     extra = {}
     if instrument:
         lock = threading.Lock()
