@@ -6,7 +6,8 @@ import posixpath
 from typing import Callable, List, Optional
 
 from ..errors import AtomicCreateUnsupportedError, UnsafePathError
-from .base import FileIO, FileStatus, FileTooLargeError, LocalResolver, _temp_name
+from .base import FileIO, FileStatus, FileTooLargeError, LocalResolver, _judges_by_directory, \
+    _temp_name
 from .metered import note as _bill
 
 log = logging.getLogger(__name__)
@@ -49,6 +50,7 @@ class PyArrowFileIO(FileIO):
         filesystem, path = pafs.FileSystem.from_uri(uri)
         return cls(filesystem, path)
 
+    @_judges_by_directory   # (the resolver looks at the directory of norm only)
     def _check_resolved(self, path: str, norm: str) -> None:
         # pyarrow.fs reports no symlinks, but a local file system has them: resolve there.
         # (HDFS symlinks are off unless enabled, and then not visible through pyarrow.)

@@ -167,6 +167,13 @@ def _temp_name(final_name: str) -> str:
     return f".{final_name}.{uuid.uuid4()}.tmp"
 
 
+def _judges_by_directory(fn):
+    """Mark a `_check_resolved` whose verdict depends only on the directory of the path
+    (see `FileIO._check_all`)."""
+    fn.per_directory = True
+    return fn
+
+
 class FileIO(ABC):
     """Storage of one table root. Paths are strings in the storage's own namespace (no
     scheme). Subclasses implement the primitives; the deletion gate lives here, so no
@@ -309,9 +316,14 @@ class FileIO(ABC):
         """How error messages name a path (object stores add their scheme)."""
         return path
 
+    @_judges_by_directory
     def _check_resolved(self, path: str, norm: str) -> None:
         """Raise UnsafePathError if the directory of `norm` resolves (through a symlink)
-        outside the root. A no-op on storage without symlinks."""
+        outside the root. A no-op on storage without symlinks.
+
+        An override whose verdict depends on the directory of `norm` alone (and on nothing
+        else of the path) is marked `per_directory` (`_judges_by_directory`): `_check_all`
+        then checks each directory once per call. An unmarked override is asked per path."""
 
     # Paths one request can delete where the store batches deletes (S3: 1,000); None where
     # each file is its own system call and small chunks parallelise better.
@@ -345,8 +357,7 @@ class FileIO(ABC):
         (`unlinks_recheck_dirs`), the checked paths are unlinked on it in slices of one
         directory each, the directories interleaved (unlinks in one directory serialise on
         it); the calling thread only checks paths, the pool only unlinks."""
-        with self.resolution_scope():   # each distinct directory resolved once per call
-            norms = [self._check_inside(p) for p in paths]
+        norms = self._check_all(paths)
         if executor is not None and self.unlinks_recheck_dirs and len(norms) > 64:
             return self._unlink_slices(executor, _dir_slices(norms))
         try:
@@ -358,6 +369,41 @@ class FileIO(ABC):
         if self.deletion_log is not None:
             self.deletion_log.extend(deleted)
         return deleted
+
+    def _check_all(self, paths: Iterable[str]) -> List[str]:
+        """`_check_inside` of every path, in one resolution scope (each distinct directory
+        resolved once), raising at the first refused. The same verdicts at a fraction of the
+        cost: once a path of directory D was accepted, another path D + "/" + NAME is accepted
+        on its name alone, when NAME is not "", "." or ".." (it holds no "/": rpartition).
+        Such a path passes every rule `check_path_shape` applies, because D's part of it is
+        the accepted path's (its segments, its start with the root's prefix, which ends within
+        D + "/"), and the rest is one non-empty segment that is neither "." nor ".." (and
+        makes the path longer than the root); and the symlink check (`_check_resolved`) looks
+        at the directory only, whose resolution this scope caches anyway. Anything else (the
+        first path of each directory, a name that is not plain, a non-str, a storage whose
+        `_check_inside` or `_check_resolved` is not one known to judge by directory) goes
+        through `_check_inside` itself, so a refusal and its message are the same as ever."""
+        check = self._check_inside
+        if getattr(check, "__func__", None) is not _GATE_CHECK or not getattr(
+                getattr(self._check_resolved, "__func__", None), "per_directory", False):
+            with self.resolution_scope():
+                return [check(p) for p in paths]
+        norms: List[str] = []
+        append = norms.append
+        accepted: set = set()   # directories a path was accepted in, this call
+        with self.resolution_scope():
+            for p in paths:
+                if type(p) is str:
+                    d, slash, name = p.rpartition("/")
+                    if slash and d in accepted and name and name != "." and name != "..":
+                        append(p)
+                        continue
+                    append(check(p))
+                    if slash:
+                        accepted.add(d)
+                else:
+                    append(check(p))   # (refused: not a path)
+        return norms
 
     def _unlink_slices(self, executor, slices: List[List[str]]) -> List[str]:
         """Unlink the slices on the executor, each slice's deletions logged as it completes.
@@ -412,6 +458,11 @@ class FileIO(ABC):
     def _rmdir(self, norm: str) -> bool:
         """Remove an empty directory at a path the gate accepted; False = left alone."""
         return False
+
+
+# `_check_inside` as FileIO defines it (`_check_all` takes its shortcut only while a storage's is
+# this function: not an override, nor a wrapper set on the class in place).
+_GATE_CHECK = FileIO._check_inside
 
 
 def note_deleted(error: BaseException, paths: List[str]) -> None:

@@ -29,7 +29,7 @@ BY_MODULE = {"os": {"remove", "unlink", "rmdir", "removedirs"},
              "obstore": {"delete", "delete_async"}}
 # Inside the storage layer: the primitives the gate calls after its check, and the removal
 # of a storage's own temp file (checked by the same rules).
-STORAGE_PRIMITIVES = {"_unlink", "_unlink_many", "_rmdir", "_remove_own_temp"}
+STORAGE_PRIMITIVES = {"_unlink", "_unlink_many", "_unlink_in", "_rmdir", "_remove_own_temp"}
 
 
 def raw_deletes(source: str):
