@@ -55,7 +55,8 @@ peak_rss_kb for why not ru_maxrss alone); a worker that only imports the same mo
 the baseline (for ours_thread: imports and the other threads started).
 
 Targets (at the target size: 100,000 orphans, or 10,000 with --quick):
-  * vs delta: ours real <= 0.5 x delta real, ours dry <= 0.5 x delta dry (vs_delta_real,
+  * vs delta: ours real <= 1.0 x delta real (issue 26; issue 19's 0.5 x lay below the bare
+              unlinks), ours dry <= 0.5 x delta dry (vs_delta_real,
               vs_delta_dry), and the same for ours_thread (vs_delta_thread_real,
               vs_delta_thread_dry: "a process with other threads running")
   * vs floor: ours real <= 2 x floor real,   ours dry <= 2 x floor dry,
@@ -108,7 +109,15 @@ LIVE_ROWS = LIVE_FILES * ROWS_PER_FILE
 ORPHAN_BYTES = b"PAR1\x00\x00\x00\x00\x00\x00\x00\x00PAR1"   # 16 bytes
 AGE_S = 2 * 86_400              # mtime of every data file: now - 2 days
 DAY_MS = 86_400_000
-VS_DELTA_TARGET = 0.5         # issue 19: ours <= 0.5 x delta-rs full vacuum, dry and real
+VS_DELTA_TARGET = 0.5         # issue 19: ours <= 0.5 x delta-rs full vacuum (the dry run)
+# The real run: issue 26 ("real <= 1.0x"), after issue 19's 0.5 x turned out to lie below the
+# bare unlinks of the orphans on this storage (delta-rs's real vacuum runs at ~1.4-2.2 x them:
+# 0.5 x delta-rs is ~0.7-1.1 x the unlinks alone, with the table still to list and read).
+VS_DELTA_REAL_TARGET = 1.0
+
+
+def _vs_delta_target(op: str) -> float:
+    return VS_DELTA_REAL_TARGET if op == "real" else VS_DELTA_TARGET
 VS_FLOOR_TARGET = 2.0
 LINEAR_TARGET = 1.25            # per-orphan time at a size <= 1.25 x at the previous size
 PROFILE_TOP = 25
@@ -661,12 +670,12 @@ def main(argv=None) -> int:
             # ours_thread vs delta-rs (its only target)
             missed = [("ours", op) for op in ("real", "dry")
                       if not _ok(ratio(med_of(r, f"ours_{op}"), med_of(r, f"delta_{op}")),
-                                 VS_DELTA_TARGET)
+                                 _vs_delta_target(op))
                       or not _ok(ratio(med_of(r, f"ours_{op}"), med_of(r, f"floor_{op}")),
                                  VS_FLOOR_TARGET)]
             missed += [("ours_thread", op) for op in ("real", "dry")
                        if not _ok(ratio(med_of(r, f"ours_thread_{op}"),
-                                        med_of(r, f"delta_{op}")), VS_DELTA_TARGET)]
+                                        med_of(r, f"delta_{op}")), _vs_delta_target(op))]
             todo = missed if not args.profile else \
                 [("ours", "real"), ("ours", "dry")] + [m for m in missed if m[0] != "ours"]
             for side, op in todo:
@@ -738,7 +747,8 @@ def main(argv=None) -> int:
             targets[f"{key}_{op}"] = {
                 "metric": f"ours {op} in {where} / delta-rs vacuum {op} (median, "
                           f"{target_n:,} orphans)",
-                "value": v, "target": VS_DELTA_TARGET, "pass": _ok(v, VS_DELTA_TARGET)}
+                "value": v, "target": _vs_delta_target(op),
+                "pass": _ok(v, _vs_delta_target(op))}
     for op in ("real", "dry"):
         v = ratio(med_of(rt, f"ours_{op}"), med_of(rt, f"floor_{op}"))
         targets[f"vs_floor_{op}"] = {
