@@ -167,10 +167,15 @@ def _temp_name(final_name: str) -> str:
     return f".{final_name}.{uuid.uuid4()}.tmp"
 
 
+#: The `_check_resolved` functions known to judge by the directory alone, by identity: a
+#: flag on the function would be copied onto a wrapper by functools.wraps (audit issue26b F2).
+_PER_DIRECTORY: set = set()
+
+
 def _judges_by_directory(fn):
     """Mark a `_check_resolved` whose verdict depends only on the directory of the path
-    (see `FileIO._check_all`)."""
-    fn.per_directory = True
+    (see `FileIO._check_all`): this very function, not a wrapper or an override of it."""
+    _PER_DIRECTORY.add(fn)
     return fn
 
 
@@ -322,8 +327,9 @@ class FileIO(ABC):
         outside the root. A no-op on storage without symlinks.
 
         An override whose verdict depends on the directory of `norm` alone (and on nothing
-        else of the path) is marked `per_directory` (`_judges_by_directory`): `_check_all`
-        then checks each directory once per call. An unmarked override is asked per path."""
+        else of the path) is registered by `_judges_by_directory`: `_check_all` then checks
+        each directory once per call. Any other function (an override, a wrapper, even one
+        made with functools.wraps) is asked per path."""
 
     # Paths one request can delete where the store batches deletes (S3: 1,000); None where
     # each file is its own system call and small chunks parallelise better.
@@ -384,8 +390,8 @@ class FileIO(ABC):
         `_check_inside` or `_check_resolved` is not one known to judge by directory) goes
         through `_check_inside` itself, so a refusal and its message are the same as ever."""
         check = self._check_inside
-        if getattr(check, "__func__", None) is not _GATE_CHECK or not getattr(
-                getattr(self._check_resolved, "__func__", None), "per_directory", False):
+        if getattr(check, "__func__", None) is not _GATE_CHECK or \
+                getattr(self._check_resolved, "__func__", None) not in _PER_DIRECTORY:
             with self.resolution_scope():
                 return [check(p) for p in paths]
         norms: List[str] = []

@@ -384,27 +384,28 @@ class LocalFileIO(FileIO):
         tried = 0
         try:
             _AT.dir = (self, directory, fd)
-            # (a scope: the root is resolved once for this directory's re-checks, not at each)
-            with self._resolver.scope():
-                for k in range(0, len(norms), RECHECK_EVERY):
-                    if not self._opened_inside(directory, fd, norms[k], len(norms) - k):
-                        break
-                    chunk = norms[k:k + RECHECK_EVERY]
-                    if not own:
-                        for p in chunk:
-                            if self._unlink(p):
-                                out.append(p)
-                        continue
+            # (no resolution scope here: the root is resolved again at each re-check, so a
+            # root re-pointed mid-directory stops the unlinks within RECHECK_EVERY; audit
+            # issue26b F1)
+            for k in range(0, len(norms), RECHECK_EVERY):
+                if not self._opened_inside(directory, fd, norms[k], len(norms) - k):
+                    break
+                chunk = norms[k:k + RECHECK_EVERY]
+                if not own:
                     for p in chunk:
-                        tried += 1
-                        try:
-                            os.unlink(p[cut:], dir_fd=fd)   # (in sight of test_one_door)
-                        except FileNotFoundError:
-                            continue
-                        except OSError as e:
-                            self._unlink_failed(p, e)   # (raises, or False: not deleted)
-                            continue
-                        out.append(p)
+                        if self._unlink(p):
+                            out.append(p)
+                    continue
+                for p in chunk:
+                    tried += 1
+                    try:
+                        os.unlink(p[cut:], dir_fd=fd)   # (in sight of test_one_door)
+                    except FileNotFoundError:
+                        continue
+                    except OSError as e:
+                        self._unlink_failed(p, e)   # (raises, or False: not deleted)
+                        continue
+                    out.append(p)
         except BaseException as e:
             note_deleted(e, out)   # what this directory lost before the error
             raise
