@@ -94,7 +94,10 @@ class LatencyProxy:
 
             do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _handle
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        class _Server(ThreadingHTTPServer):
+            request_queue_size = 1024
+
+        self.server = _Server(("127.0.0.1", self.port), Handler)
         self.server.daemon_threads = True
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True,
                                         name="latency-proxy")
@@ -169,6 +172,8 @@ class LatencyProxy:
             data = json.dumps(self.mark()).encode()
         elif what == "stats":
             data = json.dumps(self.stats_since(json.loads(body))).encode()
+        elif what == "entries":
+            data = json.dumps(self.entries_since(json.loads(body))).encode()
         else:
             h.send_response(404)
             h.send_header("Content-Length", "0")
@@ -317,6 +322,9 @@ class ProxyProcess:
 
     def stats_since(self, mark: Dict[str, float]) -> Dict[str, Any]:
         return self._call("POST", "stats", mark)
+
+    def entries_since(self, mark: Dict[str, float]) -> List[Tuple[float, str, str, int, float]]:
+        return [tuple(e) for e in self._call("POST", "entries", mark)]
 
     def stop(self) -> None:
         if self.proc.poll() is None:

@@ -30,6 +30,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Set,
 
 from .errors import CorruptMetadataError
 from .io import read_ahead
+from .io.metered import ContextExecutor
 from .format import paths as P
 from .format.manifest import FileKind, FileRef
 from .format.snapshot import Snapshot
@@ -300,6 +301,12 @@ class Reachability:
         for name, refs in zip(todo, read_ahead.ordered(self.mio.read_list_refs, todo, workers)):
             if refs.exception() is None:
                 self._lists[name] = refs.result()
+
+    def list_prefetcher(self, workers: int) -> "ListPrefetcher":
+        """`prefetch_lists` fed root by root while the roots are still being read (their
+        lists' reads in flight beside the reads of the next roots): `add(root)`, then
+        `finish()` (or `close()` on the way out of an error)."""
+        return ListPrefetcher(self, workers)
 
     def manifests(self, list_name: str) -> list:
         """(file_name, file_size) of each manifest a list names. Raises if unreadable."""
@@ -854,6 +861,37 @@ def entry_names(f: FileRef) -> List[str]:
 
 
 # --- branches: roots of every deletion -------------------------------------------------------
+class ListPrefetcher:
+    """See `Reachability.list_prefetcher`. Every list is held until `finish` (as
+    `prefetch_lists` holds them: the run's memo keeps them all anyway)."""
+
+    def __init__(self, reach: Reachability, workers: int):
+        self.reach = reach
+        self._pool = ContextExecutor(max(1, workers), thread_name_prefix="paimon-lists")
+        self._pending: Dict[str, "Future"] = {}
+
+    def add(self, root: Root) -> None:
+        for name, _ in root.lists(self.reach.producer):
+            if name not in self._pending and name not in self.reach._lists:
+                self._pending[name] = self._pool.submit(self.reach.mio.read_list_refs, name)
+
+    def finish(self) -> None:
+        """Wait for every read; what was read goes into the run's memo. One that could not
+        be read is left out: the strict read where it is needed raises as before."""
+        try:
+            for name, f in self._pending.items():
+                if f.exception() is None:
+                    self.reach._lists[name] = f.result()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        for f in self._pending.values():
+            f.cancel()
+        self._pending = {}
+        self._pool.shutdown(wait=True)
+
+
 def branch_dirs(io, root: str) -> List[str]:
     """The metadata root of every branch besides main (`branch/branch-<name>/`, as Paimon
     Java's createBranch lays them out): one listing of `branch/` ([] without one). The one

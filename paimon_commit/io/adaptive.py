@@ -63,6 +63,10 @@ class AdaptiveLimit:
         self._clock = clock
         self._limit = min(maximum, max(minimum, initial or maximum))
         self._threshold = maximum          # slow start below it (until the first cut)
+        # Below the limit the last cut was made at, until a calm spell: a store that refuses
+        # at a fixed capacity is not pushed past it again and again (growing back to the
+        # limit it refused at, then halving, drew a 503 every few requests served).
+        self._ceiling = maximum
         self._credit = 0                   # successes towards the next +1, above it
         self._in_flight = 0
         self._waiting = 0                  # threads waiting for a slot
@@ -125,7 +129,8 @@ class AdaptiveLimit:
         if self._last_cut is not None and self._threshold < self.maximum \
                 and self._clock() - self._last_cut >= self.calm_seconds:
             self._threshold = self.maximum          # calm again: slow start resumes
-        if self._limit >= self.maximum:
+            self._ceiling = self.maximum
+        if self._limit >= min(self.maximum, self._ceiling):
             return
         if self._limit < self._threshold:
             self._limit += 1                        # +1 per success: doubles per round trip
@@ -144,6 +149,7 @@ class AdaptiveLimit:
             return
         before = self.limit
         self._limit = max(self.minimum, self._limit // 2)
+        self._ceiling = max(self.minimum, before - 1)
         self._threshold = self._limit
         self._credit = 0
         self._epoch += 1

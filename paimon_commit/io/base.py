@@ -435,6 +435,14 @@ class FileIO(ABC):
             raise error
         return [p for part in parts for p in part]
 
+    @property
+    def removes_dirs(self) -> bool:
+        """Whether `delete_empty_dir` can remove anything on this storage: not where
+        directories are only prefixes of keys (object stores: `_rmdir` is FileIO's)."""
+        cls = type(self)
+        return cls._rmdir is not FileIO._rmdir or \
+            cls.delete_empty_dir is not FileIO.delete_empty_dir
+
     def delete_empty_dir(self, path: str) -> bool:
         """Remove a directory only if it is empty; never the root, never recursively.
         Storage without a non-recursive directory remove leaves directories alone."""

@@ -56,9 +56,10 @@ _WRITER_BUFFER = 16 << 20     # data files up to this size are one PUT, larger o
 # GETs per second per prefix. A store that serves fewer is met by the adaptive limit below.
 _READS_IN_FLIGHT = 32
 # The adaptive limit of requests in flight per store (io/adaptive.py). The ceiling is above
-# one operation's read-ahead: orphan cleanup lists (16 threads) while it reads (32), and the
-# pools, not this, bound an unthrottled run. It starts at 16 and doubles per round trip while
-# the store keeps up: a store that throttles at 8 refuses 8 of the first burst, not 24.
+# one operation's read-ahead: orphan cleanup lists (16 threads) while it reads (64: it holds
+# only names, `OrphanFilesCleaner._reads`), and the limit, not the pools, then bounds it. It
+# starts at 16 and doubles per round trip while the store keeps up: a store that throttles
+# at 8 refuses 8 of the first burst, not 24.
 _REQUESTS_IN_FLIGHT_MAX = 64
 _REQUESTS_IN_FLIGHT_START = 16
 # obstore's own RetryConfig defaults (a store built without one).

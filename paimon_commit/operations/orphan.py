@@ -15,6 +15,7 @@ candidates, and every deletion goes through the FileIO gate (`deletion`).
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import posixpath
@@ -27,7 +28,7 @@ from ..io.metered import ContextExecutor
 from ..io import read_ahead
 from ..io.deletion import StopDeleting, checkpoint, remove_empty_dirs, run_deletions, \
     stop_requested
-from ..lease import maintenance_lease
+from ..lease import lease_manager, maintenance_lease
 from ..progress import DELETING, LISTING, READING, Throttle, emit
 from ..errors import CorruptMetadataError, TableNotFoundError
 from ..io import FileStatus
@@ -205,29 +206,49 @@ class OrphanFilesCleaner(FromFileList):
             delete_executor = ContextExecutor(opt or IO_THREADS)
             pools = [list_executor, delete_executor]
         try:
-            # Before planning: the delete phase reads what was committed since (audit a5).
-            self._plan_mark = None if ctx.dry_run else self._snapshot_mark()
-            orphans, dirs = self.find_orphans(list_executor, result)
-            if inv is not None and ctx.dry_run:   # (a real run reads it before each batch)
-                orphans = orphans.keep(set(self._still_as_listed(
-                    orphans.paths(), self._listed_status(orphans))))
-            self._found = orphans
-            t = time.perf_counter()
+            # Before the used set is read: the delete phase reads what was committed since
+            # (audit a5). On an object store it is taken while the candidates are listed (a
+            # few round trips; joined in roots()), and the store's create-if-absent, which the
+            # lease needs, is proven meanwhile too (once per process: lease.check_storage).
+            self._plan_mark = self._mark_pending = None
             if not ctx.dry_run:
-                # The delete phase runs under the table's maintenance lease (lease.py; on
-                # Spark the driver holds it); listing and selecting need none.
-                with maintenance_lease(self.store, "remove-orphan-files"):
+                if list_executor is not None and read_ahead.concurrency_of(self.io) > 1:
+                    self._mark_pending = list_executor.submit(self._snapshot_mark)
+                    list_executor.submit(self._prove_storage)
+                else:
+                    self._plan_mark = self._snapshot_mark()
+            # The delete phase runs under the table's maintenance lease (lease.py; on Spark
+            # the driver holds it); listing and selecting need none. On an object store it
+            # is taken while the used set is read (find_orphans): its take, three round
+            # trips, then costs no time of its own, and the lease is held a little longer.
+            early = (not ctx.dry_run and list_executor is not None
+                     and read_ahead.concurrency_of(self.io) > 1
+                     and type(self).find_orphans is OrphanFilesCleaner.find_orphans)
+            with contextlib.ExitStack() as leased:
+                self._lease_stack = leased if early else None
+                orphans, dirs = self.find_orphans(list_executor, result)
+                if inv is not None and ctx.dry_run:   # (a real run reads it before each batch)
+                    orphans = orphans.keep(set(self._still_as_listed(
+                        orphans.paths(), self._listed_status(orphans))))
+                self._found = orphans
+                t = time.perf_counter()
+                if not ctx.dry_run:
+                    if not early:
+                        leased.enter_context(maintenance_lease(self.store,
+                                                               "remove-orphan-files"))
                     try:
                         orphans = self.delete(orphans, delete_executor)
-                        if self._stopped_by is None:   # a stopped run leaves the directories
-                            # (a delete step too: a holder that lost the lease after the
-                            # last batch removes no directory)
+                        # (on storage without directories, nothing to remove nor to check
+                        # first: a round trip or two on an object store)
+                        if self._stopped_by is None and self.io.removes_dirs:
+                            # A stopped run leaves the directories. (A delete step too: a
+                            # holder that lost the lease after the last batch removes none.)
                             checkpoint()
                             result.deleted_dirs = [self._rel(d)
                                                    for d in self._remove_empty_dirs(dirs)]
                     except StopDeleting as e:   # before a batch: what went before is gone
                         orphans = self._stopped_deleting(orphans, e)
-            result.seconds["delete"] = time.perf_counter() - t
+                result.seconds["delete"] = time.perf_counter() - t
         finally:
             for pool in pools:
                 pool.shutdown(wait=True)
@@ -299,7 +320,17 @@ class OrphanFilesCleaner(FromFileList):
         emit(progress, LISTING, n, n)
         t1 = time.perf_counter()
         emit(progress, READING, 0, None)
-        used = self.used_files()
+        leased = getattr(self, "_lease_stack", None)
+        if leased is not None and executor is not None:
+            # The delete phase's lease, taken on this thread while the used set is read.
+            reading = executor.submit(self.used_files)
+            try:
+                leased.enter_context(maintenance_lease(self.store, "remove-orphan-files"))
+            finally:
+                reading.exception()   # (not left running behind a lease refused)
+            used = reading.result()
+        else:
+            used = self.used_files()
         emit(progress, READING, len(used), len(used))
         if self._inventory is not None:
             self._check_covers()
@@ -326,6 +357,11 @@ class OrphanFilesCleaner(FromFileList):
         # waiting on the disk behind a thread checking paths under the GIL made the real
         # run ~1.3x the bare unlinks).
         one_call = executor is not None and self.io.unlinks_recheck_dirs
+        # On an object store the re-check of what was committed since the plan (a round trip
+        # or more) runs while this thread's safe point checks the lease (two): both before
+        # the batch, neither needing the other.
+        beside = executor if executor is not None and \
+            read_ahead.concurrency_of(self.io) > 1 else None
         if executor is not None:
             executor = _Stoppable(executor)
         listed_status = self._listed_status(orphans) if self._inventory is not None else None
@@ -336,9 +372,17 @@ class OrphanFilesCleaner(FromFileList):
             if i and deadline is not None and deadline.reached():
                 self._stopped_by, self._remaining = MAX_DURATION, len(paths) - i
                 break
-            checkpoint()   # an interrupt, a lost lease: stop before this batch
             batch = paths[i:i + step]
-            chunk = self._not_committed_since_plan(batch)
+            if beside is not None:
+                recheck = beside.submit(self._not_committed_since_plan, batch)
+                try:
+                    checkpoint()   # an interrupt, a lost lease: stop before this batch
+                finally:
+                    recheck.exception()   # (not left running behind a stop)
+                chunk = recheck.result()
+            else:
+                checkpoint()   # an interrupt, a lost lease: stop before this batch
+                chunk = self._not_committed_since_plan(batch)
             if listed_status is not None:   # each candidate's status, read again now
                 try:
                     chunk = self._still_as_listed(chunk, listed_status)
@@ -379,16 +423,33 @@ class OrphanFilesCleaner(FromFileList):
             mark[meta_root] = (top, self._identity(meta_root, top)[0] if top else ())
         return mark
 
+    def _prove_storage(self) -> None:
+        """What the lease's take checks first (lease.check_storage: one create-if-absent
+        probe per store and process), ahead of it; a failure is left for the take to
+        report."""
+        try:
+            lease_manager(self.store).check_storage()
+        except Exception as e:  # noqa: BLE001 - the lease's take raises it again, in full
+            log.debug("orphan clean of %s: proving the storage ahead of the lease: %s",
+                      self.root, e)
+
     def _identity(self, meta_root: str, sid: int):
         """(identity, snapshot) of snapshot `sid` of `meta_root`; (None, None) if absent or
         unreadable. Content, not the id: a rollback and new commits re-create ids."""
+        return self._lookup(meta_root, sid)[:2]
+
+    def _lookup(self, meta_root: str, sid: int):
+        """(identity, snapshot, absent): `_identity`, and whether a miss was the file's
+        absence (True) rather than a file that cannot be read (False)."""
         path = self.io.join(meta_root, "snapshot", P.snapshot_file_name(sid))
         try:
             snap = SnapshotManager.parse(self.io.read_bytes(path), path, sid)
-        except (FileNotFoundError, CorruptMetadataError):
-            return None, None
+        except FileNotFoundError:
+            return None, None, True
+        except CorruptMetadataError:
+            return None, None, False
         return (snap.base_manifest_list, snap.delta_manifest_list,
-                snap.changelog_manifest_list, snap.time_millis), snap
+                snap.changelog_manifest_list, snap.time_millis), snap, False
 
     def _not_committed_since_plan(self, paths: List[str]) -> List[str]:
         """`paths` less those a snapshot committed since the plan publishes. StopDeleting
@@ -414,34 +475,73 @@ class OrphanFilesCleaner(FromFileList):
         return paths
 
     def _committed_since(self, mark) -> Set[str]:
-        io = self.io
-        for meta_root in [self.root] + self._branch_roots():
-            top, identity = mark.get(meta_root, (0, ()))
-            # (unreadable when marked: gone in a race the plan saw the end of; be safe)
-            if top and (identity is None or self._identity(meta_root, top)[0] != identity):
-                raise StopDeleting(
-                    f"snapshot {top} of {meta_root} changed or went away since the orphan "
-                    f"files were planned (a rollback or an expiration ran meanwhile), so what "
-                    f"commits published since cannot be told; nothing of this batch was "
-                    f"deleted, a rerun plans again", "recheck")
-            sid = top + 1
-            while True:   # ids are created in order above the latest: probe upwards
-                ident, snap = self._identity(meta_root, sid)
-                if snap is None:
-                    if io.exists(io.join(meta_root, "snapshot", P.snapshot_file_name(sid))):
-                        raise StopDeleting(
-                            f"snapshot {sid} of {meta_root}, committed since the orphan files "
-                            f"were planned, cannot be read; nothing of this batch was deleted",
-                            "recheck")
-                    if self._probe_on(meta_root, top, sid):
-                        continue
-                    break
-                if self._since_plan.get((meta_root, sid)) != ident:
-                    self._committed_names |= self._published_by(Root(
-                        io.join(meta_root, "snapshot", P.snapshot_file_name(sid)), snap))
-                    self._since_plan[(meta_root, sid)] = ident
-                sid += 1
+        if read_ahead.concurrency_of(self.io) <= 1:
+            return self._committed_since_with(mark, None)
+        # On an object store each request below is a round trip: those that do not need
+        # each other's answer go together (branch/ listed while the table's own ids are
+        # read; per root, the marked snapshot, the next id and a listing of the ids).
+        with ContextExecutor(4) as pool:
+            return self._committed_since_with(mark, pool)
+
+    def _committed_since_with(self, mark, pool: Optional[Executor]) -> Set[str]:
+        branches = pool.submit(self._branch_roots) if pool is not None else None
+        try:
+            self._recheck_root(self.root, mark, pool)
+        finally:
+            if branches is not None:
+                branches.exception()   # (not left running behind an error)
+        for meta_root in branches.result() if branches is not None else self._branch_roots():
+            self._recheck_root(meta_root, mark, pool)
         return self._committed_names
+
+    def _recheck_root(self, meta_root: str, mark, pool: Optional[Executor]) -> None:
+        io = self.io
+        top, identity = mark.get(meta_root, (0, ()))
+        sid = top + 1
+        first = ahead = None
+        if pool is not None:
+            marked = pool.submit(self._lookup, meta_root, top) if top else None
+            following = pool.submit(self._lookup, meta_root, sid)
+            # A listing made while the next id is read, not after its miss: what it adds to
+            # the window this re-check leaves open (commits landing during the batch) is
+            # one round trip; it is taken only to say that no id at or above `sid` exists.
+            ahead = pool.submit(self._snapshot_ids, meta_root)
+            now = marked.result()[0] if marked is not None else None
+            first = following.result()
+        else:
+            now = self._identity(meta_root, top)[0] if top else None
+        # (unreadable when marked: gone in a race the plan saw the end of; be safe)
+        if top and (identity is None or now != identity):
+            raise StopDeleting(
+                f"snapshot {top} of {meta_root} changed or went away since the orphan "
+                f"files were planned (a rollback or an expiration ran meanwhile), so what "
+                f"commits published since cannot be told; nothing of this batch was "
+                f"deleted, a rerun plans again", "recheck")
+        while True:   # ids are created in order above the latest: probe upwards
+            ident, snap, absent = first if first is not None else self._lookup(meta_root, sid)
+            first = None
+            if snap is None:
+                if not absent:
+                    raise StopDeleting(
+                        f"snapshot {sid} of {meta_root}, committed since the orphan files "
+                        f"were planned, cannot be read; nothing of this batch was deleted",
+                        "recheck")
+                listed = ahead.result() if ahead is not None else None
+                ahead = None
+                if listed is not None and not any(i >= sid for i in listed):
+                    break
+                if self._probe_on(meta_root, top, sid):
+                    continue
+                break
+            if self._since_plan.get((meta_root, sid)) != ident:
+                self._committed_names |= self._published_by(Root(
+                    io.join(meta_root, "snapshot", P.snapshot_file_name(sid)), snap))
+                self._since_plan[(meta_root, sid)] = ident
+            sid += 1
+
+    def _snapshot_ids(self, meta_root: str) -> Set[int]:
+        return {i for i in (P.parse_snapshot_id(n) for n in self.io.list_names(
+            self.io.join(meta_root, "snapshot"))) if i is not None}
 
     def _probe_on(self, meta_root: str, top: int, sid: int) -> bool:
         """The probe found no snapshot `sid`: whether it is the end of the ids. Only if no
@@ -451,8 +551,7 @@ class OrphanFilesCleaner(FromFileList):
         it and the expired ids below it published are seen by no snapshot read here (the
         newer ones name them in their base lists, not their deltas): StopDeleting, never a
         delete of what may be live. True: `sid` appeared since the probe (a commit): read on."""
-        ids = {i for i in (P.parse_snapshot_id(n) for n in self.io.list_names(
-            self.io.join(meta_root, "snapshot"))) if i is not None}
+        ids = self._snapshot_ids(meta_root)
         if not any(i > sid for i in ids):
             return False
         if sid in ids:
@@ -514,10 +613,15 @@ class OrphanFilesCleaner(FromFileList):
             meta = executor.submit(self._list_metadata_dirs)
             try:
                 buckets, dirs = self.list_bucket_dirs(executor)
+                # The buckets' files too, before waiting for the metadata listings.
+                data = self._map_list(executor, buckets,
+                                      lambda d: pack(self.io.list_files(d), "data"))
             except BaseException:
                 meta.exception()   # (not left running behind the error)
                 raise
             listed = meta.result()
+            listed.extend(data)
+            return listed, dirs
         else:
             # A scoped run lists no metadata directory for candidates (only branch/ and tag/,
             # for the check that reading the roots lost none of them).
@@ -546,10 +650,11 @@ class OrphanFilesCleaner(FromFileList):
         # Two waves of listings, each with several in flight on an object store: these
         # directories and branch/, then each branch's own.
         subs = (("manifest", None), ("index", "index"), ("statistics", "statistics"))
-        first = read_ahead.ordered(lambda sub: io.list_files(io.join(root, sub)),
-                                   [sub for sub, _ in subs], reads)
+        first = list(read_ahead.ordered(
+            lambda sub: io.list_files(io.join(root, sub)) if sub else self._branch_roots(),
+            [sub for sub, _ in subs] + [None], reads))   # (None: branch/, in the same wave)
         out.extend(pack(listing.result(), kind) for (_, kind), listing in zip(subs, first))
-        branches = self._branch_roots()
+        branches = first[-1].result()
         wave = [io.join(meta_root, sub) for meta_root in [root] + branches
                 for sub in ("snapshot", "changelog", "tag", "consumer", "schema")]
         listings = dict(zip(wave, read_ahead.ordered(io.list_files, wave, reads)))
@@ -585,6 +690,15 @@ class OrphanFilesCleaner(FromFileList):
                 n for n in io.list_names(io.join(meta_root, "tag"))
                 if not P.is_temp_file(n) and P.parse_tag_name(n) is not None}
         return []
+
+    def _reads(self) -> int:
+        """Reads in flight while the used set is read: twice the storage's read-ahead
+        (`read_ahead.concurrency_of`) where it has one. What each read leaves held here is
+        small (a snapshot, a list's manifest names, a manifest's file names), where the
+        storage's figure is also sized for operations holding decoded manifest entries; the
+        store's adaptive limit still bounds what it is asked at once."""
+        reads = read_ahead.concurrency_of(self.io)
+        return reads if reads <= 1 else 2 * reads
 
     def _branch_roots(self) -> List[str]:
         return branch_dirs(self.io, self.root)
@@ -696,10 +810,26 @@ class OrphanFilesCleaner(FromFileList):
         return out
 
     # --- phase 2: used files -------------------------------------------------------------
-    def roots(self) -> List[Root]:
-        """Every snapshot, tag and long-lived changelog of every branch."""
+    def roots(self, on_root: Optional[Callable[[Root], None]] = None) -> List[Root]:
+        """Every snapshot, tag and long-lived changelog of every branch; `on_root` is
+        called with each as it is read (to read its lists meanwhile)."""
+        pending = getattr(self, "_mark_pending", None)
+        if pending is not None:   # the delete phase's mark: taken before any root is read
+            self._plan_mark, self._mark_pending = pending.result(), None
         roots: List[Root] = []
-        branches = self._branch_roots()
+        main: Optional[List[Root]] = None
+        if read_ahead.concurrency_of(self.io) > 1:
+            # On an object store branch/ is listed while the table's own roots are read (a
+            # round trip each; neither needs the other).
+            with ContextExecutor(1) as pool:
+                listing = pool.submit(self._branch_roots)
+                try:
+                    main = self._roots_of(self.root, on_root)
+                finally:
+                    listing.exception()   # (not left running behind an error)
+                branches = listing.result()
+        else:
+            branches = self._branch_roots()
         first = self._first_listing
         # Branches and tags were listed once already, with the candidates. The listing that
         # decides what is protected must not have lost any of them (a short listing, or one
@@ -708,7 +838,8 @@ class OrphanFilesCleaner(FromFileList):
             self._check_listed("branch", first["branch"],
                                {posixpath.basename(b.rstrip("/")) for b in branches})
         for meta_root in [self.root] + branches:
-            of_root = self._roots_of(meta_root)
+            of_root = main if main is not None and meta_root == self.root \
+                else self._roots_of(meta_root, on_root)
             roots.extend(of_root)
             if first is not None:
                 tags = {posixpath.basename(r.where) for r in of_root if r.kind == "tag"}
@@ -728,11 +859,20 @@ class OrphanFilesCleaner(FromFileList):
         """Names of every file reachable from any snapshot, tag, long-lived changelog or
         branch (`name in used`; held as hashes: a collision only keeps a file). Raises
         OrphanCleanAborted if any of them cannot be read."""
-        roots = self._roots = self.roots()
+        scope = self.scope
+        reach = self._reach = Reachability(self.store, full_lists=scope is not None)
+        reads = self._reads()
+        # On an object store each root's lists are read while the next roots are.
+        early = reach.list_prefetcher(reads) if reads > 1 else None
         try:
-            scope = self.scope
-            reach = self._reach = Reachability(self.store, full_lists=scope is not None)
-            reads = read_ahead.concurrency_of(self.io)
+            roots = self._roots = self.roots(early.add if early is not None else None)
+        except BaseException:
+            if early is not None:
+                early.close()
+            raise
+        try:
+            if early is not None:
+                early.finish()
             reach.prefetch_lists((lst for r in roots for lst, _ in r.lists(reach.producer)),
                                  reads)
             names, manifests = reach.used_metadata(roots)
@@ -772,58 +912,65 @@ class OrphanFilesCleaner(FromFileList):
                  scope.partitions, len(keep), len(manifests))
         return keep
 
-    def _roots_of(self, meta_root: str) -> List[Root]:
+    def _roots_of(self, meta_root: str, on_root: Optional[Callable[[Root], None]] = None
+                  ) -> List[Root]:
         io = self.io
         out: List[Root] = []
+        reads = self._reads()
+        # One wave (in flight together on an object store; in this order on local disk): the
+        # listings of snapshot/, changelog/ and tag/ and the two hints. A hint read while
+        # the listing runs checks it as well as one read after it: the hinted snapshot was
+        # written before its hint, so a listing that misses it is short unless it is gone
+        # (looked up below), and a commit landing meanwhile only adds ids to the listing.
+        snap_dir, log_dir, tag_dir = (io.join(meta_root, sub)
+                                      for sub in ("snapshot", "changelog", "tag"))
+        hints = [io.join(snap_dir, h) for h in (P.LATEST_HINT, P.EARLIEST_HINT)]
+        wave = [snap_dir, log_dir, tag_dir] + hints
+        got = [f.result() if i < 3 else f for i, f in enumerate(read_ahead.ordered(
+            lambda p: io.read_bytes(p) if p in hints else io.list_names(p), wave, reads))]
         # One listing, both cross-checked and used: a second listing could come back short.
-        snapshot_names = io.list_names(io.join(meta_root, "snapshot"))
+        snapshot_names, changelog_names, tag_names = got[:3]
         listed = {P.parse_snapshot_id(n) for n in snapshot_names}
-        # After the snapshot listing, in one wave (in flight together on an object store):
-        # the two hints and the changelog listing.
-        wave = [io.join(meta_root, "snapshot", h) for h in (P.LATEST_HINT, P.EARLIEST_HINT)]
-        wave.append(io.join(meta_root, "changelog"))
-        got = list(read_ahead.ordered(
-            lambda p: io.list_names(p) if p == wave[-1] else io.read_bytes(p), wave,
-            read_ahead.concurrency_of(io)))
-        for hint_read in got[:2]:
+        for hint_read in got[3:]:
             # A listing that misses a snapshot the hints point at is not a view to delete on.
             try:
                 hinted = int(hint_read.result().decode())
             except (FileNotFoundError, ValueError, UnicodeDecodeError):
                 continue
-            if hinted not in listed and io.exists(io.join(meta_root, "snapshot",
+            if hinted not in listed and io.exists(io.join(snap_dir,
                                                           P.snapshot_file_name(hinted))):
                 raise OrphanCleanAborted(
                     f"snapshot {hinted} exists but the listing of {meta_root}/snapshot did not "
                     f"return it; nothing was deleted")
-        changelog_names = got[2].result()
+        # Every root file of this branch read in one stream (several in flight on an object
+        # store), parsed in order: snapshots, long-lived changelogs, tags.
+        files: List[Tuple[str, Any, str]] = []   # (kind, id or tag name, path)
         for sub, names, parse, what in (
-                ("snapshot", snapshot_names, P.parse_snapshot_id, "snapshot"),
-                ("changelog", changelog_names, P.parse_changelog_id, "changelog")):
-            files = [(parse(n), io.join(meta_root, sub, n)) for n in names]
-            files = [(sid, path) for sid, path in files if sid is not None]
-            # Read with several in flight on an object store (read_ahead), parsed in order.
-            for (sid, path), data in zip(files, read_ahead.ordered(
-                    io.read_bytes, [path for _, path in files], read_ahead.concurrency_of(io))):
-                try:
-                    snap = SnapshotManager.parse(data.result(), path, sid)
-                    out.append(Root(path, snap, what))
-                except (FileNotFoundError, CorruptMetadataError) as e:
-                    raise OrphanCleanAborted(
-                        f"{what} file {path} was listed but cannot be read ({e}); a concurrent "
-                        f"expiration or a damaged table? Nothing was deleted") from None
-        tag_dir = io.join(meta_root, "tag")
-        for name in io.list_names(tag_dir):
-            tag_name = P.parse_tag_name(name)
-            if tag_name is None:
-                continue
-            path = io.join(tag_dir, name)
+                (snap_dir, snapshot_names, P.parse_snapshot_id, "snapshot"),
+                (log_dir, changelog_names, P.parse_changelog_id, "changelog"),
+                (tag_dir, tag_names, P.parse_tag_name, "tag")):
+            for n in names:
+                key = parse(n)
+                if key is not None:
+                    files.append((what, key, io.join(sub, n)))
+        for (what, key, path), data in zip(files, read_ahead.ordered(
+                io.read_bytes, [path for _, _, path in files], reads)):
             try:
-                out.append(Root(path, Tag.from_json(tag_name, io.read_bytes(path),
-                                                    path).snapshot, "tag"))
+                if what == "tag":
+                    out.append(Root(path, Tag.from_json(key, data.result(), path).snapshot,
+                                    "tag"))
+                else:
+                    out.append(Root(path, SnapshotManager.parse(data.result(), path, key),
+                                    what))
+                if on_root is not None:
+                    on_root(out[-1])
             except (FileNotFoundError, CorruptMetadataError) as e:
-                raise OrphanCleanAborted(f"tag file {path} was listed but cannot be read ({e}); "
-                                         f"nothing was deleted") from None
+                if what == "tag":
+                    raise OrphanCleanAborted(f"tag file {path} was listed but cannot be read "
+                                             f"({e}); nothing was deleted") from None
+                raise OrphanCleanAborted(
+                    f"{what} file {path} was listed but cannot be read ({e}); a concurrent "
+                    f"expiration or a damaged table? Nothing was deleted") from None
         return out
 
     # --- phase 3: select and delete ------------------------------------------------------

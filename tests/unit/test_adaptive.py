@@ -187,3 +187,20 @@ def test_call_stops_retrying_after_the_retry_timeout():
         adaptive.call(lim, fn, _classify, RetryPolicy(retries=10, timeout_s=60), sleep=sleep,
                       clock=clock)
     assert fn.calls == 3      # failed at 0, 40 and 80 s: no retry after a failure past 60 s
+
+
+def test_after_a_cut_the_limit_grows_back_to_just_below_where_it_was_cut():
+    # A store that refuses beyond 4 in flight: growing back to 4 and halving again drew a
+    # 503 every few requests served (test_s3_adaptive); below the limit cut at, until calm.
+    clock = Clock()
+    lim = AdaptiveLimit(64, initial=4, calm_seconds=60, clock=clock)
+    tokens = [lim.acquire() for _ in range(4)]
+    lim.release(tokens.pop(), Verdict.CONGESTED)
+    for t in tokens:
+        lim.release(t, Verdict.DONE)
+    assert lim.cuts == 1 and lim.limit <= 3        # halved (and regrowing)
+    _served(lim, 100)
+    assert lim.limit == 3                           # grew back, and stays below 4
+    clock.now = 61
+    _served(lim, 100)
+    assert lim.limit > 4                            # calm again: grows past it
