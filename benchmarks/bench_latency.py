@@ -38,7 +38,15 @@ the first latency) our orphan cleanup and compaction must finish, correctly, wit
 in flight adapt to the store: io/adaptive.py halves them on a 503; each op's `limit` is that
 adaptive limit's state after it: limit, cuts so far, most in flight). A missed target
 exits 1 (`make bench` then fails); a loaded machine (benchmarks/_common.honest) gets no
-verdict, only the numbers. Correctness every run: the rows read back from both tables after
+verdict, only the numbers.
+
+The test server is not a store 30 ms away: moto serves one request at a time (~2 ms each,
+measured at the start, `server_cost_ms`), so each operation also spends its requests x that
+on the server whatever the latency (the `server s` column), which weighs on the side making
+more requests. And the proxy must accept connections as fast as a client opens them: with
+socketserver's listen backlog of 5, delta-rs (which opens dozens at once) had connections
+dropped and retried with backoff, and its vacuum took 1.8-32 s instead of 0.2-1.9 s (fixed
+2026-11-27: the proxy's backlog is 1024; ratios measured before flattered us). Correctness every run: the rows read back from both tables after
 compaction and expiration, every planted orphan gone and nothing else.
 
     python benchmarks/bench_latency.py             # 30 and 100 ms; 40 appends x 4 partitions
@@ -256,6 +264,34 @@ def run_latency(server: MotoServer, delay: float, jitter: float, appends: int,
             "capacity": capacity, "build_seconds": built, "ours": ours, "delta_rs": delta}
 
 
+def server_cost_ms(server: MotoServer, n: int = 200, threads: int = 16) -> float:
+    """Milliseconds of the test server's own time per request: `n` GETs of a small object
+    straight to moto (no proxy) with `threads` in flight, total / n. Moto serves one request
+    at a time (a Python server under one interpreter lock: ~2 ms each, however many are in
+    flight), so an operation making R requests spends at least R x this on the server
+    whatever the latency: the floor the `server s` column shows. A store 30 ms away serves
+    requests in parallel; this server does not, which weighs on the side making more
+    requests (Paimon's format: every retained snapshot, manifest list and manifest is read,
+    where a Delta vacuum reads one log)."""
+    import concurrent.futures as cf
+    import obstore
+    from obstore.store import S3Store
+    import boto3
+    b = f"cost-{uuid.uuid4().hex[:8]}"
+    boto3.client("s3", endpoint_url=server.url, region_name="us-east-1",
+                 aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY
+                 ).create_bucket(Bucket=b)
+    st = S3Store(b, endpoint=server.url, access_key_id=ACCESS_KEY,
+                 secret_access_key=SECRET_KEY, region="us-east-1",
+                 client_options={"allow_http": True})
+    obstore.put(st, "k", b"x" * 2000)
+    with cf.ThreadPoolExecutor(threads) as ex:
+        list(ex.map(lambda _: obstore.get(st, "k").bytes(), range(threads)))   # (warm)
+        t0 = time.perf_counter()
+        list(ex.map(lambda _: obstore.get(st, "k").bytes(), range(n)))
+        return round((time.perf_counter() - t0) / n * 1000, 2)
+
+
 def storm(stats: Dict[str, Any]) -> float:
     """503 SlowDown answers per request served (not 503): 0 for a client that never goes
     beyond what the store takes; a client that retried at once, without backing off, would
@@ -278,14 +314,16 @@ def show(run: Dict[str, Any]) -> None:
     if run["capacity"]:
         head += f", 503 SlowDown beyond {run['capacity']} in flight"
     print(head)
-    print(f"{'operation':<12} {'side':<6} {'seconds':>8} {'requests':>8} {'max fl':>6} "
-          f"{'mean fl':>7} {'503':>5}  by method")
+    cost = run.get("server_ms_per_request") or 0.0
+    print(f"{'operation':<12} {'side':<6} {'seconds':>8} {'server s':>8} {'requests':>8} "
+          f"{'max fl':>6} {'mean fl':>7} {'503':>5}  by method")
     for op in ("commit", "orphan_dry", "orphan_real", "compact", "expire"):
         for side in ("ours", "delta_rs"):
             s = run[side].get(op)
             if not s:
                 continue
-            print(f"{op:<12} {side[:6]:<6} {s['seconds']:>8.2f} {s['requests']:>8} "
+            print(f"{op:<12} {side[:6]:<6} {s['seconds']:>8.2f} "
+                  f"{s['requests'] * cost / 1000:>8.2f} {s['requests']:>8} "
                   f"{s['max_in_flight']:>6} {s['mean_in_flight_busy']:>7} "
                   f"{s['by_status'].get('503', 0):>5}  {s['by_method']}"
                   + (f"  limit {s['limit']}" if s.get("limit") else ""))
@@ -324,14 +362,18 @@ def main(argv=None) -> int:
     runs: List[Dict[str, Any]] = []
     server = MotoServer(os.path.join(run_dir, "moto.log"))
     try:
+        cost = server_cost_ms(server)
+        print(f"the test server's own time: {cost} ms per request (serial; see server_cost_ms)")
         for ms in lat:
             runs.append(run_latency(server, ms / 1000, ms / 1000 * args.jitter, appends,
                                     args.partitions, orphans, args.commits, None, errors))
+            runs[-1]["server_ms_per_request"] = cost
             show(runs[-1])
         if args.capacity:
             ms = lat[0]
             runs.append(run_latency(server, ms / 1000, ms / 1000 * args.jitter, appends,
                                     args.partitions, orphans, 0, args.capacity, errors))
+            runs[-1]["server_ms_per_request"] = cost
             show(runs[-1])
     finally:
         server.stop()

@@ -130,3 +130,27 @@ def test_the_proxy_in_its_own_process_reports_the_same(upstream):
         assert stats["requests"] == 1 and stats["by_method"] == {"DELETE": 1}
     finally:
         proxy.stop()
+
+
+def test_the_proxy_accepts_a_burst_of_connections_and_lists_what_it_served(upstream):
+    # socketserver's listen backlog of 5 dropped the connections of a client opening dozens
+    # at once (delta-rs): it retried after 0.2-1.6 s of backoff, stalls that were the
+    # proxy's, counted against delta-rs in bench_latency.
+    port, _ = upstream
+    proxy = LatencyProxy(port, delay=0.0)
+    try:
+        assert proxy.server.request_queue_size >= 256
+    finally:
+        proxy.stop()
+    # The per-request log over HTTP, for a proxy in its own process (wave traces).
+    proxy = ProxyProcess(port, delay=DELAY)
+    try:
+        mark = proxy.mark()
+        _request(proxy.port, "GET", "/b/one")
+        _request(proxy.port, "PUT", "/b/two", body=b"x")
+        got = proxy.entries_since(mark)
+        assert [(e[1], e[2], e[3]) for e in got] == [("GET", "/b/one", 200),
+                                                     ("PUT", "/b/two", 200)]
+        assert all(e[4] >= DELAY for e in got)
+    finally:
+        proxy.stop()
