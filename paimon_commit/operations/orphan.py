@@ -3,6 +3,8 @@
 Order matters: candidates are listed *first*, then the used set is computed (by
 `reachability`, as for every other operation) from every snapshot, tag, long-lived changelog
 and branch, so a file committed while we list is either not a candidate yet or already used.
+(A deleting run on an object store reads the used set while it lists: its delete phase
+re-reads every snapshot above the newest one the used set read, `_list_beside_reads`.)
 Files of in-progress commits are protected by age alone.
 
 Beyond the reference: if anything a root needs cannot be read (for example because a
@@ -206,17 +208,15 @@ class OrphanFilesCleaner(FromFileList):
             delete_executor = ContextExecutor(opt or IO_THREADS)
             pools = [list_executor, delete_executor]
         try:
-            # Before the used set is read: the delete phase reads what was committed since
-            # (audit a5). On an object store it is taken while the candidates are listed (a
-            # few round trips; joined in roots()), and the store's create-if-absent, which the
-            # lease needs, is proven meanwhile too (once per process: lease.check_storage).
-            self._plan_mark = self._mark_pending = None
-            if not ctx.dry_run:
-                if list_executor is not None and read_ahead.concurrency_of(self.io) > 1:
-                    self._mark_pending = list_executor.submit(self._snapshot_mark)
-                    list_executor.submit(self._prove_storage)
-                else:
-                    self._plan_mark = self._snapshot_mark()
+            # The delete phase reads what was committed since the used set was read (audit
+            # a5): `roots` marks, per branch, the newest snapshot it read. On an object store
+            # the store's create-if-absent, which the lease needs, is proven meanwhile (once
+            # per process: lease.check_storage).
+            self._plan_mark = None
+            self._marking = not ctx.dry_run
+            if not ctx.dry_run and list_executor is not None \
+                    and read_ahead.concurrency_of(self.io) > 1:
+                list_executor.submit(self._prove_storage)
             # The delete phase runs under the table's maintenance lease (lease.py; on Spark
             # the driver holds it); listing and selecting need none. On an object store it
             # is taken while the used set is read (find_orphans): its take, three round
@@ -312,24 +312,23 @@ class OrphanFilesCleaner(FromFileList):
 
     def find_orphans(self, executor: Optional[Executor], result: OrphanCleanResult
                      ) -> Tuple[Found, List[FileStatus]]:
-        """Phases 1-3: list candidates first, then the used set, then select."""
+        """Phases 1-3: list candidates first, then the used set, then select. A deleting run
+        on an object store (`_lease_stack`) reads the used set while it lists, then takes
+        the delete phase's lease while the reads go on: see `_list_beside_reads`."""
         t0 = time.perf_counter()
         progress = self.ctx.progress
-        listed, dirs = self.list_candidates(executor)
-        n = sum(d.count for d in listed)
-        emit(progress, LISTING, n, n)
-        t1 = time.perf_counter()
-        emit(progress, READING, 0, None)
+        self._roots_seen = None   # (see roots: set only while listing beside the reads)
         leased = getattr(self, "_lease_stack", None)
-        if leased is not None and executor is not None:
-            # The delete phase's lease, taken on this thread while the used set is read.
-            reading = executor.submit(self.used_files)
-            try:
-                leased.enter_context(maintenance_lease(self.store, "remove-orphan-files"))
-            finally:
-                reading.exception()   # (not left running behind a lease refused)
-            used = reading.result()
+        if leased is not None and executor is not None and self.scope is None \
+                and self._inventory is None:
+            listed, dirs, used = self._list_beside_reads(executor, leased)
+            t1 = time.perf_counter()
         else:
+            listed, dirs = self.list_candidates(executor)
+            n = sum(d.count for d in listed)
+            emit(progress, LISTING, n, n)
+            t1 = time.perf_counter()
+            emit(progress, READING, 0, None)
             used = self.used_files()
         emit(progress, READING, len(used), len(used))
         if self._inventory is not None:
@@ -342,6 +341,49 @@ class OrphanFilesCleaner(FromFileList):
         result.seconds.update({"list": t1 - t0, "read_used": t2 - t1,
                                "select": time.perf_counter() - t2})
         return orphans, dirs
+
+    def _list_beside_reads(self, executor: Executor, leased: contextlib.ExitStack
+                           ) -> Tuple[List[Listed], List[FileStatus], UsedNames]:
+        """A deleting run on an object store: the used set is read (on the pool) while the
+        candidates are listed (here), then the delete phase's lease is taken while the reads
+        go on. Each is a chain of round trips; neither needs the other's answers.
+
+        Why listing first is not needed here: it kept an old file that a commit publishes
+        while the run plans (listed, then in the used set read after). A deleting run has a
+        second guard for exactly that, wider: the snapshot mark, joined before any root is
+        read (`roots`), and the re-check before each batch, which reads every snapshot above
+        it (`_committed_since`). A file a commit publishes before the mark is in the used set
+        (the roots are read after it); one published after it is kept by the re-check. A
+        file written after the listing is no candidate. A dry run, which has no re-check,
+        and a scoped or file-list run (their reads depend on what was listed) list first.
+        The check that reading the roots lost no branch or tag the listing saw runs once
+        both are done (`_check_roots_seen`)."""
+        progress = self.ctx.progress
+        self._roots_seen = {}   # roots() records what it read; checked below
+        emit(progress, READING, 0, None)
+        reading = executor.submit(self.used_files)
+        try:
+            listed, dirs = self.list_candidates(executor)
+            n = sum(d.count for d in listed)
+            emit(progress, LISTING, n, n)
+            leased.enter_context(maintenance_lease(self.store, "remove-orphan-files"))
+        finally:
+            reading.exception()   # (not left running behind an error or a lease refused)
+        used = reading.result()
+        self._check_roots_seen()
+        return listed, dirs, used
+
+    def _check_roots_seen(self) -> None:
+        """`roots`' check, deferred: the branches and tags the listing saw were all read."""
+        first, seen = self._first_listing, self._roots_seen
+        self._roots_seen = None
+        if first is None or seen is None:
+            return
+        self._check_listed("branch", first["branch"], seen.get("branch", set()))
+        for meta_root, tags in seen.items():
+            if meta_root != "branch":
+                self._check_listed(f"tag file in {self.io.join(meta_root, 'tag')}:",
+                                   first.get(meta_root, set()), tags)
 
     def delete(self, orphans: Found, executor: Optional[Executor]) -> Found:
         """Delete through the FileIO gate; returns the orphans actually deleted. With a time
@@ -409,19 +451,28 @@ class OrphanFilesCleaner(FromFileList):
     # batch the snapshots committed since the plan are read (only those: a listing of new
     # ids, their delta lists and manifests) and what they publish is dropped from the batch.
     # This narrows the window to one batch; it does not close it (see docs/safety.md §5).
-    def _snapshot_mark(self) -> Dict[str, Tuple[int, Optional[Tuple[Any, ...]]]]:
-        """Per metadata root (the table, each branch): the newest snapshot id listed and its
-        identity (None when it could not be read). Taken before the plan lists anything, so
-        every snapshot above it is one the plan may not have seen."""
+    def _mark_from(self, roots_by_branch: Dict[str, List[Root]]) -> None:
+        """The delete phase's mark: per metadata root (the table, each branch), the newest
+        snapshot id the used set's listing returned and the identity of what was read under
+        it (content, not the id: a rollback and new commits re-create ids). Every snapshot
+        above it was committed after that listing, so the used set may not hold what it
+        publishes: the re-check reads exactly those. (Before, the mark was a listing and a
+        read of its own made before the candidates were listed: the same guarantee, since
+        everything at or below this mark is in the used set, three round trips more.)"""
         mark: Dict[str, Tuple[int, Optional[Tuple[Any, ...]]]] = {}
         self._since_plan: Dict[Tuple[str, int], Tuple[Any, ...]] = {}
         self._committed_names: Set[str] = set()
-        for meta_root in [self.root] + self._branch_roots():
-            ids = [i for i in (P.parse_snapshot_id(n) for n in self.io.list_names(
-                self.io.join(meta_root, "snapshot"))) if i is not None]
-            top = max(ids, default=0)
-            mark[meta_root] = (top, self._identity(meta_root, top)[0] if top else ())
-        return mark
+        for meta_root, of_root in roots_by_branch.items():
+            newest = max((r for r in of_root if r.kind == "snapshot"),
+                         key=lambda r: r.snapshot.id, default=None)
+            mark[meta_root] = (0, ()) if newest is None else \
+                (newest.snapshot.id, self._identity_of(newest.snapshot))
+        self._plan_mark = mark
+
+    @staticmethod
+    def _identity_of(snap) -> Tuple[Any, ...]:
+        return (snap.base_manifest_list, snap.delta_manifest_list,
+                snap.changelog_manifest_list, snap.time_millis)
 
     def _prove_storage(self) -> None:
         """What the lease's take checks first (lease.check_storage: one create-if-absent
@@ -448,8 +499,7 @@ class OrphanFilesCleaner(FromFileList):
             return None, None, True
         except CorruptMetadataError:
             return None, None, False
-        return (snap.base_manifest_list, snap.delta_manifest_list,
-                snap.changelog_manifest_list, snap.time_millis), snap, False
+        return self._identity_of(snap), snap, False
 
     def _not_committed_since_plan(self, paths: List[str]) -> List[str]:
         """`paths` less those a snapshot committed since the plan publishes. StopDeleting
@@ -813,10 +863,8 @@ class OrphanFilesCleaner(FromFileList):
     def roots(self, on_root: Optional[Callable[[Root], None]] = None) -> List[Root]:
         """Every snapshot, tag and long-lived changelog of every branch; `on_root` is
         called with each as it is read (to read its lists meanwhile)."""
-        pending = getattr(self, "_mark_pending", None)
-        if pending is not None:   # the delete phase's mark: taken before any root is read
-            self._plan_mark, self._mark_pending = pending.result(), None
         roots: List[Root] = []
+        by_branch: Dict[str, List[Root]] = {}
         main: Optional[List[Root]] = None
         if read_ahead.concurrency_of(self.io) > 1:
             # On an object store branch/ is listed while the table's own roots are read (a
@@ -830,21 +878,31 @@ class OrphanFilesCleaner(FromFileList):
                 branches = listing.result()
         else:
             branches = self._branch_roots()
-        first = self._first_listing
         # Branches and tags were listed once already, with the candidates. The listing that
         # decides what is protected must not have lost any of them (a short listing, or one
-        # deleted meanwhile): either way this is not a view to delete on.
+        # deleted meanwhile): either way this is not a view to delete on. (Read while the
+        # candidates are listed, `_list_beside_reads`, what was read is recorded here and
+        # checked once both are done.)
+        seen = getattr(self, "_roots_seen", None)
+        first = None if seen is not None else self._first_listing
+        names = {posixpath.basename(b.rstrip("/")) for b in branches}
+        if seen is not None:
+            seen["branch"] = names
         if first is not None:
-            self._check_listed("branch", first["branch"],
-                               {posixpath.basename(b.rstrip("/")) for b in branches})
+            self._check_listed("branch", first["branch"], names)
         for meta_root in [self.root] + branches:
             of_root = main if main is not None and meta_root == self.root \
                 else self._roots_of(meta_root, on_root)
             roots.extend(of_root)
+            by_branch[meta_root] = of_root
+            tags = {posixpath.basename(r.where) for r in of_root if r.kind == "tag"}
+            if seen is not None:
+                seen[meta_root] = tags
             if first is not None:
-                tags = {posixpath.basename(r.where) for r in of_root if r.kind == "tag"}
                 self._check_listed(f"tag file in {self.io.join(meta_root, 'tag')}:",
                                    first.get(meta_root, set()), tags)
+        if getattr(self, "_marking", False):   # (a deleting run: see _mark_from)
+            self._mark_from(by_branch)
         return roots
 
     @staticmethod
