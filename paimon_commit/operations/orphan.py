@@ -26,7 +26,7 @@ from concurrent.futures import Executor
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from ..io.metered import billed
-from ..io.metered import ContextExecutor
+from ..io.metered import ContextExecutor, in_context
 from ..io import read_ahead
 from ..io.deletion import StopDeleting, checkpoint, remove_empty_dirs, run_deletions, \
     stop_requested
@@ -216,7 +216,7 @@ class OrphanFilesCleaner(FromFileList):
             self._marking = not ctx.dry_run
             if not ctx.dry_run and list_executor is not None \
                     and read_ahead.concurrency_of(self.io) > 1:
-                list_executor.submit(self._prove_storage)
+                list_executor.submit(in_context(self._prove_storage))
             # The delete phase runs under the table's maintenance lease (lease.py; on Spark
             # the driver holds it); listing and selecting need none. On an object store it
             # is taken while the used set is read (find_orphans): its take, three round
@@ -225,7 +225,10 @@ class OrphanFilesCleaner(FromFileList):
                      and read_ahead.concurrency_of(self.io) > 1
                      and type(self).find_orphans is OrphanFilesCleaner.find_orphans)
             with contextlib.ExitStack() as leased:
+                # (cleared when this block ends, however: a later find_orphans of this
+                # object must not enter a lease into a closed stack, audit issue26d F2)
                 self._lease_stack = leased if early else None
+                leased.callback(setattr, self, "_lease_stack", None)
                 orphans, dirs = self.find_orphans(list_executor, result)
                 if inv is not None and ctx.dry_run:   # (a real run reads it before each batch)
                     orphans = orphans.keep(set(self._still_as_listed(
@@ -361,7 +364,7 @@ class OrphanFilesCleaner(FromFileList):
         progress = self.ctx.progress
         self._roots_seen = {}   # roots() records what it read; checked below
         emit(progress, READING, 0, None)
-        reading = executor.submit(self.used_files)
+        reading = executor.submit(in_context(self.used_files))
         try:
             listed, dirs = self.list_candidates(executor)
             n = sum(d.count for d in listed)
@@ -416,7 +419,7 @@ class OrphanFilesCleaner(FromFileList):
                 break
             batch = paths[i:i + step]
             if beside is not None:
-                recheck = beside.submit(self._not_committed_since_plan, batch)
+                recheck = beside.submit(in_context(self._not_committed_since_plan), batch)
                 try:
                     checkpoint()   # an interrupt, a lost lease: stop before this batch
                 finally:
@@ -548,14 +551,13 @@ class OrphanFilesCleaner(FromFileList):
         io = self.io
         top, identity = mark.get(meta_root, (0, ()))
         sid = top + 1
-        first = ahead = None
+        first = None
         if pool is not None:
+            # The marked snapshot and the next id together. (Not a listing of the ids beside
+            # them: one answered before the next id's read could miss a snapshot committed
+            # and expired in between, which the listing after a miss sees: audit issue26d F3.)
             marked = pool.submit(self._lookup, meta_root, top) if top else None
             following = pool.submit(self._lookup, meta_root, sid)
-            # A listing made while the next id is read, not after its miss: what it adds to
-            # the window this re-check leaves open (commits landing during the batch) is
-            # one round trip; it is taken only to say that no id at or above `sid` exists.
-            ahead = pool.submit(self._snapshot_ids, meta_root)
             now = marked.result()[0] if marked is not None else None
             first = following.result()
         else:
@@ -576,10 +578,6 @@ class OrphanFilesCleaner(FromFileList):
                         f"snapshot {sid} of {meta_root}, committed since the orphan files "
                         f"were planned, cannot be read; nothing of this batch was deleted",
                         "recheck")
-                listed = ahead.result() if ahead is not None else None
-                ahead = None
-                if listed is not None and not any(i >= sid for i in listed):
-                    break
                 if self._probe_on(meta_root, top, sid):
                     continue
                 break
@@ -975,21 +973,21 @@ class OrphanFilesCleaner(FromFileList):
         io = self.io
         out: List[Root] = []
         reads = self._reads()
-        # One wave (in flight together on an object store; in this order on local disk): the
-        # listings of snapshot/, changelog/ and tag/ and the two hints. A hint read while
-        # the listing runs checks it as well as one read after it: the hinted snapshot was
-        # written before its hint, so a listing that misses it is short unless it is gone
-        # (looked up below), and a commit landing meanwhile only adds ids to the listing.
+        # First snapshot/ and the two hints, in one wave (in flight together on an object
+        # store). A hint read beside the listing checks it as well as one read after it: the
+        # hinted snapshot was written before its hint, so a listing that misses it is short
+        # unless it is gone (looked up below); a commit landing meanwhile only adds ids.
         snap_dir, log_dir, tag_dir = (io.join(meta_root, sub)
                                       for sub in ("snapshot", "changelog", "tag"))
         hints = [io.join(snap_dir, h) for h in (P.LATEST_HINT, P.EARLIEST_HINT)]
-        wave = [snap_dir, log_dir, tag_dir] + hints
-        got = [f.result() if i < 3 else f for i, f in enumerate(read_ahead.ordered(
-            lambda p: io.read_bytes(p) if p in hints else io.list_names(p), wave, reads))]
+        with contextlib.closing(read_ahead.ordered(
+                lambda p: io.read_bytes(p) if p in hints else io.list_names(p),
+                [snap_dir] + hints, reads)) as wave:
+            got = list(wave)
         # One listing, both cross-checked and used: a second listing could come back short.
-        snapshot_names, changelog_names, tag_names = got[:3]
+        snapshot_names = got[0].result()
         listed = {P.parse_snapshot_id(n) for n in snapshot_names}
-        for hint_read in got[3:]:
+        for hint_read in got[1:]:
             # A listing that misses a snapshot the hints point at is not a view to delete on.
             try:
                 hinted = int(hint_read.result().decode())
@@ -1000,36 +998,56 @@ class OrphanFilesCleaner(FromFileList):
                 raise OrphanCleanAborted(
                     f"snapshot {hinted} exists but the listing of {meta_root}/snapshot did not "
                     f"return it; nothing was deleted")
-        # Every root file of this branch read in one stream (several in flight on an object
-        # store), parsed in order: snapshots, long-lived changelogs, tags.
+        # Then changelog/ and tag/ are listed, only now, while the snapshots are read: a root
+        # leaving snapshot/ (a tag created on a snapshot that is then expired; a changelog
+        # file an expiration writes before deleting its snapshot) is listed there, having
+        # left after this listing of snapshot/, or is read here as a snapshot, or its read
+        # fails and the run aborts. Listed beside snapshot/, both could miss it (audit
+        # issue26d F1: a tag's lists deleted).
+        snaps = [(sid, io.join(snap_dir, n)) for sid, n in
+                 ((P.parse_snapshot_id(n), n) for n in snapshot_names) if sid is not None]
+        items = [log_dir, tag_dir] + [path for _, path in snaps]
+        with contextlib.closing(read_ahead.ordered(
+                lambda p: io.list_names(p) if p in (log_dir, tag_dir) else io.read_bytes(p),
+                items, reads)) as stream:
+            changelog_names = next(stream).result()
+            tag_names = next(stream).result()
+            for (sid, path), data in zip(snaps, stream):
+                out.append(self._root(path, sid, "snapshot", data, on_root))
+        # The long-lived changelogs and tags, read in one stream.
         files: List[Tuple[str, Any, str]] = []   # (kind, id or tag name, path)
         for sub, names, parse, what in (
-                (snap_dir, snapshot_names, P.parse_snapshot_id, "snapshot"),
                 (log_dir, changelog_names, P.parse_changelog_id, "changelog"),
                 (tag_dir, tag_names, P.parse_tag_name, "tag")):
             for n in names:
                 key = parse(n)
                 if key is not None:
                     files.append((what, key, io.join(sub, n)))
-        for (what, key, path), data in zip(files, read_ahead.ordered(
-                io.read_bytes, [path for _, _, path in files], reads)):
-            try:
-                if what == "tag":
-                    out.append(Root(path, Tag.from_json(key, data.result(), path).snapshot,
-                                    "tag"))
-                else:
-                    out.append(Root(path, SnapshotManager.parse(data.result(), path, key),
-                                    what))
-                if on_root is not None:
-                    on_root(out[-1])
-            except (FileNotFoundError, CorruptMetadataError) as e:
-                if what == "tag":
-                    raise OrphanCleanAborted(f"tag file {path} was listed but cannot be read "
-                                             f"({e}); nothing was deleted") from None
-                raise OrphanCleanAborted(
-                    f"{what} file {path} was listed but cannot be read ({e}); a concurrent "
-                    f"expiration or a damaged table? Nothing was deleted") from None
+        with contextlib.closing(read_ahead.ordered(io.read_bytes, [path for _, _, path in files],
+                                        reads)) as stream:
+            for (what, key, path), data in zip(files, stream):
+                out.append(self._root(path, key, what, data, on_root))
         return out
+
+    @staticmethod
+    def _root(path: str, key: Any, what: str, data, on_root) -> Root:
+        """The root read from `data` (a Future of the file's bytes); OrphanCleanAborted if
+        it cannot be read."""
+        try:
+            if what == "tag":
+                root = Root(path, Tag.from_json(key, data.result(), path).snapshot, "tag")
+            else:
+                root = Root(path, SnapshotManager.parse(data.result(), path, key), what)
+        except (FileNotFoundError, CorruptMetadataError) as e:
+            if what == "tag":
+                raise OrphanCleanAborted(f"tag file {path} was listed but cannot be read "
+                                         f"({e}); nothing was deleted") from None
+            raise OrphanCleanAborted(
+                f"{what} file {path} was listed but cannot be read ({e}); a concurrent "
+                f"expiration or a damaged table? Nothing was deleted") from None
+        if on_root is not None:
+            on_root(root)
+        return root
 
     # --- phase 3: select and delete ------------------------------------------------------
     def _select(self, listed: List[Listed], used: UsedNames, result: OrphanCleanResult
