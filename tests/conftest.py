@@ -80,3 +80,46 @@ def without_bill(out):
     while lines and lines[-1].startswith(("requests: ", "estimated cost: ")):
         lines.pop()
     return "".join(lines)
+
+
+class OrphanReadAhead:
+    """What `orphan_read_ahead` set up, and which of orphan cleanup's paths the test took:
+    per snapshot mark, whether it was taken on this (the main) thread; per re-check before a
+    batch, whether it read with a pool."""
+
+    def __init__(self, concurrent):
+        self.concurrent = concurrent
+        self.marks_here, self.recheck_pools = [], []
+
+
+@pytest.fixture(params=["sequential", "concurrent"])
+def orphan_read_ahead(request, monkeypatch):
+    """Orphan cleanup on real local directories both ways: "sequential", local disk as it is
+    (read-ahead 1: the order of old), and "concurrent", LocalFileIO (and the subclasses tests
+    make of it) given an object store's read-ahead of 8, so that a real run takes the paths
+    of one (operations/orphan.py, commit 788846d): the snapshot mark taken on the listing
+    pool and joined in roots(), the storage probed beside the listing, the lease taken
+    while the used set is read (where find_orphans is not overridden), the re-check before
+    each batch reading the marked snapshot, the next id and the ids in one wave beside the
+    lease check, branch/ listed beside the main roots, lists prefetched per root. After the
+    test: every mark and every re-check took its mode's path."""
+    import threading
+    from paimon_commit.io.local import LocalFileIO
+    from paimon_commit.operations.orphan import OrphanFilesCleaner
+    seen = OrphanReadAhead(request.param == "concurrent")
+    if seen.concurrent:
+        monkeypatch.setattr(LocalFileIO, "read_concurrency", 8)
+    mark, recheck = OrphanFilesCleaner._snapshot_mark, OrphanFilesCleaner._committed_since_with
+
+    def spy_mark(self):
+        seen.marks_here.append(threading.current_thread() is threading.main_thread())
+        return mark(self)
+
+    def spy_recheck(self, since, pool):
+        seen.recheck_pools.append(pool is not None)
+        return recheck(self, since, pool)
+    monkeypatch.setattr(OrphanFilesCleaner, "_snapshot_mark", spy_mark)
+    monkeypatch.setattr(OrphanFilesCleaner, "_committed_since_with", spy_recheck)
+    yield seen
+    assert set(seen.marks_here) <= {not seen.concurrent}, seen.marks_here
+    assert set(seen.recheck_pools) <= {seen.concurrent}, seen.recheck_pools

@@ -1,0 +1,296 @@
+"""Orphan cleanup's delete phase on storage with a read-ahead (object stores, commit 788846d),
+on real local directories: the local FileIO is given a read-ahead of 8
+(conftest.py, `orphan_read_ahead`), each test runs that way ("concurrent") and as local disk
+is ("sequential") unless it is about the concurrent order alone.
+
+On such storage a real run takes the maintenance lease on its thread while the used set is
+read on the listing pool (where find_orphans is not overridden: test_orphan_recheck.py's
+`_AfterPlan` overrides it, so its commits between the plan and the delete never meet this
+path), and re-checks what was committed since the plan beside the lease check before each
+batch. Here: a commit landing while the lease is taken (after the used set was read, or
+before) keeps the old file it publishes; the lease is held, named remove-orphan-files, when
+the first file is deleted; a lease held by someone else refuses the run as on local disk,
+deleting nothing; a lease lost before the first batch stops the run before any delete; and
+the re-check's concurrent reads meeting an expiration in the order local disk never makes.
+"""
+import os
+import re
+import threading
+import time
+
+import pytest
+
+from conftest import files_under, make_rows, write
+from invariants import assert_intact
+from tests.operations.test_orphan_recheck import _AfterPlan, _cutoff, _ExpiresWhileProbing, \
+    age_everything, commit_in_another_process, data_file, ids_read
+
+from paimon_commit import Table
+from paimon_commit.errors import LeaseHeldError
+from paimon_commit.io.local import LocalFileIO
+from paimon_commit.lease import LeaseManager, lease_manager, lease_settings, maintenance_lease
+from paimon_commit.operations.orphan import CleanContext, OrphanFilesCleaner
+
+WAIT_S = 10   # how long a hook waits for the other thread before the test fails
+
+
+@pytest.fixture
+def job_file(table, table_path):
+    """Snapshot 1 (row 1); the job's file F of row 2 written and not committed; a stray
+    orphan; everything aged. Returns (the job's messages, F, the stray)."""
+    write(table, make_rows([1]))
+    w = table.new_writer()
+    w.write_arrow(make_rows([2]))
+    msgs = w.prepare_commit()
+    stray = table_path / "dt=19723" / "hr=1" / "bucket-0" / "data-stray.parquet"
+    stray.write_bytes(b"x")
+    age_everything(table_path)
+    return msgs, data_file(table_path, msgs), str(stray)
+
+
+class _AtTheLease(LocalFileIO):
+    """Calls `hook` once, on the thread taking the lease, right after this run's lease
+    record `.maintenance/lease-N` was created; records what the lease looks like at the
+    first delete."""
+
+    def __init__(self, root, hook=None):
+        super().__init__(root)
+        self.hook, self.record, self.at_delete = hook, None, None
+
+    def try_create_atomic(self, path, data, **kw):
+        created = super().try_create_atomic(path, data, **kw)
+        if created and self.record is None and re.search(r"/\.maintenance/lease-\d+$", path):
+            self.record = int(path.rpartition("-")[2])
+            if self.hook is not None:
+                self.hook()
+        return created
+
+    def delete_files(self, paths, executor=None):
+        if self.at_delete is None:
+            self.at_delete = LeaseManager(self, self.root).latest()
+        return super().delete_files(paths, executor)
+
+
+def _spy_plan(monkeypatch, used_waits_for=None):
+    """Records what the plan selected, and when the used set was read: `read` is set once
+    used_files returned. With `used_waits_for` (an Event), used_files starts reading only
+    once it is set."""
+    read, planned = threading.Event(), []
+    used, select = OrphanFilesCleaner.used_files, OrphanFilesCleaner._select
+
+    def used_files(self):
+        if used_waits_for is not None:
+            assert used_waits_for.wait(WAIT_S), "used_files waited in vain"
+        try:
+            return used(self)
+        finally:
+            read.set()
+
+    def _select(self, *a, **kw):
+        found = select(self, *a, **kw)
+        planned.extend(found.paths())
+        return found
+    # (class attributes other than find_orphans: the early lease stays on)
+    monkeypatch.setattr(OrphanFilesCleaner, "used_files", used_files)
+    monkeypatch.setattr(OrphanFilesCleaner, "_select", _select)
+    return read, planned
+
+
+def test_a_commit_while_the_lease_is_taken_keeps_the_old_file_it_publishes(
+        table, table_path, tmp_path, job_file, orphan_read_ahead, monkeypatch):
+    # The job, restarted in another process, commits F as snapshot 2 right after this run
+    # created its lease record and after the used set was read: F is an orphan of the plan,
+    # and the re-check before the batch keeps it. Concurrently the lease record is created
+    # while the used set is read (used_files is held until it exists: on local disk as it
+    # is, the lease is taken after the plan, and used_files does not wait).
+    msgs, f, stray = job_file
+    taken = threading.Event()
+    read, planned = _spy_plan(monkeypatch, taken if orphan_read_ahead.concurrent else None)
+    published = []
+
+    def commit():
+        taken.set()
+        assert read.wait(WAIT_S), "the used set was not read"
+        published.append(commit_in_another_process(tmp_path, table_path, msgs, "job", 7))
+    io = _AtTheLease(str(table_path), commit)
+    r = OrphanFilesCleaner(CleanContext(str(table_path), older_than_ms=_cutoff(),
+                                        file_io=io)).clean()
+    assert published == [2]
+    assert f in planned and stray in planned             # both orphans when planned
+    assert r.complete, r.message
+    assert os.path.exists(f)
+    assert os.path.relpath(f, str(table_path)) not in r.deleted_paths
+    assert not os.path.exists(stray)                     # the plan's other orphans go
+    assert "dt=19723/hr=1/bucket-0/data-stray.parquet" in r.deleted_paths
+    assert ids_read(table_path) == [1, 2]
+    assert_intact(table_path, {2: [1, 2]})
+    assert orphan_read_ahead.recheck_pools               # the re-check ran
+
+
+@pytest.mark.parametrize("orphan_read_ahead", ["concurrent"], indirect=True)
+def test_a_commit_before_the_used_set_is_read_is_kept_by_the_plan(
+        table, table_path, tmp_path, job_file, orphan_read_ahead, monkeypatch):
+    # Concurrently only (on local disk the used set is read before the lease is taken): the
+    # commit lands at the lease's take, before used_files reads anything. The plan sees
+    # snapshot 2 and F is not an orphan; snapshot 2, committed after the mark, is re-checked
+    # before the batch all the same.
+    msgs, f, stray = job_file
+    committed = threading.Event()
+    _, planned = _spy_plan(monkeypatch, committed)
+    published = []
+
+    def commit():
+        try:
+            published.append(commit_in_another_process(tmp_path, table_path, msgs, "job", 7))
+        finally:
+            committed.set()
+    io = _AtTheLease(str(table_path), commit)
+    r = OrphanFilesCleaner(CleanContext(str(table_path), older_than_ms=_cutoff(),
+                                        file_io=io)).clean()
+    assert published == [2]
+    assert f not in planned and stray in planned
+    assert r.complete, r.message
+    assert os.path.exists(f) and not os.path.exists(stray)
+    assert ids_read(table_path) == [1, 2]
+    assert_intact(table_path, {2: [1, 2]})
+
+
+def test_the_lease_is_held_when_the_first_file_is_deleted(table, table_path, job_file,
+                                                          orphan_read_ahead, monkeypatch):
+    # Concurrently it is taken while the used set is read (used_files waits for its record),
+    # and it is still this run's, not released, when the first orphan is deleted; released
+    # at the end.
+    _, f, stray = job_file
+    taken = threading.Event()
+    _spy_plan(monkeypatch, taken if orphan_read_ahead.concurrent else None)
+    io = _AtTheLease(str(table_path), taken.set)
+    r = OrphanFilesCleaner(CleanContext(str(table_path), older_than_ms=_cutoff(),
+                                        file_io=io)).clean()
+    assert r.complete and not os.path.exists(f) and not os.path.exists(stray)
+    held = io.at_delete
+    assert held is not None and held.number == io.record
+    assert (held.operation, held.released, held.pid) == ("remove-orphan-files", False,
+                                                          os.getpid())
+    after = LeaseManager(io, str(table_path)).latest()
+    assert after.number == io.record + 1 and after.released and after.token == held.token
+    assert_intact(table_path, {1: [1]})
+
+
+class _Holder:
+    """Holds the table's lease on another thread until `release()`."""
+
+    def __init__(self, table):
+        self.taken, self.done = threading.Event(), threading.Event()
+
+        def run():
+            with maintenance_lease(table.store, "hold"):
+                self.taken.set()
+                self.done.wait(60)
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+        assert self.taken.wait(WAIT_S)
+
+    def release(self):
+        self.done.set()
+        self.thread.join(WAIT_S)
+
+
+def test_a_lease_held_by_another_refuses_the_real_run_and_deletes_nothing(
+        table, table_path, job_file, orphan_read_ahead):
+    # The same LeaseHeldError either way (concurrently it is raised on this thread while the
+    # used set is read, which is waited for, not left running); nothing deleted.
+    _, f, stray = job_file
+    before = files_under(table_path)
+    holder = _Holder(table)
+    try:
+        with lease_settings(wait_s=0.2):
+            t0 = time.monotonic()
+            with pytest.raises(LeaseHeldError) as e:
+                Table.open(str(table_path)).remove_orphan_files()
+            assert time.monotonic() - t0 >= 0.2               # it waited, then gave up
+    finally:
+        holder.release()
+    assert re.fullmatch(rf"table \S+ is being maintained by \S+ pid {os.getpid()} \(hold "
+                        rf"since .*\); rerun later or raise --lease-wait", str(e.value)), \
+        str(e.value)
+    assert files_under(table_path) == before
+    assert orphan_read_ahead.marks_here and not orphan_read_ahead.recheck_pools
+    # Free again: the run deletes both orphans (the job never committed F).
+    r = Table.open(str(table_path)).remove_orphan_files()
+    assert r.complete and not os.path.exists(f) and not os.path.exists(stray)
+    assert_intact(table_path, {1: [1]})
+
+
+def test_a_lease_lost_before_the_first_batch_deletes_nothing(table, table_path, job_file,
+                                                             orphan_read_ahead, monkeypatch):
+    # Another handle breaks the lease once the delete phase has begun, before its first
+    # batch: the lease check (concurrently beside the re-check) stops the run there.
+    _, f, stray = job_file
+    before = files_under(table_path)
+    delete = OrphanFilesCleaner.delete
+
+    def break_then_delete(self, orphans, executor):
+        lease_manager(Table.open(str(table_path)).store).break_lease()
+        return delete(self, orphans, executor)
+    monkeypatch.setattr(OrphanFilesCleaner, "delete", break_then_delete)
+    r = Table.open(str(table_path)).remove_orphan_files()
+    assert not r.complete and r.stopped_by == "lease", r.message
+    assert "lost the maintenance lease" in r.message
+    assert r.deleted_paths == [] and r.remaining == 2
+    assert files_under(table_path) == before
+    assert_intact(table_path, {1: [1]})
+
+
+class _MarkReadLast(_ExpiresWhileProbing):
+    """_ExpiresWhileProbing, with the re-check's read of the marked snapshot 1 made only
+    after the read of snapshot 2 that removes 1-3 (concurrently both are in flight)."""
+
+    def __init__(self, root, table_path):
+        super().__init__(root, table_path)
+        self.expired = threading.Event()
+
+    def read_bytes(self, path):
+        if self.armed and path.endswith("/snapshot/snapshot-1"):
+            assert self.expired.wait(WAIT_S), "snapshot 2 was not read beside snapshot 1"
+        data = super().read_bytes(path)
+        if self.fired:
+            self.expired.set()
+        return data
+
+
+@pytest.mark.parametrize("orphan_read_ahead", ["concurrent"], indirect=True)
+def test_an_expiration_read_before_the_marked_snapshot_stops_the_run(table, table_path,
+                                                                     orphan_read_ahead):
+    # Concurrent order only (test_orphan_recheck.py's test of this expiration meets it
+    # there by chance; on local disk the marked snapshot is read first, on this thread):
+    # the mark itself is gone when read. Stopped: a mark that changed or went away means
+    # what was committed since cannot be told (a rollback or an expiration); nothing is
+    # deleted and F, live in snapshot 4, stays.
+    write(table, make_rows([1]))
+    w = table.new_writer()
+    w.write_arrow(make_rows([2]))
+    msgs = w.prepare_commit()
+    age_everything(table_path)
+    f = data_file(table_path, msgs)
+    io = _MarkReadLast(str(table_path), table_path)
+
+    def commits():
+        write(table, make_rows([10]))                                    # 2
+        with Table.open(str(table_path)).new_commit(commit_user="job") as c:
+            assert c.commit(msgs, 1) == 3
+        write(table, make_rows([11]))                                    # 4
+        io.armed = True
+
+    cleaner = _AfterPlan(CleanContext(str(table_path), older_than_ms=_cutoff(), file_io=io),
+                         commits)
+    r = cleaner.clean()
+    assert f in cleaner.planned and io.fired
+    assert not r.complete and r.stopped_by == "recheck" and r.deleted_paths == []
+    assert r.message.startswith(
+        f"stopped before a batch of deletions: snapshot 1 of {table.path} changed or went "
+        f"away since the orphan files were planned (a rollback or an expiration ran "
+        f"meanwhile), so what commits published since cannot be told; nothing of this batch "
+        f"was deleted, a rerun plans again; deleted 0 orphan file(s)"), r.message
+    assert os.path.exists(f)
+    assert ids_read(table_path) == [1, 2, 10, 11]
+    assert orphan_read_ahead.recheck_pools == [True]
