@@ -298,7 +298,8 @@ class Reachability:
         if workers <= 1:
             return
         todo = [n for n in dict.fromkeys(names) if n not in self._lists]
-        for name, refs in zip(todo, read_ahead.ordered(self.mio.read_list_refs, todo, workers)):
+        # (self._read_list: decoded whole where the run prunes by partition statistics)
+        for name, refs in zip(todo, read_ahead.ordered(self._read_list, todo, workers)):
             if refs.exception() is None:
                 self._lists[name] = refs.result()
 
@@ -873,7 +874,7 @@ class ListPrefetcher:
     def add(self, root: Root) -> None:
         for name, _ in root.lists(self.reach.producer):
             if name not in self._pending and name not in self.reach._lists:
-                self._pending[name] = self._pool.submit(self.reach.mio.read_list_refs, name)
+                self._pending[name] = self._pool.submit(self.reach._read_list, name)
 
     def finish(self) -> None:
         """Wait for every read; what was read goes into the run's memo. One that could not

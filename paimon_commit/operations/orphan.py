@@ -223,6 +223,7 @@ class OrphanFilesCleaner(FromFileList):
             # trips, then costs no time of its own, and the lease is held a little longer.
             early = (not ctx.dry_run and list_executor is not None
                      and read_ahead.concurrency_of(self.io) > 1
+                     and self.scope is None and inv is None
                      and type(self).find_orphans is OrphanFilesCleaner.find_orphans)
             with contextlib.ExitStack() as leased:
                 # (cleared when this block ends, however: a later find_orphans of this
@@ -322,8 +323,7 @@ class OrphanFilesCleaner(FromFileList):
         progress = self.ctx.progress
         self._roots_seen = None   # (see roots: set only while listing beside the reads)
         leased = getattr(self, "_lease_stack", None)
-        if leased is not None and executor is not None and self.scope is None \
-                and self._inventory is None:
+        if leased is not None and executor is not None:
             listed, dirs, used = self._list_beside_reads(executor, leased)
             t1 = time.perf_counter()
         else:
@@ -333,6 +333,8 @@ class OrphanFilesCleaner(FromFileList):
             t1 = time.perf_counter()
             emit(progress, READING, 0, None)
             used = self.used_files()
+            if leased is not None:   # (no executor to read beside: the lease after the reads)
+                leased.enter_context(maintenance_lease(self.store, "remove-orphan-files"))
         emit(progress, READING, len(used), len(used))
         if self._inventory is not None:
             self._check_covers()

@@ -294,3 +294,22 @@ def test_an_expiration_read_before_the_marked_snapshot_stops_the_run(table, tabl
     assert os.path.exists(f)
     assert ids_read(table_path) == [1, 2, 10, 11]
     assert orphan_read_ahead.recheck_pools == [True]
+
+
+def test_a_scoped_real_run_holds_the_lease_when_the_first_file_is_deleted(
+        table, table_path, job_file, orphan_read_ahead):
+    # A partition-scoped run lists first and reads after (its reads depend on what was
+    # listed): on storage with a read-ahead it takes the lease after the plan, as on local
+    # disk. (Regression: for a while such a run was left out of the early take and out of
+    # the take after the plan, and deleted without the lease.)
+    _, f, stray = job_file
+    io = _AtTheLease(str(table_path))
+    r = OrphanFilesCleaner(CleanContext(str(table_path), older_than_ms=_cutoff(),
+                                        file_io=io, partitions=["dt=19723"])).clean()
+    assert r.complete and not os.path.exists(f) and not os.path.exists(stray)
+    held = io.at_delete
+    assert held is not None and held.number == io.record
+    assert (held.operation, held.released, held.pid) == ("remove-orphan-files", False,
+                                                          os.getpid())
+    assert LeaseManager(io, str(table_path)).latest().released
+    assert_intact(table_path, {1: [1]})
