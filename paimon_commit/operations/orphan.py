@@ -1008,13 +1008,25 @@ class OrphanFilesCleaner(FromFileList):
         # issue26d F1: a tag's lists deleted).
         snaps = [(sid, io.join(snap_dir, n)) for sid, n in
                  ((P.parse_snapshot_id(n), n) for n in snapshot_names) if sid is not None]
-        items = [log_dir, tag_dir] + [path for _, path in snaps]
+        # The newest listed snapshot is read first, alone with those two listings: it is the
+        # delete phase's mark (`_mark_from`), and every other root read after it. A rollback
+        # re-creating ids below it once it was read deletes it, which the re-check sees;
+        # read last, it could be the re-created one while older reads saw the ids before the
+        # rollback, and the re-check would find nothing changed (audit issue26e F1).
+        newest = max(snaps, default=None)
+        first = [log_dir, tag_dir] + ([newest[1]] if newest is not None else [])
         with contextlib.closing(read_ahead.ordered(
                 lambda p: io.list_names(p) if p in (log_dir, tag_dir) else io.read_bytes(p),
-                items, reads)) as stream:
-            changelog_names = next(stream).result()
-            tag_names = next(stream).result()
-            for (sid, path), data in zip(snaps, stream):
+                first, reads)) as wave:
+            changelog_names = next(wave).result()
+            tag_names = next(wave).result()
+            if newest is not None:
+                out.append(self._root(newest[1], newest[0], "snapshot", next(wave),
+                                      on_root))
+        rest = [(sid, path) for sid, path in snaps if (sid, path) != newest]
+        with contextlib.closing(read_ahead.ordered(io.read_bytes, [p for _, p in rest],
+                                                   reads)) as stream:
+            for (sid, path), data in zip(rest, stream):
                 out.append(self._root(path, sid, "snapshot", data, on_root))
         # The long-lived changelogs and tags, read in one stream.
         files: List[Tuple[str, Any, str]] = []   # (kind, id or tag name, path)

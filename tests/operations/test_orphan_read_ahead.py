@@ -313,3 +313,80 @@ def test_a_scoped_real_run_holds_the_lease_when_the_first_file_is_deleted(
                                                           os.getpid())
     assert LeaseManager(io, str(table_path)).latest().released
     assert_intact(table_path, {1: [1]})
+
+
+class _RollbackBetweenReads(LocalFileIO):
+    """Lists in key order (as an object store does); once the used set's reads of the
+    snapshots began, right after snapshot 2 was read, runs `inject` (a rollback and new
+    commits re-creating ids 2-4). The main thread's lease take waits until then (its own
+    rollback needs the lease: the run does not hold it yet)."""
+
+    def __init__(self, root, inject):
+        super().__init__(root)
+        self.inject, self.fired = inject, threading.Event()
+        self.reads = []
+
+    def list_names(self, path):
+        return sorted(super().list_names(path))
+
+    def list_status(self, path, *a, **kw):
+        if "/.maintenance" in path and threading.current_thread() is threading.main_thread() \
+                and not self.fired.is_set() and self.reads:
+            self.fired.wait(WAIT_S)
+        return super().list_status(path, *a, **kw)
+
+    def read_bytes(self, path):
+        data = super().read_bytes(path)
+        name = path.rpartition("/")[2]
+        if "/snapshot/snapshot-" in path and not self.fired.is_set():
+            self.reads.append(name)
+            if name == "snapshot-2":
+                try:
+                    self.inject()
+                finally:
+                    self.fired.set()
+        return data
+
+
+def test_a_rollback_between_the_used_sets_reads_stops_the_run(tmp_path, orphan_read_ahead):
+    # Audit issue26e F1. The used set reads 1..4 (listed in that order); after it read 2,
+    # this library's rollback_to(1) and new commits re-create 2-4: the job's old file F
+    # in 2', dropped by an overwrite in 3', whose manifests 4' merges (no F in 4'). The
+    # mark was the newest snapshot read: read last, it was 4', which the re-check found
+    # unchanged, and F, live in 2', was deleted. Read first, it is the old 4, gone at the
+    # re-check: the run stops before deleting, and F stays.
+    from conftest import SCHEMA
+    path = tmp_path / "wh" / "db.db" / "t"
+    path.parent.mkdir(parents=True)
+    t = Table.create(str(path), SCHEMA, partition_keys=["dt", "hr"],
+                     options={"manifest.full-compaction-threshold-size": "1b",
+                              "manifest.merge-min-count": "1"})
+    for i in (1, 2, 3, 4):
+        write(t, make_rows([i]))
+    w = t.new_writer()
+    w.write_arrow(make_rows([9]))
+    msgs = w.prepare_commit()
+    age_everything(path)
+    f = data_file(path, msgs)
+
+    def inject():
+        Table.open(str(path)).rollback_to(snapshot_id=1)
+        with Table.open(str(path)).new_commit(commit_user="job") as c:
+            assert c.commit(msgs, 7) == 2                                # 2': F
+        tt = Table.open(str(path))
+        ww = tt.new_writer()
+        ww.write_arrow(make_rows([5]))
+        with tt.new_commit() as c:
+            assert c.overwrite(ww.prepare_commit()) == 3                 # 3': F dropped
+        assert write(Table.open(str(path)), make_rows([6])) == 4        # 4'
+
+    io = _RollbackBetweenReads(str(path), inject)
+    r = OrphanFilesCleaner(CleanContext(str(path), older_than_ms=_cutoff(), file_io=io)).clean()
+    assert io.fired.is_set() and io.reads[0] == "snapshot-4"   # the mark, read first
+    assert not r.complete and r.stopped_by == "recheck" and r.deleted_paths == []
+    assert r.message.startswith(f"stopped before a batch of deletions: snapshot 4 of {path} "
+                                f"changed or went away since the orphan files were planned")
+    assert os.path.exists(f)
+    assert sorted(Table.open(str(path)).read_arrow(snapshot_id=2).column("id").to_pylist()) \
+        == [1, 9]
+    assert Table.open(str(path)).check().healthy
