@@ -467,6 +467,10 @@ class OrphanFilesCleaner(FromFileList):
         mark: Dict[str, Tuple[int, Optional[Tuple[Any, ...]]]] = {}
         self._since_plan: Dict[Tuple[str, int], Tuple[Any, ...]] = {}
         self._committed_names: Set[str] = set()
+        # The ids the used set read, per root: one at or below the mark that exists later but
+        # was not read appeared below it after snapshot/ was listed (`_probe_on`).
+        self._plan_ids = {meta_root: {r.snapshot.id for r in of_root if r.kind == "snapshot"}
+                          for meta_root, of_root in roots_by_branch.items()}
         for meta_root, of_root in roots_by_branch.items():
             newest = max((r for r in of_root if r.kind == "snapshot"),
                          key=lambda r: r.snapshot.id, default=None)
@@ -602,6 +606,22 @@ class OrphanFilesCleaner(FromFileList):
         newer ones name them in their base lists, not their deltas): StopDeleting, never a
         delete of what may be live. True: `sid` appeared since the probe (a commit): read on."""
         ids = self._snapshot_ids(meta_root)
+        # An id at or below the mark that the used set did not read: created since snapshot/
+        # was listed for the plan, which only a rollback or a restore (of a tag's snapshot,
+        # below the ids listed) followed by commits does; read before the mark, such ids
+        # were never read, and the re-created mark looks unchanged (audit issue26f F1). A
+        # listing made after the mark was read (this one) shows them; a rollback after that
+        # read deletes the mark, which the identity check sees.
+        known = getattr(self, "_plan_ids", {}).get(meta_root)
+        if known is not None:
+            appeared = sorted(i for i in ids if i <= top and i not in known)
+            if appeared:
+                raise StopDeleting(
+                    f"snapshot {appeared[0]} of {meta_root} exists but was not there when the "
+                    f"orphan files were planned ({len(appeared)} such id(s) at or below "
+                    f"snapshot {top}, the newest then): a rollback or a restore ran "
+                    f"meanwhile, so what commits published since cannot be told; nothing of "
+                    f"this batch was deleted, a rerun plans again", "recheck")
         if not any(i > sid for i in ids):
             return False
         if sid in ids:

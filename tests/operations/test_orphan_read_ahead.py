@@ -390,3 +390,84 @@ def test_a_rollback_between_the_used_sets_reads_stops_the_run(tmp_path, orphan_r
     assert sorted(Table.open(str(path)).read_arrow(snapshot_id=2).column("id").to_pylist()) \
         == [1, 9]
     assert Table.open(str(path)).check().healthy
+
+
+class _RestoreBeforeTheMark(LocalFileIO):
+    """Lists in key order; right before the used set's first read of snapshot-6 (after it
+    listed snapshot/), runs `inject` once. The main thread's lease take waits until then."""
+
+    def __init__(self, root, inject):
+        super().__init__(root)
+        self.inject, self.fired = inject, threading.Event()
+        self.listed = False
+
+    def list_names(self, path):
+        out = sorted(super().list_names(path))
+        if path.rstrip("/").endswith("/snapshot"):
+            self.listed = True
+        return out
+
+    def list_status(self, path, *a, **kw):
+        if "/.maintenance" in path and threading.current_thread() is threading.main_thread() \
+                and self.listed and not self.fired.is_set():
+            self.fired.wait(WAIT_S)
+        return super().list_status(path, *a, **kw)
+
+    def read_bytes(self, path):
+        if self.listed and path.endswith("/snapshot/snapshot-6") and not self.fired.is_set():
+            try:
+                self.inject()
+            finally:
+                self.fired.set()
+        return super().read_bytes(path)
+
+
+def test_a_restore_below_the_listed_ids_before_the_mark_is_read_stops_the_run(
+        tmp_path, orphan_read_ahead):
+    # Audit issue26f F1. Snapshots 1-6, tag T on 1, 1-3 expired: snapshot/ lists 4-6. Before
+    # the newest (the mark) is read, rollback_to(tag T) restores 1 and deletes 4-6; the job
+    # commits its old file F as 2, an overwrite drops it in 3, commits re-create 4'-6'. Every
+    # read succeeds (4'-6'), 2 and 3 were never listed, the mark 6' looks unchanged: F was
+    # deleted. The re-check's listing shows ids at or below the mark the plan never read.
+    from conftest import SCHEMA
+    from paimon_commit import ExpireConfig, ExpireSnapshots
+    path = tmp_path / "wh" / "db.db" / "t"
+    path.parent.mkdir(parents=True)
+    t = Table.create(str(path), SCHEMA, partition_keys=["dt", "hr"],
+                     options={"manifest.full-compaction-threshold-size": "1b",
+                              "manifest.merge-min-count": "1"})
+    for i in range(1, 7):
+        write(t, make_rows([i]))
+    Table.open(str(path)).create_tag("T", 1)
+    ExpireSnapshots(Table.open(str(path)).store,
+                    ExpireConfig(retain_min=3, retain_max=3, time_retained_ms=0,
+                                 max_deletes=1000)).expire()
+    w = t.new_writer()
+    w.write_arrow(make_rows([99]))
+    msgs = w.prepare_commit()
+    age_everything(path)
+    f = data_file(path, msgs)
+
+    def inject():
+        assert Table.open(str(path)).rollback_to(tag="T").snapshot_id == 1
+        with Table.open(str(path)).new_commit(commit_user="job") as c:
+            assert c.commit(msgs, 77) == 2                               # F
+        tt = Table.open(str(path))
+        ww = tt.new_writer()
+        ww.write_arrow(make_rows([50]))
+        with tt.new_commit() as c:
+            assert c.overwrite(ww.prepare_commit()) == 3                 # F dropped
+        for want in (4, 5, 6):
+            assert write(Table.open(str(path)), make_rows([want * 10])) == want
+
+    io = _RestoreBeforeTheMark(str(path), inject)
+    r = OrphanFilesCleaner(CleanContext(str(path), older_than_ms=_cutoff(), file_io=io)).clean()
+    assert io.fired.is_set()
+    assert not r.complete and r.stopped_by == "recheck" and r.deleted_paths == []
+    assert r.message.startswith(
+        f"stopped before a batch of deletions: snapshot 1 of {path} exists but was not there "
+        f"when the orphan files were planned (3 such id(s) at or below snapshot 6, the "
+        f"newest then): a rollback or a restore ran meanwhile"), r.message
+    assert os.path.exists(f)
+    assert 99 in Table.open(str(path)).read_arrow(snapshot_id=2).column("id").to_pylist()
+    assert Table.open(str(path)).check().healthy
