@@ -66,8 +66,8 @@ CHUNK_FILES = 20_000
 # snapshots or 1 / FILES_PER_HELD x the files it expires: in proportion to the backlog, at
 # any size. A chunk grows only with what the run already holds for those snapshots (parsed,
 # and their metadata names): its files stay within FILES_PER_HELD per held snapshot.
-HELD_PER_EXPIRED = 8
-FILES_PER_HELD = 10
+HELD_PER_EXPIRED = 6
+FILES_PER_HELD = 15
 
 
 def next_chunk(expired: int, files: int, held: int) -> int:

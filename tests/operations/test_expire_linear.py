@@ -181,7 +181,7 @@ def test_what_the_chunks_re_check_adds_up_to_a_multiple_of_the_backlog(tmp_path,
                                                                        monkeypatch):
     # Every chunk lists, reads and re-checks each snapshot from its end to the latest. With
     # chunks of ~CHUNK_FILES files only, a backlog of S snapshots made about S / chunk x S / 2
-    # of those checks (here 99 chunks, 19,505 checks, now 28 and 3,088; bench_scale at 2M
+    # of those checks (here 99 chunks, 19,505 checks, now 23 and 2,348; bench_scale at 2M
     # files: 1.06M, a third of the run's CPU). A chunk now expires at least
     # 1 / HELD_PER_EXPIRED of what it holds, so the checks stay within a multiple of S, and a
     # chunk still holds a share of the backlog, never the whole of it.
