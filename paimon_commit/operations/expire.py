@@ -50,11 +50,37 @@ from .expire_plan import ExpirePlan, ExpireResult, ExpireTotals, tag_changes
 from .limits import (MAX_DELETES, MAX_DURATION, MEMORY, OUT_OF_MEMORY, Deadline,
                      is_out_of_memory)
 
-# A large expiration goes in chunks of at most this many snapshots, sized after the first so
-# that each deletes about CHUNK_FILES files: what is held at once follows the chunk.
+# A large expiration goes in chunks, the first of FIRST_CHUNK snapshots, the next ones sized
+# after the last so that each deletes about CHUNK_FILES files (at most CHUNK_SNAPSHOTS
+# snapshots): what is held at once follows the chunk...
 FIRST_CHUNK = 100
 CHUNK_SNAPSHOTS = 2000
 CHUNK_FILES = 20_000
+# ...but each expires at least one snapshot for every HELD_PER_EXPIRED snapshots from its
+# start to the latest, or FILES_PER_HELD files for each of them, whichever is less
+# (next_chunk). Every chunk lists, reads (from the cache) and re-checks each of those
+# snapshots, so with chunks of a fixed size a backlog of S snapshots cost about
+# S / chunk x S / 2 of those steps: bench_scale's 2M-file table (20,000 snapshots, 106
+# chunks) spent 1.06M of them, ~25 of its 77 CPU seconds, and expired 1.44x slower per file
+# than at 200k. With the floor, the steps of a run add up to at most HELD_PER_EXPIRED x the
+# snapshots or 1 / FILES_PER_HELD x the files it expires: in proportion to the backlog, at
+# any size. A chunk grows only with what the run already holds for those snapshots (parsed,
+# and their metadata names): its files stay within FILES_PER_HELD per held snapshot.
+HELD_PER_EXPIRED = 6
+FILES_PER_HELD = 15
+
+
+def next_chunk(expired: int, files: int, held: int) -> int:
+    """Snapshots the next chunk expires, after a chunk that expired `expired` snapshots and
+    deleted `files` files (its rate: files per snapshot), with `held` snapshots from its end
+    to the latest (what the next chunk lists, reads and re-checks): about CHUNK_FILES files
+    (at most CHUNK_SNAPSHOTS snapshots), or more where the held snapshots ask for it: held /
+    HELD_PER_EXPIRED snapshots or FILES_PER_HELD x held files, whichever is fewer."""
+    files = max(1, files)
+    by_files = min(CHUNK_SNAPSHOTS, CHUNK_FILES * expired // files)
+    by_held = min(held // HELD_PER_EXPIRED, FILES_PER_HELD * held * expired // files)
+    return max(1, by_files, by_held)
+
 
 log = logging.getLogger(__name__)
 
@@ -789,10 +815,11 @@ class ExpireSnapshots(ChangelogExpiration):
                     # expirable meanwhile is the next run's), so another plan finds nothing;
                     # it cost a post-commit run 14 of its requests on an object store.
                     break
-                # The next chunk holds about CHUNK_FILES files (the last one's rate).
+                # The next chunk holds about CHUNK_FILES files (the last one's rate), or a
+                # share of the snapshots it holds from its start to the latest (next_chunk).
                 files = sum(len(v) for v in plan.deleted.values())
-                chunk = max(1, min(CHUNK_SNAPSHOTS,
-                                   CHUNK_FILES * len(plan.expiring) // max(1, files)))
+                held = plan.latest - plan.end + 1 if plan.latest is not None else 0
+                chunk = next_chunk(len(plan.expiring), files, held)
                 del plan
         finally:
             self._readds = self._kept = self._limit = self._horizon = None
