@@ -409,8 +409,10 @@ def test_a_manifest_decoded_out_of_memory_is_not_reported_unreadable(tmp_path):
     unreadable file it made expiration keep what the manifest names and delete the snapshot
     anyway (those files left to orphan cleanup), and hid why."""
     path = str(tmp_path / "wh" / "db.db" / "ap")
-    # One manifest of 4,990 entries and one of 10.
-    build_append_table(path, 5_000, snapshots=1, strays=0, manifest_entries=4_990)
+    # One manifest of 19,990 entries and one of 10. (Large enough that its decoding cannot
+    # fit in the heap the process has already mapped: with 4,990 entries it did once the
+    # library's imports grew a little, and both decodings succeeded under the limit.)
+    build_append_table(path, 20_000, snapshots=1, strays=0, manifest_entries=19_990)
     p = subprocess.run([sys.executable, "-c", _DECODE_SCRIPT, path], capture_output=True,
                        text=True, timeout=120, env=dict(os.environ, PYTHONPATH=ROOT), cwd=ROOT)
     assert p.returncode == 0, p.stderr[-2000:]
