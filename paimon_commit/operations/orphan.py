@@ -323,7 +323,7 @@ class OrphanFilesCleaner(FromFileList):
         progress = self.ctx.progress
         self._roots_seen = None   # (see roots: set only while listing beside the reads)
         leased = getattr(self, "_lease_stack", None)
-        if leased is not None and executor is not None:
+        if leased is not None:   # (set only with a listing executor: `_clean`)
             listed, dirs, used = self._list_beside_reads(executor, leased)
             t1 = time.perf_counter()
         else:
@@ -333,8 +333,6 @@ class OrphanFilesCleaner(FromFileList):
             t1 = time.perf_counter()
             emit(progress, READING, 0, None)
             used = self.used_files()
-            if leased is not None:   # (no executor to read beside: the lease after the reads)
-                leased.enter_context(maintenance_lease(self.store, "remove-orphan-files"))
         emit(progress, READING, len(used), len(used))
         if self._inventory is not None:
             self._check_covers()
@@ -493,14 +491,11 @@ class OrphanFilesCleaner(FromFileList):
             log.debug("orphan clean of %s: proving the storage ahead of the lease: %s",
                       self.root, e)
 
-    def _identity(self, meta_root: str, sid: int):
-        """(identity, snapshot) of snapshot `sid` of `meta_root`; (None, None) if absent or
-        unreadable. Content, not the id: a rollback and new commits re-create ids."""
-        return self._lookup(meta_root, sid)[:2]
-
     def _lookup(self, meta_root: str, sid: int):
-        """(identity, snapshot, absent): `_identity`, and whether a miss was the file's
-        absence (True) rather than a file that cannot be read (False)."""
+        """(identity, snapshot, absent) of snapshot `sid` of `meta_root`: identity and snapshot
+        None if absent or unreadable (content, not the id: a rollback and new commits re-create
+        ids), and whether a miss was the file's absence (True) rather than a file that cannot
+        be read (False)."""
         path = self.io.join(meta_root, "snapshot", P.snapshot_file_name(sid))
         try:
             snap = SnapshotManager.parse(self.io.read_bytes(path), path, sid)
@@ -567,7 +562,7 @@ class OrphanFilesCleaner(FromFileList):
             now = marked.result()[0] if marked is not None else None
             first = following.result()
         else:
-            now = self._identity(meta_root, top)[0] if top else None
+            now = self._lookup(meta_root, top)[0] if top else None
         # (unreadable when marked: gone in a race the plan saw the end of; be safe)
         if top and (identity is None or now != identity):
             raise StopDeleting(
