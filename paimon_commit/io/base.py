@@ -493,9 +493,9 @@ def deleted_before(error: BaseException) -> List[str]:
     return list(getattr(error, "_paimon_deleted_before", ()))
 
 
-def _dir_slices(norms: List[str], size: int = 256) -> List[List[str]]:
-    """Paths in slices of at most `size` of one directory each, round robin over the
-    directories (each slice's order kept)."""
+def by_directory(norms: Iterable[str]) -> Dict[str, List[str]]:
+    """Paths grouped by their directory, the directories in the order each first appears
+    and each group in the paths' order."""
     by_dir: Dict[str, List[str]] = {}
     for p in norms:
         d = p.rpartition("/")[0]
@@ -503,7 +503,14 @@ def _dir_slices(norms: List[str], size: int = 256) -> List[List[str]]:
         if group is None:
             group = by_dir[d] = []
         group.append(p)
-    per_dir = [[g[i:i + size] for i in range(0, len(g), size)] for g in by_dir.values()]
+    return by_dir
+
+
+def _dir_slices(norms: List[str], size: int = 256) -> List[List[str]]:
+    """Paths in slices of at most `size` of one directory each, round robin over the
+    directories (each slice's order kept)."""
+    per_dir = [[g[i:i + size] for i in range(0, len(g), size)]
+               for g in by_directory(norms).values()]
     out: List[List[str]] = []
     for i in range(max((len(x) for x in per_dir), default=0)):
         out.extend(x[i] for x in per_dir if i < len(x))

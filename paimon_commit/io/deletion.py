@@ -126,10 +126,17 @@ def run_deletions(io, paths: Iterable[str], executor: Optional[Executor]) -> Lis
     Few paths go one by one (`delete_quietly`: each is in the storage's deletion log the
     moment it is gone, even if a later one fails). Many go in chunks through `delete_files`,
     one task per chunk: a local unlink is cheaper than handing a task to a thread, while
-    object stores batch each chunk and still get several batches in flight."""
+    object stores batch each chunk and still get several batches in flight. Where the
+    storage's unlinks re-check their directory (local disk), one `delete_files` call with
+    the executor: this thread checks every path, the pool only unlinks, in slices of one
+    directory each (chunks cut across directories opened each one once per chunk, and an
+    unlink waiting on the disk behind a thread checking paths under the GIL made orphan
+    cleanup's real run ~1.3x the bare unlinks)."""
     paths = list(paths)
     if not paths:
         return []
+    if executor is not None and io.unlinks_recheck_dirs:
+        return io.delete_files(paths, executor)
     batch = io.delete_batch_size
     if batch:   # one request per batch: chunks of the store's size, several in flight
         chunks = [paths[i:i + batch] for i in range(0, len(paths), batch)]

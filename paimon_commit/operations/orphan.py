@@ -398,10 +398,6 @@ class OrphanFilesCleaner(FromFileList):
         # Not against resolutions cached while listing: a directory may be a symlink now.
         self.io.forget_resolved_dirs()
         deadline = getattr(self, "_deadline", None)
-        # Local disk: this thread checks every path, the pool only unlinks (an unlink
-        # waiting on the disk behind a thread checking paths under the GIL made the real
-        # run ~1.3x the bare unlinks).
-        one_call = executor is not None and self.io.unlinks_recheck_dirs
         # On an object store the re-check of what was committed since the plan (a round trip
         # or more) runs while this thread's safe point checks the lease (two): both before
         # the batch, neither needing the other.
@@ -436,8 +432,7 @@ class OrphanFilesCleaner(FromFileList):
                                        f"failed ({e}); nothing of this batch was deleted",
                                        "recheck") from None
             t = time.perf_counter()
-            deleted.update(self.io.delete_files(chunk, executor) if one_call else
-                           run_deletions(self.io, chunk, executor))
+            deleted.update(run_deletions(self.io, chunk, executor))
             took = time.perf_counter() - t
             i += len(batch)
             emit(self.ctx.progress, DELETING, i, len(paths))
