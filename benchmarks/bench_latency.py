@@ -2,7 +2,7 @@
 compaction through a latency-injecting proxy in front of the S3 test server (moto, loopback),
 ours vs delta-rs on the same proxy where delta-rs has the operation.
 
-The proxy (benchmarks/latency_proxy.py, stdlib only) adds a fixed delay to every request (30
+The proxy (benchmarks/latency_proxy.py, stdlib only) gives every request a fixed round trip (30
 and 100 ms, plus up to 10% uniform jitter), as if the store were that far away, and counts the
 requests of each operation by method and status and the requests in flight (the most at once,
 and the time-weighted mean while any was in flight). With the delay dominating, an operation's
@@ -40,10 +40,15 @@ adaptive limit's state after it: limit, cuts so far, most in flight). A missed t
 exits 1 (`make bench` then fails); a loaded machine (benchmarks/_common.honest) gets no
 verdict, only the numbers.
 
-The test server is not a store 30 ms away: moto serves one request at a time (~2 ms each,
-measured at the start, `server_cost_ms`), so each operation also spends its requests x that
-on the server whatever the latency (the `server s` column), which weighs on the side making
-more requests. And the proxy must accept connections as fast as a client opens them: with
+The test server is not a store 30 ms away: moto serves one request at a time (~2-3 ms each,
+measured at the start, `server_cost_ms`; the `server s` column is each operation's requests x
+that). With `--model pad` (the default since 2026-11-28) the proxy forwards each request after
+half the delay and answers no earlier than the whole delay after it arrived: the server's time
+is inside the round trip, as a real store's is, and only moto's queue beyond the delay shows.
+With `--model add` (the model of the rows measured before) the whole delay came first and
+moto's serial time was added on top: 218 requests of a Paimon orphan cleanup (every retained
+snapshot, list and manifest: the format's floor) cost ~0.64 s of moto's time at any latency
+against delta-rs's 59, a cost that is the test server's, not the store's. And the proxy must accept connections as fast as a client opens them: with
 socketserver's listen backlog of 5, delta-rs (which opens dozens at once) had connections
 dropped and retried with backoff, and its vacuum took 1.8-32 s instead of 0.2-1.9 s (fixed
 2026-11-27: the proxy's backlog is 1024; ratios measured before flattered us). Correctness every run: the rows read back from both tables after
@@ -72,7 +77,8 @@ for p in (_HERE, _REPO):
         sys.path.insert(0, p)
 
 from _common import finish, loadavg, ours_version, safe_version  # noqa: E402
-from latency_proxy import ProxyProcess  # noqa: E402
+from latency_proxy import MODELS, ProxyProcess  # noqa: E402
+from s3_server import S3ServerProcess  # noqa: E402
 from tests.objectstore.moto_server import ACCESS_KEY, SECRET_KEY, MotoServer  # noqa: E402
 
 DEFAULT_OUT = os.path.join(_HERE, "results", "bench_latency.json")
@@ -156,9 +162,9 @@ def measure(proxy: ProxyProcess, fn: Callable[[], Any], table=None
     return out, stats
 
 
-def run_latency(server: MotoServer, delay: float, jitter: float, appends: int,
+def run_latency(server, delay: float, jitter: float, appends: int,
                 partitions: int, orphans: int, commits: int, capacity: Optional[int],
-                errors: List[str]) -> Dict[str, Any]:
+                errors: List[str], model: str = "pad") -> Dict[str, Any]:
     """Every operation of both sides through one proxy of `delay` seconds."""
     import boto3
     from deltalake import DeltaTable, write_deltalake
@@ -179,7 +185,8 @@ def run_latency(server: MotoServer, delay: float, jitter: float, appends: int,
     built = round(time.perf_counter() - t0, 1)
     time.sleep(1.1)
     cutoff = datetime.datetime.now() - datetime.timedelta(seconds=1)
-    proxy = ProxyProcess(server.port, delay=delay, jitter=jitter, capacity=capacity, seed=7)
+    proxy = ProxyProcess(server.port, delay=delay, jitter=jitter, capacity=capacity, seed=7,
+                         model=model)
     ours: Dict[str, Any] = {}
     delta: Dict[str, Any] = {}
     try:
@@ -260,11 +267,11 @@ def run_latency(server: MotoServer, delay: float, jitter: float, appends: int,
                           f"expected {expected}")
     finally:
         proxy.stop()
-    return {"delay_ms": int(delay * 1000), "jitter_ms": int(jitter * 1000),
+    return {"delay_ms": int(delay * 1000), "jitter_ms": int(jitter * 1000), "model": model,
             "capacity": capacity, "build_seconds": built, "ours": ours, "delta_rs": delta}
 
 
-def server_cost_ms(server: MotoServer, n: int = 200, threads: int = 16) -> float:
+def server_cost_ms(server, n: int = 200, threads: int = 16) -> float:
     """Milliseconds of the test server's own time per request: `n` GETs of a small object
     straight to moto (no proxy) with `threads` in flight, total / n. Moto serves one request
     at a time (a Python server under one interpreter lock: ~2 ms each, however many are in
@@ -344,6 +351,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--capacity", type=int, default=8,
                     help="the throttled run's requests in flight before 503 SlowDown "
                          "(0: no throttled run)")
+    ap.add_argument("--server", choices=("fast", "moto"), default="fast",
+                    help="the S3 server behind the proxy: fast (default: s3_server.py, "
+                         "in memory, ~0.2 ms a request) or moto (~2-3 ms a request, serial)")
+    ap.add_argument("--model", choices=MODELS, default="pad",
+                    help="how the proxy applies the delay (latency_proxy.py): pad (default: "
+                         "the store's own time within the round trip) or add (on top)")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=DEFAULT_OUT)
     ap.add_argument("--keep", action="store_true", help="keep the server log")
@@ -360,19 +373,23 @@ def main(argv=None) -> int:
     started = time.time()
     errors: List[str] = []
     runs: List[Dict[str, Any]] = []
-    server = MotoServer(os.path.join(run_dir, "moto.log"))
+    server = S3ServerProcess() if args.server == "fast" else \
+        MotoServer(os.path.join(run_dir, "moto.log"))
     try:
         cost = server_cost_ms(server)
-        print(f"the test server's own time: {cost} ms per request (serial; see server_cost_ms)")
+        print(f"the test server ({args.server}): {cost} ms of its own time per request "
+              f"(see server_cost_ms)")
         for ms in lat:
             runs.append(run_latency(server, ms / 1000, ms / 1000 * args.jitter, appends,
-                                    args.partitions, orphans, args.commits, None, errors))
+                                    args.partitions, orphans, args.commits, None, errors,
+                                    args.model))
             runs[-1]["server_ms_per_request"] = cost
             show(runs[-1])
         if args.capacity:
             ms = lat[0]
             runs.append(run_latency(server, ms / 1000, ms / 1000 * args.jitter, appends,
-                                    args.partitions, orphans, 0, args.capacity, errors))
+                                    args.partitions, orphans, 0, args.capacity, errors,
+                                    args.model))
             runs[-1]["server_ms_per_request"] = cost
             show(runs[-1])
     finally:
@@ -406,11 +423,12 @@ def main(argv=None) -> int:
     ok = all(t["pass"] for t in targets.values())
     result = {
         "benchmark": "bench_latency",
-        "description": "ours vs delta-rs through a latency-injecting proxy in front of moto",
+        "description": "ours vs delta-rs through a latency-injecting proxy in front of an S3 test server (config.server: fast = benchmarks/s3_server.py, or moto)",
         "timestamp_utc": datetime.datetime.utcnow().isoformat(timespec="seconds"),
         "config": {"latencies_ms": lat, "jitter_fraction": args.jitter, "appends": appends,
                    "partitions": args.partitions, "rows_per_file": ROWS_PER_FILE,
                    "orphans": orphans, "commits": args.commits, "capacity": args.capacity,
+                   "model": args.model, "server": args.server,
                    "storm_target": STORM_TARGET},
         "environment": {"python": platform.python_version(), "ours": ours_version(),
                         "obstore": safe_version("obstore"), "moto": safe_version("moto"),

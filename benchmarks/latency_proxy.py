@@ -1,6 +1,18 @@
-"""A latency-injecting HTTP reverse proxy for benchmarks (stdlib only): every request waits a
-fixed delay (plus optional uniform jitter) before it is forwarded to the upstream server on
-loopback, as if the store were `delay` away. Requests are counted by method and by status, and
+"""A latency-injecting HTTP reverse proxy for benchmarks (stdlib only): every request takes a
+fixed delay (plus optional uniform jitter) on its way to the upstream server on loopback, as if
+the store were `delay` away.
+
+How the delay is applied (`model`):
+  * "pad" (the default): the request is forwarded after half the delay (its trip to the store)
+    and answered no earlier than the whole delay after it arrived: a round trip of `delay`
+    that includes the store's own work, as a real store's 30-100 ms do. The test server's time
+    overlaps the wait, as a real store's does; only where it takes longer than the delay
+    (moto serves one request at a time, ~2-3 ms each: 64 in flight queue for ~0.15 s) does
+    the answer come later.
+  * "add": the whole delay, then forwarded: the delay plus the test server's time, including
+    its queue. A store serving one request at a time behind the latency; it charges each tool
+    its request count times moto's per-request cost on top of the latency (the `server s`
+    column of bench_latency), which no real store does. Requests are counted by method and by status, and
 the requests in flight (arrived, not yet answered) are tracked: the most at once, and the
 time-weighted mean while at least one was in flight.
 
@@ -29,8 +41,9 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Dict, List, Optional, Tuple
 
-__all__ = ["LatencyProxy", "ProxyProcess", "SLOW_DOWN_BODY", "CONTROL"]
+__all__ = ["LatencyProxy", "ProxyProcess", "SLOW_DOWN_BODY", "CONTROL", "MODELS"]
 
+MODELS = ("pad", "add")
 CONTROL = "/__latency_proxy__/"   # the counters over HTTP (not delayed, not counted)
 
 SLOW_DOWN_BODY = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Code>'
@@ -62,15 +75,18 @@ class _Counters:
 class LatencyProxy:
     """A threaded reverse proxy on 127.0.0.1:<free port> in front of 127.0.0.1:`upstream_port`.
 
-    `delay` seconds (plus uniform [0, `jitter`]) are added to every request, before it is
-    forwarded; `capacity` (None: unlimited) makes requests beyond that many in flight answer
+    `delay` seconds (plus uniform [0, `jitter`]) are added to every request, as `model` says
+    (module docstring: "pad" or "add"); `capacity` (None: unlimited) makes requests beyond that many in flight answer
     503 SlowDown instead. Connections to the upstream are kept alive, one per proxy thread."""
 
     def __init__(self, upstream_port: int, delay: float = 0.0, jitter: float = 0.0,
                  capacity: Optional[int] = None, seed: Optional[int] = None,
-                 port: Optional[int] = None):
+                 port: Optional[int] = None, model: str = "pad"):
+        if model not in MODELS:
+            raise ValueError(f"latency model {model!r}: one of {', '.join(MODELS)}")
         self.upstream_port = upstream_port
         self.delay, self.jitter, self.capacity = delay, jitter, capacity
+        self.model = model
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._c = _Counters()
@@ -202,8 +218,9 @@ class LatencyProxy:
             headers["Host"] = h.headers.get("Host") or f"127.0.0.1:{self.upstream_port}"
             headers["Content-Length"] = str(len(body))
             wait = self.delay + (self._rng.uniform(0, self.jitter) if self.jitter else 0.0)
+            pad = admitted and self.model == "pad"
             if wait > 0:
-                time.sleep(wait)
+                time.sleep(wait / 2 if pad else wait)
             if admitted:
                 try:
                     status, out_headers, data = self._forward(h.command, h.path, headers, body)
@@ -212,6 +229,10 @@ class LatencyProxy:
             else:
                 status, out_headers, data = 503, [("Content-Type", "application/xml")], \
                     SLOW_DOWN_BODY
+            if pad:   # (the answer's trip: no earlier than the whole delay after arrival)
+                rest = t0 + wait - time.perf_counter()
+                if rest > 0:
+                    time.sleep(rest)
             # Counted out before the answer goes: a client that has the answer (and sends its
             # next request, or reads the counters) finds this request done, not in flight.
             self._leave(h.command, h.path, status, time.perf_counter() - t0)
@@ -288,12 +309,16 @@ class ProxyProcess:
     `mark()`, `stats_since(mark)` and `stop()` as LatencyProxy."""
 
     def __init__(self, upstream_port: int, delay: float = 0.0, jitter: float = 0.0,
-                 capacity: Optional[int] = None, seed: Optional[int] = None):
-        self.delay = delay
+                 capacity: Optional[int] = None, seed: Optional[int] = None,
+                 model: str = "pad"):
+        if model not in MODELS:
+            raise ValueError(f"latency model {model!r}: one of {', '.join(MODELS)}")
+        self.delay, self.model = delay, model
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         cmd = [sys.executable, os.path.abspath(__file__), "--upstream", str(upstream_port),
-               "--port", str(self.port), "--delay", str(delay), "--jitter", str(jitter)]
+               "--port", str(self.port), "--delay", str(delay), "--jitter", str(jitter),
+               "--model", model]
         if capacity:
             cmd += ["--capacity", str(capacity)]
         if seed is not None:
@@ -347,8 +372,10 @@ def main(argv=None) -> None:
     ap.add_argument("--jitter", type=float, default=0.0)
     ap.add_argument("--capacity", type=int, default=None)
     ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--model", choices=MODELS, default="pad")
     a = ap.parse_args(argv)
-    p = LatencyProxy(a.upstream, a.delay, a.jitter, a.capacity, a.seed, port=a.port)
+    p = LatencyProxy(a.upstream, a.delay, a.jitter, a.capacity, a.seed, port=a.port,
+                     model=a.model)
     try:
         p._thread.join()
     except KeyboardInterrupt:

@@ -1,6 +1,7 @@
-"""benchmarks/latency_proxy.py (bench_latency's proxy): every request waits the delay before it
-reaches the upstream, is counted by method and status, the requests in flight are tracked, and
-beyond `capacity` in flight the answer is 503 SlowDown without reaching the upstream."""
+"""benchmarks/latency_proxy.py (bench_latency's proxy): every request takes the delay on its way
+to and from the upstream (half before it reaches it: "pad"; all of it: "add"), is counted by
+method and status, the requests in flight are tracked, and beyond `capacity` in flight the
+answer is 503 SlowDown without reaching the upstream."""
 import http.client
 import os
 import sys
@@ -154,3 +155,56 @@ def test_the_proxy_accepts_a_burst_of_connections_and_lists_what_it_served(upstr
         assert all(e[4] >= DELAY for e in got)
     finally:
         proxy.stop()
+
+
+def test_pad_forwards_at_half_the_delay_and_answers_after_all_of_it_add_after_it():
+    # "pad" (the default): the store's own time is part of the round trip, as a real
+    # store's is: the request reaches the upstream after half the delay, and the answer
+    # comes no earlier than the whole delay, or when the upstream answered if that is later.
+    # "add": the whole delay, then the upstream's time on top.
+    arrivals, work = [], {"s": 0.0}
+
+    class Slow(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            arrivals.append(time.perf_counter())
+            time.sleep(work["s"])
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    delay = 0.4
+    try:
+        with pytest.raises(ValueError, match="latency model 'x'"):
+            LatencyProxy(port, delay=delay, model="x")
+        pad, add = LatencyProxy(port, delay=delay), LatencyProxy(port, delay=delay, model="add")
+        try:
+            assert pad.model == "pad"
+            for proxy, reach, total in ((pad, (delay / 2, delay - 0.05), delay),
+                                        (add, (delay, None), delay)):
+                t0 = time.perf_counter()
+                status, body, secs = _request(proxy.port, "GET", "/b/k")
+                assert (status, body) == (200, b"ok")
+                at = arrivals[-1] - t0
+                assert at >= reach[0] and (reach[1] is None or at < reach[1]), (proxy.model, at)
+                assert secs >= total
+            work["s"] = 0.3   # an upstream slower than the answer's half of the delay
+            _, _, secs = _request(pad.port, "GET", "/b/k")
+            assert delay / 2 + 0.3 <= secs < delay + 0.3 - 0.05
+            _, _, secs = _request(add.port, "GET", "/b/k")
+            assert secs >= delay + 0.3
+        finally:
+            pad.stop()
+            add.stop()
+    finally:
+        server.shutdown()
+        server.server_close()
