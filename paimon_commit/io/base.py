@@ -194,6 +194,14 @@ class FileIO(ABC):
     def read_bytes(self, path: str) -> bytes:
         """The whole file; FileNotFoundError if it does not exist."""
 
+    def read_bytes_versioned(self, path: str) -> Tuple[bytes, Optional[str]]:
+        """The whole file and the version (`file_versions`' validator) of exactly what was
+        read, or None where the storage cannot tell it with the read: a later listing that
+        shows the same version then stands for these bytes (expiration's cache of snapshot
+        files). Where read_bytes is overridden (a wrapper, fault injection), its bytes and
+        None."""
+        return self.read_bytes(path), None
+
     def read_bytes_at_most(self, path: str, limit: int) -> bytes:
         """The whole file if it holds at most `limit` bytes; FileTooLargeError (its size)
         otherwise, without reading it (records that are a few hundred bytes: a huge file of

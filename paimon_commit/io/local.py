@@ -4,9 +4,10 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import stat
 import threading
 from array import array
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 from ..errors import AtomicCreateUnsupportedError, UnsafePathError
 from .base import FileEntries, FileIO, FileStatus, LocalResolver, _judges_by_directory, \
@@ -47,6 +48,13 @@ RECHECK_EVERY = 16
 _READ_CHUNK = 1 << 20      # bytes per read() of read_bytes
 
 
+def _version(st: os.stat_result) -> str:
+    """A file's version (`LocalFileIO.file_versions`): inode + change time + size. A file
+    re-created (temp file + link) is a new inode, and a reused inode number comes with a new
+    change time."""
+    return f"{st.st_ino}:{st.st_ctime_ns}:{st.st_size}"
+
+
 class LocalFileIO(FileIO):
     def __init__(self, root: str):
         self.root = os.path.abspath(root)
@@ -69,19 +77,36 @@ class LocalFileIO(FileIO):
         # returns nothing: a short read is not taken for the end of the file, and a file
         # that grew meanwhile is read whole. One buffer of the file's size in the common
         # case (reading in chunks and joining them held the file twice).
+        return self._read_stat(path)[0]
+
+    def read_bytes_versioned(self, path: str) -> Tuple[bytes, Optional[str]]:
+        # The version of the file descriptor read (`file_versions`' validator: inode, change
+        # time, size), taken before its bytes: a file replaced since is a new inode, one
+        # written in place since has a new change time; a file whose bytes are not its size
+        # (it changed while read) gets none. An override of read_bytes (a subclass, an
+        # instance attribute: fault injection, tests) is the one read: no version then.
+        if getattr(self.read_bytes, "__func__", None) is not _OWN_READ:
+            return self.read_bytes(path), None
+        data, st = self._read_stat(path)
+        return data, (_version(st) if st is not None and st.st_size == len(data)
+                      and stat.S_ISREG(st.st_mode) else None)
+
+    def _read_stat(self, path: str):
+        """(the whole file, its fstat before the read: None for an empty file)."""
         _bill("local", "GET")   # (the request bill, io/metered.py)
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         try:
-            first = os.read(fd, os.fstat(fd).st_size + 1)
+            st = os.fstat(fd)
+            first = os.read(fd, st.st_size + 1)
             if not first:
-                return first
+                return first, None
             parts = [first]
             while True:
                 part = os.read(fd, _READ_CHUNK)
                 if not part:
                     data = first if len(parts) == 1 else b"".join(parts)
                     _bill("local", "GET", 0, read=len(data))
-                    return data
+                    return data, st
                 parts.append(part)
         finally:
             os.close(fd)
@@ -166,8 +191,7 @@ class LocalFileIO(FileIO):
             return None   # a symlink
 
     def file_versions(self, directory: str) -> Optional[Dict[str, str]]:
-        # inode + change time + size: a re-created file (temp file + link) is a new inode,
-        # and a reused inode number comes with a new change time.
+        # (`_version`: inode + change time + size)
         out: Dict[str, str] = {}
         _bill("local", "LIST")
         try:
@@ -180,7 +204,7 @@ class LocalFileIO(FileIO):
                     st = e.stat(follow_symlinks=False)
                 except FileNotFoundError:
                     continue
-                out[e.name] = f"{st.st_ino}:{st.st_ctime_ns}:{st.st_size}"
+                out[e.name] = _version(st)
         return out
 
     def list_names(self, directory: str) -> List[str]:
@@ -473,3 +497,6 @@ class LocalFileIO(FileIO):
 # is this function (not an override, an instance attribute, nor a wrapper set on the class
 # itself: tests/faults/kill_worker.py wraps LocalFileIO._unlink in place).
 _OWN_UNLINK = LocalFileIO._unlink
+# `read_bytes` as defined above: read_bytes_versioned reads with its own fstat only while a
+# storage's read_bytes is this function (else it reads through the override, unversioned).
+_OWN_READ = LocalFileIO.read_bytes
