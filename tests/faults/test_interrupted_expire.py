@@ -5,7 +5,7 @@ the threads had reached: the batches of a step run in any order, so a later snap
 manifest lists can be gone while an earlier one's are still there. The soak run of
 tests/faults/test_kill.py hit this by timing (trial 27: 8 manifest lists left behind);
 here the order of the batches is fixed (an executor that runs them last first, an order a
-thread pool can take) and the process "dies" (`Crash`, a BaseException) at the exact
+thread pool can take; or, as local disk runs a step, its directory slices one after the other) and the process "dies" (`Crash`, a BaseException) at the exact
 unlink, so the same state is reached every time.
 
 The rerun starts a chunk at the earliest snapshot still there, so the first snapshots it
@@ -15,7 +15,7 @@ behind and every retained snapshot intact.
 """
 import os
 import shutil
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future
 
 import pytest
 
@@ -57,9 +57,33 @@ class LastBatchFirst(Executor):
 
 class _Batched(FaultyIO):
     """Local disk whose parallel steps go in batches through the executor's `map` (last
-    first, above): on real local disk one `delete_files` call submits a slice per directory
-    instead (io.deletion.run_deletions), whose order this test does not control."""
+    first, above), as object stores' do; real local disk submits a slice per directory
+    (io.deletion.run_deletions: "dir-slices" below)."""
     unlinks_recheck_dirs = False
+
+
+class InTurn(Executor):
+    """Runs each task as it is submitted, its outcome (a Crash included) in its future: the
+    slices of one `delete_files` call one after the other, the order a pool can take."""
+    _max_workers = 2
+
+    def submit(self, fn, *args, **kwargs):
+        f = Future()
+        try:
+            f.set_result(fn(*args, **kwargs))
+        except BaseException as e:   # (the process "dies" in a worker: its future says so)
+            f.set_exception(e)
+        return f
+
+
+# How a parallel step runs: its batches through map, last first, or local disk's slices of
+# one directory each, submitted in turn.
+ORDERS = {"last-batch-first": (_Batched, LastBatchFirst), "dir-slices": (FaultyIO, InTurn)}
+
+
+@pytest.fixture(scope="module", params=sorted(ORDERS))
+def order(request):
+    return request.param
 
 
 @pytest.fixture
@@ -96,15 +120,16 @@ def clone(template, tmp_path, name):
 
 
 @pytest.fixture(scope="module")
-def unkilled(template, tmp_path_factory):
+def unkilled(template, tmp_path_factory, order):
     """The files of the table after an unkilled run, and the steps of its unlinks in order
-    (with the batches of parallel steps last first)."""
+    (parallel steps run as `order` says)."""
     expire_mod.FIRST_CHUNK, first = FIRST_CHUNK, expire_mod.FIRST_CHUNK
+    io_class, executor = ORDERS[order]
     try:
         path = clone(template, tmp_path_factory.mktemp("ref"), "ref")
-        count = _Batched(path, kinds={"_unlink"})
+        count = io_class(path, kinds={"_unlink"})
         r = ExpireSnapshots(FileStore.open(path, io=count), cfg(),
-                            executor=LastBatchFirst()).expire()
+                            executor=executor()).expire()
     finally:
         expire_mod.FIRST_CHUNK = first
     assert r.expired_ids == list(range(1, KEPT)) and not r.skipped
@@ -131,18 +156,20 @@ def step_of(rel):
     raise AssertionError(rel)
 
 
-def kill_in_step(path, step, steps):
-    """Run the expiration with the batches of parallel steps last first, and die at the
-    unlink halfway through `step` of the last chunk (`steps`: those of the unlinks of an
-    identical run): later batches of the step are then done, earlier ones not."""
+def kill_in_step(path, step, steps, order):
+    """Run the expiration with parallel steps run as `order` says (batches last first, or
+    local disk's directory slices in turn), and die at the unlink halfway through `step` of
+    the last chunk (`steps`: those of the unlinks of an identical run): later batches of the
+    step are then done, earlier ones not (dir-slices: the slices before, not those after)."""
     last = max(i for i, s in enumerate(steps) if s == step)
     first = last
     while first > 0 and steps[first - 1] == step:
         first -= 1
     k = (first + last) // 2 + 1
-    io = _Batched(path, fail_at=k, kinds={"_unlink"})
+    io_class, executor = ORDERS[order]
+    io = io_class(path, fail_at=k, kinds={"_unlink"})
     with pytest.raises(Crash):
-        ExpireSnapshots(FileStore.open(path, io=io), cfg(), executor=LastBatchFirst()).expire()
+        ExpireSnapshots(FileStore.open(path, io=io), cfg(), executor=executor()).expire()
     return last - first + 1
 
 
@@ -152,14 +179,14 @@ STEPS = ["data", "manifest", "index-file", "index", "statistics", "manifest-list
 @pytest.mark.parametrize("rerun_limit", [None, 10], ids=["same-run", "limit-10"])
 @pytest.mark.parametrize("step", STEPS)
 def test_killed_in_any_delete_step_the_rerun_finishes_the_job(template, unkilled, tmp_path,
-                                                              chunks, step, rerun_limit):
+                                                              chunks, step, rerun_limit, order):
     """Killed halfway through any delete step of a chunk, then rerun, either as the same
     command or as expiration after each commit does (`snapshot.expire.limit` 10): the table
     ends exactly as after an unkilled run. Retained snapshots and the tag stay intact
     throughout."""
     want, steps = unkilled
     path = clone(template, tmp_path, "killed")
-    kill_in_step(path, step, steps)
+    kill_in_step(path, step, steps, order)
     assert_intact(path, min_snapshot=KEPT)
     runs = 0
     while True:
