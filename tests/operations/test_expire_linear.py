@@ -235,7 +235,8 @@ def test_each_snapshot_file_is_read_once_per_run_on_local_disk(tmp_path, small_c
         retain_min=3, time_retained_ms=0, max_deletes=1 << 30)).expire()
     monkeypatch.undo()
     assert r.expired_ids == list(range(1, SNAPSHOTS - 2)) and not r.skipped
-    assert len(opened) <= SNAPSHOTS + 2, (len(opened), sorted(opened))
+    # (+ each chunk's re-check reading its first kept snapshot: ~10 chunks; was 223)
+    assert len(opened) <= SNAPSHOTS + 15, (len(opened), sorted(opened))
     assert_intact(path)
 
 
@@ -278,3 +279,34 @@ def test_a_kept_snapshot_changed_to_the_same_size_between_chunks_stops_the_chunk
     ids = sorted(int(n.rsplit("-", 1)[1]) for n in os.listdir(os.path.join(path, "snapshot"))
                  if n.startswith("snapshot-"))
     assert ids == list(range(first[-1] + 1, SNAPSHOTS + 1))
+
+
+def test_the_first_kept_snapshot_is_compared_by_its_bytes_whatever_its_version(
+        tmp_path, small_chunks, monkeypatch):
+    # Where change times are coarse and inode numbers reused (Linux before 6.13), a file
+    # re-created with the same size can show the version of the one it replaced: here every
+    # file of a size has one version. A rollback below the plan's end re-creates its first
+    # kept snapshot: that file is compared by its bytes (audit issue26g), and the chunk stops.
+    from paimon_commit.io import local
+    monkeypatch.setattr(local, "_version", lambda st: f"{st.st_size}")
+    path = str(tmp_path / "wh" / "db.db" / "ov")
+    build_overwrite_table(path, SNAPSHOTS * PER_SNAPSHOT, PER_SNAPSHOT)
+    execute = ExpireSnapshots._execute
+    ends = []
+
+    def hooked(self, plan):
+        if plan.end is not None and not ends:
+            ends.append(plan.end)
+            first = os.path.join(path, "snapshot", f"snapshot-{plan.end}")
+            with open(first, "rb") as f:
+                data = f.read()
+            at = data.index(b'"commitUser": "') + len(b'"commitUser": "')
+            other = data[:at] + (b"x" if data[at:at + 1] != b"x" else b"y") + data[at + 1:]
+            os.unlink(first)
+            with open(first, "wb") as f:
+                f.write(other)
+        return execute(self, plan)
+    monkeypatch.setattr(ExpireSnapshots, "_execute", hooked)
+    r = ExpireSnapshots(FileStore.open(path), cfg()).expire()
+    assert ends and r.expired_ids == []
+    assert r.skipped and f"snapshot {ends[0]} was replaced" in r.skipped[-1]
