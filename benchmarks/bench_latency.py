@@ -1,6 +1,7 @@
 """Object-store latency benchmark (issue 26, item 4): commit, expiration, orphan cleanup and
-compaction through a latency-injecting proxy in front of the S3 test server (moto, loopback),
-ours vs delta-rs on the same proxy where delta-rs has the operation.
+compaction through a latency-injecting proxy in front of an S3 test server on loopback
+(benchmarks/s3_server.py by default, `--server moto` for moto), ours vs delta-rs on the same
+proxy where delta-rs has the operation.
 
 The proxy (benchmarks/latency_proxy.py, stdlib only) gives every request a fixed round trip (30
 and 100 ms, plus up to 10% uniform jitter), as if the store were that far away, and counts the
@@ -9,7 +10,7 @@ and the time-weighted mean while any was in flight). With the delay dominating, 
 time is about (requests / requests in flight) x delay: what decides it is how many requests an
 operation makes one after the other.
 
-Per latency, fresh tables are built straight on moto (no proxy, untimed), the same rows in a
+Per latency, fresh tables are built straight on the server (no proxy, untimed), the same rows in a
 Paimon table and in a Delta table: P partitions, C appends of one file per partition (C
 snapshots / log entries), then each side runs, through the proxy:
   * commit:      ours `K` one-file write-only commits (writer + commit, data file included)
@@ -30,8 +31,13 @@ Both sides retain 0 hours (cutoffs in the past; `allow_recent_cutoff`, Delta's
 stores built before the clock), once per latency (they are destructive; with the delay
 dominating, repeated runs differ by a few percent).
 
+With another library's threads running (issue 26 item 5; skipped with `--no-threads`): per
+latency, a second Paimon table built the same way, orphans planted, then our orphan cleanup
+(real) and compaction on it while _common.OtherThreads runs in this process
+(`orphan_real_thread`, `compact_thread`, against delta-rs's runs on the first table).
+
 Targets (at each latency): orphan cleanup (real) and compaction, ours / delta-rs <= 1.0 in
-time; and the in-flight criterion of the issue, "requests in flight adapt to the store": in
+time, in a fresh process and with the other threads running; and the in-flight criterion of the issue, "requests in flight adapt to the store": in
 the throttled run (the proxy answering 503 SlowDown beyond `--capacity` requests in flight, at
 the first latency) our orphan cleanup and compaction must finish, correctly, with at most one
 503 per request served, and orphan cleanup with no more than delta-rs's figure (our requests
@@ -76,7 +82,7 @@ for p in (_HERE, _REPO):
     if p not in sys.path:
         sys.path.insert(0, p)
 
-from _common import finish, loadavg, ours_version, safe_version  # noqa: E402
+from _common import OtherThreads, finish, loadavg, ours_version, safe_version  # noqa: E402
 from latency_proxy import MODELS, ProxyProcess  # noqa: E402
 from s3_server import S3ServerProcess  # noqa: E402
 from tests.objectstore.moto_server import ACCESS_KEY, SECRET_KEY, MotoServer  # noqa: E402
@@ -164,7 +170,7 @@ def measure(proxy: ProxyProcess, fn: Callable[[], Any], table=None
 
 def run_latency(server, delay: float, jitter: float, appends: int,
                 partitions: int, orphans: int, commits: int, capacity: Optional[int],
-                errors: List[str], model: str = "pad") -> Dict[str, Any]:
+                errors: List[str], model: str = "pad", threads: bool = False) -> Dict[str, Any]:
     """Every operation of both sides through one proxy of `delay` seconds."""
     import boto3
     from deltalake import DeltaTable, write_deltalake
@@ -265,10 +271,53 @@ def run_latency(server, delay: float, jitter: float, appends: int,
         if got_ours != expected or got_delta != expected:
             errors.append(f"[{label}] rows read back: ours {got_ours}, delta-rs {got_delta}, "
                           f"expected {expected}")
+        if threads:
+            ours.update(with_threads(server, s3, b, proxy, appends, partitions, orphans,
+                                     label, errors))
     finally:
         proxy.stop()
     return {"delay_ms": int(delay * 1000), "jitter_ms": int(jitter * 1000), "model": model,
             "capacity": capacity, "build_seconds": built, "ours": ours, "delta_rs": delta}
+
+
+def with_threads(server, s3, bucket: str, proxy: ProxyProcess, appends: int, partitions: int,
+                 orphans: int, label: str, errors: List[str]) -> Dict[str, Any]:
+    """Our orphan cleanup (real) and compaction again, on a second table built the same way,
+    in this process with another library's threads running (_common.OtherThreads: an idle
+    thread and one doing pyarrow work every 5 ms), as in a Spark driver or a notebook;
+    compared with delta-rs's runs on the first table (`orphan_real_thread`,
+    `compact_thread`). Checked: exactly the planted orphans gone, every row read back."""
+    from paimon_commit import Table
+    prefix = "paimon-threads/t"
+    uri = f"s3://{bucket}/{prefix}"
+    build_paimon(uri, server.url, appends, partitions)
+    planted = [f"{prefix}/p={i % partitions}/bucket-0/data-orphan-{i}.parquet"
+               for i in range(orphans)]
+    plant(s3, bucket, planted)
+    time.sleep(1.1)
+    cutoff = datetime.datetime.now() - datetime.timedelta(seconds=1)
+    t = Table.open(uri, storage_options=ours_options(proxy.url))
+    t.snapshots()
+    before = keys_under(s3, bucket, prefix + "/")
+    out: Dict[str, Any] = {}
+    other = OtherThreads().start()
+    try:
+        r, out["orphan_real_thread"] = measure(proxy, lambda: t.remove_orphan_files(
+            older_than=cutoff, allow_recent_cutoff=True), t)
+        out["orphan_real_thread"]["deleted"] = r.deleted_files
+        r, out["compact_thread"] = measure(proxy, lambda: t.compact(), t)
+        out["compact_thread"].update(rewritten=r.rewritten_files, written=r.written_files)
+    finally:
+        facts = other.stop()
+    out["orphan_real_thread"].update(facts)
+    gone = before - keys_under(s3, bucket, prefix + "/")   # (compaction deletes nothing)
+    if gone != set(planted):
+        errors.append(f"[{label}, threads] orphan cleanup and compaction removed {len(gone)} "
+                      f"objects; expected exactly the {len(planted)} planted")
+    rows = Table.open(uri, storage_options=ours_options(server.url)).read_arrow().num_rows
+    if rows != appends * ROWS_PER_FILE * partitions:
+        errors.append(f"[{label}, threads] rows read back after compaction: {rows}")
+    return out
 
 
 def server_cost_ms(server, n: int = 200, threads: int = 16) -> float:
@@ -309,8 +358,9 @@ def storm(stats: Dict[str, Any]) -> float:
 
 def ratios(run: Dict[str, Any]) -> Dict[str, Optional[float]]:
     out: Dict[str, Optional[float]] = {}
-    for op in ("commit", "orphan_dry", "orphan_real", "compact", "expire"):
-        a, b = run["ours"].get(op), run["delta_rs"].get(op)
+    for op in ("commit", "orphan_dry", "orphan_real", "compact", "expire",
+               "orphan_real_thread", "compact_thread"):
+        a, b = run["ours"].get(op), run["delta_rs"].get(op.replace("_thread", ""))
         if a and b and b["seconds"] > 0:
             out[op] = round(a["seconds"] / b["seconds"], 3)
     return out
@@ -324,7 +374,8 @@ def show(run: Dict[str, Any]) -> None:
     cost = run.get("server_ms_per_request") or 0.0
     print(f"{'operation':<12} {'side':<6} {'seconds':>8} {'server s':>8} {'requests':>8} "
           f"{'max fl':>6} {'mean fl':>7} {'503':>5}  by method")
-    for op in ("commit", "orphan_dry", "orphan_real", "compact", "expire"):
+    for op in ("commit", "orphan_dry", "orphan_real", "compact", "expire",
+               "orphan_real_thread", "compact_thread"):
         for side in ("ours", "delta_rs"):
             s = run[side].get(op)
             if not s:
@@ -357,6 +408,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--model", choices=MODELS, default="pad",
                     help="how the proxy applies the delay (latency_proxy.py): pad (default: "
                          "the store's own time within the round trip) or add (on top)")
+    ap.add_argument("--no-threads", action="store_true",
+                    help="skip the runs with another library's threads in the process")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=DEFAULT_OUT)
     ap.add_argument("--keep", action="store_true", help="keep the server log")
@@ -382,7 +435,7 @@ def main(argv=None) -> int:
         for ms in lat:
             runs.append(run_latency(server, ms / 1000, ms / 1000 * args.jitter, appends,
                                     args.partitions, orphans, args.commits, None, errors,
-                                    args.model))
+                                    args.model, not args.no_threads))
             runs[-1]["server_ms_per_request"] = cost
             show(runs[-1])
         if args.capacity:
@@ -412,10 +465,14 @@ def main(argv=None) -> int:
                     "value": v, "target": target, "pass": v <= target}
             continue
         r = ratios(run)
-        for op in ("orphan_real", "compact"):
+        for op in ("orphan_real", "compact", "orphan_real_thread", "compact_thread"):
             v = r.get(op)
+            if op.endswith("_thread") and v is None:
+                continue   # (--no-threads)
+            what = op.replace("_thread", "").replace("_", " ") + (
+                " with another library's threads running" if op.endswith("_thread") else "")
             targets[f"{op}_{run['delay_ms']}ms"] = {
-                "metric": f"ours / delta-rs seconds, {op.replace('_', ' ')} at "
+                "metric": f"ours / delta-rs seconds, {what} at "
                           f"{run['delay_ms']} ms per request ({appends} appends x "
                           f"{args.partitions} partitions, {orphans} orphans)",
                 "value": v, "target": VS_DELTA_TARGET,
