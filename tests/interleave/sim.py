@@ -25,9 +25,9 @@ from paimon_commit.io.base import FileIO
 from paimon_commit.manifests import merge_entries
 
 from .scheduler import Policy, Scheduler
-from .storage import (LEASE_MS, Clock, ControlledIO, InjectedInterrupt, InlineExecutor,
-                      arrow_io, controlled_commit_waits, controlled_lease, inline_pools,
-                      patched_obstore)
+from .storage import (LEASE_MS, ActorExecutor, Clock, ControlledIO, InjectedInterrupt,
+                      InlineExecutor, actor_pools, arrow_io, controlled_commit_waits,
+                      controlled_lease, inline_pools, patched_obstore)
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
 PARTITIONS = ("a", "b")
@@ -124,10 +124,22 @@ class Sim:
     """One table on one storage, shared by the actors of a simulation."""
 
     def __init__(self, storage: str, tmp: str, policy: Policy, seed: int = 0,
-                 table_options: Optional[Dict[str, str]] = None):
+                 table_options: Optional[Dict[str, str]] = None,
+                 read_concurrency: Optional[int] = None, pools: str = "inline"):
         if storage not in STORAGES:
             raise ValueError(f"unknown storage {storage!r}; one of {STORAGES}")
+        if pools not in ("inline", "actors"):
+            raise ValueError(f"pools: 'inline' or 'actors', not {pools!r}")
         self.storage = storage
+        # The read-ahead variants: every actor's FileIO reports this `read_concurrency` (by
+        # default a ControlledIO reports FileIO's 1 on every storage, the object store's
+        # included, so the operations' concurrent paths are not taken), and with
+        # pools="actors" each task of an operation's pools is an actor of its own
+        # (storage.ActorExecutor) instead of running inline in its operation's thread.
+        self.read_concurrency = read_concurrency
+        self.pools = pools
+        # (the lease waiter's jitter drawn from the seed: storage.controlled_lease)
+        self.seeded_backoff = read_concurrency is not None or pools != "inline"
         self.seed = seed
         self.sched = Scheduler(policy)
         self.clock = Clock(self.sched)
@@ -208,8 +220,16 @@ class Sim:
             inner = self._processes.get(op.process)
             if inner is None:
                 inner = self._processes[op.process] = self._make_inner()
-        return ControlledIO(inner, self.sched, self.clock,
-                            op.written if op is not None else None)
+        io = ControlledIO(inner, self.sched, self.clock,
+                          op.written if op is not None else None)
+        if self.read_concurrency is not None:
+            io.read_concurrency = self.read_concurrency
+        return io
+
+    def executor(self):
+        """The executor an operation hands to orphan cleanup or expiration (their
+        `executor`): inline, or with pools="actors" one whose tasks are actors."""
+        return ActorExecutor() if self.pools == "actors" else InlineExecutor()
 
     def table(self, op: Optional["Op"] = None) -> Table:
         return Table.open(self.path, file_io=self.io(op))
@@ -259,7 +279,8 @@ class Sim:
     @contextlib.contextmanager
     def running(self):
         with contextlib.ExitStack() as stack:
-            stack.enter_context(inline_pools())
+            stack.enter_context(actor_pools() if self.pools == "actors" else
+                                inline_pools(read_ahead_too=self.read_concurrency is not None))
             stack.enter_context(seeded_uuids(self.seed))
             if self.storage == "memory":
                 stack.enter_context(patched_obstore(self.sched))
