@@ -158,6 +158,7 @@ class Sim:
         self.snapshot_rows: Dict[tuple, Counter] = {}
         self.tag_rows: Dict[str, tuple] = {}   # name -> (snapshot identity, Counter)
         self.latest_seen: Optional[int] = None
+        self.latest_checked: Optional[tuple] = None   # the latest's identity at the last check
         self.next_row = 0
         self.next_ident = 0
         self.problems: List[str] = []
@@ -327,7 +328,8 @@ class Sim:
             def emit(self, record):
                 msg = record.getMessage()
                 if "for orphan cleanup" in msg and "lease" in msg:
-                    name = record.threadName[len("actor-"):]
+                    # (a pool task's actor, `<op>/tN`, logs for its operation)
+                    name = record.threadName[len("actor-"):].split("/")[0]
                     op = next((o for o in reversed(sim.ops) if o.name == name), None)
                     if op is not None and "left for orphan cleanup" not in op.detail:
                         op.detail += " (left for orphan cleanup: lease held)"
@@ -520,6 +522,7 @@ class Sim:
         was created (a tag created or replaced since the last check takes the rows its target
         had when the checker saw it; one never seen: what the tag reads now)."""
         problems = []
+        self.latest_checked = _identity(snaps[-1]) if snaps else None
         if snaps:
             self.latest_seen = max(self.latest_seen or 0, snaps[-1].id)
         elif self.latest_seen is not None:
@@ -634,10 +637,12 @@ class Sim:
         return None
 
     def _trace(self):
+        """(tick, operation, call) per step; a pool task's actor (`<op>/tN`, the read-ahead
+        variants' ActorExecutor) counts as its operation."""
         for entry in self.sched.trace:
             parts = entry.split(" ", 2)
             if len(parts) == 3 and parts[0].isdigit():
-                yield int(parts[0]), parts[1], parts[2]
+                yield int(parts[0]), parts[1].split("/")[0], parts[2]
 
     def _delete_faulted(self, o: Op) -> bool:
         """Whether the scheduler failed a call of `o` after it wrote its last data file: a
@@ -745,6 +750,13 @@ class Sim:
                         return s is not None and s.commit_user == x.user
                     newest = max(o.marked, key=lambda x: max(x.sids), default=None)
                     none_deleted = newest is not None and there(newest)
+                    # Or: the latest snapshot when the round began (no writer races a
+                    # rollback), above its target, is still there: it deleted none (newest
+                    # first), although an expiration took the marked operations' snapshots.
+                    start = self.latest_checked
+                    if start is not None and start[0] > o.target:
+                        s = t.store.snapshots.try_snapshot(start[0])
+                        none_deleted |= s is not None and _identity(s) == start
                     for x in o.marked:
                         if none_deleted or there(x):
                             x.rolled_back = False

@@ -22,7 +22,7 @@ from typing import Dict, Iterable, List, Optional
 
 from paimon_commit.io.base import FileIO, FileStatus
 
-from .scheduler import Call, Fault, Scheduler
+from .scheduler import Call, Fault, Scheduler, _tls
 
 #: The logical clock's epoch (ms): ticks are milliseconds after it, far in the past, so that
 #: thresholds derived from ticks are plausible epoch milliseconds and before "now".
@@ -83,6 +83,10 @@ class ControlledIO(FileIO):
     def _do(self, method: str, path: str, fn, on_fault_before=None):
         call = Call("io", method, str(path))
         fault = self.sched.point(call)
+        if fault == Fault.INTERRUPT and "/" in (getattr(_tls, "actor", None) or ""):
+            # Ctrl-C reaches a process's main thread, not a pool thread: a pool task's actor
+            # (`<op>/tN`, the read-ahead variants) gets a failed call instead.
+            fault = Fault.BEFORE
         if fault == Fault.INTERRUPT:
             raise InjectedInterrupt(f"injected Ctrl-C before {call}")
         if fault == Fault.BEFORE:
