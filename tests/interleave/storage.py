@@ -156,9 +156,20 @@ class ControlledIO(FileIO):
             self._wrote(path)
         return self._do("overwrite_atomic", path, fn)
 
-    def try_create_atomic(self, path, data, precondition=None):
+    #: Whether `try_create_atomic`'s `single_writer` reaches the wrapped FileIO (the
+    #: read-ahead variants). Otherwise a call that passes it raises TypeError before its
+    #: scheduling point, as the wrapper without the parameter did: the budget's
+    #: arrow-single-writer variant's leases (lease.py passes single_writer=True on a table
+    #: declaring commit.single-writer) all raise so, and its seeds are left drawing as before.
+    forward_single_writer = False
+
+    def try_create_atomic(self, path, data, precondition=None, **kw):
+        if kw and (not self.forward_single_writer or set(kw) != {"single_writer"}):
+            raise TypeError(f"ControlledIO.try_create_atomic() got an unexpected keyword "
+                            f"argument {next(iter(kw))!r}")
+
         def fn():
-            created = self.inner.try_create_atomic(path, data, precondition)
+            created = self.inner.try_create_atomic(path, data, precondition, **kw)
             if created:
                 self._wrote(path)
             return created

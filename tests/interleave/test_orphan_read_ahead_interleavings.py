@@ -37,6 +37,7 @@ import collections
 import os
 import random
 import threading
+import time
 from typing import Dict, List, Optional
 
 import pytest
@@ -45,7 +46,7 @@ from .ops import (COMMITTERS, extra_op, maintenance_race, start_append, start_ex
                   start_orphan, start_random, start_rollback)
 from .scheduler import Fault, RandomPolicy
 from .sim import PARTITIONS, InvariantViolation, Sim
-from .test_interleavings import ALL_FAULTS, INTERRUPTS, VARIANTS, simulate
+from .test_interleavings import INTERRUPTS, VARIANTS, simulate
 
 #: Every fault, with deletes that take effect and lose their reply.
 FAULTS = INTERRUPTS + (Fault.LOST_DELETE,)
@@ -63,21 +64,26 @@ READ_AHEAD_VARIANTS: Dict[str, dict] = {
     "memory-actors-lost": dict(storage="memory", pools="actors", faults=LOST_REPLIES,
                                rate=0.1),
     "arrow-actors-lost": dict(storage="arrow", pools="actors", faults=LOST_REPLIES,
-                              rate=0.1),
+                              rate=0.1, single_writer=True),
 }
 
 
 def run_orphan_seed(tmp_path, storage: str, seed: int, rounds: int = 8, rate: float = 0.02,
                     faults=FAULTS, read_concurrency: Optional[int] = 8,
-                    pools: str = "actors", pypaimon: bool = False) -> Sim:
+                    pools: str = "actors", single_writer: bool = False,
+                    pypaimon: bool = False) -> Sim:
     """One seeded run of rounds that each have a real orphan cleanup; raises
-    InvariantViolation with the history, the trace and this call."""
+    InvariantViolation with the history, the trace and this call. `single_writer`: the table
+    declares `commit.single-writer` (the pyarrow storage has no atomic create: without it the
+    lease, and so every real orphan cleanup, is refused) and a round has one committer."""
     policy = RandomPolicy(seed * 2 + 1, rate, faults=faults, priorities=seed % 2 == 1)
-    sim = Sim(storage, str(tmp_path), policy, seed, read_concurrency=read_concurrency,
-              pools=pools)
+    options = {"commit.single-writer": "true"} if single_writer else None
+    sim = Sim(storage, str(tmp_path), policy, seed, table_options=options,
+              read_concurrency=read_concurrency, pools=pools)
     sim.replay = (f"run_orphan_seed(tmp_path, {storage!r}, {seed}, rounds={rounds}, "
                   f"rate={rate}, faults={tuple(faults)!r}, "
-                  f"read_concurrency={read_concurrency}, pools={pools!r}) "
+                  f"read_concurrency={read_concurrency}, pools={pools!r}"
+                  f"{', single_writer=True' if single_writer else ''}) "
                   f"(tests/interleave/test_orphan_read_ahead_interleavings.py)")
     rng = random.Random(seed)
     mix = random.Random(seed ^ 0x0F4A)
@@ -92,13 +98,18 @@ def run_orphan_seed(tmp_path, storage: str, seed: int, rounds: int = 8, rate: fl
                 if mix.random() < 0.5:
                     started.append(start_expire(sim, mix.randint(1, 3)))
             elif x < 0.5:
-                started = [start_append(sim, mix.choice(PARTITIONS)) for _ in range(2)]
-                started.insert(mix.randrange(3), start_expire(sim, mix.randint(1, 2)))
+                started = [start_append(sim, mix.choice(PARTITIONS))
+                           for _ in range(1 if single_writer else 2)]
+                started.insert(mix.randrange(len(started) + 1),
+                               start_expire(sim, mix.randint(1, 2)))
             else:
-                started = [start_random(sim, rng, ("orphan",))
-                           for _ in range(rng.randint(1, 3))]
+                started = []
+                for _ in range(rng.randint(1, 3)):
+                    busy = single_writer and any(o and o.kind in COMMITTERS for o in started)
+                    started.append(start_random(sim, rng, ("orphan",) + (
+                        COMMITTERS if busy else ())))
             if mix.random() < 0.4:
-                started.append(extra_op(sim, mix, started, False))
+                started.append(extra_op(sim, mix, started, single_writer))
             cleaners = 2 if mix.random() < 0.1 else 1
             for _ in range(cleaners):
                 started.insert(mix.randrange(len(started) + 1),
@@ -111,7 +122,7 @@ def run_orphan_seed(tmp_path, storage: str, seed: int, rounds: int = 8, rate: fl
                                  f"{sim.sched.unscheduled[:5]}")
     sim.pypaimon_agrees()
     if pypaimon:
-        pypaimon_reads_everything(sim, tmp_path)
+        sim.pypaimon_compared = pypaimon_reads_everything(sim, tmp_path)
     return sim
 
 
@@ -135,15 +146,15 @@ def _local_copy(sim: Sim, tmp_path) -> str:
     return dest
 
 
-def pypaimon_reads_everything(sim: Sim, tmp_path) -> None:
+def pypaimon_reads_everything(sim: Sim, tmp_path) -> int:
     """pypaimon (an independent reader) reads the latest snapshot, every retained snapshot
-    and every tag of the final table as we do."""
+    and every tag of the final table as we do; returns how many reads it compared."""
     from oracle import pp_read
 
     from paimon_commit import Table
     t = Table.open(sim.path, file_io=sim.plain)
     if t.latest_snapshot() is None:
-        return
+        return 0
     path = _local_copy(sim, tmp_path)
     problems: List[str] = []
 
@@ -155,6 +166,9 @@ def pypaimon_reads_everything(sim: Sim, tmp_path) -> None:
             return
         if sorted(ours) != theirs:
             problems.append(f"pypaimon reads {len(theirs)} rows of {what}, we read {len(ours)}")
+        compared.append(what)
+
+    compared: List[str] = []
 
     same("the latest snapshot", t.read_arrow().column("id").to_pylist())
     for s in t.snapshots():
@@ -165,6 +179,7 @@ def pypaimon_reads_everything(sim: Sim, tmp_path) -> None:
              tag=tag.name)
     if problems:
         raise InvariantViolation(sim.report(problems, "at the end (pypaimon)"))
+    return len(compared)
 
 
 # --- which concurrent paths a run reaches -------------------------------------------------
@@ -250,7 +265,9 @@ SEEDS = {
 def test_orphan_read_ahead_seed(tmp_path, variant, seed):
     kw = READ_AHEAD_VARIANTS[variant]
     # pypaimon reads every snapshot and tag back at the end of a few of them
-    run_orphan_seed(tmp_path, seed=seed, pypaimon=seed < 2, **kw)
+    sim = run_orphan_seed(tmp_path, seed=seed, pypaimon=seed < 2, **kw)
+    if seed < 2 and sim.latest_seen is not None:
+        assert sim.pypaimon_compared >= 2, "pypaimon read back nothing"
 
 
 def test_lost_delete_faults_are_drawn_and_replay(tmp_path):
@@ -268,3 +285,20 @@ def test_lost_delete_faults_are_drawn_and_replay(tmp_path):
                 for line in lines]
     assert same(runs[0].sched.trace) == same(runs[1].sched.trace)
     assert same(runs[0].ops) == same(runs[1].ops)
+
+
+@pytest.mark.skipif(os.environ.get("PAIMON_COMMIT_FULL_FAULTS") != "1",
+                    reason="soak: PAIMON_COMMIT_FULL_FAULTS=1 (make soak)")
+@pytest.mark.parametrize("variant", READ_AHEAD_VARIANTS)
+def test_soak_read_ahead(tmp_path, variant):
+    """Fresh seeds for PAIMON_INTERLEAVE_SOAK_SECONDS (60) per variant, 12 rounds each, from
+    PAIMON_INTERLEAVE_SOAK_SEED (random; the failing seed's replay is in the message)."""
+    seconds = float(os.environ.get("PAIMON_INTERLEAVE_SOAK_SECONDS", "60"))
+    seed = base = int(os.environ.get("PAIMON_INTERLEAVE_SOAK_SEED",
+                                     random.SystemRandom().randrange(10**6)))
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        run_orphan_seed(tmp_path / str(seed), seed=seed, rounds=12,
+                        **READ_AHEAD_VARIANTS[variant])
+        seed += 1
+    print(f"read-ahead soak of {variant}: seeds {base}..{seed - 1} passed")
