@@ -235,7 +235,7 @@ def test_the_budget_variants_do_not_reach_the_concurrent_orphan_paths(tmp_path, 
     assert all(reached[p] == 0 for p in PATHS if p != "_mark_from"), dict(reached)
 
 
-@pytest.mark.parametrize("variant", ["local-inline", "memory-actors-lost"])
+@pytest.mark.parametrize("variant", ["local-inline", "memory-actors-lost", "arrow-actors-lost"])
 def test_the_read_ahead_variants_reach_the_concurrent_orphan_paths(tmp_path, reached,
                                                                   variant):
     kw = dict(READ_AHEAD_VARIANTS[variant])
