@@ -15,7 +15,7 @@ from paimon_commit.operations.orphan import CleanContext, OrphanFilesCleaner
 from paimon_commit.tags import ConsumerManager
 
 from .sim import PARTITIONS, REFUSALS, Held, Op, Sim
-from .storage import EPOCH_MS, InlineExecutor
+from .storage import EPOCH_MS
 
 
 def start_append(sim: Sim, partition: str = "a", n: int = 2) -> Op:
@@ -358,7 +358,8 @@ def start_expire(sim: Sim, retain_max: int = 1) -> Op:
     def body(op: Op) -> None:
         store = sim.table(op).store
         cfg = ExpireConfig.from_options(store.options, retain_min=1, retain_max=retain_max)
-        r = ExpireSnapshots(store, cfg, executor=InlineExecutor()).expire()
+        with sim.executor() as pool:
+            r = ExpireSnapshots(store, cfg, executor=pool).expire()
         op.detail += f" expired={r.expired_ids}"
         if r.skipped or not getattr(r, "complete", True):
             # Left work for the next run: a failure it met (logged), or a safe point stopped
@@ -374,8 +375,10 @@ def start_orphan(sim: Sim, dry_run: bool = False) -> Op:
     def body(op: Op) -> None:
         io = sim.io(op)
         older = EPOCH_MS + sim.inflight_floor(op)
-        r = OrphanFilesCleaner(CleanContext(sim.path, older_than_ms=older, dry_run=dry_run,
-                                            file_io=io, executor=InlineExecutor())).clean()
+        with sim.executor() as pool:
+            r = OrphanFilesCleaner(CleanContext(sim.path, older_than_ms=older,
+                                                dry_run=dry_run, file_io=io,
+                                                executor=pool)).clean()
         op.detail += f" deleted={r.deleted_files}"
     return sim.spawn(op, body)
 

@@ -27,6 +27,10 @@ class Fault:
     AFTER = "after"       # the call takes effect, then fails: a lost reply
     UNSUPPORTED = "501"   # the store answers 501 Not Implemented (conditional create)
     INTERRUPT = "interrupt"   # KeyboardInterrupt (Ctrl-C) before the call: the process stops
+    #: A delete that takes effect, then its reply is lost (a FileIO delete then reports the
+    #: file as not deleted, its contract; an obstore or pyarrow.fs delete raises). Drawn only
+    #: where a policy's faults name it, so that other seeds draw as before.
+    LOST_DELETE = "lost-delete"
 
 
 @dataclass(frozen=True)
@@ -143,6 +147,8 @@ def fault_kinds(call: Optional[Call]) -> List[str]:
         if call.level == "io":
             return [Fault.BEFORE, Fault.AFTER, Fault.INTERRUPT]
         return [Fault.BEFORE, Fault.AFTER]
+    if m.startswith("delete"):   # (LOST_DELETE only where a policy names it)
+        return [Fault.BEFORE, Fault.LOST_DELETE]
     return [Fault.BEFORE]
 
 
@@ -208,6 +214,38 @@ class Scheduler:
             self.running = name   # until it parks at its start point
         a.thread.start()
         self._wait_idle()
+        return a
+
+    def spawn_child(self, name: str, fn: Callable[[], object]) -> _Actor:
+        """From inside an actor: a new actor (a pool thread of that actor's operation) parked
+        at its start point. The calling actor keeps running (the controller waits for it to
+        park, so the child cannot move before a policy step grants it)."""
+        with self.cond:
+            if name in self.actors and not self.actors[name].done:
+                raise ValueError(f"actor {name} is still running")
+            a = _Actor(name, call=Call("sim", "start"))
+            self.actors[name] = a
+
+        def body():
+            _tls.actor, _tls.sched = name, self
+            with self.cond:
+                while not a.granted:
+                    self.cond.wait()
+                a.call, a.granted, a.fault = None, False, None
+            a.start_tick = self.tick
+            try:
+                a.result = fn()
+            except BaseException as e:  # noqa: BLE001 - handed to the future by `fn`
+                a.error = e
+                a.tb = traceback.format_exc()
+            finally:
+                with self.cond:
+                    a.done, a.end_tick = True, self.tick
+                    self.running = None
+                    self.cond.notify_all()
+
+        a.thread = threading.Thread(target=body, name=f"actor-{name}", daemon=True)
+        a.thread.start()
         return a
 
     def _wait_idle(self) -> None:

@@ -25,9 +25,9 @@ from paimon_commit.io.base import FileIO
 from paimon_commit.manifests import merge_entries
 
 from .scheduler import Policy, Scheduler
-from .storage import (LEASE_MS, Clock, ControlledIO, InjectedInterrupt, InlineExecutor,
-                      arrow_io, controlled_commit_waits, controlled_lease, inline_pools,
-                      patched_obstore)
+from .storage import (LEASE_MS, ActorExecutor, Clock, ControlledIO, InjectedInterrupt,
+                      InlineExecutor, actor_pools, arrow_io, controlled_commit_waits,
+                      controlled_lease, inline_pools, patched_obstore)
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
 PARTITIONS = ("a", "b")
@@ -124,10 +124,23 @@ class Sim:
     """One table on one storage, shared by the actors of a simulation."""
 
     def __init__(self, storage: str, tmp: str, policy: Policy, seed: int = 0,
-                 table_options: Optional[Dict[str, str]] = None):
+                 table_options: Optional[Dict[str, str]] = None,
+                 read_concurrency: Optional[int] = None, pools: str = "inline"):
         if storage not in STORAGES:
             raise ValueError(f"unknown storage {storage!r}; one of {STORAGES}")
+        if pools not in ("inline", "actors"):
+            raise ValueError(f"pools: 'inline' or 'actors', not {pools!r}")
         self.storage = storage
+        # The read-ahead variants: every actor's FileIO reports this `read_concurrency` (by
+        # default a ControlledIO reports FileIO's 1 on every storage, the object store's
+        # included, so the operations' concurrent paths are not taken), and with
+        # pools="actors" each task of an operation's pools is an actor of its own
+        # (storage.ActorExecutor) instead of running inline in its operation's thread.
+        self.read_concurrency = read_concurrency
+        self.pools = pools
+        # (the lease waiter's jitter drawn from the seed: storage.controlled_lease; and
+        # try_create_atomic's single_writer passed on: ControlledIO.forward_single_writer)
+        self.seeded_backoff = read_concurrency is not None or pools != "inline"
         self.seed = seed
         self.sched = Scheduler(policy)
         self.clock = Clock(self.sched)
@@ -146,6 +159,7 @@ class Sim:
         self.snapshot_rows: Dict[tuple, Counter] = {}
         self.tag_rows: Dict[str, tuple] = {}   # name -> (snapshot identity, Counter)
         self.latest_seen: Optional[int] = None
+        self.latest_checked: Optional[tuple] = None   # the latest's identity at the last check
         self.next_row = 0
         self.next_ident = 0
         self.problems: List[str] = []
@@ -208,8 +222,17 @@ class Sim:
             inner = self._processes.get(op.process)
             if inner is None:
                 inner = self._processes[op.process] = self._make_inner()
-        return ControlledIO(inner, self.sched, self.clock,
-                            op.written if op is not None else None)
+        io = ControlledIO(inner, self.sched, self.clock,
+                          op.written if op is not None else None)
+        if self.read_concurrency is not None:
+            io.read_concurrency = self.read_concurrency
+        io.forward_single_writer = self.seeded_backoff   # (the read-ahead variants)
+        return io
+
+    def executor(self):
+        """The executor an operation hands to orphan cleanup or expiration (their
+        `executor`): inline, or with pools="actors" one whose tasks are actors."""
+        return ActorExecutor() if self.pools == "actors" else InlineExecutor()
 
     def table(self, op: Optional["Op"] = None) -> Table:
         return Table.open(self.path, file_io=self.io(op))
@@ -259,7 +282,8 @@ class Sim:
     @contextlib.contextmanager
     def running(self):
         with contextlib.ExitStack() as stack:
-            stack.enter_context(inline_pools())
+            stack.enter_context(actor_pools() if self.pools == "actors" else
+                                inline_pools(read_ahead_too=self.read_concurrency is not None))
             stack.enter_context(seeded_uuids(self.seed))
             if self.storage == "memory":
                 stack.enter_context(patched_obstore(self.sched))
@@ -306,7 +330,8 @@ class Sim:
             def emit(self, record):
                 msg = record.getMessage()
                 if "for orphan cleanup" in msg and "lease" in msg:
-                    name = record.threadName[len("actor-"):]
+                    # (a pool task's actor, `<op>/tN`, logs for its operation)
+                    name = record.threadName[len("actor-"):].split("/")[0]
                     op = next((o for o in reversed(sim.ops) if o.name == name), None)
                     if op is not None and "left for orphan cleanup" not in op.detail:
                         op.detail += " (left for orphan cleanup: lease held)"
@@ -499,6 +524,7 @@ class Sim:
         was created (a tag created or replaced since the last check takes the rows its target
         had when the checker saw it; one never seen: what the tag reads now)."""
         problems = []
+        self.latest_checked = _identity(snaps[-1]) if snaps else None
         if snaps:
             self.latest_seen = max(self.latest_seen or 0, snaps[-1].id)
         elif self.latest_seen is not None:
@@ -613,10 +639,12 @@ class Sim:
         return None
 
     def _trace(self):
+        """(tick, operation, call) per step; a pool task's actor (`<op>/tN`, the read-ahead
+        variants' ActorExecutor) counts as its operation."""
         for entry in self.sched.trace:
             parts = entry.split(" ", 2)
             if len(parts) == 3 and parts[0].isdigit():
-                yield int(parts[0]), parts[1], parts[2]
+                yield int(parts[0]), parts[1].split("/")[0], parts[2]
 
     def _delete_faulted(self, o: Op) -> bool:
         """Whether the scheduler failed a call of `o` after it wrote its last data file: a
@@ -724,6 +752,13 @@ class Sim:
                         return s is not None and s.commit_user == x.user
                     newest = max(o.marked, key=lambda x: max(x.sids), default=None)
                     none_deleted = newest is not None and there(newest)
+                    # Or: the latest snapshot when the round began (no writer races a
+                    # rollback), above its target, is still there: it deleted none (newest
+                    # first), although an expiration took the marked operations' snapshots.
+                    start = self.latest_checked
+                    if start is not None and start[0] > o.target:
+                        s = t.store.snapshots.try_snapshot(start[0])
+                        none_deleted |= s is not None and _identity(s) == start
                     for x in o.marked:
                         if none_deleted or there(x):
                             x.rolled_back = False

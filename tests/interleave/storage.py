@@ -22,7 +22,7 @@ from typing import Dict, Iterable, List, Optional
 
 from paimon_commit.io.base import FileIO, FileStatus
 
-from .scheduler import Call, Fault, Scheduler
+from .scheduler import Call, Fault, Scheduler, _tls
 
 #: The logical clock's epoch (ms): ticks are milliseconds after it, far in the past, so that
 #: thresholds derived from ticks are plausible epoch milliseconds and before "now".
@@ -83,6 +83,10 @@ class ControlledIO(FileIO):
     def _do(self, method: str, path: str, fn, on_fault_before=None):
         call = Call("io", method, str(path))
         fault = self.sched.point(call)
+        if fault == Fault.INTERRUPT and "/" in (getattr(_tls, "actor", None) or ""):
+            # Ctrl-C reaches a process's main thread, not a pool thread: a pool task's actor
+            # (`<op>/tN`, the read-ahead variants) gets a failed call instead.
+            fault = Fault.BEFORE
         if fault == Fault.INTERRUPT:
             raise InjectedInterrupt(f"injected Ctrl-C before {call}")
         if fault == Fault.BEFORE:
@@ -92,6 +96,8 @@ class ControlledIO(FileIO):
         result = fn()
         if fault == Fault.AFTER:
             raise _injected(call, fault)
+        if fault == Fault.LOST_DELETE:   # done, reply lost: "not deleted" (the contract)
+            return on_fault_before() if on_fault_before is not None else result
         return result
 
     # reading
@@ -150,9 +156,20 @@ class ControlledIO(FileIO):
             self._wrote(path)
         return self._do("overwrite_atomic", path, fn)
 
-    def try_create_atomic(self, path, data, precondition=None):
+    #: Whether `try_create_atomic`'s `single_writer` reaches the wrapped FileIO (the
+    #: read-ahead variants). Otherwise a call that passes it raises TypeError before its
+    #: scheduling point, as the wrapper without the parameter did: the budget's
+    #: arrow-single-writer variant's leases (lease.py passes single_writer=True on a table
+    #: declaring commit.single-writer) all raise so, and its seeds are left drawing as before.
+    forward_single_writer = False
+
+    def try_create_atomic(self, path, data, precondition=None, **kw):
+        if kw and (not self.forward_single_writer or set(kw) != {"single_writer"}):
+            raise TypeError(f"ControlledIO.try_create_atomic() got an unexpected keyword "
+                            f"argument {next(iter(kw))!r}")
+
         def fn():
-            created = self.inner.try_create_atomic(path, data, precondition)
+            created = self.inner.try_create_atomic(path, data, precondition, **kw)
             if created:
                 self._wrote(path)
             return created
@@ -211,7 +228,7 @@ class ControlledFS:
         if fault == Fault.BEFORE:
             raise _injected(call, fault)
         result = fn()
-        if fault == Fault.AFTER:
+        if fault in (Fault.AFTER, Fault.LOST_DELETE):
             raise _injected(call, fault)
         return result
 
@@ -295,7 +312,7 @@ def patched_obstore(sched: Scheduler):
             if fault == Fault.BEFORE:
                 raise GenericError(f"injected {fault} fault at obj.{name} {path}")
             result = real(store, key, *args, **kwargs)
-            if fault == Fault.AFTER:
+            if fault in (Fault.AFTER, Fault.LOST_DELETE):
                 raise GenericError(f"injected {fault} fault (lost reply) at obj.{name} {path}")
             return result
         return call
@@ -341,13 +358,23 @@ def controlled_lease(sim):
             return (EPOCH_MS + sim.sched.tick + sim.lease_skew_ms) / 1000.0
 
     saved_time, saved_renewer = lease.time, lease.HeldLease.start_renewer
+    saved_random = getattr(lease, "random", None)
     lease.time = _Clock
     lease.HeldLease.start_renewer = lambda self: None
+    if getattr(sim, "seeded_backoff", False) and saved_random is not None:
+        # The waiter's pause is jittered with the process-wide `random` (lease.py): how many
+        # times it reads the records again in its logical 2 s differs from run to run. The
+        # read-ahead variants draw it from the seed; the others keep the process-wide one,
+        # so that they run as before.
+        import random as _random
+        lease.random = _random.Random(sim.seed ^ 0xBAC0FF)
     try:
         with lease.lease_settings(wait_s=LEASE_WAIT_S, duration_ms=LEASE_MS):
             yield lease
     finally:
         lease.time, lease.HeldLease.start_renewer = saved_time, saved_renewer
+        if saved_random is not None:
+            lease.random = saved_random
 
 
 @contextlib.contextmanager
@@ -413,17 +440,23 @@ class InlineExecutor:
 
 
 @contextlib.contextmanager
-def inline_pools():
+def inline_pools(read_ahead_too: bool = False):
     """Operations create thread pools for listing and deleting; in a simulation they run
-    inline (a pool thread is no actor: its calls could not be scheduled)."""
+    inline (a pool thread is no actor: its calls could not be scheduled). `read_ahead_too`
+    (the read-ahead variants): also the pools only a storage reading ahead makes, the
+    commit's check of old files and the reachability's list reads."""
     import paimon_commit.io.deletion as deletion
     import paimon_commit.io.read_ahead as read_ahead
+    import paimon_commit.operations.commit as commit
     import paimon_commit.operations.compact.pool as compact
     import paimon_commit.operations.expire as expire
     import paimon_commit.operations.orphan as orphan
+    import paimon_commit.reachability as reachability
     # Every pool an operation makes is a ContextExecutor (io/metered.py: its threads count
     # for the operation's request bill); each module's own name for it is replaced.
-    patched = [(m, name) for m in (deletion, orphan, compact, expire, read_ahead)
+    modules = (deletion, orphan, compact, expire, read_ahead) + (
+        (commit, reachability) if read_ahead_too else ())
+    patched = [(m, name) for m in modules
                for name in ("ThreadPoolExecutor", "ContextExecutor") if hasattr(m, name)]
     saved = [getattr(m, name) for m, name in patched]
     for m, name in patched:
@@ -432,4 +465,143 @@ def inline_pools():
         yield
     finally:
         for (m, name), real in zip(patched, saved):
+            setattr(m, name, real)
+
+
+# --- pools whose threads are actors (the read-ahead variants) --------------------------------
+
+class _ActorFuture:
+    """The Future of a task run by an actor of its own: waiting for it (`result`,
+    `exception`) is a series of scheduling points (`sim.wait`, no fault) of the waiting actor,
+    so the task, and every other actor, moves meanwhile."""
+
+    def __init__(self, sched: Scheduler, name: str):
+        from concurrent.futures import Future
+        self.sched, self.name = sched, name
+        self.future = Future()
+
+    def _wait(self) -> None:
+        from .scheduler import _tls
+        while not self.future.done():
+            if getattr(_tls, "sched", None) is not self.sched:
+                self.future.exception()   # (not an actor: a plain wait)
+                return
+            self.sched.point(Call("sim", "wait", f"pool task {self.name}"))
+
+    def result(self, timeout=None):
+        self._wait()
+        return self.future.result()
+
+    def exception(self, timeout=None):
+        self._wait()
+        return self.future.exception()
+
+    def done(self) -> bool:
+        return self.future.done()
+
+    def cancel(self) -> bool:   # a task not started yet (its actor not granted) is cancelled
+        return self.future.cancel()
+
+    def cancelled(self) -> bool:
+        return self.future.cancelled()
+
+    def running(self) -> bool:
+        return self.future.running()
+
+    def add_done_callback(self, fn) -> None:
+        self.future.add_done_callback(lambda _f: fn(self))
+
+
+class ActorExecutor:
+    """A concurrent.futures executor whose every task is an actor of its own, spawned by the
+    submitting actor (Scheduler.spawn_child): an operation's pool threads interleave with each
+    other, with their operation's own thread and with every other actor at each storage call,
+    and faults hit their calls too. As in a ContextExecutor, a task runs in a copy of the
+    submitter's context (thread-locals, e.g. the deletion guards, are the task thread's own,
+    as in a real pool). No bound on threads: `max_workers` is only reported. Submitted from
+    a thread that is no actor, a task runs inline."""
+
+    def __init__(self, max_workers=None, *args, **kwargs):
+        self._max_workers = max_workers or 4
+        self._futures: List[_ActorFuture] = []
+
+    def submit(self, fn, *args, **kwargs):
+        import contextvars
+        from concurrent.futures import Future
+
+        from .scheduler import _tls
+        sched = getattr(_tls, "sched", None)
+        parent = getattr(_tls, "actor", None)
+        if sched is None or parent is None:
+            f: Future = Future()
+            try:
+                f.set_result(fn(*args, **kwargs))
+            except BaseException as e:  # noqa: BLE001
+                f.set_exception(e)
+            return f
+        n = getattr(sched, "_pool_tasks", 0) + 1
+        sched._pool_tasks = n
+        name = f"{parent.split('/')[0]}/t{n}"
+        af = _ActorFuture(sched, name)
+        ctx = contextvars.copy_context()
+
+        def task():
+            if not af.future.set_running_or_notify_cancel():
+                return
+            try:
+                af.future.set_result(ctx.run(fn, *args, **kwargs))
+            except BaseException as e:  # noqa: BLE001 - the caller's, at its result()
+                af.future.set_exception(e)
+        sched.spawn_child(name, task)
+        self._futures.append(af)
+        return af
+
+    def map(self, fn, *iterables, timeout=None, chunksize=1):
+        futures = [self.submit(fn, *args) for args in zip(*iterables)]
+
+        def results():
+            for f in futures:
+                yield f.result()
+        return results()
+
+    def shutdown(self, wait=True, cancel_futures=False):
+        if cancel_futures:
+            for f in self._futures:
+                f.cancel()
+        if wait:
+            for f in self._futures:
+                f.exception() if not f.cancelled() else None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.shutdown()
+
+
+@contextlib.contextmanager
+def actor_pools():
+    """The pools of orphan cleanup, deletions, expiration, the read-ahead and the commit's
+    file checks made of actors (ActorExecutor); compaction's pool (which waits with
+    concurrent.futures.wait) stays inline. Used instead of `inline_pools` by the read-ahead
+    variants (Sim(pools="actors"))."""
+    import paimon_commit.io.deletion as deletion
+    import paimon_commit.io.read_ahead as read_ahead
+    import paimon_commit.operations.commit as commit
+    import paimon_commit.operations.compact.pool as compact
+    import paimon_commit.operations.expire as expire
+    import paimon_commit.operations.orphan as orphan
+    import paimon_commit.reachability as reachability
+    patched = [(m, name, ex) for ms, ex in (((deletion, orphan, expire, read_ahead, commit,
+                                             reachability), ActorExecutor),
+                                            ((compact,), InlineExecutor))
+               for m in ms for name in ("ThreadPoolExecutor", "ContextExecutor")
+               if hasattr(m, name)]
+    saved = [getattr(m, name) for m, name, _ in patched]
+    for m, name, ex in patched:
+        setattr(m, name, ex)
+    try:
+        yield
+    finally:
+        for (m, name, _), real in zip(patched, saved):
             setattr(m, name, real)

@@ -28,20 +28,24 @@ INTERRUPTS = ALL_FAULTS + (Fault.INTERRUPT,)
 
 def simulate(tmp_path, storage: str, seed: int, rounds: int = 10, exclude=(),
              faults=ALL_FAULTS, rate: float = 0.02, max_ops: int = 4,
-             single_writer: bool = False, storms: bool = False, extras: bool = True) -> Sim:
+             single_writer: bool = False, storms: bool = False, extras: bool = True,
+             read_concurrency=None, pools: str = "inline") -> Sim:
     """One seeded run; raises InvariantViolation (with the seed and the history).
     `single_writer`: the table declares `commit.single-writer` and each round has at most one
     committing operation (maintenance runs beside it). `extras=False`: without the operations
     of issue 25 (rollback races, tag replacement, consumers, etl commits and repeats), as the
-    seeds of issue 17 ran."""
+    seeds of issue 17 ran. `read_concurrency`, `pools`: the read-ahead variants (Sim)."""
     options = {"commit.single-writer": "true"} if single_writer else None
     # Odd seeds schedule by priority (slow actors), even ones by sticky coin flips.
     policy = RandomPolicy(seed * 2 + 1, rate, faults=faults, priorities=seed % 2 == 1)
-    sim = Sim(storage, str(tmp_path), policy, seed, table_options=options)
+    sim = Sim(storage, str(tmp_path), policy, seed, table_options=options,
+              read_concurrency=read_concurrency, pools=pools)
     sim.replay = (f"simulate(tmp_path, {storage!r}, {seed}, rounds={rounds}, "
                   f"exclude={tuple(exclude)!r}, faults={tuple(faults)!r}, rate={rate}, "
                   f"max_ops={max_ops}, single_writer={single_writer}, storms={storms}"
-                  f"{'' if extras else ', extras=False'})")
+                  f"{'' if extras else ', extras=False'}"
+                  f"{'' if read_concurrency is None else f', read_concurrency={read_concurrency}'}"
+                  f"{'' if pools == 'inline' else f', pools={pools!r}'})")
     run_seed(sim, seed, rounds, exclude, max_ops, single_writer, storms, extras)
     return sim
 
