@@ -252,8 +252,15 @@ def _keep_other_ops(args: argparse.Namespace, results: Dict[int, Dict[str, Any]]
         for op in other:
             if op in sizes[str(n)]:
                 results[n][op] = sizes[str(n)][op]
-    merged = {k: t for k, t in (prev.get("targets") or {}).items()
-              if k.split("_")[0] in other}
+    # A kept target says where it was measured: the earlier run's machine and load, not
+    # this run's (the README's machine column; a target kept twice keeps its first).
+    env = prev.get("environment") or {}
+    measured = {"timestamp_utc": prev.get("timestamp_utc"),
+                "loadavg_1min_before": env.get("loadavg_1min_before"),
+                "loadavg_1min_after": env.get("loadavg_1min_after"),
+                "cpu_count": env.get("cpu_count"), "foreign_load": env.get("foreign_load")}
+    merged = {k: dict(t, measured=t.get("measured") or measured)
+              for k, t in (prev.get("targets") or {}).items() if k.split("_")[0] in other}
     merged.update(targets)
     order = sorted(merged, key=lambda k: (k.split("_")[0] != "expire",
                                           k == "expire_bytes_per_file"))

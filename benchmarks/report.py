@@ -14,10 +14,26 @@ sys.path.insert(0, HERE)
 from _common import honest  # noqa: E402
 
 
-def _fmt(v):
+def _fmt(v, target=None):
+    """Three significant digits; more where three would show a value that missed its target
+    as the target itself (11.015 against 11 printed "11 ... FAIL")."""
     if isinstance(v, float):
-        return f"{v:.3g}"
+        out = f"{v:.3g}"
+        digits = 3
+        while target is not None and v != target and float(out) == target and digits < 8:
+            digits += 1
+            out = f"{v:.{digits}g}"
+        return out
     return str(v)
+
+
+def _measured_on(t, d) -> str:
+    """The machine column of one target: its own run's where the results file kept it from
+    an earlier run (`measured`, bench_scale --ops), else the file's."""
+    m = t.get("measured")
+    if not m:
+        return _machine(d)
+    return f"{_machine({'environment': m})}, run of {m.get('timestamp_utc') or '?'}"
 
 
 def _machine(d) -> str:
@@ -75,7 +91,8 @@ def table() -> str:
             col16 = (f"{_fmt(w.get('value'))} | {_verdict(w)} | {_machine(wide)}" if w else
                      "| |")
             lines.append(f"| `{name}` {key} | {t.get('metric', '')} | ≤ {_fmt(t.get('target'))} | "
-                         f"{_fmt(t.get('value'))} | {_verdict(t)} | {_machine(d)} | {col16} |")
+                         f"{_fmt(t.get('value'), t.get('target'))} | {_verdict(t)} | "
+                         f"{_measured_on(t, d)} | {col16} |")
     return "\n".join(lines)
 
 

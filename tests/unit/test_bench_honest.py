@@ -107,3 +107,30 @@ if __name__ == "__main__":
     import time
     time.sleep(1.6)
     assert meter.value() >= 0.3
+
+
+def test_the_readme_row_shows_a_missed_target_apart_from_the_target_and_where_it_was_measured(
+        tmp_path):
+    # 11.015 against a target of 11 printed "11 ... FAIL"; a bench_scale target kept from an
+    # earlier run (--ops naming the other operation) was shown with this run's load.
+    import argparse
+    import bench_scale
+    from report import _fmt, _measured_on
+    assert (_fmt(11.015, 11), _fmt(11.0, 11), _fmt(12.13, 11), _fmt(0.5)) == \
+        ("11.02", "11", "12.1", "0.5")
+    prev = {"timestamp_utc": "T0", "sizes": {"10": {"orphan": {"s": 1}}},
+            "environment": {"cpu_count": 2, "loadavg_1min_before": 0.3,
+                            "loadavg_1min_after": 0.9},
+            "targets": {"orphan_rss": {"metric": "m", "target": 1, "value": 0.3,
+                                       "pass": True}}}
+    out = tmp_path / "prev.json"
+    out.write_text(json.dumps(prev))
+    args = argparse.Namespace(ops=["expire"], out=str(out), sizes=[10])
+    results = {10: {}}
+    targets = {"expire_rss": {"metric": "m", "target": 1, "value": 0.5, "pass": True}}
+    assert bench_scale._keep_other_ops(args, results, targets) == "T0"
+    assert results[10]["orphan"] == {"s": 1}
+    now = {"environment": {"cpu_count": 2, "loadavg_1min_before": 0.1,
+                           "loadavg_1min_after": 0.2}}
+    assert _measured_on(targets["expire_rss"], now) == "2 cores, load 0.1/0.2"
+    assert _measured_on(targets["orphan_rss"], now) == "2 cores, load 0.3/0.9, run of T0"
