@@ -138,8 +138,7 @@ class Sim:
         # (storage.ActorExecutor) instead of running inline in its operation's thread.
         self.read_concurrency = read_concurrency
         self.pools = pools
-        # (the lease waiter's jitter drawn from the seed: storage.controlled_lease; and
-        # try_create_atomic's single_writer passed on: ControlledIO.forward_single_writer)
+        # (the lease waiter's jitter drawn from the seed: storage.controlled_lease)
         self.seeded_backoff = read_concurrency is not None or pools != "inline"
         self.seed = seed
         self.sched = Scheduler(policy)
@@ -226,7 +225,7 @@ class Sim:
                           op.written if op is not None else None)
         if self.read_concurrency is not None:
             io.read_concurrency = self.read_concurrency
-        io.forward_single_writer = self.seeded_backoff   # (the read-ahead variants)
+        io.forward_single_writer = True
         return io
 
     def executor(self):
