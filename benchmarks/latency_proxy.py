@@ -41,7 +41,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Dict, List, Optional, Tuple
 
-__all__ = ["LatencyProxy", "ProxyProcess", "SLOW_DOWN_BODY", "CONTROL", "MODELS"]
+__all__ = ["LatencyProxy", "ProxyProcess", "SLOW_DOWN_BODY", "CONTROL", "MODELS",
+           "serve_http", "start_process", "stop_process"]
 
 MODELS = ("pad", "add")
 CONTROL = "/__latency_proxy__/"   # the counters over HTTP (not delayed, not counted)
@@ -56,6 +57,63 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def serve_http(port: int, handle, name: str) -> Tuple[ThreadingHTTPServer, threading.Thread]:
+    """A threaded HTTP/1.1 server on 127.0.0.1:`port` that calls `handle(request_handler)`
+    for every GET, PUT, POST, DELETE and HEAD, served on a daemon thread (started)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def setup(self):
+            super().setup()
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+        def _handle(self):
+            handle(self)
+
+        do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _handle
+
+    class _Server(ThreadingHTTPServer):
+        # Connections waiting to be accepted. socketserver's default of 5 dropped the SYNs of
+        # a client opening dozens at once (delta-rs), which then retried after 0.2, 0.4, 0.8,
+        # 1.6 s of backoff: stalls of the server, not of the client.
+        request_queue_size = 1024
+        daemon_threads = True
+
+    server = _Server(("127.0.0.1", port), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True, name=name)
+    thread.start()
+    return server, thread
+
+
+def start_process(cmd: List[str], port: int, what: str) -> subprocess.Popen:
+    """Run `cmd` and wait until it accepts connections on 127.0.0.1:`port` (30 s at most)."""
+    proc = subprocess.Popen(cmd)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return proc
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                stop_process(proc)
+                raise RuntimeError(f"{what} did not start") from None
+            time.sleep(0.05)
+
+
+def stop_process(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 class _Counters:
@@ -93,34 +151,7 @@ class LatencyProxy:
         self._local = threading.local()
         self.port = port or _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        proxy = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def setup(self):
-                super().setup()
-                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-            def _handle(self):
-                proxy._serve(self)
-
-            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _handle
-
-        class _Server(ThreadingHTTPServer):
-            # Connections waiting to be accepted. socketserver's default of 5 dropped the
-            # SYNs of a client opening dozens at once (delta-rs), which then retried after
-            # 0.2, 0.4, 0.8, 1.6 s of backoff: stalls of the proxy, not of the client.
-            request_queue_size = 1024
-
-        self.server = _Server(("127.0.0.1", self.port), Handler)
-        self.server.daemon_threads = True
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True,
-                                        name="latency-proxy")
-        self._thread.start()
+        self.server, self._thread = serve_http(self.port, self._serve, "latency-proxy")
 
     # --- accounting ------------------------------------------------------------------
     def _advance(self, now: float) -> None:
@@ -323,17 +354,7 @@ class ProxyProcess:
             cmd += ["--capacity", str(capacity)]
         if seed is not None:
             cmd += ["--seed", str(seed)]
-        self.proc = subprocess.Popen(cmd)
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    break
-            except OSError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    self.stop()
-                    raise RuntimeError("the latency proxy did not start") from None
-                time.sleep(0.05)
+        self.proc = start_process(cmd, self.port, "the latency proxy")
 
     def _call(self, method: str, what: str, body: Optional[dict] = None) -> dict:
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
@@ -355,13 +376,7 @@ class ProxyProcess:
         return [tuple(e) for e in self._call("POST", "entries", mark)]
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
 
 
 def main(argv=None) -> None:

@@ -36,15 +36,17 @@ import email.utils
 import hashlib
 import os
 import socket
-import subprocess
 import sys
 import threading
 import time
 import urllib.parse
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Dict, List, Optional, Tuple
 from xml.sax.saxutils import escape
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from latency_proxy import serve_http, start_process, stop_process  # noqa: E402
 
 __all__ = ["S3Server", "S3ServerProcess"]
 
@@ -101,33 +103,9 @@ class S3Server:
         self._lock = threading.Lock()
         self._buckets: Dict[str, _Bucket] = {}
         self._uploads: Dict[str, Tuple[str, str, Dict[int, bytes]]] = {}
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def setup(self):
-                super().setup()
-                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-            def _handle(self):
-                server._serve(self)
-
-            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _handle
-
-        class _Server(ThreadingHTTPServer):
-            request_queue_size = 1024
-            daemon_threads = True
-
-        self.http = _Server(("127.0.0.1", port or 0), Handler)
+        self.http, self._thread = serve_http(port or 0, self._serve, "s3-server")
         self.port = self.http.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        self._thread = threading.Thread(target=self.http.serve_forever, daemon=True,
-                                        name="s3-server")
-        self._thread.start()
 
     def stop(self) -> None:
         self.http.shutdown()
@@ -364,27 +342,11 @@ class S3ServerProcess:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__),
-                                      "--port", str(self.port)])
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    break
-            except OSError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    self.stop()
-                    raise RuntimeError("the S3 server did not start") from None
-                time.sleep(0.05)
+        self.proc = start_process([sys.executable, os.path.abspath(__file__),
+                                   "--port", str(self.port)], self.port, "the S3 server")
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
 
 
 def main(argv=None) -> None:
