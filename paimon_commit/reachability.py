@@ -278,6 +278,12 @@ class Reachability:
         self._prefetch(self._lists, lists, self._read_list)
         self._prefetch(self._index, index, self.mio.read_index_file_names)
 
+    def keep_lists(self, names: Iterable[str]) -> None:
+        """Keep the manifest lists among `names` that were read (ahead) past this plan's
+        prune, as if the plan had read them: for a caller that read ahead lists the run
+        reads in a later plan (one then not read again)."""
+        self._touched.update(n for n in names if n in self._lists)
+
     def prefetch_roots(self, roots: Iterable[Root], keep: bool = False) -> None:
         """What `metadata_names(root, keep)` reads for each root, read ahead (`prefetch`)."""
         if self.reads <= 1:

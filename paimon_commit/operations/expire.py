@@ -50,12 +50,22 @@ from .expire_plan import ExpirePlan, ExpireResult, ExpireTotals, tag_changes
 from .limits import (MAX_DELETES, MAX_DURATION, MEMORY, OUT_OF_MEMORY, Deadline,
                      is_out_of_memory)
 
-# A large expiration goes in chunks, the first of FIRST_CHUNK snapshots, the next ones sized
-# after the last so that each deletes about CHUNK_FILES files (at most CHUNK_SNAPSHOTS
-# snapshots): what is held at once follows the chunk...
+# A large expiration goes in chunks, the next ones sized after the last so that each deletes
+# about CHUNK_FILES files (at most CHUNK_SNAPSHOTS snapshots): what is held at once follows
+# the chunk. The first is sized the same way before anything is known of the rates, from its
+# snapshots' delta lists, which the plan reads anyway (their manifests' counts: `_first_limit`),
+# FIRST_CHUNK snapshots at least; FIRST_CHUNK_FILES is what it is sized for. A fixed first
+# chunk of 100 snapshots made a run of 1,000 small ones two plans and two deletions where one
+# holds no more: 20% of bench_expire's time went to the second chunk's overhead...
 FIRST_CHUNK = 100
 CHUNK_SNAPSHOTS = 2000
 CHUNK_FILES = 20_000
+FIRST_CHUNK_FILES: Optional[int] = None   # None: CHUNK_FILES
+# Files counted for each snapshot besides the data files its delta deletes: its file, its
+# lists and the delta's manifests (counted from the list); the merged manifests and index
+# files it may also hold are not known before its base list is read.
+FILES_PER_SNAPSHOT = 4
+FIRST_LIMIT_WAVE = 64   # delta lists read ahead at once for that count (an object store)
 # ...but each expires at least one snapshot for every HELD_PER_EXPIRED snapshots from its
 # start to the latest, or FILES_PER_HELD files for each of them, whichever is less
 # (next_chunk). Every chunk lists, reads (from the cache) and re-checks each of those
@@ -237,6 +247,11 @@ class ExpireSnapshots(ChangelogExpiration):
             # each, held the maintenance lease for as long as the writers wrote (the
             # object-store soak: over 4 minutes, while an orphan cleanup waited in vain).
             self._horizon = self._readds.memo_from
+            # The run's first chunk, sized by what its snapshots' deltas delete.
+            first = self._first_limit(earliest, self._horizon)
+            if first > self._limit:
+                self._limit = first
+                end = self._end(earliest, latest, now_ms, consumer_min)
         if ids is None:
             ids = self._list_with_versions(sm)
         # A manifest/ listing taken before the snapshot ids were listed (by the head check
@@ -288,6 +303,63 @@ class ExpireSnapshots(ChangelogExpiration):
             if time_limited and successor is not None and successor.time_millis >= older_than:
                 return sid
         return hi
+
+    def _first_limit(self, earliest: int, horizon: int) -> int:
+        """Snapshots the run's first chunk may expire, from `earliest`: as many as delete
+        about FIRST_CHUNK_FILES files by their delta lists' counts, at most CHUNK_SNAPSHOTS
+        or up to the run's `horizon`; 0 where that is not more than FIRST_CHUNK (the caller
+        keeps its limit). An expiring snapshot counts FILES_PER_SNAPSHOT files, its delta's
+        manifests, and the data files its successor's delta deletes (what expiring it frees,
+        as next_chunk counts a chunk's files). It reads what the plan reads next anyway
+        (each file once a run): the range's snapshots, most of which `_end` read for the
+        horizon, and their delta lists, a wave at a time read ahead on an object store. One
+        that is missing or unreadable ends the count there (the plan meets it at its turn)."""
+        stop = min(horizon, earliest + CHUNK_SNAPSHOTS)
+        if stop - earliest <= FIRST_CHUNK:
+            return 0
+        sm = self.store.snapshots
+        # (`_end` read the successors of the snapshots it judged: not the earliest one, nor
+        # those retain-max expires whatever their time)
+        todo = [i for i in range(earliest, stop + 1)
+                if (sm.snapshot_dir, i) not in self._memo]
+        with contextlib.closing(self._read_ahead(sm, todo)) as reads:
+            for sid, fetched in reads:
+                try:
+                    self._read(sm, sid, fetched)
+                except CorruptMetadataError:
+                    break
+        snaps: List[Snapshot] = []
+        for sid in range(earliest, stop + 1):
+            s = self._memo.get((sm.snapshot_dir, sid))
+            if s is None:
+                break
+            snaps.append(s)
+        budget = total = CHUNK_FILES if FIRST_CHUNK_FILES is None else FIRST_CHUNK_FILES
+        ahead, last = 0, None   # (the lists of snaps[:ahead] were read ahead)
+        n = len(snaps) - 1      # snaps[n] is the first kept snapshot of the chunk
+        for j, s in enumerate(snaps):
+            if j == ahead:
+                # A wave of as many lists as the budget left still counts at the rate so
+                # far: a list read ahead and not counted would be a read the run never made.
+                rate = max(FILES_PER_SNAPSHOT, (total - budget) // j if j else 0)
+                ahead = j + min(FIRST_LIMIT_WAVE, budget // rate + 2)
+                self.reach.prefetch(x.delta_manifest_list for x in snaps[j:ahead])
+            try:
+                metas = self.reach.manifests(s.delta_manifest_list)
+            except (OSError, CorruptMetadataError):
+                n = j - 1
+                break
+            if last is not None:   # expiring snaps[j - 1]
+                budget -= FILES_PER_SNAPSHOT + len(last) + sum(
+                    getattr(m, "num_deleted_files", 0) or 0 for m in metas)
+                if budget < 0:
+                    n = j - 1
+                    break
+            last = metas
+        # The lists read ahead past where the count stopped are of snapshots this run
+        # expires in a later chunk, which reads them then: kept, not read twice.
+        self.reach.keep_lists(x.delta_manifest_list for x in snaps[n + 1:ahead])
+        return n if n > FIRST_CHUNK else 0
 
     def _read(self, manager: SnapshotManager, sid: int, fetched=None) -> Optional[Snapshot]:
         """A snapshot or changelog (None if absent), read at most once per run.

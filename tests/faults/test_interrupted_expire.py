@@ -89,6 +89,7 @@ def order(request):
 @pytest.fixture
 def chunks(monkeypatch):
     monkeypatch.setattr(expire_mod, "FIRST_CHUNK", FIRST_CHUNK)
+    monkeypatch.setattr(expire_mod, "FIRST_CHUNK_FILES", 0)   # (a fixed first chunk)
 
 
 @pytest.fixture(scope="module")
@@ -123,7 +124,8 @@ def clone(template, tmp_path, name):
 def unkilled(template, tmp_path_factory, order):
     """The files of the table after an unkilled run, and the steps of its unlinks in order
     (parallel steps run as `order` says)."""
-    expire_mod.FIRST_CHUNK, first = FIRST_CHUNK, expire_mod.FIRST_CHUNK
+    first = expire_mod.FIRST_CHUNK, expire_mod.FIRST_CHUNK_FILES
+    expire_mod.FIRST_CHUNK, expire_mod.FIRST_CHUNK_FILES = FIRST_CHUNK, 0   # (a fixed one)
     io_class, executor = ORDERS[order]
     try:
         path = clone(template, tmp_path_factory.mktemp("ref"), "ref")
@@ -131,7 +133,7 @@ def unkilled(template, tmp_path_factory, order):
         r = ExpireSnapshots(FileStore.open(path, io=count), cfg(),
                             executor=executor()).expire()
     finally:
-        expire_mod.FIRST_CHUNK = first
+        expire_mod.FIRST_CHUNK, expire_mod.FIRST_CHUNK_FILES = first
     assert r.expired_ids == list(range(1, KEPT)) and not r.skipped
     return files(path), [step_of(os.path.relpath(p, path)) for _, p in count.log]
 

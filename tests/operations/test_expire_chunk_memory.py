@@ -47,6 +47,7 @@ def rel_files(root):
 @pytest.fixture
 def small_chunks(monkeypatch):
     monkeypatch.setattr(expire_mod, "FIRST_CHUNK", 5)
+    monkeypatch.setattr(expire_mod, "FIRST_CHUNK_FILES", 0)   # (a fixed first chunk)
     monkeypatch.setattr(expire_mod, "CHUNK_FILES", 40)
     monkeypatch.setattr(reachability.Reachability, "LATER_REFS", 30)
 
@@ -177,3 +178,60 @@ def test_each_chunk_rechecks_before_its_deletes(tmp_path, small_chunks, monkeypa
     assert Table.open(path).snapshots()[0].id == first_end   # the first chunk only
     assert r.expired_ids == list(range(1, first_end))
     assert_intact(path, min_snapshot=first_end)
+
+
+def _chunks(monkeypatch):
+    """Per chunk executed: (snapshots it expires, files it deleted)."""
+    chunks = []
+    execute = ExpireSnapshots._execute
+
+    def noting(self, plan):
+        done = execute(self, plan)
+        if plan.end is not None:
+            chunks.append((len(plan.expiring), sum(len(v) for v in plan.deleted.values())))
+        return done
+    monkeypatch.setattr(ExpireSnapshots, "_execute", noting)
+    return chunks
+
+
+@pytest.mark.parametrize("per_snapshot", [5, 20])
+def test_the_first_chunk_is_sized_by_what_its_deltas_delete(tmp_path, monkeypatch,
+                                                            per_snapshot):
+    # Before anything is known of the rates, the first chunk is sized as the later ones
+    # are: about CHUNK_FILES files, counted from its snapshots' delta lists (each snapshot
+    # of these tables deletes `per_snapshot` data files and about 4 metadata files), not a
+    # fixed FIRST_CHUNK snapshots whatever they hold.
+    monkeypatch.setattr(expire_mod, "FIRST_CHUNK", 3)
+    monkeypatch.setattr(expire_mod, "CHUNK_FILES", 120)
+    snapshots = 60
+    path = build(tmp_path, "ov", snapshots, per_snapshot)
+    chunks = _chunks(monkeypatch)
+    r = ExpireSnapshots(FileStore.open(path), cfg()).expire()
+    assert r.expired_ids == list(range(1, snapshots - RETAIN + 1)) and not r.skipped
+    first, files = chunks[0]
+    assert first > 3, chunks
+    assert 120 - 2 * (per_snapshot + 5) <= files <= 120, chunks   # about CHUNK_FILES
+    assert count_data_files(path) == RETAIN * per_snapshot
+    assert_intact(path)
+
+
+def test_a_small_backlog_expires_in_one_chunk_as_in_several(tmp_path, monkeypatch):
+    # 40 snapshots of a few files each fit one chunk of CHUNK_FILES: one plan, one re-check,
+    # one deletion (two of each with a fixed first chunk of 5), and the same files deleted.
+    monkeypatch.setattr(expire_mod, "FIRST_CHUNK", 5)
+    template = build(tmp_path, "tpl", 40)
+    results = {}
+    for fixed in (False, True):
+        path = str(tmp_path / "wh" / "db.db" / f"fixed{fixed}")
+        shutil.copytree(template, path)
+        monkeypatch.setattr(expire_mod, "FIRST_CHUNK_FILES", 0 if fixed else None)
+        chunks = _chunks(monkeypatch)
+        r = ExpireSnapshots(FileStore.open(path), cfg()).expire()
+        monkeypatch.undo()
+        monkeypatch.setattr(expire_mod, "FIRST_CHUNK", 5)
+        assert not r.skipped
+        results[fixed] = (r.expired_ids, sorted(os.path.relpath(p, path)
+                                                for p in r.deleted_paths), rel_files(path))
+        assert len(chunks) == (2 if fixed else 1), chunks
+        assert_intact(path)
+    assert results[False] == results[True]

@@ -103,13 +103,19 @@ CHANGELOGS = dict(changelog_retain_min=3, changelog_retain_max=6, changelog_time
 
 
 @pytest.mark.parametrize("damaged,chunk,config", [
-    (None, None, {}), (4, None, {}), (None, 3, {}), (4, 3, {}), (None, None, CHANGELOGS)],
-    ids=["whole", "unreadable-delta", "chunks", "chunks-unreadable", "changelogs"])
+    (None, None, {}), (4, None, {}), (None, (3, 1), {}), (4, (3, 1), {}),
+    (None, (3, 10 ** 6), {}), (None, (3, 40), {}), (4, (3, 40), {}),
+    (None, None, CHANGELOGS)],
+    ids=["whole", "unreadable-delta", "chunks", "chunks-unreadable", "first-chunk-sized-whole",
+         "first-chunk-sized-part", "first-chunk-sized-unreadable", "changelogs"])
 def test_expiration_reads_in_flight_and_plans_as_a_serial_run(damaged, chunk, config,
                                                               monkeypatch):
     if chunk is not None:   # (chunks: later deltas read for their DELETEs only, ReAdds)
-        monkeypatch.setattr(expire_mod, "FIRST_CHUNK", chunk)
-        monkeypatch.setattr(expire_mod, "CHUNK_FILES", 1)
+        monkeypatch.setattr(expire_mod, "FIRST_CHUNK", chunk[0])
+        monkeypatch.setattr(expire_mod, "CHUNK_FILES", chunk[1])
+        # (the first chunk sized by its delta lists' counts, read ahead two at a time: a
+        # list read ahead is one the serial run reads too)
+        monkeypatch.setattr(expire_mod, "FIRST_LIMIT_WAVE", 2)
     serial_store = MemoryStore()
     build(serial_store)
     if damaged is not None:
@@ -117,8 +123,21 @@ def test_expiration_reads_in_flight_and_plans_as_a_serial_run(damaged, chunk, co
     ahead_store = copy(serial_store)
     assert keys(ahead_store) == keys(serial_store)
 
+    chunks = []   # the snapshots each chunk expires
+    execute = ExpireSnapshots._execute
+
+    def noting(self, plan):
+        chunks.append(len(plan.expiring))
+        return execute(self, plan)
+    monkeypatch.setattr(ExpireSnapshots, "_execute", noting)
     serial_io, serial = expire(serial_store, serial=True, **config)
+    serial_chunks, chunks[:] = list(chunks), []
     ahead_io, ahead = expire(ahead_store, serial=False, **config)
+    assert chunks == serial_chunks
+    if chunk == (3, 10 ** 6):
+        assert chunks[0] == serial.expired_snapshots   # one chunk (not 3 snapshots first)
+    elif chunk == (3, 40) and damaged is None:
+        assert 3 < chunks[0] < serial.expired_snapshots
 
     assert serial_io.most == 1
     assert ahead_io.most > 1, "no read made ahead on an object store"

@@ -39,6 +39,7 @@ def overwrite_table(tmp_path):
 @pytest.fixture
 def small_chunks(monkeypatch):
     monkeypatch.setattr(expire_mod, "FIRST_CHUNK", 7)
+    monkeypatch.setattr(expire_mod, "FIRST_CHUNK_FILES", 0)   # (a fixed first chunk)
     monkeypatch.setattr(expire_mod, "CHUNK_FILES", 40)
 
 

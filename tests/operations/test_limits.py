@@ -48,6 +48,7 @@ def overwrite_table(tmp_path):
 def small_chunks(monkeypatch):
     """Chunks of 7 snapshots, then about 40 files (the production sizes need 100+)."""
     monkeypatch.setattr(expire_mod, "FIRST_CHUNK", 7)
+    monkeypatch.setattr(expire_mod, "FIRST_CHUNK_FILES", 0)   # (a fixed first chunk)
     monkeypatch.setattr(expire_mod, "CHUNK_FILES", 40)
 
 
@@ -313,7 +314,7 @@ _OOM_SCRIPT = textwrap.dedent("""
 
     t = Table.open(path)
     if kind == "expire":
-        E.FIRST_CHUNK = 1                             # one snapshot, then all the rest
+        E.FIRST_CHUNK, E.FIRST_CHUNK_FILES = 1, 0     # one snapshot, then all the rest
         E.CHUNK_SNAPSHOTS = E.CHUNK_FILES = 10 ** 9
         r = t.expire_snapshots(retain_min=3, retain_max=3, time_retained=0,
                                max_deletes=10 ** 6, progress=limit)
