@@ -416,3 +416,37 @@ def test_we_expire_partitions_of_java_tables(java, java_tables, wh, kind, capsys
     assert_java_reads_as_before(java, path, reads, ids, ["java-tag"])
     java.write(path, rows([60, 63], "f", dt=DAYS[0]), compact=kind != "append")
     assert {60, 63} <= {r["id"] for r in java.read(path).to_pylist()}
+
+
+@pytest.mark.parametrize("kind", ["append", "pk-fixed-bucket-dv", "pk-changelog-lookup"])
+def test_our_expiration_in_chunks_sized_by_their_deltas_matches_javas(java, java_tables, wh,
+                                                                       kind, monkeypatch):
+    # The first chunk sized from its snapshots' delta lists (a few snapshots here, more than
+    # FIRST_CHUNK), the rest in later chunks: the same files as Paimon Java's one expiration,
+    # and Java reads what is left as before.
+    from paimon_commit.operations import expire as expire_mod
+    monkeypatch.setattr(expire_mod, "FIRST_CHUNK", 1)
+    monkeypatch.setattr(expire_mod, "CHUNK_FILES", 14)
+    src, ids, reads = java_tables(kind)
+    ours, theirs = copy_table(src, wh, "ours"), copy_table(src, wh, "theirs")
+    chunks = []
+    execute = ExpireSnapshots._execute
+
+    def noting(self, plan):
+        chunks.append(len(plan.expiring))
+        return execute(self, plan)
+    monkeypatch.setattr(ExpireSnapshots, "_execute", noting)
+    keep = 1
+    r = ExpireSnapshots(Table.open(ours).store,
+                        ExpireConfig(retain_min=keep, retain_max=keep, time_retained_ms=0,
+                                     max_deletes=100)).expire()
+    assert not r.skipped
+    assert chunks[0] > 1 and len([c for c in chunks if c]) > 1, chunks
+    java.expire_snapshots(theirs, retain_min=keep, retain_max=keep, time_retained_ms=0)
+    retained = ids[-keep:]
+    assert [s.id for s in Table.open(ours).snapshots()] == retained
+    tag_changelog = set(java.changelog_files(src, "java-tag"))
+    only_ours = sorted(set(files_under(ours)) - set(files_under(theirs)))
+    only_java = sorted(set(files_under(theirs)) - set(files_under(ours)))
+    assert not only_java and set(only_ours) <= tag_changelog, (only_ours, only_java)
+    assert_java_reads_as_before(java, ours, reads, retained, ["java-tag"])
