@@ -163,6 +163,7 @@ class ExpireSnapshots(ChangelogExpiration):
         self._plan_earliest: Optional[int] = None   # the earliest snapshot the plan found
         self._limit: Optional[int] = None   # snapshots this plan may expire (a chunk)
         self._horizon: Optional[int] = None   # the first snapshot this run keeps, at most
+        self._size_first = False   # whether this run's first chunk is sized (_first_limit)
         self._readds: Optional[ReAdds] = None   # ADD positions, kept across chunks
         self._kept: Optional[KeptIndex] = None   # what later snapshots use, across chunks
         # (earliest, latest) when the earliest snapshot's lists were all there (see
@@ -247,8 +248,10 @@ class ExpireSnapshots(ChangelogExpiration):
             # each, held the maintenance lease for as long as the writers wrote (the
             # object-store soak: over 4 minutes, while an orphan cleanup waited in vain).
             self._horizon = self._readds.memo_from
-            # The run's first chunk, sized by what its snapshots' deltas delete.
-            first = self._first_limit(earliest, self._horizon)
+            # The run's first chunk, sized by what its snapshots' deltas delete; FIRST_CHUNK
+            # snapshots under a time limit, which lets the first chunk run whatever the time
+            # (audit issue26h F4: a larger one held the lease longer than asked).
+            first = self._first_limit(earliest, self._horizon) if self._size_first else 0
             if first > self._limit:
                 self._limit = first
                 end = self._end(earliest, latest, now_ms, consumer_min)
@@ -310,7 +313,8 @@ class ExpireSnapshots(ChangelogExpiration):
         or up to the run's `horizon`; 0 where that is not more than FIRST_CHUNK (the caller
         keeps its limit). An expiring snapshot counts FILES_PER_SNAPSHOT files, its delta's
         manifests, and the data files its successor's delta deletes (what expiring it frees,
-        as next_chunk counts a chunk's files). It reads what the plan reads next anyway
+        as next_chunk counts a chunk's files); the count stops at a snapshot with a
+        changelog list or an index manifest, whose files its delta list does not count. It reads what the plan reads next anyway
         (each file once a run): the range's snapshots, most of which `_end` read for the
         horizon, and their delta lists, a wave at a time read ahead on an object store. One
         that is missing or unreadable ends the count there (the plan meets it at its turn)."""
@@ -355,6 +359,13 @@ class ExpireSnapshots(ChangelogExpiration):
                 if budget < 0:
                     n = j - 1
                     break
+            if s.changelog_manifest_list or s.index_manifest:
+                # What expiring it deletes besides is not in its delta list (changelog
+                # files, deletion vectors, a hash index: tens to hundreds of files a
+                # snapshot on a bucketed table; audit issue26h F2): the count stops before
+                # it, and where that is within FIRST_CHUNK, the first chunk is FIRST_CHUNK.
+                n = j
+                break
             last = metas
         # The lists read ahead past where the count stopped are of snapshots this run
         # expires in a later chunk, which reads them then: kept, not read twice.
@@ -375,15 +386,15 @@ class ExpireSnapshots(ChangelogExpiration):
             self._memo[key] = known[1]
             return known[1]
         try:
-            data = fetched.result() if fetched is not None else None
-            if data is None:
-                # With the version of exactly these bytes where the storage tells it (local
-                # disk: the descriptor's): the re-check and the next chunk's plan then skip
-                # reading again a file a later listing shows unchanged. A listed version
-                # stands for bytes read after the listing only if it is theirs.
-                data, read = self.store.io.read_bytes_versioned(path)
-                if read is not None:
-                    version = read
+            # With the version of exactly these bytes where the storage tells it (local disk:
+            # the descriptor's; an object store: the GET's ETag): the re-check and the next
+            # chunk's plan then skip reading again a file a later listing shows unchanged. A
+            # listed version stands for bytes read after the listing only if it is theirs.
+            got = fetched.result() if fetched is not None else None
+            data, read = got if got is not None else \
+                self.store.io.read_bytes_versioned(path)
+            if read is not None:
+                version = read
         except FileNotFoundError:
             self._memo[key] = None
             return None
@@ -415,8 +426,9 @@ class ExpireSnapshots(ChangelogExpiration):
                 need.add(sid)
         io = self.store.io
 
-        def fetch(sid: int) -> Optional[bytes]:
-            return io.read_bytes(manager.snapshot_path(sid)) if sid in need else None
+        def fetch(sid: int) -> Optional[Tuple[bytes, Optional[str]]]:
+            return io.read_bytes_versioned(manager.snapshot_path(sid)) if sid in need \
+                else None
         got = read_ahead.ordered(fetch, sids, workers)
         try:
             for sid, fetched in zip(sids, got):
@@ -855,6 +867,7 @@ class ExpireSnapshots(ChangelogExpiration):
         emit(self.progress, READING, 0, None, "snapshots")
         totals = self._totals = getattr(self, "_totals", None) or ExpireTotals()
         self._readds, self._kept = ReAdds(), KeptIndex()
+        self._size_first = deadline is None
         seconds = self._seconds = {"plan": 0.0, "delete": 0.0}
         chunk = FIRST_CHUNK
         self._first_kept = None
@@ -907,6 +920,7 @@ class ExpireSnapshots(ChangelogExpiration):
                 del plan
         finally:
             self._readds = self._kept = self._limit = self._horizon = None
+            self._size_first = False
         self._first_kept = last_end
         if stop is None and 0 < self.config.max_deletes <= len(totals.expired) \
                 and last_end is not None and self._more_expirable(last_end):

@@ -137,3 +137,36 @@ def test_expiring_many_snapshots_checks_the_lease_every_few_snapshot_files(s3):
     # the checks before the other steps (a handful) and one per GUARD_EVERY_FILES of the 90
     # snapshot files: not one per file
     assert len(lease_gets) <= 10 + 90 // GUARD_EVERY_FILES + 1, len(lease_gets)
+
+
+def test_a_chunked_expiration_reads_each_snapshot_file_once_plus_each_chunks_recheck(
+        s3, monkeypatch):
+    # Audit issue26h F1: snapshot files read before expiration lists snapshot/ (the first
+    # chunk's count, the run's horizon, the first limit's successors) carried no version on
+    # an object store, so the chunk's re-check and the next chunk's plan read each one again
+    # (up to two more GETs per held snapshot). A GET now carries its ETag, which the listing
+    # shows for that very object: each snapshot file is read once a run, and once more only
+    # as a chunk's first kept snapshot (compared by its bytes before the chunk deletes).
+    from collections import Counter
+    from paimon_commit.operations import expire as expire_mod
+    from paimon_commit.operations.expire import ExpireConfig, ExpireSnapshots
+    monkeypatch.setattr(expire_mod, "FIRST_CHUNK", 3)
+    monkeypatch.setattr(expire_mod, "CHUNK_FILES", 40)
+    t = _table_with_history(s3, 30)
+    chunks = []
+    execute = ExpireSnapshots._execute
+
+    def noting(self, plan):
+        chunks.append(len(plan.expiring))
+        return execute(self, plan)
+    monkeypatch.setattr(ExpireSnapshots, "_execute", noting)
+    mark = s3.server.mark()
+    r = ExpireSnapshots(Table.open(s3.table_uri()).store, ExpireConfig(
+        retain_min=3, retain_max=3, time_retained_ms=0, max_deletes=1 << 30)).expire()
+    reqs = s3.server.requests_since(mark)
+    assert r.expired_ids == list(range(1, 28)) and not r.skipped
+    assert chunks[0] > 3 and len([c for c in chunks if c]) > 1, chunks   # sized, then more
+    gets = Counter(p for m, p, _ in reqs if m == "GET" and "/snapshot/snapshot-" in p)
+    assert len(gets) == 30
+    rechecks = len([c for c in chunks if c])
+    assert max(gets.values()) <= 2 and sum(gets.values()) <= 30 + rechecks, sorted(gets.items())

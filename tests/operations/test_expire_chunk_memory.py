@@ -235,3 +235,57 @@ def test_a_small_backlog_expires_in_one_chunk_as_in_several(tmp_path, monkeypatc
         assert len(chunks) == (2 if fixed else 1), chunks
         assert_intact(path)
     assert results[False] == results[True]
+
+
+@pytest.mark.parametrize("extra", ["changelog", "index"])
+def test_a_first_chunk_whose_snapshots_delete_more_than_their_deltas_count_is_not_sized(
+        tmp_path, monkeypatch, extra):
+    # Audit issue26h F2: changelog files (a changelog producer, the lifecycle not decoupled)
+    # and index files (deletion vectors, a hash index) go with their snapshot, and no delta
+    # list counts them: a count that left them out sized a first chunk of 11,600 files where
+    # CHUNK_FILES was 2,000. From the first such snapshot on, the first chunk is not sized.
+    from operations.test_changelog import add_changelog, add_index_and_statistics
+    monkeypatch.setattr(expire_mod, "FIRST_CHUNK", 3)
+    monkeypatch.setattr(expire_mod, "CHUNK_FILES", 120)
+    snapshots, marked = 40, 6   # snapshots from 6 on have a changelog list / an index
+    path = build(tmp_path, "ov", snapshots)
+    t = Table.open(path)
+    for sid in range(marked, snapshots + 1):
+        if extra == "changelog":
+            add_changelog(t, sid)
+        else:
+            add_index_and_statistics(t, sid, [f"index-{sid}-{i}" for i in range(50)])
+    chunks = _chunks(monkeypatch)
+    r = ExpireSnapshots(FileStore.open(path), cfg()).expire()
+    assert r.expired_ids == list(range(1, snapshots - RETAIN + 1)) and not r.skipped
+    # (sized over snapshots 1..5, unmarked: 10 files each by their deltas' counts; the
+    # count alone would have taken about 12)
+    assert chunks[0][0] == marked - 1, chunks
+    assert_intact(path)
+    # Marked from the first snapshot: FIRST_CHUNK snapshots, as before.
+    path = build(tmp_path, "ov2", snapshots)
+    t = Table.open(path)
+    for sid in range(1, snapshots + 1):
+        if extra == "changelog":
+            add_changelog(t, sid)
+        else:
+            add_index_and_statistics(t, sid, [f"index-{sid}-{i}" for i in range(50)])
+    chunks[:] = []
+    ExpireSnapshots(FileStore.open(path), cfg()).expire()
+    assert chunks[0][0] == 3, chunks
+    assert_intact(path)
+
+
+def test_a_time_limited_run_keeps_the_fixed_first_chunk(tmp_path, monkeypatch):
+    # Audit issue26h F4: the first chunk runs whatever the time limit; under one it stays
+    # FIRST_CHUNK snapshots (a sized one held the lease longer than the limit asked).
+    monkeypatch.setattr(expire_mod, "FIRST_CHUNK", 3)
+    path = build(tmp_path, "ov", 40)
+    chunks = _chunks(monkeypatch)
+    r = ExpireSnapshots(FileStore.open(path), cfg()).expire(max_duration_ms=3_600_000)
+    assert r.expired_ids == list(range(1, 40 - RETAIN + 1)) and not r.skipped
+    assert chunks[0][0] == 3 and len(chunks) > 1, chunks
+    chunks[:] = []
+    path = build(tmp_path, "ov2", 40)
+    ExpireSnapshots(FileStore.open(path), cfg()).expire()
+    assert chunks[0][0] > 3, chunks
