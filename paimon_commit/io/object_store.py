@@ -269,7 +269,7 @@ class ObjectStoreFileIO(FileIO):
         data, meta = self._get_whole(path)
         if meta is None or int(meta.get("size", -1)) != len(data):
             return data, None
-        return data, meta.get("e_tag") or f"{meta['size']}:{meta.get('last_modified')}"
+        return data, _version(meta)
 
     def _get_whole(self, path: str) -> Tuple[bytes, Optional[Dict[str, Any]]]:
         """One GET of the whole object: (its bytes, the response's metadata)."""
@@ -405,8 +405,7 @@ class ObjectStoreFileIO(FileIO):
             key = m["path"]
             if key.endswith("/") or key == prefix:
                 continue
-            out[key.rsplit("/", 1)[-1]] = m.get("e_tag") or \
-                f"{m['size']}:{m.get('last_modified')}"
+            out[key.rsplit("/", 1)[-1]] = _version(m)
         return out
 
     # --- writing -------------------------------------------------------------------------
@@ -619,6 +618,12 @@ class ObjectStoreFileIO(FileIO):
 # `read_bytes` as ObjectStoreFileIO defines it (`read_bytes_versioned` versions only its own
 # reads: not an override, nor a wrapper set on an instance).
 _OWN_READ = ObjectStoreFileIO.read_bytes
+
+
+def _version(meta: Mapping[str, Any]) -> str:
+    """An object's cache validator, from a listing's entry or a GET's metadata alike: its
+    ETag, else its size and last-modified time."""
+    return meta.get("e_tag") or f"{meta['size']}:{meta.get('last_modified')}"
 
 
 def _not_supported(e: BaseException) -> bool:

@@ -314,10 +314,11 @@ class ExpireSnapshots(ChangelogExpiration):
         keeps its limit). An expiring snapshot counts FILES_PER_SNAPSHOT files, its delta's
         manifests, and the data files its successor's delta deletes (what expiring it frees,
         as next_chunk counts a chunk's files); the count stops at a snapshot with a
-        changelog list or an index manifest, whose files its delta list does not count. It reads what the plan reads next anyway
-        (each file once a run): the range's snapshots, most of which `_end` read for the
-        horizon, and their delta lists, a wave at a time read ahead on an object store. One
-        that is missing or unreadable ends the count there (the plan meets it at its turn)."""
+        changelog list or an index manifest, whose files its delta list does not count. It
+        reads what the plan reads next anyway (each file once a run): the range's
+        snapshots, most of which `_end` read for the horizon, and their delta lists, a wave
+        at a time read ahead on an object store. One that is missing or unreadable ends the
+        count there (the plan meets it at its turn)."""
         stop = min(horizon, earliest + CHUNK_SNAPSHOTS)
         if stop - earliest <= FIRST_CHUNK:
             return 0
