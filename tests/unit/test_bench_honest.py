@@ -134,3 +134,29 @@ def test_the_readme_row_shows_a_missed_target_apart_from_the_target_and_where_it
                            "loadavg_1min_after": 0.2}}
     assert _measured_on(targets["expire_rss"], now) == "2 cores, load 0.1/0.2"
     assert _measured_on(targets["orphan_rss"], now) == "2 cores, load 0.3/0.9, run of T0"
+
+
+def test_bench_scale_expires_copies_of_one_build_and_reports_the_median_run(tmp_path):
+    # One 2M-file run varied by ~15% in CPU time between runs of the same code, enough to
+    # flip its linear target: each size now expires several hard-linked copies of one build.
+    import argparse
+    import bench_scale
+    from scale_tables import count_data_files
+    args = argparse.Namespace(per_snapshot=10, retain=10, expire_reps=3)
+    out, errors = {}, []
+    bench_scale._measure_expire(300, str(tmp_path), args, errors, out, lambda msg: None)
+    assert errors == []
+    e = out["expire"]
+    assert len(e["runs_cpu_seconds"]) == 3 and len(e["runs_peak_rss"]) == 3
+    assert e["cpu_seconds"] == sorted(e["runs_cpu_seconds"])[1]
+    assert e["peak_rss"] - e["before_rss"] == max(e["runs_rss_above_start"])
+    assert e["result"]["expired"] == 20 and e["snapshots"] == 30
+    assert os.listdir(tmp_path) == []   # the build and every copy removed
+
+    src = tmp_path / "t"
+    (src / "p=0" / "bucket-0").mkdir(parents=True)
+    (src / "p=0" / "bucket-0" / "f").write_text("x")
+    bench_scale._link_copy(str(src), str(tmp_path / "c"))
+    assert os.stat(tmp_path / "c" / "p=0" / "bucket-0" / "f").st_ino == \
+        os.stat(src / "p=0" / "bucket-0" / "f").st_ino
+    assert count_data_files(str(tmp_path / "c")) == 1
