@@ -758,8 +758,14 @@ class Sim:
                     if start is not None and start[0] > o.target:
                         s = t.store.snapshots.try_snapshot(start[0])
                         none_deleted |= s is not None and _identity(s) == start
+                    # Newest first, too: a marked snapshot still there means it deleted
+                    # none below it; those gone below it an expiration took (from the
+                    # oldest up: a rollback that deleted 12-14, then an expiration of 3-9
+                    # with 10 and 11 kept, had counted 3-9 as rolled back).
+                    survivor = max((max(x.sids) for x in o.marked if there(x)), default=None)
                     for x in o.marked:
-                        if none_deleted or there(x):
+                        if none_deleted or (survivor is not None
+                                            and max(x.sids) <= survivor):
                             x.rolled_back = False
                     continue
                 t.rollback_to(o.target)

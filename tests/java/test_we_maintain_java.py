@@ -20,6 +20,7 @@ from javaoracle import sorted_rows
 from paimon_commit import (CleanContext, ExpireConfig, ExpireSnapshots, OrphanFilesCleaner,
                            Table, UnsupportedTableError)
 from paimon_commit.cli import main as cli_main
+from tests.chunks import note_chunks  # noqa: E402
 from tests.tablefiles import table_walk  # noqa: E402
 
 DAYS = ["2024-01-01", "2024-01-02", "2024-01-03"]
@@ -429,13 +430,7 @@ def test_our_expiration_in_chunks_sized_by_their_deltas_matches_javas(java, java
     monkeypatch.setattr(expire_mod, "CHUNK_FILES", 14)
     src, ids, reads = java_tables(kind)
     ours, theirs = copy_table(src, wh, "ours"), copy_table(src, wh, "theirs")
-    chunks = []
-    execute = ExpireSnapshots._execute
-
-    def noting(self, plan):
-        chunks.append(len(plan.expiring))
-        return execute(self, plan)
-    monkeypatch.setattr(ExpireSnapshots, "_execute", noting)
+    chunks = note_chunks(monkeypatch)
     keep = 1
     r = ExpireSnapshots(Table.open(ours).store,
                         ExpireConfig(retain_min=keep, retain_max=keep, time_retained_ms=0,

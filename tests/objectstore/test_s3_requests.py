@@ -3,6 +3,7 @@ costs, and the patterns that made it grow before (HEAD before GET, directory mar
 multipart uploads of small files, temp-file + copy publishes, one DELETE per file)."""
 from conftest import SCHEMA, make_rows, write
 from paimon_commit import Table
+from tests.chunks import note_chunks
 
 
 def _table_with_history(s3, n):
@@ -153,13 +154,7 @@ def test_a_chunked_expiration_reads_each_snapshot_file_once_plus_each_chunks_rec
     monkeypatch.setattr(expire_mod, "FIRST_CHUNK", 3)
     monkeypatch.setattr(expire_mod, "CHUNK_FILES", 40)
     t = _table_with_history(s3, 30)
-    chunks = []
-    execute = ExpireSnapshots._execute
-
-    def noting(self, plan):
-        chunks.append(len(plan.expiring))
-        return execute(self, plan)
-    monkeypatch.setattr(ExpireSnapshots, "_execute", noting)
+    chunks = note_chunks(monkeypatch)
     mark = s3.server.mark()
     r = ExpireSnapshots(Table.open(s3.table_uri()).store, ExpireConfig(
         retain_min=3, retain_max=3, time_retained_ms=0, max_deletes=1 << 30)).expire()

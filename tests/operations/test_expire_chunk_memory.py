@@ -22,6 +22,7 @@ from paimon_commit.operations import expire as expire_mod
 from paimon_commit.operations.expire import ExpireConfig, ExpireSnapshots
 from paimon_commit.store import FileStore
 from paimon_commit.tags import ConsumerManager
+from tests.chunks import deleted, note_chunks
 from tests.tablefiles import table_walk
 
 PER_SNAPSHOT = 5
@@ -118,14 +119,9 @@ def test_a_crash_at_every_chunk_boundary_leaves_a_readable_table(tmp_path, small
 
     # Count the operations once, noting each chunk's boundaries: where it starts (its
     # re-check), its first delete, and its EARLIEST hint.
-    chunks = []
     execute = ExpireSnapshots._execute
-
-    def noting(self, plan):
-        if plan.end is not None:
-            chunks.append((plan.end, self.store.io.count))
-        return execute(self, plan)
-    monkeypatch.setattr(ExpireSnapshots, "_execute", noting)
+    chunks = note_chunks(monkeypatch, lambda run, plan: (plan.end, run.store.io.count),
+                         planned_only=True)
     counted = str(tmp_path / "wh" / "db.db" / "count")
     shutil.copytree(template, counted)
     io = FaultyIO(counted)
@@ -182,16 +178,8 @@ def test_each_chunk_rechecks_before_its_deletes(tmp_path, small_chunks, monkeypa
 
 def _chunks(monkeypatch):
     """Per chunk executed: (snapshots it expires, files it deleted)."""
-    chunks = []
-    execute = ExpireSnapshots._execute
-
-    def noting(self, plan):
-        done = execute(self, plan)
-        if plan.end is not None:
-            chunks.append((len(plan.expiring), sum(len(v) for v in plan.deleted.values())))
-        return done
-    monkeypatch.setattr(ExpireSnapshots, "_execute", noting)
-    return chunks
+    return note_chunks(monkeypatch, lambda run, plan: (len(plan.expiring), deleted(plan)),
+                       after=True, planned_only=True)
 
 
 @pytest.mark.parametrize("per_snapshot", [5, 20])

@@ -19,6 +19,7 @@ from paimon_commit.manifests import ManifestIO
 from paimon_commit.operations import expire as expire_mod
 from paimon_commit.operations.expire import ExpireConfig, ExpireSnapshots
 from paimon_commit.store import FileStore
+from tests.chunks import note_chunks
 
 PER_SNAPSHOT = 5
 SNAPSHOTS = 60
@@ -189,14 +190,10 @@ def test_what_the_chunks_re_check_adds_up_to_a_multiple_of_the_backlog(tmp_path,
     snapshots = 400
     path = str(tmp_path / "wh" / "db.db" / "ov")
     build_overwrite_table(path, snapshots * PER_SNAPSHOT, PER_SNAPSHOT)
-    chunks = []   # per chunk: (snapshots re-checked before its first delete, data files)
-    execute = ExpireSnapshots._execute
-
-    def noting(self, plan):
-        if plan.end is not None:
-            chunks.append((len(plan.kept), len(plan.files["data"])))
-        return execute(self, plan)
-    monkeypatch.setattr(ExpireSnapshots, "_execute", noting)
+    # per chunk: (snapshots re-checked before its first delete, data files)
+    chunks = note_chunks(monkeypatch, lambda run, plan: (len(plan.kept),
+                                                         len(plan.files["data"])),
+                         planned_only=True)
     r = ExpireSnapshots(FileStore.open(path), cfg()).expire()
     assert r.expired_ids == list(range(1, snapshots - 2)) and not r.skipped
     assert len(chunks) >= 10                                       # still in chunks...

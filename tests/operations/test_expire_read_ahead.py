@@ -18,6 +18,7 @@ from paimon_commit import Table
 from paimon_commit.io.object_store import ObjectStoreFileIO
 from paimon_commit.operations import expire as expire_mod
 from paimon_commit.operations.expire import ExpireConfig, ExpireSnapshots
+from tests.chunks import note_chunks
 
 PREFIX = "db.db/t"
 URI = f"s3://bucket/{PREFIX}"
@@ -125,13 +126,7 @@ def test_expiration_reads_in_flight_and_plans_as_a_serial_run(damaged, chunk, co
     ahead_store = copy(serial_store)
     assert keys(ahead_store) == keys(serial_store)
 
-    chunks = []   # the snapshots each chunk expires
-    execute = ExpireSnapshots._execute
-
-    def noting(self, plan):
-        chunks.append(len(plan.expiring))
-        return execute(self, plan)
-    monkeypatch.setattr(ExpireSnapshots, "_execute", noting)
+    chunks = note_chunks(monkeypatch)   # the snapshots each chunk expires
     serial_io, serial = expire(serial_store, serial=True, **config)
     serial_chunks, chunks[:] = list(chunks), []
     ahead_io, ahead = expire(ahead_store, serial=False, **config)
