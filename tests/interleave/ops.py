@@ -5,8 +5,10 @@ call) and returns the Op; the Scheduler decides from then on when it moves.
 """
 from __future__ import annotations
 
+import os
 import random
-from typing import List, Optional
+import time
+from typing import Callable, List, Optional, Tuple
 
 from paimon_commit.errors import OptionError
 from paimon_commit.operations.compact import AppendCompaction
@@ -510,6 +512,19 @@ def extra_op(sim: Sim, ext: random.Random, started, single_writer: bool, exclude
         return start_etl(sim, ext.choice(PARTITIONS), ext.randint(1, 3))
     return {"repeat": start_repeat, "retag": start_retag, "consume": start_consume,
             "reset": start_reset}[kind](sim)
+
+
+def soak(run_one: Callable[[int], None], share: float = 1.0) -> Tuple[int, int]:
+    """`make soak`: run_one(seed) for fresh seeds, from PAIMON_INTERLEAVE_SOAK_SEED (random),
+    for `share` x PAIMON_INTERLEAVE_SOAK_SECONDS (60); the first and last seed run."""
+    seconds = float(os.environ.get("PAIMON_INTERLEAVE_SOAK_SECONDS", "60")) * share
+    seed = base = int(os.environ.get("PAIMON_INTERLEAVE_SOAK_SEED",
+                                     random.SystemRandom().randrange(10**6)))
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        run_one(seed)
+        seed += 1
+    return base, seed - 1
 
 
 def run_seed(sim: Sim, seed: int, rounds: int, exclude=(), max_ops: int = 4,

@@ -10,13 +10,11 @@ MemoryStore). After every round the checker verifies the invariants (README.md).
 from __future__ import annotations
 
 import os
-import random
 import re
-import time
 
 import pytest
 
-from .ops import run_seed
+from .ops import run_seed, soak
 from .scheduler import Fault, RandomPolicy
 from .sim import InvariantViolation, Sim
 from tests.chunks import note_chunks
@@ -184,15 +182,9 @@ def test_replay(tmp_path, monkeypatch):
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_soak(tmp_path, variant):
     """Fresh seeds for a fixed time; the first failing seed is reported with its replay."""
-    seconds = float(os.environ.get("PAIMON_INTERLEAVE_SOAK_SECONDS", "60"))
-    base = int(os.environ.get("PAIMON_INTERLEAVE_SOAK_SEED",
-                              random.SystemRandom().randrange(10**6)))
-    deadline = time.monotonic() + seconds
-    seed = base
-    while time.monotonic() < deadline:
-        simulate(tmp_path / str(seed), seed=seed, rounds=20, rate=0.03, **VARIANTS[variant])
-        seed += 1
-    print(f"interleaving soak of {variant}: seeds {base}..{seed - 1} passed (replay one: "
+    base, last = soak(lambda seed: simulate(tmp_path / str(seed), seed=seed, rounds=20,
+                                            rate=0.03, **VARIANTS[variant]))
+    print(f"interleaving soak of {variant}: seeds {base}..{last} passed (replay one: "
           f"PAIMON_INTERLEAVE_STORAGE={variant} PAIMON_INTERLEAVE_SEED=n "
           f"PAIMON_INTERLEAVE_ROUNDS=20 PAIMON_INTERLEAVE_RATE=0.03 ... -k replay)")
 
@@ -202,15 +194,9 @@ def test_soak(tmp_path, variant):
 @pytest.mark.parametrize("storage", ["local", "memory"])
 def test_soak_sized_chunks(tmp_path, monkeypatch, storage, race):
     """Fresh seeds of sized_chunk_race for a fixed time (a quarter of the soak's)."""
-    seconds = float(os.environ.get("PAIMON_INTERLEAVE_SOAK_SECONDS", "60")) / 4
-    seed = base = int(os.environ.get("PAIMON_INTERLEAVE_SOAK_SEED",
-                                     random.SystemRandom().randrange(10**6)))
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        sized_chunk_race(tmp_path / str(seed), monkeypatch, storage, race, seed,
-                         coverage=False)
-        seed += 1
-    print(f"sized-chunk soak of {storage}/{race}: seeds {base}..{seed - 1} passed")
+    base, last = soak(lambda seed: sized_chunk_race(tmp_path / str(seed), monkeypatch, storage,
+                                                    race, seed, coverage=False), share=0.25)
+    print(f"sized-chunk soak of {storage}/{race}: seeds {base}..{last} passed")
 
 
 # --- the harness itself ----------------------------------------------------------------------

@@ -37,13 +37,12 @@ import collections
 import os
 import random
 import threading
-import time
 from typing import Dict, List, Optional
 
 import pytest
 
 from .ops import (COMMITTERS, extra_op, maintenance_race, start_append, start_expire,
-                  start_orphan, start_random, start_rollback)
+                  soak, start_orphan, start_random, start_rollback)
 from .scheduler import Fault, RandomPolicy
 from .sim import PARTITIONS, InvariantViolation, Sim
 from .test_interleavings import INTERRUPTS, VARIANTS, simulate
@@ -293,12 +292,6 @@ def test_lost_delete_faults_are_drawn_and_replay(tmp_path):
 def test_soak_read_ahead(tmp_path, variant):
     """Fresh seeds for PAIMON_INTERLEAVE_SOAK_SECONDS (60) per variant, 12 rounds each, from
     PAIMON_INTERLEAVE_SOAK_SEED (random; the failing seed's replay is in the message)."""
-    seconds = float(os.environ.get("PAIMON_INTERLEAVE_SOAK_SECONDS", "60"))
-    seed = base = int(os.environ.get("PAIMON_INTERLEAVE_SOAK_SEED",
-                                     random.SystemRandom().randrange(10**6)))
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        run_orphan_seed(tmp_path / str(seed), seed=seed, rounds=12,
-                        **READ_AHEAD_VARIANTS[variant])
-        seed += 1
-    print(f"read-ahead soak of {variant}: seeds {base}..{seed - 1} passed")
+    base, last = soak(lambda seed: run_orphan_seed(tmp_path / str(seed), seed=seed, rounds=12,
+                                                   **READ_AHEAD_VARIANTS[variant]))
+    print(f"read-ahead soak of {variant}: seeds {base}..{last} passed")
