@@ -16,7 +16,10 @@ Per size: wall seconds, peak RSS (the child's VmHWM), the child's RSS before the
 operation (imports, table opened) and bytes per file = (peak - before) / N. Expiration runs
 --expire-reps times per size (default 3), each on a hard-linked copy of the built table that
 is synced to disk first; the run of median CPU time stands for the size, the worst peak RSS
-for its memory.
+for its memory. Every size is built before the first run, and the runs go round by round
+(each size's first run, then each size's second, ...): a ratio compares runs minutes apart
+on a machine that drifts. After each run, the floor: the same files unlinked by a bare loop
+in another copy (the file system's own part of the cost; its ratio is printed beside ours).
 
 Targets (exit 1 when one fails or a check fails):
   * linear: cost at the largest size / cost at the middle size <= 1.1 x the size ratio
@@ -41,7 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _REPO = os.path.dirname(_HERE)
@@ -67,14 +70,44 @@ def _rss_kb(field: str = "VmRSS") -> int:
     return 0
 
 
-def child(op: str, path: str, retain: int) -> None:
+def _floor_groups(path: str, paths_file: str) -> Dict[str, List[str]]:
+    """The files an expiration deleted (relative paths, in its order), by directory in the
+    order each first appears."""
+    groups: Dict[str, List[str]] = {}
+    with open(paths_file) as f:
+        for line in f:
+            d, _, name = os.path.join(path, line.rstrip("\n")).rpartition("/")
+            groups.setdefault(d, []).append(name)
+    return groups
+
+
+def _floor(groups: Dict[str, List[str]]) -> Dict[str, Any]:
+    """The file system's own part: the same unlinks in a bare loop (relative to each
+    directory's descriptor, as our local storage unlinks), no metadata read, no checks."""
+    n = 0
+    for d, names in groups.items():
+        fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            for name in names:
+                os.unlink(name, dir_fd=fd)
+        finally:
+            os.close(fd)
+        n += len(names)
+    return {"deleted_files": n, "directories": len(groups)}
+
+
+def child(op: str, path: str, retain: int, paths_out: Optional[str] = None) -> None:
     import logging
     logging.basicConfig(level=logging.WARNING)
     from paimon_commit.store import FileStore
     store = FileStore.open(path)
+    groups = _floor_groups(path, paths_out) if op == "floor" else None
     before_kb = _rss_kb()
     c0, t0 = time.process_time(), time.perf_counter()
-    if op == "expire":
+    r = None
+    if op == "floor":
+        out = _floor(groups)
+    elif op == "expire":
         from paimon_commit.operations.expire import ExpireConfig, ExpireSnapshots
         cfg = ExpireConfig(retain_min=retain, retain_max=retain, time_retained_ms=0,
                            max_deletes=1 << 30)
@@ -89,18 +122,26 @@ def child(op: str, path: str, retain: int) -> None:
     else:
         raise SystemExit(f"unknown operation {op!r}")
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    if op == "expire" and paths_out:
+        # (after the measurement) what the floor unlinks
+        with open(paths_out, "w") as f:
+            for p in r.deleted_paths:
+                f.write(os.path.relpath(p, path) + "\n")
     print(json.dumps({"seconds": seconds, "cpu_seconds": cpu, "before_kb": before_kb,
                       "hwm_kb": _rss_kb("VmHWM"),
                       "result": out}))
 
 
-def run_child(op: str, path: str, retain: int) -> Dict[str, Any]:
-    """Run one operation in a fresh interpreter; peak RSS from the kernel (wait4)."""
+def run_child(op: str, path: str, retain: int,
+              paths_out: Optional[str] = None) -> Dict[str, Any]:
+    """Run one operation in a fresh interpreter; peak RSS from the kernel (wait4).
+    paths_out: where an expiration writes the paths it deleted, and the floor reads them."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [_REPO] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
     t0 = time.perf_counter()
+    extra = ["--paths", paths_out] if paths_out else []
     p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--child", op, path,
-                          "--retain", str(retain)], stdout=subprocess.PIPE, env=env)
+                          "--retain", str(retain)] + extra, stdout=subprocess.PIPE, env=env)
     out = p.stdout.read()
     p.stdout.close()
     _, status, usage = os.wait4(p.pid, 0)
@@ -163,21 +204,27 @@ def small_check(work: str, retain: int) -> List[str]:
     return errors
 
 
-# --- one size -----------------------------------------------------------------------------
-def measure(n: int, work: str, args: argparse.Namespace, errors: List[str]) -> Dict[str, Any]:
+# --- the sizes ---------------------------------------------------------------------------
+def measure(work: str, args: argparse.Namespace, errors: List[str]) -> Dict[int, Dict[str, Any]]:
 
     def say(msg: str) -> None:
         print(f"    {msg}", flush=True)
 
-    out: Dict[str, Any] = {"files": n}
+    results: Dict[int, Dict[str, Any]] = {n: {"files": n} for n in args.sizes}
     if "expire" in args.ops:
-        _measure_expire(n, work, args, errors, out, say)
+        print("  expiration", flush=True)
+        _measure_expire(args.sizes, work, args, errors, results, say)
     if "orphan" in args.ops:
-        _measure_orphan(n, work, args, errors, out, say)
-    for op in args.ops:
-        r = out[op]
-        r["bytes_per_file"] = max(0, r["peak_rss"] - r["before_rss"]) / r["files"]
-    return out
+        for n in args.sizes:
+            if not errors:
+                print(f"  orphan cleanup, {n:,} files", flush=True)
+                _measure_orphan(n, work, args, errors, results[n], say)
+    for n, out in results.items():
+        for op in args.ops:
+            r = out.get(op)
+            if r is not None:
+                r["bytes_per_file"] = max(0, r["peak_rss"] - r["before_rss"]) / r["files"]
+    return {n: out for n, out in results.items() if all(op in out for op in args.ops)}
 
 
 def _link_copy(src: str, dst: str) -> None:
@@ -191,51 +238,85 @@ def _link_copy(src: str, dst: str) -> None:
             os.link(os.path.join(top, name), os.path.join(target, name))
 
 
-def _measure_expire(n: int, work: str, args: argparse.Namespace, errors: List[str],
-                    out: Dict[str, Any], say) -> None:
-    from scale_tables import build_overwrite_table, count_data_files
-    built = os.path.join(work, f"ov_{n}")
-    t0 = time.perf_counter()
-    info = build_overwrite_table(built, n, args.per_snapshot, progress=say)
-    out["expire_build_seconds"] = time.perf_counter() - t0
-    say(f"built overwrite table: {info['files']} files, {info['snapshots']} snapshots in "
-        f"{out['expire_build_seconds']:.1f} s")
-    runs = []
+def _expire_run(n: int, built: str, info: Dict[str, Any], rep: int, work: str,
+                args: argparse.Namespace, errors: List[str], say) -> Dict[str, Any]:
+    """One expiration of a hard-linked copy of the built table (written to disk first: a
+    backlog is expired days after it was written, not while the kernel still writes back the
+    build, which cost the runs' sys time up to ~25% here, unevenly); then the floor, the same
+    files unlinked by a bare loop in another copy."""
+    from scale_tables import count_data_files
+    path = os.path.join(work, f"ov_{n}_run{rep}")
+    paths = os.path.join(work, f"ov_{n}_deleted.txt")
+    _link_copy(built, path)
+    os.sync()
+    e = run_child("expire", path, args.retain, paths_out=paths)
+    left = count_data_files(path)
+    expect_left = args.retain * args.per_snapshot
+    if left != expect_left:
+        errors.append(f"{n}: {left} data files left after expiration, expected {expect_left}")
+    if e["result"]["expired"] != info["snapshots"] - args.retain:
+        errors.append(f"{n}: expired {e['result']['expired']} snapshots, expected "
+                      f"{info['snapshots'] - args.retain}")
+    if e["result"]["skipped"]:
+        errors.append(f"{n}: expiration skipped work: {e['result']['skipped'][:3]}")
+    shutil.rmtree(path, ignore_errors=True)
+    _link_copy(built, path)
+    os.sync()
+    e["floor"] = run_child("floor", path, args.retain, paths_out=paths)
+    if e["floor"]["result"]["deleted_files"] != e["result"]["deleted_files"] \
+            or count_data_files(path) != expect_left:
+        errors.append(f"{n}: the floor unlinked {e['floor']['result']['deleted_files']} "
+                      f"files, the expiration {e['result']['deleted_files']}")
+    shutil.rmtree(path, ignore_errors=True)
+    os.unlink(paths)
+    say(f"{n:,} files, run {rep + 1}: {e['seconds']:.2f} s, {e['cpu_seconds']:.2f} CPU s "
+        f"(floor {e['floor']['cpu_seconds']:.2f}), peak RSS {e['peak_rss'] / 1e6:.0f} MB, "
+        f"{e['result']['deleted_files']} files deleted")
+    return e
+
+
+def _measure_expire(sizes: List[int], work: str, args: argparse.Namespace,
+                    errors: List[str], results: Dict[int, Dict[str, Any]], say) -> None:
+    """Every size's table is built first; then the repetitions run round by round (the first
+    run of each size, then the second, ...), so that the sizes a ratio compares were measured
+    minutes apart, not a quarter of an hour: this shared box drifts (the same 2M-file run took
+    54 to 68 CPU s over one morning, and a 200k median moved 13% between two sittings, which
+    flipped the linear target)."""
+    from scale_tables import build_overwrite_table
+    built: Dict[int, Tuple[str, Dict[str, Any]]] = {}
+    for n in sizes:
+        path = os.path.join(work, f"ov_{n}")
+        t0 = time.perf_counter()
+        info = build_overwrite_table(path, n, args.per_snapshot, progress=say)
+        results[n]["expire_build_seconds"] = time.perf_counter() - t0
+        say(f"built overwrite table: {info['files']} files, {info['snapshots']} snapshots in "
+            f"{results[n]['expire_build_seconds']:.1f} s")
+        built[n] = (path, info)
+    runs: Dict[int, List[Dict[str, Any]]] = {n: [] for n in sizes}
     for rep in range(args.expire_reps):
-        # Each repetition expires a hard-linked copy, written to disk before the run starts:
-        # a backlog is expired days after it was written, not while the kernel still writes
-        # back the build (that writeback cost the runs' sys time up to ~25% here, unevenly).
-        path = os.path.join(work, f"ov_{n}_run{rep}")
-        _link_copy(built, path)
-        os.sync()
-        e = run_child("expire", path, args.retain)
-        left = count_data_files(path)
-        expect_left = args.retain * args.per_snapshot
-        if left != expect_left:
-            errors.append(f"{n}: {left} data files left after expiration, expected "
-                          f"{expect_left}")
-        if e["result"]["expired"] != info["snapshots"] - args.retain:
-            errors.append(f"{n}: expired {e['result']['expired']} snapshots, expected "
-                          f"{info['snapshots'] - args.retain}")
-        if e["result"]["skipped"]:
-            errors.append(f"{n}: expiration skipped work: {e['result']['skipped'][:3]}")
-        runs.append(e)
-        say(f"expire: {e['seconds']:.2f} s, {e['cpu_seconds']:.2f} CPU s, peak RSS "
-            f"{e['peak_rss'] / 1e6:.0f} MB, {e['result']['deleted_files']} files deleted")
-        shutil.rmtree(path, ignore_errors=True)
-    # The run of median CPU time stands for the size (the time target compares medians; one
-    # run of 2M files varied by ~15% between runs of the same code on the 2-core box); the
-    # memory targets take the worst run's peak.
-    e = dict(sorted(runs, key=lambda r: r["cpu_seconds"])[len(runs) // 2])
-    worst = max(runs, key=lambda r: r["peak_rss"] - r["before_rss"])
-    e["peak_rss"], e["before_rss"] = worst["peak_rss"], worst["before_rss"]
-    e["runs_cpu_seconds"] = [r["cpu_seconds"] for r in runs]
-    e["runs_peak_rss"] = [r["peak_rss"] for r in runs]
-    e["runs_rss_above_start"] = [r["peak_rss"] - r["before_rss"] for r in runs]
-    e["files"] = info["files"]
-    e["snapshots"] = info["snapshots"]
-    out["expire"] = e
-    shutil.rmtree(built, ignore_errors=True)
+        for n in sizes:
+            if not errors:
+                runs[n].append(_expire_run(n, built[n][0], built[n][1], rep, work, args,
+                                           errors, say))
+    for n in sizes:
+        shutil.rmtree(built[n][0], ignore_errors=True)
+        if not runs[n]:
+            continue
+        # The run of median CPU time stands for the size (the time target compares medians);
+        # the memory targets take the worst run's peak; the floor its median.
+        e = dict(sorted(runs[n], key=lambda r: r["cpu_seconds"])[len(runs[n]) // 2])
+        worst = max(runs[n], key=lambda r: r["peak_rss"] - r["before_rss"])
+        e["peak_rss"], e["before_rss"] = worst["peak_rss"], worst["before_rss"]
+        e["runs_cpu_seconds"] = [r["cpu_seconds"] for r in runs[n]]
+        e["runs_peak_rss"] = [r["peak_rss"] for r in runs[n]]
+        e["runs_rss_above_start"] = [r["peak_rss"] - r["before_rss"] for r in runs[n]]
+        floors = sorted(r["floor"]["cpu_seconds"] for r in runs[n])
+        e["floor_cpu_seconds"] = floors[len(floors) // 2]
+        e["runs_floor_cpu_seconds"] = [r["floor"]["cpu_seconds"] for r in runs[n]]
+        e.pop("floor")
+        e["files"] = built[n][1]["files"]
+        e["snapshots"] = built[n][1]["snapshots"]
+        results[n]["expire"] = e
 
 
 def _measure_orphan(n: int, work: str, args: argparse.Namespace, errors: List[str],
@@ -326,6 +407,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--out", default=DEFAULT_OUT, help=f"JSON results (default {DEFAULT_OUT})")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     ap.add_argument("--child", nargs=2, metavar=("OP", "TABLE"), help=argparse.SUPPRESS)
+    ap.add_argument("--paths", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:
         return a
@@ -354,7 +436,7 @@ def _fmt_mb(b: float) -> str:
 def main(argv=None) -> int:
     args = parse_args(argv)
     if args.child:
-        child(args.child[0], args.child[1], args.retain)
+        child(args.child[0], args.child[1], args.retain, args.paths)
         return 0
     parent = args.dir or tempfile.gettempdir()
     os.makedirs(parent, exist_ok=True)
@@ -365,11 +447,7 @@ def main(argv=None) -> int:
     errors = small_check(work, args.retain)
     print(f"  small check (pypaimon, our reader, expire, orphan): "
           f"{'OK' if not errors else errors}", flush=True)
-    results: Dict[int, Dict[str, Any]] = {}
-    if not errors:
-        for n in args.sizes:
-            print(f"  size {n:,} files", flush=True)
-            results[n] = measure(n, work, args, errors)
+    results: Dict[int, Dict[str, Any]] = measure(work, args, errors) if not errors else {}
     load_after = loadavg()
     if len(results) < 3:
         for e in errors:
@@ -382,15 +460,16 @@ def main(argv=None) -> int:
     size_ratio = large / mid
     print()
     hdr = f"{'operation':<10}{'files':>10}{'seconds':>10}{'cpu s':>9}{'peak RSS':>11}" \
-          f"{'start RSS':>11}{'B/file':>9}"
+          f"{'start RSS':>11}{'B/file':>9}{'floor s':>9}"
     print(hdr)
     print("-" * len(hdr))
     for op in args.ops:
         for n in args.sizes:
             r = results[n][op]
+            floor = f"{r['floor_cpu_seconds']:>9.2f}" if "floor_cpu_seconds" in r else ""
             print(f"{op:<10}{n:>10,}{r['seconds']:>10.2f}{r['cpu_seconds']:>9.2f}"
                   f"{_fmt_mb(r['peak_rss']):>11}"
-                  f"{_fmt_mb(r['before_rss']):>11}{r['bytes_per_file']:>9.0f}")
+                  f"{_fmt_mb(r['before_rss']):>11}{r['bytes_per_file']:>9.0f}{floor}")
     targets: Dict[str, Dict[str, Any]] = {}
     for op in args.ops:
         a, b = results[mid][op], results[large][op]
@@ -402,6 +481,14 @@ def main(argv=None) -> int:
         targets[f"{op}_time_linear"] = {
             "metric": f"{op} CPU seconds at {large:,} files / at {mid:,}", "value": t_ratio,
             "target": limit, "pass": t_ratio is not None and t_ratio <= limit}
+        if op == "expire":
+            # For reading the verdict, not part of it: each round's own ratio (the spread the
+            # median hides) and the floor's ratio (what the file system's unlinks alone do).
+            targets["expire_time_linear"]["runs_ratio"] = [
+                y / x for x, y in zip(a["runs_cpu_seconds"], b["runs_cpu_seconds"]) if x > 0]
+            if a.get("floor_cpu_seconds"):
+                targets["expire_time_linear"]["floor_value"] = \
+                    b["floor_cpu_seconds"] / a["floor_cpu_seconds"]
         targets[f"{op}_memory_linear"] = {
             "metric": f"{op} peak RSS above start at {large:,} files / at {mid:,}",
             "value": m_ratio, "target": limit, "pass": m_ratio <= limit}
@@ -415,11 +502,16 @@ def main(argv=None) -> int:
                       f"({b['snapshots']:,} snapshots)", "value": b["bytes_per_file"],
             "target": BYTES_PER_FILE_TARGET,
             "pass": b["bytes_per_file"] <= BYTES_PER_FILE_TARGET}
+    ours_now = set(targets)
     kept_from = _keep_other_ops(args, results, targets)
     print()
     for k, t in targets.items():
         print(f"target {k:<24} {t['metric']}: {t['value']:.3g} (<= {t['target']:.3g}) "
               f"{'PASS' if t['pass'] else 'FAIL'}")
+        if "runs_ratio" in t and k in ours_now:
+            floor = f", the floor (unlinks alone) {t['floor_value']:.3g}" \
+                if "floor_value" in t else ""
+            print(f"       each round: {', '.join(f'{x:.3g}' for x in t['runs_ratio'])}{floor}")
     ok = all(t["pass"] for t in targets.values()) and not errors
     for e in errors:
         print(f"  ERROR: {e}")

@@ -136,22 +136,32 @@ def test_the_readme_row_shows_a_missed_target_apart_from_the_target_and_where_it
     assert _measured_on(targets["orphan_rss"], now) == "2 cores, load 0.3/0.9, run of T0"
 
 
-def test_bench_scale_expires_copies_of_one_build_and_reports_the_median_run(tmp_path):
+def test_bench_scale_expires_copies_of_one_build_round_by_round_and_reports_the_median_run(
+        tmp_path):
     # One 2M-file run varied by ~15% in CPU time between runs of the same code, enough to
-    # flip its linear target: each size now expires several hard-linked copies of one build.
+    # flip its linear target: each size expires several hard-linked copies of one build, and
+    # the sizes take turns, so that a ratio compares runs minutes apart (the 200k median had
+    # moved 13% between two sittings). Each run is followed by the floor: the same files
+    # unlinked in a bare loop.
     import argparse
     import bench_scale
     from scale_tables import count_data_files
     args = argparse.Namespace(per_snapshot=10, retain=10, expire_reps=3)
-    out, errors = {}, []
-    bench_scale._measure_expire(300, str(tmp_path), args, errors, out, lambda msg: None)
+    said, errors = [], []
+    results = {300: {"files": 300}, 600: {"files": 600}}
+    bench_scale._measure_expire([300, 600], str(tmp_path), args, errors, results, said.append)
     assert errors == []
-    e = out["expire"]
-    assert len(e["runs_cpu_seconds"]) == 3 and len(e["runs_peak_rss"]) == 3
-    assert e["cpu_seconds"] == sorted(e["runs_cpu_seconds"])[1]
-    assert e["peak_rss"] - e["before_rss"] == max(e["runs_rss_above_start"])
-    assert e["result"]["expired"] == 20 and e["snapshots"] == 30
-    assert os.listdir(tmp_path) == []   # the build and every copy removed
+    rounds = [m.split(" files, run ")[0] for m in said if " files, run " in m]
+    assert rounds == ["300", "600"] * 3
+    for n, snapshots in ((300, 30), (600, 60)):
+        e = results[n]["expire"]
+        assert len(e["runs_cpu_seconds"]) == 3 and len(e["runs_peak_rss"]) == 3
+        assert e["cpu_seconds"] == sorted(e["runs_cpu_seconds"])[1]
+        assert e["peak_rss"] - e["before_rss"] == max(e["runs_rss_above_start"])
+        assert e["result"]["expired"] == snapshots - 10 and e["snapshots"] == snapshots
+        assert len(e["runs_floor_cpu_seconds"]) == 3
+        assert e["floor_cpu_seconds"] == sorted(e["runs_floor_cpu_seconds"])[1]
+    assert os.listdir(tmp_path) == []   # the builds, every copy and the path lists removed
 
     src = tmp_path / "t"
     (src / "p=0" / "bucket-0").mkdir(parents=True)
