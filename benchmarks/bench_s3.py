@@ -360,6 +360,7 @@ def main(argv=None) -> int:
     server = MotoServer(os.path.join(run_dir, "moto.log"))
     errors: List[str] = []
     started = time.time()
+    load_before = _loadavg()
     try:
         os.environ.update(aws_env(server.url))
         import boto3
@@ -410,7 +411,10 @@ def main(argv=None) -> int:
         "config": {"snapshots": n, "orphans": orphans},
         "environment": {"python": platform.python_version(), "ours": _ours_version(),
                         "obstore": _safe_version("obstore"), "moto": _safe_version("moto"),
-                        "deltalake": _safe_version("deltalake"), "loadavg": _loadavg()},
+                        "deltalake": _safe_version("deltalake"),
+                        # (request counts do not follow the load; recorded as for every row)
+                        "cpu_count": os.cpu_count(), "loadavg_1min_before": load_before,
+                        "loadavg_1min_after": _loadavg()},
         "wall_seconds": round(time.time() - started, 1),
         "ours": ours, "delta_rs": delta, "targets": targets,
         "reference_ratios": reference,
