@@ -518,6 +518,25 @@ def test_superseded_records_are_pruned_only_once_old(table, table_path):
     assert lease_files(table_path) == [f"lease-{i}" for i in range(n - 2, n + 2)]
 
 
+def test_a_table_committed_often_keeps_its_lease_listing_short(table, table_path):
+    # Post-commit maintenance takes and releases the lease after every commit (two records),
+    # and every take lists the records. Kept 2 h whatever their number, 600 commits left
+    # 1,200 young records and each commit took 4x its first, listing them. Past the newest
+    # KEEP_RECENT superseded ones, young records go too: lowest first, the rest contiguous.
+    from paimon_commit.lease import KEEP_RECENT, PRUNE_AT
+    with table.new_commit() as c:
+        for i in range(60):
+            w = table.new_writer()
+            w.write_arrow(make_rows([i], hr=i % 2))
+            c.commit(w.prepare_commit())
+    names = lease_files(table_path)
+    numbers = [int(n.split("-")[1]) for n in names]
+    assert numbers[-1] == 120                               # 60 takes, 60 releases
+    assert numbers == list(range(numbers[0], 121))          # a suffix: the lowest went first
+    assert KEEP_RECENT + 1 <= len(names) <= KEEP_RECENT + PRUNE_AT + 2, names
+    assert [r["id"] for r in table.read_arrow().to_pylist()] == list(range(60))
+
+
 def test_a_paused_holder_whose_successor_was_pruned_still_finds_it_lost(table, table_path,
                                                                         monkeypatch):
     from paimon_commit.io.deletion import StopDeleting, checkpoint
