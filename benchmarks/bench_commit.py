@@ -5,9 +5,15 @@ interleaved commit by commit (ours commit i, then pypaimon commit i) so that mac
 hits both equally. Only the commit call is timed; writing the data file and preparing the
 commit messages happen outside the timed region.
 
+Then the same N commits of ours into a third table with another library's threads running
+in the process (_common.OtherThreads: an idle thread, pyarrow work every 5 ms), as in a Spark
+driver or a notebook (issue 26 item 5).
+
 Targets (evaluated at the last window of W commits):
   * flat:   our median commit latency over the last W commits <= 1.5 x over the first W
   * faster: our median over the last W <= 0.2 x pypaimon's median over the same commits
+  * flat_thread, vs_pypaimon_thread: the same for the commits with the threads running
+    (against pypaimon's medians measured without them)
 
 Afterwards (untimed) both tables are checked: latest snapshot id == N and pypaimon reads
 exactly the N rows written (ids 0..N-1). A mismatch exits 1; missing a target only prints
@@ -18,7 +24,7 @@ FAIL (exit 0).
 """
 from __future__ import annotations
 
-from _common import loadavg as _loadavg, ours_version as _ours_version, safe_version as _safe_version, finish  # noqa: E402,E501
+from _common import loadavg as _loadavg, ours_version as _ours_version, safe_version as _safe_version, finish, OtherThreads  # noqa: E402,E501
 import argparse
 import json
 import os
@@ -86,7 +92,8 @@ def ratio(a: float, b: float) -> Optional[float]:
 class Ours:
     name = "paimon_commit"
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, name: str = "paimon_commit"):
+        self.name = name
         from paimon_commit import Table
         self.table = Table.create(path, SCHEMA, partition_keys=["p"], options={})
         self.commit = self.table.new_commit()   # one long-lived commit object
@@ -160,20 +167,23 @@ def pp_latest_id(warehouse: str, identifier: str) -> Optional[int]:
     return None if s is None else s.id
 
 
-def verify(warehouse: str, ours_path: str, n: int) -> List[str]:
+def verify(warehouse: str, ours_paths: List[str], n: int) -> List[str]:
     from paimon_commit import Table
     errors: List[str] = []
     expected = list(range(n))
 
-    latest = Table.open(ours_path).latest_snapshot()
-    if latest is None or latest.id != n:
-        errors.append(f"paimon_commit table: latest snapshot id "
-                      f"{None if latest is None else latest.id}, expected {n}")
-    if latest is not None and latest.total_record_count != n:
-        errors.append(f"paimon_commit table: snapshot totalRecordCount "
-                      f"{latest.total_record_count}, expected {n}")
-    for label, ident in (("paimon_commit table (read by pypaimon)", "db.ours"),
-                         ("pypaimon table", "db.peer")):
+    for path in ours_paths:
+        latest = Table.open(path).latest_snapshot()
+        name = os.path.basename(path)
+        if latest is None or latest.id != n:
+            errors.append(f"paimon_commit table {name}: latest snapshot id "
+                          f"{None if latest is None else latest.id}, expected {n}")
+        if latest is not None and latest.total_record_count != n:
+            errors.append(f"paimon_commit table {name}: snapshot totalRecordCount "
+                          f"{latest.total_record_count}, expected {n}")
+    for label, ident in [(f"paimon_commit table {os.path.basename(p)} (read by pypaimon)",
+                          f"db.{os.path.basename(p)}") for p in ours_paths] + \
+            [("pypaimon table", "db.peer")]:
         if ident == "db.peer":
             sid = pp_latest_id(warehouse, ident)
             if sid != n:
@@ -226,6 +236,7 @@ def main(argv=None) -> int:
     run_dir = tempfile.mkdtemp(prefix="bench_commit_", dir=parent)
     warehouse = os.path.join(run_dir, "wh")
     ours_path = os.path.join(warehouse, "db.db", "ours")  # pypaimon can open it as db.ours
+    ours_thread_path = os.path.join(warehouse, "db.db", "ours_thread")
     os.makedirs(os.path.dirname(ours_path))
 
     print(f"bench_commit: {n} one-file commits per side into a {N_PARTITIONS}-partition table, "
@@ -247,13 +258,23 @@ def main(argv=None) -> int:
                   f"pypaimon {statistics.median(peer.latencies[lo:]) * 1e3:8.2f} ms  "
                   f"({time.perf_counter() - wall0:.0f} s)", flush=True)
     wall = time.perf_counter() - wall0
-    load_after = _loadavg()
     ours.close()
     peer.close()
+    # The same commits of ours with another library's threads running in the process.
+    print("  ours again, with another library's threads running", flush=True)
+    ours_thread = Ours(ours_thread_path, "paimon_commit_thread")
+    other = OtherThreads().start()
+    try:
+        for i in range(n):
+            ours_thread.step(rows_for(i), i + 1)
+    finally:
+        background = other.stop()
+        ours_thread.close()
+    load_after = _loadavg()
 
     # --- numbers ---
     sides = {}
-    for side in (ours, peer):
+    for side in (ours, peer, ours_thread):
         ms = [x * 1e3 for x in side.latencies]
         first, last = window_stats(ms[:win]), window_stats(ms[-win:])
         sides[side.name] = {
@@ -266,11 +287,15 @@ def main(argv=None) -> int:
         }
         if args.raw:
             sides[side.name]["latencies_ms"] = [round(x, 4) for x in ms]
-    o, p = sides["paimon_commit"], sides["pypaimon"]
+    o, p, ot = sides["paimon_commit"], sides["pypaimon"], sides["paimon_commit_thread"]
     vs_first = ratio(o["first_window"]["median_ms"], p["first_window"]["median_ms"])
     vs_last = ratio(o["last_window"]["median_ms"], p["last_window"]["median_ms"])
     flat_ok = o["last_over_first"] is not None and o["last_over_first"] <= FLAT_TARGET
     fast_ok = vs_last is not None and vs_last <= VS_PEER_TARGET
+    vs_last_thread = ratio(ot["last_window"]["median_ms"], p["last_window"]["median_ms"])
+    flat_thread_ok = ot["last_over_first"] is not None and \
+        ot["last_over_first"] <= FLAT_TARGET
+    fast_thread_ok = vs_last_thread is not None and vs_last_thread <= VS_PEER_TARGET
 
     print()
     hdr = (f"{'side':<14}{'first ' + str(win) + ' med':>14}{'p90':>9}"
@@ -282,6 +307,9 @@ def main(argv=None) -> int:
         print(f"{name:<14}{fw['median_ms']:>14.2f}{fw['p90_ms']:>9.2f}"
               f"{lw['median_ms']:>14.2f}{lw['p90_ms']:>9.2f}{s['last_over_first']:>12.2f}")
     print(f"{'ours/pypaimon':<14}{vs_first:>14.3f}{'':>9}{vs_last:>14.3f}")
+    print(f"(paimon_commit_thread: ours with another library's threads running, "
+          f"{background['threads_at_start']} threads in the process, "
+          f"{background['background_ops']} background operations)")
     print()
     print(f"curve (median ms per {CURVE_STEP} commits):")
     for a, b in zip(o["curve"], p["curve"]):
@@ -293,6 +321,10 @@ def main(argv=None) -> int:
           f"{o['last_over_first']:.2f}  {'PASS' if flat_ok else 'FAIL'}")
     print(f"target faster (ours/pypaimon at last window <= {VS_PEER_TARGET}): "
           f"{vs_last:.3f}  {'PASS' if fast_ok else 'FAIL'}")
+    print(f"target flat_thread (the same, threads running):       "
+          f"{ot['last_over_first']:.2f}  {'PASS' if flat_thread_ok else 'FAIL'}")
+    print(f"target vs_pypaimon_thread (threads running):           "
+          f"{vs_last_thread:.3f}  {'PASS' if fast_thread_ok else 'FAIL'}")
     print(f"wall time {wall:.1f} s (commit time ours {o['total_commit_seconds']:.1f} s, "
           f"pypaimon {p['total_commit_seconds']:.1f} s)", flush=True)
     busy = [x for x in (load_before, load_after)
@@ -305,7 +337,7 @@ def main(argv=None) -> int:
     # --- correctness (untimed) ---
     print("verifying both tables ...", flush=True)
     t0 = time.perf_counter()
-    errors = verify(warehouse, ours_path, n)
+    errors = verify(warehouse, [ours_path, ours_thread_path], n)
     verify_s = time.perf_counter() - t0
     print(f"verification: {'OK' if not errors else 'FAILED'} ({verify_s:.1f} s)")
     for e in errors:
@@ -314,7 +346,8 @@ def main(argv=None) -> int:
     result = {
         "benchmark": "bench_commit",
         "description": f"{n} sequential one-file commits into a {N_PARTITIONS}-partition "
-                       f"append table, paimon_commit and pypaimon interleaved; only the "
+                       f"append table, paimon_commit and pypaimon interleaved, then "
+                       f"paimon_commit with another library's threads running; only the "
                        f"commit call is timed",
         "timestamp_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "config": {"commits": n, "window": win, "partitions": N_PARTITIONS,
@@ -332,6 +365,7 @@ def main(argv=None) -> int:
             else None,
             "pypaimon_native_commits": peer.native_commits,
             "loadavg_1min_before": load_before, "loadavg_1min_after": load_after,
+            "other_threads": background,
         },
         "wall_seconds": wall,
         "verify_seconds": verify_s,
@@ -342,8 +376,18 @@ def main(argv=None) -> int:
                      "value": o["last_over_first"], "target": FLAT_TARGET, "pass": flat_ok},
             "vs_pypaimon": {"metric": "ours / pypaimon median at the last window",
                             "value": vs_last, "target": VS_PEER_TARGET, "pass": fast_ok},
+            "flat_thread": {"metric": "ours with another library's threads running: "
+                                      "last-window median / first-window median",
+                            "value": ot["last_over_first"], "target": FLAT_TARGET,
+                            "pass": flat_thread_ok},
+            "vs_pypaimon_thread": {"metric": "ours with another library's threads running / "
+                                             "pypaimon (without them) median at the last "
+                                             "window",
+                                   "value": vs_last_thread, "target": VS_PEER_TARGET,
+                                   "pass": fast_thread_ok},
         },
-        "verdict": "PASS" if flat_ok and fast_ok else "FAIL",
+        "verdict": "PASS" if flat_ok and fast_ok and flat_thread_ok and fast_thread_ok
+        else "FAIL",
         "correctness": {"ok": not errors, "errors": errors},
     }
     return finish(result, args.out, run_dir, errors, args.keep)
