@@ -501,7 +501,7 @@ def test_orphan_cleanup_never_lists_the_lease_records(table, table_path):
     assert r.deleted_files == 0 and not any(".maintenance" in p for p in r.deleted_paths)
 
 
-def test_superseded_records_are_pruned_only_once_old(table, table_path):
+def test_a_few_superseded_records_are_pruned_only_once_old(table, table_path):
     for _ in range(10):
         with maintenance_lease(table.store, "x"):
             pass
