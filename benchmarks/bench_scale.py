@@ -460,7 +460,7 @@ def main(argv=None) -> int:
     size_ratio = large / mid
     print()
     hdr = f"{'operation':<10}{'files':>10}{'seconds':>10}{'cpu s':>9}{'peak RSS':>11}" \
-          f"{'start RSS':>11}{'B/file':>9}{'floor s':>9}"
+          f"{'start RSS':>11}{'B/file':>9}" + (f"{'floor s':>9}" if "expire" in args.ops else "")
     print(hdr)
     print("-" * len(hdr))
     for op in args.ops:

@@ -758,8 +758,9 @@ class LeaseManager:
 
         Safety rests on the order, not on the age: the records deleted are a prefix of the
         listing (from the lowest number up to the first record below `number` that is young
-        and among the newest KEEP_RECENT), deleted in ascending order, stopping at the first one not deleted (a
-        failed delete is logged and answered False like an absent file: either way, stop).
+        and among the newest KEEP_RECENT), deleted in ascending order, stopping at the first
+        one not deleted (a failed delete is logged and answered False like an absent file:
+        either way, stop).
         So a record is deleted only once every lower one is gone, which a holder's check
         relies on (`HeldLease._check_own_record`): its successor gone means its own record
         is gone. Storage times are not monotonic (an NTP step, another server of an object

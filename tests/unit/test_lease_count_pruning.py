@@ -1,9 +1,10 @@
-"""With the count rule (lease.KEEP_RECENT), young records are pruned within seconds by
-takers whose clocks are *sane* (written by the outside audit of that rule). The takeover scenarios of test_lease_pruning.py
-(which needed a taker 3 h fast) again, with a sane (or slow) taker B that takes over after A's
-lease expired and then runs enough take/release cycles that A's record and its successor are
-pruned by the count alone. In every case A must stop at its first delete step with nothing
-deleted; real files under tmp_path; the pauses are hooks on LeaseManager/HeldLease methods."""
+"""With the count rule (lease.KEEP_RECENT), young records are pruned within seconds by takers
+whose clocks are *sane* (written by the outside audit of that rule). The takeover scenarios
+of test_lease_pruning.py (which needed a taker 3 h fast) again, with a sane (or slow) taker
+B that takes over after A's lease expired and then runs enough take/release cycles that A's
+record and its successor are pruned by the count alone. In every case A must stop at its
+first delete step with nothing deleted; real files under tmp_path; the pauses are hooks on
+LeaseManager/HeldLease methods."""
 import os
 import threading
 import time
