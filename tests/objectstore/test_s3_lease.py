@@ -167,3 +167,21 @@ def test_a_waiting_command_is_not_starved_on_s3(s3):
     assert r.complete and r.expired_snapshots == 4
     assert looper.turns >= 2
     assert not any(k.startswith("db.db/t/.maintenance/wait-") for k in s3.keys())
+
+
+def test_a_table_committed_often_keeps_its_lease_records_few_on_every_store(store):
+    # Post-commit maintenance writes two lease records per commit and every take lists them:
+    # kept 2 h whatever their number, a stream's every commit listed more of them (on S3 a
+    # LIST page per 1,000). Past the newest KEEP_RECENT, young ones are deleted too, lowest
+    # first, through each store's delete.
+    from paimon_commit.lease import KEEP_RECENT, PRUNE_AT
+    t = Table.create(store.table_uri("db.db/t"), SCHEMA, ["dt", "hr"], {})
+    commits = (KEEP_RECENT + PRUNE_AT) // 2 + 5
+    with t.new_commit() as c:
+        for i in range(commits):
+            write(t, make_rows([i]), commit=c, identifier=i)
+    prefix = "db.db/t/.maintenance/lease-"
+    numbers = sorted(int(k[len(prefix):]) for k in store.keys() if k.startswith(prefix))
+    assert numbers == list(range(numbers[0], 2 * commits + 1))   # the lowest went first
+    assert len(numbers) <= KEEP_RECENT + PRUNE_AT + 1, numbers
+    assert sorted(r["id"] for r in t.read_arrow().to_pylist()) == list(range(commits))
