@@ -754,7 +754,8 @@ class LeaseManager:
         Why a count as well as an age: post-commit maintenance takes and releases the lease
         after every commit (two records), and every take lists them all. Kept for PRUNE_AGE_MS
         alone, a table committed to every second listed up to 14,400 records per commit;
-        bench_commit's 600th commit took 20 ms, 4x its first, most of it that listing.
+        600 commits through one commit object: the last ones took 19 ms, 4x the first, most
+        of it that listing.
 
         Safety rests on the order, not on the age: the records deleted are a prefix of the
         listing (from the lowest number up to the first record below `number` that is young
