@@ -11,7 +11,11 @@ pruning removes only a prefix of the records, stopping at the first it keeps or 
 delete, so a record out of order in storage time or a failed delete never opens a gap; and it
 reads the record's token, since a paused holder's release may create a pruned name again.
 
-The skew is one holder's clock (LeaseManager's clock); the records are real files."""
+Each scenario runs with two takers B: one whose clock runs 3 h fast (it prunes by age and
+takes A's live lease over) and one with a sane clock that takes A's expired lease and runs
+until young records go by their count (lease.KEEP_RECENT, written with its outside audit).
+The skew is one holder's clock (LeaseManager's clock); the records are real files; the
+pauses are hooks on LeaseManager and HeldLease methods."""
 import os
 import threading
 import time
@@ -20,43 +24,42 @@ import pytest
 from conftest import files_under, make_rows, write
 
 from paimon_commit.errors import LeaseHeldError
-from paimon_commit.lease import HeldLease, LeaseManager, lease_settings, maintenance_lease
+from paimon_commit.io.deletion import StopDeleting, checkpoint
+from paimon_commit.lease import (KEEP_RECENT, PRUNE_AT, HeldLease, LeaseManager, lease_settings,
+                                 maintenance_lease)
 
-SKEW_MS = 3 * 3600 * 1000   # the taker's clock runs 3 h fast: more than PRUNE_AGE_MS (2 h)
+SKEW_MS = 3 * 3600 * 1000   # the skewed taker's clock runs 3 h fast: more than PRUNE_AGE_MS (2 h)
+CYCLES = (KEEP_RECENT + PRUNE_AT) // 2 + 6   # takes and releases that prune n, n+1 by count
+
+# kind -> (B's clock skew ms, B's takes, B's wait s), (A's lease ms, A's pause s before B):
+# the skewed B takes A's live lease over (its expiry looks past to B); the sane one waits
+# until A's lease expired.
+KINDS = {"skewed": ((SKEW_MS, 5, 0), (300_000, 0.0)),
+         "counting": ((0, CYCLES, 5), (300, 0.4))}
+both_takers = pytest.mark.parametrize("kind", list(KINDS))
 
 
-def _skewed(table):
-    return LeaseManager(table.store.io, table.store.path,
-                        clock=lambda: int(time.time() * 1000) + SKEW_MS)
+class Taker:
+    """B, on a thread of its own (a lease is re-entrant per thread), its clock `skew_ms`
+    ahead: takes the lease `runs` times (`first`: the first one's record), then takes it
+    again ("B again") and holds it until `release()`. Each take prunes what its rule allows."""
 
-
-def _records(table_path):
-    # (not an expiration's mark beside them, expiring.py: `expiring-<first>-<end>-<token>`)
-    return sorted(int(n.split("-")[1]) for n in os.listdir(table_path / ".maintenance")
-                  if n.startswith("lease-"))
-
-
-class SkewedTaker:
-    """B, on a thread of its own (a lease is re-entrant per thread), with a clock 3 h fast:
-    takes the lease over while A holds it (A's expiry looks past to B), runs four times, then
-    takes it again and holds it until `release()`. Each take prunes: every record written
-    before B's takes is more than 2 h old to B's clock. `before` runs before B's first take."""
-
-    def __init__(self, table, before=lambda: None):
+    def __init__(self, table, kind):
+        skew_ms, runs, wait_s = KINDS[kind][0]
         self.held, self.done = threading.Event(), threading.Event()
         self.first = self.number = None
         self.error = None
-        m = _skewed(table)
+        m = LeaseManager(table.store.io, table.store.path,
+                         clock=lambda: int(time.time() * 1000) + skew_ms)
 
         def run():
             try:
-                before()
-                with maintenance_lease(table.store, "B first", manager=m, wait_s=0) as b:
-                    self.first = b.record.number
-                for i in range(4):
-                    with maintenance_lease(table.store, f"B run {i}", manager=m, wait_s=0):
-                        pass
-                with maintenance_lease(table.store, "B again", manager=m, wait_s=0) as b:
+                for i in range(runs):
+                    with maintenance_lease(table.store, f"B run {i}", manager=m,
+                                           wait_s=wait_s) as b:
+                        if self.first is None:
+                            self.first = b.record.number
+                with maintenance_lease(table.store, "B again", manager=m, wait_s=wait_s) as b:
                     self.number = b.record.number
                     self.held.set()
                     self.done.wait(60)
@@ -66,7 +69,7 @@ class SkewedTaker:
                 self.held.set()
         self.thread = threading.Thread(target=run, daemon=True)
         self.thread.start()
-        assert self.held.wait(30) and self.error is None, self.error
+        assert self.held.wait(60) and self.error is None, self.error
 
     def release(self):
         self.done.set()
@@ -74,59 +77,96 @@ class SkewedTaker:
         assert self.error is None, self.error
 
 
+def _records(table_path):
+    # (not an expiration's mark beside them, expiring.py: `expiring-<first>-<end>-<token>`)
+    return sorted(int(n.split("-")[1]) for n in os.listdir(table_path / ".maintenance")
+                  if n.startswith("lease-"))
+
+
 def _history(table):
     for i in range(1, 6):   # 5 snapshots; each commit's maintenance adds two lease records
         write(table, make_rows([i]))
 
 
-def _a_stops_with_nothing_deleted(table, table_path, before_b=lambda n: None):
-    """A holds the lease; B takes it over and prunes; A's expiration (joining A's lease)
-    must stop at its first delete step with nothing deleted. Returns (A's record number,
-    B)."""
-    _history(table)
-    before = files_under(table_path)
-    with maintenance_lease(table.store, "A", duration_ms=300_000) as a:
-        n = a.record.number
-        b = SkewedTaker(table, lambda: before_b(n))
-        try:
-            r = table.expire_snapshots(retain_max=1, retain_min=1)
-        finally:
-            b.release()
-    assert b.first == n + 1                       # B took A's live lease over
+def _stopped_with_nothing_deleted(r, table, table_path, before):
     assert not r.complete and r.stopped_by == "lease", r
     assert "lost the maintenance lease" in r.message
     assert r.expired_snapshots == 0 and r.deleted_files == 0
     assert files_under(table_path) == before      # A deleted nothing while B held the lease
     assert [s.id for s in table.snapshots()] == [1, 2, 3, 4, 5]
-    return n, b
 
 
-def test_a_skewed_taker_pruning_the_records_of_a_takeover_does_not_let_the_old_holder_delete(
-        table, table_path):
-    # Audit b1: B's pruning removed A's record n and B's first record n+1 (their storage
-    # times are 3 h old to B's clock); A's check used to find no n+1 and pass.
-    n, b = _a_stops_with_nothing_deleted(table, table_path)
-    records = _records(table_path)
+def _a_stops_with_nothing_deleted(table, table_path, monkeypatch, kind,
+                                  before_b=lambda n: None, a_lag_ms=0):
+    """A holds the lease (paused: no renewer); B takes it over and prunes; A's expiration
+    (joining A's lease) must stop at its first delete step with nothing deleted. a_lag_ms:
+    A's clock runs that far behind, so that its 5 min lease looks live and not due for
+    renewal to A while it is long expired to B. Returns (A's record number, B, the records
+    while B holds the lease)."""
+    monkeypatch.setattr(HeldLease, "start_renewer", lambda self: None)
+    _history(table)
+    before = files_under(table_path)
+    duration_ms, pause_s = (300_000, 0.0) if a_lag_ms else KINDS[kind][1]
+    a_mgr = LeaseManager(table.store.io, table.store.path,
+                         clock=lambda: int(time.time() * 1000) - a_lag_ms)
+    with maintenance_lease(table.store, "A", manager=a_mgr, duration_ms=duration_ms) as a:
+        n = a.record.number
+        time.sleep(pause_s)
+        before_b(n)
+        b = Taker(table, kind)
+        try:
+            records = _records(table_path)
+            r = table.expire_snapshots(retain_max=1, retain_min=1)
+        finally:
+            b.release()
+    assert b.first == n + 1                       # B took A's lease over
+    _stopped_with_nothing_deleted(r, table, table_path, before)
+    assert b.number in records
+    return n, b, records
+
+
+@both_takers
+def test_a_taker_pruning_the_records_of_a_takeover_does_not_let_the_old_holder_delete(
+        table, table_path, monkeypatch, kind):
+    # Audit b1: B's pruning removed A's record n and B's first record n+1 (3 h old to the
+    # skewed B's clock; young but past the newest KEEP_RECENT to the sane one); A's check
+    # used to find no n+1 and pass.
+    n, b, records = _a_stops_with_nothing_deleted(table, table_path, monkeypatch, kind)
     assert n not in records and n + 1 not in records   # both were pruned
-    assert b.number in records
 
 
-def test_a_record_out_of_order_in_storage_time_stops_pruning_before_a_gap(table, table_path):
+def test_a_lagging_holder_finds_the_takeover_that_count_pruning_hid(table, table_path,
+                                                                   monkeypatch):
+    # A's clock 10 min behind: its 5 min lease is expired to B at once, yet live and not due
+    # for renewal to A, so A's check does not list: the HEAD of n+1 and the GET of n alone
+    # must find the takeover after B's count pruning removed n and n+1 (both young).
+    n, b, records = _a_stops_with_nothing_deleted(table, table_path, monkeypatch, "counting",
+                                                  a_lag_ms=600_000)
+    assert n not in records and n + 1 not in records
+
+
+@both_takers
+def test_a_record_out_of_order_in_storage_time_stops_pruning_before_a_gap(
+        table, table_path, monkeypatch, kind):
     # A's record n carries a storage time later than its successors' (storage clocks are
-    # not monotonic: an NTP step locally, another server of an object store): young to B,
-    # while n+1 looks old. Pruning only by age removed n+1 and kept n, so A's check found
-    # its own record and no successor. Pruning stops at the first record it keeps.
+    # not monotonic: an NTP step locally, another server of an object store): young even
+    # to the skewed B, while n+1 looks old. Pruning only by age removed n+1 and kept n, so
+    # A's check found its own record and no successor. Pruning stops at the first record it
+    # keeps; the count rule goes by position, not time: n goes first.
     def young_a(n):
-        later = time.time() + SKEW_MS / 1000   # young even to B's clock
+        later = time.time() + SKEW_MS / 1000
         os.utime(table_path / ".maintenance" / f"lease-{n}", (later, later))
-    n, b = _a_stops_with_nothing_deleted(table, table_path, before_b=young_a)
-    records = _records(table_path)
-    assert records[0] == n and n + 1 in records     # kept from the first record it kept on
-    assert b.number in records
+    n, b, records = _a_stops_with_nothing_deleted(table, table_path, monkeypatch, kind,
+                                                  before_b=young_a)
+    if kind == "skewed":
+        assert records[0] == n and n + 1 in records   # kept from the first record it kept on
+    else:
+        assert n not in records and n + 1 not in records
 
 
+@both_takers
 def test_a_failed_delete_of_a_record_stops_pruning_before_a_gap(table, table_path,
-                                                               monkeypatch):
+                                                               monkeypatch, kind):
     # Deleting A's record n fails (an I/O error, logged; `delete_quietly` says False): B
     # pruned on and removed n+1, so A's check again found its own record and no successor.
     # Pruning stops at the first record it did not delete.
@@ -138,23 +178,19 @@ def test_a_failed_delete_of_a_record_stops_pruning_before_a_gap(table, table_pat
         if norm.endswith(f"/.maintenance/lease-{failing.get('n')}"):
             return False   # what `_unlink` answers to a failed delete (it logs it)
         return unlink(norm)
-
-    def fail_a(n):
-        failing["n"] = n
     monkeypatch.setattr(io, "_unlink", flaky_unlink)
-    n, b = _a_stops_with_nothing_deleted(table, table_path, before_b=fail_a)
-    records = _records(table_path)
-    assert records[0] == n and n + 1 in records
-    assert b.number in records
+    n, b, records = _a_stops_with_nothing_deleted(
+        table, table_path, monkeypatch, kind, before_b=lambda n: failing.update(n=n))
+    assert records[0] == n and n + 1 in records         # pruning stopped at n, every time
 
 
+@both_takers
 def test_a_paused_holder_releasing_under_a_pruned_name_does_not_vouch_for_another(
-        table, table_path, monkeypatch):
-    # X held record k and was paused past its lease (no renewer, no check); A took k+1; B,
-    # 3 h fast, took over from A and pruned k, k+1 and its own first records. X resumes and
-    # releases: a release creates the name after its own without looking, so record k+1
-    # exists again, X's. A's check must see that k+1 is not its own: record present is not
-    # enough.
+        table, table_path, monkeypatch, kind):
+    # X held record k and was paused past its lease (no renewer, no check); A took k+1; B
+    # took over from A and pruned k, k+1 and its own first records. X resumes and releases:
+    # a release creates the name after its own without looking, so record k+1 exists again,
+    # X's. A's check must see that k+1 is not its own: record present is not enough.
     monkeypatch.setattr(HeldLease, "start_renewer", lambda self: None)   # paused holders
     _history(table)
     before = files_under(table_path)
@@ -168,48 +204,51 @@ def test_a_paused_holder_releasing_under_a_pruned_name_does_not_vouch_for_anothe
     xt.start()
     assert x_took.wait(30)
     time.sleep(0.05)                                      # X's lease expires
-    with maintenance_lease(table.store, "A", duration_ms=300_000, wait_s=5) as a:
+    duration_ms, pause_s = KINDS[kind][1]
+    with maintenance_lease(table.store, "A", duration_ms=duration_ms, wait_s=5) as a:
         n = a.record.number
-        b = SkewedTaker(table)
+        time.sleep(pause_s)
+        b = Taker(table, kind)
         try:
             assert n not in _records(table_path) and n + 1 not in _records(table_path)
             x_release.set()
             xt.join(30)
             assert n in _records(table_path)              # X's release, under A's number
+            with pytest.raises(StopDeleting, match="another holder's"):
+                checkpoint()
             r = table.expire_snapshots(retain_max=1, retain_min=1)
         finally:
             b.release()
     assert b.first == n + 1
-    assert not r.complete and r.stopped_by == "lease", r
-    assert "lost the maintenance lease" in r.message and "another holder's" in r.message
-    assert r.expired_snapshots == 0 and r.deleted_files == 0
-    assert files_under(table_path) == before
+    _stopped_with_nothing_deleted(r, table, table_path, before)
+    assert "another holder's" in r.message
 
 
+@both_takers
 def test_a_renewal_paused_between_its_listing_and_its_create_does_not_hold_a_pruned_name(
-        table, table_path, monkeypatch):
+        table, table_path, monkeypatch, kind):
     # Audit issue25c c1: A's renewal (from its expiration's check) listed the records (n
-    # highest), then was paused; meanwhile B, 3 h fast, took over and pruned n, n+1 and
-    # more. A's create of n+1 succeeded (the name was free again) and its check passed,
-    # the HEAD of n+2 and the GET of n+1 both fine, while B held a higher record. Now a
-    # renewal lists the records once more after its create: a record above means lost.
+    # highest), then was paused; meanwhile B took over and pruned n, n+1 and more. A's
+    # create of n+1 succeeded (the name was free again) and its check passed, the HEAD of
+    # n+2 and the GET of n+1 both fine, while B held a higher record. Now a renewal lists
+    # the records once more after its create: a record above means lost.
+    monkeypatch.setattr(HeldLease, "start_renewer", lambda self: None)
     _history(table)
     before = files_under(table_path)
-    offset = [0]
-    a_mgr = LeaseManager(table.store.io, table.store.path,
-                         clock=lambda: int(time.time() * 1000) + offset[0])
+    a_mgr = LeaseManager(table.store.io, table.store.path)
     listing = a_mgr.numbers
     paused = {}
 
     def numbers():
         out = listing()
         if "armed" in paused and "b" not in paused:
-            paused["b"] = SkewedTaker(table)   # the pause: B takes over and prunes
+            time.sleep(0.5)                    # A's lease (0.6 s) expires during the pause
+            paused["b"] = Taker(table, kind)   # B takes over and prunes
         return out
     monkeypatch.setattr(a_mgr, "numbers", numbers)
-    with maintenance_lease(table.store, "A", manager=a_mgr, duration_ms=300_000) as a:
+    with maintenance_lease(table.store, "A", manager=a_mgr, duration_ms=600) as a:
         n = a.record.number
-        offset[0] = 200_000          # A's renewal is due at its first check
+        time.sleep(0.35)                       # A's renewal is due at its first check
         paused["armed"] = True
         try:
             r = table.expire_snapshots(retain_max=1, retain_min=1)
@@ -218,20 +257,18 @@ def test_a_renewal_paused_between_its_listing_and_its_create_does_not_hold_a_pru
                 paused["b"].release()
     b = paused["b"]
     assert b.first == n + 1 and n + 1 in _records(table_path)   # A's renewal re-created it
-    assert not r.complete and r.stopped_by == "lease", r
-    assert "lost the maintenance lease" in r.message and "B again" in r.message
-    assert r.expired_snapshots == 0 and r.deleted_files == 0
-    assert files_under(table_path) == before
-    assert [s.id for s in table.snapshots()] == [1, 2, 3, 4, 5]
+    _stopped_with_nothing_deleted(r, table, table_path, before)
+    assert "B again" in r.message
 
 
+@both_takers
 def test_a_take_paused_between_its_listing_and_its_create_does_not_take_a_pruned_name(
-        table, table_path, monkeypatch):
+        table, table_path, monkeypatch, kind):
     # Audit issue25c c3: A's take listed the records (the highest released: free), chose
-    # n+1, then was paused before creating it; meanwhile B, 3 h fast, took n+1, ran, and
-    # pruned every record below its own. A's create of n+1 succeeded and A's expiration
-    # deleted while B held the lease. Now a take lists the records once more after its
-    # create: a record above its own means not taken, and A waits for B as for any holder.
+    # n+1, then was paused before creating it; meanwhile B took n+1, ran, and pruned every
+    # record below its own. A's create of n+1 succeeded and A's expiration deleted while B
+    # held the lease. Now a take lists the records once more after its create: a record
+    # above its own means not taken, and A waits for B as for any holder.
     _history(table)
     before = files_under(table_path)
     create = LeaseManager.create
@@ -241,7 +278,7 @@ def test_a_take_paused_between_its_listing_and_its_create_does_not_take_a_pruned
     def paused_create(self, record):
         if threading.get_ident() == a_thread and "b" not in paused:
             paused["n"] = record.number
-            paused["b"] = SkewedTaker(table)   # the pause: B takes n+1, runs, prunes
+            paused["b"] = Taker(table, kind)   # the pause: B takes n+1, runs, prunes
         return create(self, record)
     monkeypatch.setattr(LeaseManager, "create", paused_create)
     try:
