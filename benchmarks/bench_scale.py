@@ -104,7 +104,6 @@ def child(op: str, path: str, retain: int, paths_out: Optional[str] = None) -> N
     groups = _floor_groups(path, paths_out) if op == "floor" else None
     before_kb = _rss_kb()
     c0, t0 = time.process_time(), time.perf_counter()
-    r = None
     if op == "floor":
         out = _floor(groups)
     elif op == "expire":
