@@ -87,6 +87,18 @@ def test_budget_at_a_high_fault_rate(tmp_path, variant, seed):
     simulate(tmp_path, seed=seed, rate=0.04, **HIGH_FAULT_RATE[variant])
 
 
+# The lease's records pruned at every take (lease.KEEP_RECENT 0, PRUNE_AT 1: the count rule at
+# its extreme, where the shipped 32 and 8 prune only after ~20 runs, which a budget run rarely
+# reaches): every take's prune deletes raced against every operation at each storage call.
+@pytest.mark.parametrize("variant", ["local", "memory", "arrow"])
+@pytest.mark.parametrize("seed", range(300, 305))
+def test_budget_with_lease_records_pruned_at_every_take(tmp_path, monkeypatch, variant, seed):
+    from paimon_commit import lease
+    monkeypatch.setattr(lease, "KEEP_RECENT", 0)
+    monkeypatch.setattr(lease, "PRUNE_AT", 1)
+    simulate(tmp_path, seed=seed, **VARIANTS[variant])
+
+
 # An expiration in small chunks, its first sized by its deltas (expire._first_limit), raced at
 # every storage call: the budget's expirations keep 1-3 snapshots every few rounds, so their
 # ranges stay within one chunk and the sizing is not reached there. Here a backlog of 14
